@@ -1,0 +1,113 @@
+// The agent's core API: what hooks (agent/hooks/*) call.
+//
+// Two kinds of functions live here:
+//  * Hot path (may run inside any intercepted call, on any thread): Now(), Emit(),
+//    EmitWithBytes(), HookGuard. No lock, no allocation, no syscall, no logging (except the
+//    first call on a new thread, which registers its ring out of line).
+//  * Slow path (registration, once per name/communicator/thread): InternString(), RegisterApi(),
+//    RegisterFunctionName(), SetRankInfo(), ... These take a mutex and may allocate. Never call
+//    them per launch.
+//
+// Nothing here throws. If the agent is disabled (bad config, unwritable output, PROFAGENT_ENABLE=0)
+// every function is a cheap no-op and hooks only forward to the real implementation.
+#ifndef PROFAGENT_AGENT_CORE_AGENT_H_
+#define PROFAGENT_AGENT_CORE_AGENT_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "agent/core/clock.h"
+#include "agent/core/event.h"
+
+namespace profagent {
+
+// ---- State -------------------------------------------------------------------------------
+// True once the agent initialized successfully and recording is on (also false while the
+// schedule says "not active", see config.h). One relaxed load.
+bool Recording();
+
+// Re-entrancy guard: the agent's own CUDA/MPI calls (and calls a hooked function makes into
+// another hooked function) must not record themselves. Usage in a hook:
+//   HookGuard g; if (!g.outermost()) return real(args...);
+class HookGuard {
+ public:
+  HookGuard() : outermost_(depth_++ == 0) {}
+  ~HookGuard() { --depth_; }
+  HookGuard(const HookGuard&) = delete;
+  HookGuard& operator=(const HookGuard&) = delete;
+  bool outermost() const { return outermost_; }
+  static bool Active() { return depth_ > 0; }
+
+ private:
+  static thread_local int depth_ __attribute__((tls_model("initial-exec")));
+  bool outermost_;
+};
+
+// ---- Hot path ----------------------------------------------------------------------------
+// Copies `e` into the calling thread's ring. Returns false when the event was dropped (ring
+// full under policy "drop", or agent disabled); the drop is counted and reported in the file.
+bool Emit(const RawEvent& e);
+
+// As Emit, followed by `n` bytes of `data` in continuation slots (e.extra is set here). Used for
+// NVTX messages and stack frames. `n` is capped at kMaxExtraBytes (the rest is cut).
+bool EmitWithBytes(const RawEvent& e, const void* data, size_t n);
+constexpr size_t kMaxExtraBytes = 2048;
+
+// Next agent-assigned correlation id of this thread (used when no CUPTI id is available). Never 0.
+uint32_t NextCorrelationId();
+
+// ---- Slow path ---------------------------------------------------------------------------
+// Returns a stable non-zero id for `s`; the writer emits a StringDef for each new id before
+// any record that uses it. Thread-safe; locks and may allocate.
+uint32_t InternString(const std::string& s);
+
+// Registers an API name ("cudaMemcpyAsync") and returns its small id (RawEvent.api). Call at
+// load time (static initializers) or under a once-guard. Thread-safe.
+uint16_t RegisterApi(const char* name);
+const char* ApiName(uint16_t id);
+
+// Remembers the (mangled) device-function name of a host stub; the writer demangles it and
+// resolves kLaunch events' `func` through this table. Thread-safe.
+void RegisterFunctionName(const void* func, const char* mangled_name);
+// Resolver used when `func` was never registered (e.g. cudaFuncGetName through the runtime).
+// Called on the writer thread only. Returns nullptr when unknown.
+using FuncNameResolver = const char* (*)(const void* func);
+void SetFuncNameResolver(FuncNameResolver r);
+
+// Rank facts. `source` e.g. "MPI", "NCCL", "env:OMPI_COMM_WORLD_RANK". Higher `priority`
+// wins (env 1, NCCL 2, MPI 3). May rename the output file (pid<P>.pb -> rank<R>.pb).
+void SetRankInfo(int rank, int local_rank, int world_size, const char* source, int priority);
+
+// GPU timing mode in force and why; written to the header (or a ProcessInfo) and logged once.
+// `mode` is a profagent.GpuTimingMode value.
+void SetGpuTiming(int mode, const std::string& reason);
+
+// A communicator became known. `id` must be unique in the process (e.g. the handle value).
+void RegisterComm(uint64_t id, int lib, uint64_t handle, int rank, int size,
+                  const std::string& unique_id, int device, uint64_t parent);
+
+// A measured offset of this process's CLOCK_MONOTONIC to rank 0's (rank0 = local + offset).
+void RecordClockOffset(int64_t offset_ns, uint64_t error_ns, const char* method, uint32_t rounds);
+
+// Device description (name, memory, SMs) for the header's DeviceInfo records.
+void RecordDeviceInfo(uint32_t device, const std::string& name, uint64_t total_mem,
+                      uint32_t sm_count, const std::string& uuid);
+
+// A note for the file and, at level "warning"/"error", one line on stderr ("profagent: ...").
+void AddNote(const char* level, const std::string& text);
+
+// Writes one line "profagent: <text>" to stderr if the log level allows (0 quiet, 1 warn,
+// 2 info, 3 debug). Slow path only.
+void Log(int level, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+
+// Asks the writer to drain every ring and write, and waits up to `timeout_ms`. Slow path.
+void Flush(int timeout_ms);
+
+// Registers a function run at shutdown before the final drain (e.g. CUPTI flush), in
+// registration order. Slow path.
+void AtShutdown(void (*fn)());
+
+}  // namespace profagent
+
+#endif  // PROFAGENT_AGENT_CORE_AGENT_H_

@@ -1,0 +1,167 @@
+// The fixed-size record that hooks push into their thread's ring.
+//
+// A RawEvent is plain old data, 72 bytes, copied by value into a per-thread
+// single-producer ring. Hooks fill it with what they saw (raw clock ticks, pointers, handles,
+// counts); the writer thread turns it into protobuf (agent/core/writer.cc), resolving pointers
+// to names and ticks to nanoseconds there, off the hot path.
+//
+// Variable-length data (an NVTX message, a stack's frames) follows its event in `extra`
+// continuation slots of the same ring: the bytes are copied raw, sizeof(RawEvent) per slot.
+#ifndef PROFAGENT_AGENT_CORE_EVENT_H_
+#define PROFAGENT_AGENT_CORE_EVENT_H_
+
+#include <cstddef>
+#include <cstdint>
+
+namespace profagent {
+
+// Mirrors profagent.EventKind for host events, plus internal kinds the writer consumes.
+enum class EvType : uint8_t {
+  kLaunch = 0,
+  kApi = 1,
+  kMemcpy = 2,
+  kMemset = 3,
+  kAlloc = 4,
+  kFree = 5,
+  kSync = 6,
+  kNvtxRange = 7,     // complete range: t0 = start, t1 = end
+  kNvtxMark = 8,
+  kCollective = 9,
+  kGraphLaunch = 10,
+  kStep = 11,
+  kRun = 12,
+  kNvtxPush = 13,     // a range still open at shutdown
+  kStream = 14,
+  kEvent = 15,
+  kGroup = 16,
+  kComm = 17,
+  kMarker = 18,
+  // Internal kinds (not EventKind values):
+  kDeviceOp = 64,     // device activity (payload.dev), t0/t1 already host-monotonic ns
+  kStack = 65,        // host stack: `extra` slots hold aux frames (uint64 ip each)
+  kDeviceInfoReq = 66,
+};
+
+// Flags.
+enum : uint8_t {
+  kFlagTimeNs = 1,       // t0/t1 are host CLOCK_MONOTONIC ns, not raw ticks
+  kFlagHasPayload = 2,   // NVTX payload present
+  kFlagPayloadDouble = 4,
+  kFlagMessageWide = 8,  // NVTX message was wchar_t (converted to UTF-8 before copying)
+  kFlagNonBlocking = 16,
+};
+
+// Block dimensions packed in 32 bits: x and y up to 2047, z up to 1023 (CUDA allows 1024, 1024, 64).
+inline uint32_t PackBlock(uint32_t x, uint32_t y, uint32_t z) {
+  return (x & 0x7ffu) | ((y & 0x7ffu) << 11) | ((z & 0x3ffu) << 22);
+}
+inline uint32_t BlockX(uint32_t b) { return b & 0x7ffu; }
+inline uint32_t BlockY(uint32_t b) { return (b >> 11) & 0x7ffu; }
+inline uint32_t BlockZ(uint32_t b) { return b >> 22; }
+
+struct LaunchPayload {   // kLaunch, kGraphLaunch (func = graph exec, grid/block unused)
+  const void* func;      // host stub (from __cudaRegisterFunction) or CUfunction
+  uint64_t stream;       // cudaStream_t as an integer
+  uint32_t corr;         // correlation id (CUPTI's, or the agent's own), 0 = none
+  uint32_t grid_x;
+  uint16_t grid_y, grid_z;
+  uint32_t block;        // PackBlock(x, y, z)
+  uint32_t shmem;
+  uint32_t name;         // string id when known at launch time (else resolved from func)
+};
+
+struct MemPayload {      // kMemcpy, kMemset, kAlloc, kFree
+  uint64_t bytes;
+  uint64_t stream;
+  uint64_t ptr;
+  uint32_t corr;
+  uint32_t kind;         // cudaMemcpyKind, or profagent.MemKind for alloc/free
+  uint32_t device;
+  uint32_t pad;
+};
+
+struct NvtxPayload {     // kNvtxRange, kNvtxMark, kNvtxPush; message text in `extra` slots
+  uint64_t domain;       // string id of the domain name (0 = default domain)
+  union { int64_t i; double f; } payload;
+  uint32_t name;         // string id of a registered string message, else 0
+  uint32_t category;
+  uint32_t color;
+  uint32_t depth;
+};
+
+struct CollPayload {     // kCollective
+  uint64_t comm;         // communicator handle (ncclComm_t / MPI_Comm) as an integer
+  uint64_t count;
+  uint64_t bytes;        // bytes per the op's convention (sender side)
+  uint32_t seq;          // per-communicator sequence number
+  int32_t peer;          // root or peer, -1 = none
+  uint32_t corr;
+  uint8_t lib;           // profagent.CollLibrary
+  uint8_t op;            // index into the library's op-name table (agent/hooks)
+  uint8_t dtype;         // index into the library's datatype-name table
+  uint8_t redop;         // index into the reduction-name table, 0xff = none
+};
+
+struct GenericPayload {  // kApi, kSync, kStream, kEvent, kGroup, kComm, kMarker
+  uint64_t a;            // e.g. stream or event handle
+  uint64_t b;
+  uint64_t c;
+  uint32_t name;         // string id (e.g. a marker name), 0 = none
+  uint32_t corr;
+};
+
+struct DevicePayload {   // kDeviceOp: t0/t1 are host-monotonic ns (kFlagTimeNs)
+  uint32_t name;         // kernel name string id
+  uint32_t corr;
+  uint64_t bytes;
+  uint32_t graph;
+  uint32_t stream;
+  uint32_t grid_x;
+  uint16_t grid_y, grid_z;
+  uint32_t block;        // PackBlock
+  uint8_t device;
+  uint8_t copy_kind;
+  uint8_t kind;          // profagent.DeviceOpKind
+  uint8_t pad;
+};
+
+struct StepPayload {     // kStep, kRun
+  int64_t tokens;        // -1 = not given
+  int64_t kv;            // -1 = not given
+  int32_t bsz;           // -1 = not given
+  uint32_t phase;        // string id
+  uint32_t label;        // string id
+  uint32_t index;
+  uint32_t run;
+  uint8_t warmup;
+  uint8_t source;        // 0 nvtx, 1 graph, 2 sync
+  uint16_t pad;
+};
+
+struct RawEvent {
+  uint64_t t0;           // start: raw ticks (clock.h) unless kFlagTimeNs
+  uint64_t t1;           // end (== t0 for instants)
+  EvType type;
+  uint8_t flags;
+  uint16_t extra;        // continuation slots that follow this one
+  uint16_t api;          // API id (RegisterApi) of the intercepted call, 0 = none
+  uint16_t pad;
+  int32_t ret;           // return code of the call
+  uint32_t pad2;
+  union {
+    LaunchPayload launch;
+    MemPayload mem;
+    NvtxPayload nvtx;
+    CollPayload coll;
+    GenericPayload gen;
+    DevicePayload dev;
+    StepPayload step;
+  };
+};
+
+static_assert(sizeof(RawEvent) == 72, "RawEvent must stay 72 bytes");
+static_assert(alignof(RawEvent) == 8, "RawEvent alignment");
+
+}  // namespace profagent
+
+#endif  // PROFAGENT_AGENT_CORE_EVENT_H_
