@@ -54,6 +54,12 @@ bool Emit(const RawEvent& e);
 bool EmitWithBytes(const RawEvent& e, const void* data, size_t n);
 constexpr size_t kMaxExtraBytes = 2048;
 
+// The correlation id of the last kernel launch the CUPTI driver-API callback saw on this thread
+// (e.g. the cuLaunchKernelEx inside ncclAllReduce), 0 if none. Written by the CUPTI hook with
+// SetLastDriverLaunchCorrelation, read by the NCCL hook right after the real call returns.
+uint32_t LastDriverLaunchCorrelation();
+void SetLastDriverLaunchCorrelation(uint32_t corr);
+
 // Next agent-assigned correlation id of this thread (used when no CUPTI id is available). Never 0.
 uint32_t NextCorrelationId();
 
@@ -100,6 +106,16 @@ void AddNote(const char* level, const std::string& text);
 // Writes one line "profagent: <text>" to stderr if the log level allows (0 quiet, 1 warn,
 // 2 info, 3 debug). Slow path only.
 void Log(int level, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+
+// Name tables for CollPayload.dtype / CollPayload.redop of library `lib` (profagent.CollLibrary).
+// The arrays must outlive the process (static tables). Collective.op is derived from the API
+// name (RawEvent.api) with its "nccl"/"MPI_" prefix removed. Slow path.
+void RegisterCollTables(int lib, const char* const* dtypes, int ndtypes,
+                        const char* const* redops, int nredops);
+
+// The profiling schedule (config.h, PROFAGENT_SCHEDULE) is applied by agent/model, which calls
+// this at step boundaries; while inactive, Recording() is false and hooks only forward.
+void SetScheduleActive(bool active);
 
 // Asks the writer to drain every ring and write, and waits up to `timeout_ms`. Slow path.
 void Flush(int timeout_ms);

@@ -147,7 +147,7 @@ struct RawEvent {
   uint16_t api;          // API id (RegisterApi) of the intercepted call, 0 = none
   uint16_t pad;
   int32_t ret;           // return code of the call
-  uint32_t pad2;
+  uint32_t aux;          // kCollective: ncclGroupStart..End group number (0 = none); else 0
   union {
     LaunchPayload launch;
     MemPayload mem;

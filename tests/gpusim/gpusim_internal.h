@@ -1,0 +1,105 @@
+// The private interface between gpusim's three libraries.
+//
+// libcudart.so.13 (gpusim) owns the simulated device: streams, their FIFO workers, the clock,
+// correlation ids and the ground-truth log. It exports the functions below (C linkage, version
+// node GPUSIM_INTERNAL in its version script) so that the simulated libcupti.so.13 and
+// libnccl.so.2 can observe and extend it. Those two find them with dlsym(RTLD_DEFAULT, ...)
+// at first use (no link-time dependency, so each library can be loaded alone); if they are absent
+// (NVIDIA's libcudart is loaded instead), they fail gracefully.
+//
+// Nothing in an application or in the profiler may use this header: it is not part of CUDA.
+#ifndef PROFAGENT_TESTS_GPUSIM_GPUSIM_INTERNAL_H_
+#define PROFAGENT_TESTS_GPUSIM_GPUSIM_INTERNAL_H_
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct CUstream_st* gpusim_stream_t;  // same type as cudaStream_t
+
+enum GpusimOpKind {
+  GPUSIM_OP_KERNEL = 0,
+  GPUSIM_OP_MEMCPY = 1,
+  GPUSIM_OP_MEMSET = 2,
+  GPUSIM_OP_COLLECTIVE = 3,  // enqueued by libnccl
+  GPUSIM_OP_HOSTFN = 4,
+  GPUSIM_OP_EVENT = 5,       // event record marker
+};
+
+// What the device executed. Times are CLOCK_MONOTONIC ns of this host.
+typedef struct GpusimOpRecord {
+  int kind;                   // GpusimOpKind
+  const char* name;           // demangled kernel name / collective name (valid during callback)
+  const char* mangled_name;   // as registered (kernels), else NULL
+  uint64_t queued_ns;         // when the host enqueued it
+  uint64_t start_ns;
+  uint64_t end_ns;
+  uint32_t stream_id;         // unique per stream in the process (the default stream is 0... see
+                              // gpusim_stream_id), equal to CUPTI's streamId in activity records
+  uint32_t correlation_id;    // the API call that enqueued it (runtime or driver domain)
+  uint32_t device;
+  uint32_t context_id;
+  uint32_t grid[3];
+  uint32_t block[3];
+  uint32_t shared_mem;
+  uint64_t bytes;             // memcpy/memset/collective bytes
+  int copy_kind;              // cudaMemcpyKind for memcpy
+  uint32_t graph_id;          // non-zero when executed as part of a graph launch
+  uint32_t graph_node_id;
+} GpusimOpRecord;
+
+// Domains of API callbacks (values equal CUpti_CallbackDomain).
+enum { GPUSIM_DOMAIN_DRIVER = 1, GPUSIM_DOMAIN_RUNTIME = 2 };
+
+// Called on the calling thread at the enter (is_exit = 0) and exit (is_exit = 1) of every
+// simulated runtime API function, and of simulated "driver" calls (e.g. the kernel launch NCCL
+// does inside ncclAllReduce). `cbid` is the CUPTI callback id of the function in that domain
+// (cupti_runtime_cbid.h / cupti_driver_cbid.h), `params` points to the function's parameter
+// struct (or NULL where the simulator has none), `ret` to its return value (valid at exit).
+typedef void (*GpusimApiCallback)(void* user, int domain, int is_exit, int cbid,
+                                  const char* func_name, const char* symbol_name,
+                                  uint32_t correlation_id, const void* params, const void* ret);
+// Called on a stream worker thread when an operation completed.
+typedef void (*GpusimOpCallback)(void* user, const GpusimOpRecord* rec);
+
+// Installs (or, with NULLs, removes) the single observer (the simulated CUPTI).
+void gpusim_set_observer(GpusimApiCallback api_cb, GpusimOpCallback op_cb, void* user);
+
+// A fresh correlation id (process-wide, increasing, never 0).
+uint32_t gpusim_next_correlation_id(void);
+
+// Emits an API callback pair around a simulated driver call made by another gpusim library:
+// gpusim_driver_call_begin returns the correlation id to put on the operations it enqueues.
+uint32_t gpusim_driver_call_begin(int cbid, const char* func_name, const char* symbol_name);
+void gpusim_driver_call_end(int cbid, const char* func_name, const char* symbol_name,
+                            uint32_t correlation_id);
+
+// Enqueues a custom operation on `stream` (NULL = legacy default stream). When the stream
+// worker reaches it, it sets rec->start_ns, calls run(arg, rec) which blocks for as long as the
+// operation lasts (e.g. waits for the other ranks, then sleeps the transfer time) and may set
+// rec->start_ns/end_ns itself; then the op is reported (observer + ground truth) and `arg` freed
+// with free_arg. `tmpl` provides kind/name/bytes/correlation id (copied).
+// Returns 0 on success, else a cudaError_t value (e.g. invalid stream).
+int gpusim_stream_enqueue(gpusim_stream_t stream, const GpusimOpRecord* tmpl,
+                          void (*run)(void* arg, GpusimOpRecord* rec), void* arg,
+                          void (*free_arg)(void* arg));
+
+// The id the simulator uses for `stream` in op records (and CUPTI streamId).
+uint32_t gpusim_stream_id(gpusim_stream_t stream);
+
+// CLOCK_MONOTONIC ns (the simulator's clock).
+uint64_t gpusim_now_ns(void);
+
+// Appends one JSON object (no trailing newline needed) to the ground-truth log, if enabled.
+void gpusim_truth_write(const char* json_object);
+
+// The current device of the calling thread.
+int gpusim_current_device(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif  // PROFAGENT_TESTS_GPUSIM_GPUSIM_INTERNAL_H_
