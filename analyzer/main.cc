@@ -1,0 +1,23 @@
+// profanalyze: the command line only. Each subcommand lives in a library that tests call directly.
+#include <cstdio>
+
+#include "CLI/CLI.hpp"
+#include "analyzer/diff/diff.h"
+#include "analyzer/perfetto/perfetto.h"
+#include "analyzer/report/report.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"profanalyze: reports, traces and regression checks for profagent profiles"};
+  app.require_subcommand(1);
+  int exit_code = 0;
+  profagent::analyzer::AddReportCommands(app, &exit_code);   // report, stats
+  profagent::analyzer::AddPerfettoCommand(app, &exit_code);  // perfetto
+  profagent::analyzer::AddDiffCommand(app, &exit_code);      // diff
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? 0 : 2;
+  }
+  return exit_code;
+}

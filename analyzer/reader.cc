@@ -1,0 +1,207 @@
+#include "analyzer/reader.h"
+
+#include <dirent.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+
+namespace profagent {
+namespace analyzer {
+
+absl::StatusOr<std::unique_ptr<RecordReader>> RecordReader::Open(const std::string& path) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) {
+    return absl::NotFoundError(absl::StrCat(path, ": cannot open: ", strerror(errno)));
+  }
+  if (S_ISDIR(st.st_mode)) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": is a directory, not a record file"));
+  }
+  FILE* f = fopen(path.c_str(), "rb");
+  if (f == nullptr) {
+    return absl::NotFoundError(absl::StrCat(path, ": cannot open: ", strerror(errno)));
+  }
+  setvbuf(f, nullptr, _IOFBF, 1 << 20);
+  std::unique_ptr<RecordReader> r(new RecordReader(path, f));
+  unsigned char pre[kFilePreambleBytes];
+  size_t n = fread(pre, 1, sizeof(pre), f);
+  if (n == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": empty file (no profagent header)"));
+  }
+  if (n < sizeof(kMagic) || memcmp(pre, kMagic, sizeof(kMagic)) != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": offset 0: not a profagent record file (bad magic)"));
+  }
+  if (n < sizeof(pre)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": offset ", n, ": file ends inside the version preamble"));
+  }
+  r->major_ = uint16_t(pre[8] | (pre[9] << 8));
+  r->minor_ = uint16_t(pre[10] | (pre[11] << 8));
+  if (r->major_ != kSchemaMajor) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        path, ": offset 8: schema major version ", r->major_, " is not supported (this reader: ",
+        kSchemaMajor, ".", kSchemaMinor, ")"));
+  }
+  r->offset_ = sizeof(pre);
+  return r;
+}
+
+RecordReader::~RecordReader() {
+  if (f_ != nullptr) fclose(f_);
+}
+
+int RecordReader::ReadByte() { return getc_unlocked(f_); }
+
+absl::StatusOr<bool> RecordReader::Next(Record* rec) {
+  if (truncated_) return false;
+  const uint64_t frame_start = offset_;
+  uint64_t len = 0;
+  int shift = 0;
+  size_t nbytes = 0;
+  for (;;) {
+    int c = ReadByte();
+    if (c == EOF) {
+      if (nbytes == 0) return false;  // clean end
+      truncated_ = true;
+      warning_ = absl::StrCat(path_, ": offset ", frame_start,
+                              ": file ends inside a frame length (truncated; kept ", records_,
+                              " records before it)");
+      return false;
+    }
+    ++nbytes;
+    if (shift >= 63) {
+      return absl::DataLossError(
+          absl::StrCat(path_, ": offset ", frame_start, ": corrupt frame length (varint too long)"));
+    }
+    len |= uint64_t(c & 0x7f) << shift;
+    shift += 7;
+    if ((c & 0x80) == 0) break;
+  }
+  if (len > kMaxFrameBytes) {
+    return absl::DataLossError(absl::StrCat(path_, ": offset ", frame_start,
+                                            ": corrupt frame length ", len, " (limit ",
+                                            kMaxFrameBytes, ")"));
+  }
+  buf_.resize(len);
+  size_t got = len == 0 ? 0 : fread(&buf_[0], 1, len, f_);
+  if (got < len) {
+    truncated_ = true;
+    warning_ = absl::StrCat(path_, ": offset ", frame_start, ": last frame is truncated (",
+                            got, " of ", len, " bytes; kept ", records_,
+                            " records before it)");
+    return false;
+  }
+  if (!rec->ParseFromString(buf_)) {
+    return absl::DataLossError(
+        absl::StrCat(path_, ": offset ", frame_start, ": corrupt record (", len, " bytes)"));
+  }
+  offset_ = frame_start + nbytes + len;
+  ++records_;
+  return true;
+}
+
+bool KindHasCorr(EventKind k) {
+  return k == EV_LAUNCH || k == EV_MEMCPY || k == EV_MEMSET || k == EV_GRAPH_LAUNCH;
+}
+
+absl::Status VisitFile(const std::string& path, Visitor* v, FileSummary* summary) {
+  FileSummary local;
+  FileSummary* s = summary != nullptr ? summary : &local;
+  s->path = path;
+  auto reader_or = RecordReader::Open(path);
+  if (!reader_or.ok()) return reader_or.status();
+  RecordReader& reader = **reader_or;
+  s->major = reader.major();
+  s->minor = reader.minor();
+  Record rec;
+  for (;;) {
+    auto more = reader.Next(&rec);
+    if (!more.ok()) {
+      s->frames = reader.records();
+      return more.status();
+    }
+    if (!*more) break;
+    switch (rec.kind_case()) {
+      case Record::kHeader:
+        v->OnHeader(rec.header());
+        break;
+      case Record::kString:
+        v->OnString(rec.string().id(), rec.string().value());
+        break;
+      case Record::kBatch: {
+        const EventBatch& b = rec.batch();
+        uint64_t t = b.base_ns();
+        uint64_t corr = b.corr_base();
+        HostEvent he;
+        he.thread = b.thread();
+        for (const Event& e : b.events()) {
+          t += e.dt();
+          he.start_ns = t;
+          he.end_ns = t + e.dur();
+          if (KindHasCorr(e.kind())) {
+            corr = corr + 1 + e.dcorr();
+            he.corr = corr;
+          } else {
+            he.corr = 0;
+          }
+          he.ev = &e;
+          v->OnHostEvent(he);
+          ++s->host_events;
+        }
+        break;
+      }
+      case Record::kDevice: {
+        const DeviceBatch& b = rec.device();
+        uint64_t t = b.base_ns();
+        uint64_t corr = b.corr_base();
+        DeviceOpEvent de;
+        de.device = b.device();
+        for (const DeviceOp& op : b.ops()) {
+          t += op.dt();
+          corr = corr + 1 + op.dcorr();
+          de.start_ns = t;
+          de.end_ns = t + op.dur();
+          de.corr = corr;
+          de.op = &op;
+          v->OnDeviceOp(de);
+          ++s->device_ops;
+        }
+        break;
+      }
+      default:
+        if (rec.kind_case() == Record::kFooter) s->has_footer = true;
+        v->OnOther(rec);
+        break;
+    }
+  }
+  s->frames = reader.records();
+  s->truncated = reader.truncated();
+  s->warning = reader.warning();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<std::string>> ListProfileFiles(const std::string& dir) {
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) {
+    return absl::NotFoundError(absl::StrCat(dir, ": cannot open directory: ", strerror(errno)));
+  }
+  std::vector<std::string> files;
+  while (dirent* e = readdir(d)) {
+    std::string name = e->d_name;
+    if (name.size() > 3 && name.compare(name.size() - 3, 3, ".pb") == 0) {
+      files.push_back(dir + "/" + name);
+    }
+  }
+  closedir(d);
+  if (files.empty()) {
+    return absl::NotFoundError(absl::StrCat(dir, ": no profile files (*.pb) in this directory"));
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+}  // namespace analyzer
+}  // namespace profagent

@@ -1,0 +1,122 @@
+// Streaming reader for profagent record files (proto/profagent.proto).
+//
+// RecordReader reads one frame at a time into a caller-owned Record, with memory bounded by the
+// largest frame (frames over kMaxFrameBytes are rejected as corrupt). A file whose last frame is
+// cut short is accepted: Next() returns false, truncated() is true and warning() says where.
+// Errors (missing file, wrong magic, unknown major version, corrupt length or unparsable frame)
+// are absl::Status values whose message names the file and the byte offset.
+//
+// VisitFile() is the convenient layer on top: it undoes the delta encodings (batch-relative
+// times, correlation ids) and hands every host event and device op to a visitor with absolute
+// values, plus every other record as is.
+//
+// Thread safety: a RecordReader is used by one thread; separate readers are independent, so rank
+// files can be read in parallel.
+#ifndef PROFAGENT_ANALYZER_READER_H_
+#define PROFAGENT_ANALYZER_READER_H_
+
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "proto/profagent.pb.h"
+
+namespace profagent {
+namespace analyzer {
+
+constexpr char kMagic[8] = {'P', 'R', 'O', 'F', 'A', 'G', 'N', 'T'};
+constexpr uint16_t kSchemaMajor = 1;
+constexpr uint16_t kSchemaMinor = 0;
+constexpr uint64_t kMaxFrameBytes = 64ull << 20;
+constexpr size_t kFilePreambleBytes = 12;  // magic + major + minor
+
+class RecordReader {
+ public:
+  // Opens `path` and checks the preamble. An empty file, a wrong magic or an unknown major
+  // version is an error.
+  static absl::StatusOr<std::unique_ptr<RecordReader>> Open(const std::string& path);
+  ~RecordReader();
+
+  // Reads the next Record into *rec. Returns true when one was read, false at the end of the
+  // file (cleanly, or at a truncated last frame: see truncated()), or an error.
+  absl::StatusOr<bool> Next(Record* rec);
+
+  const std::string& path() const { return path_; }
+  uint16_t major() const { return major_; }
+  uint16_t minor() const { return minor_; }
+  uint64_t offset() const { return offset_; }         // byte offset of the next frame
+  uint64_t records() const { return records_; }       // frames read so far
+  bool truncated() const { return truncated_; }
+  const std::string& warning() const { return warning_; }
+
+ private:
+  RecordReader(std::string path, FILE* f) : path_(std::move(path)), f_(f) {}
+  int ReadByte();
+
+  std::string path_;
+  FILE* f_;
+  uint16_t major_ = 0, minor_ = 0;
+  uint64_t offset_ = 0;
+  uint64_t records_ = 0;
+  bool truncated_ = false;
+  std::string warning_;
+  std::string buf_;
+};
+
+// True for the event kinds that carry a correlation id (see EventKind in the proto).
+bool KindHasCorr(EventKind k);
+
+struct HostEvent {
+  uint32_t thread;
+  uint64_t start_ns;
+  uint64_t end_ns;
+  uint64_t corr;          // 0 when the kind carries none
+  const Event* ev;        // valid during the callback only
+};
+
+struct DeviceOpEvent {
+  uint32_t device;
+  uint64_t start_ns;
+  uint64_t end_ns;
+  uint64_t corr;
+  const DeviceOp* op;     // valid during the callback only
+};
+
+class Visitor {
+ public:
+  virtual ~Visitor() = default;
+  virtual void OnHeader(const Header& h) {}
+  virtual void OnString(uint32_t id, const std::string& value) {}
+  virtual void OnHostEvent(const HostEvent& e) {}
+  virtual void OnDeviceOp(const DeviceOpEvent& d) {}
+  // Every record that is not a header, string, event batch or device batch.
+  virtual void OnOther(const Record& r) {}
+};
+
+struct FileSummary {
+  std::string path;
+  uint16_t major = 0, minor = 0;
+  uint64_t frames = 0;
+  uint64_t host_events = 0;
+  uint64_t device_ops = 0;
+  bool truncated = false;
+  bool has_footer = false;
+  std::string warning;
+};
+
+// Reads `path` to the end, calling `v` for each record in file order. Returns the error of the
+// first bad frame (after having visited every good one before it).
+absl::Status VisitFile(const std::string& path, Visitor* v, FileSummary* summary);
+
+// The rank files of a profile directory (*.pb, sorted by name). Error if `dir` is not a readable
+// directory or holds no .pb file.
+absl::StatusOr<std::vector<std::string>> ListProfileFiles(const std::string& dir);
+
+}  // namespace analyzer
+}  // namespace profagent
+
+#endif  // PROFAGENT_ANALYZER_READER_H_
