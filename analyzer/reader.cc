@@ -132,12 +132,13 @@ absl::Status VisitFile(const std::string& path, Visitor* v, FileSummary* summary
         v->OnString(rec.string().id(), rec.string().value());
         break;
       case Record::kBatch: {
-        const EventBatch& b = rec.batch();
-        uint64_t t = b.base_ns();
-        uint64_t corr = b.corr_base();
+        EventBatch* b = rec.mutable_batch();
+        uint64_t t = b->base_ns();
+        uint64_t corr = b->corr_base();
+        uint32_t launch_stream = 0, launch_api = 0;
         HostEvent he;
-        he.thread = b.thread();
-        for (const Event& e : b.events()) {
+        he.thread = b->thread();
+        for (Event& e : *b->mutable_events()) {
           t += e.dt();
           he.start_ns = t;
           he.end_ns = t + e.dur();
@@ -146,6 +147,15 @@ absl::Status VisitFile(const std::string& path, Visitor* v, FileSummary* summary
             he.corr = corr;
           } else {
             he.corr = 0;
+          }
+          if (e.kind() == EV_LAUNCH) {
+            // Undo the launch encodings (sticky stream/api, value-1 dimensions).
+            if (e.stream() != 0) launch_stream = e.stream(); else e.set_stream(launch_stream);
+            if (e.api() != 0) launch_api = e.api(); else e.set_api(launch_api);
+            e.set_grid_y(e.grid_y() + 1);
+            e.set_grid_z(e.grid_z() + 1);
+            e.set_block_y(e.block_y() + 1);
+            e.set_block_z(e.block_z() + 1);
           }
           he.ev = &e;
           v->OnHostEvent(he);

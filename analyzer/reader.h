@@ -75,7 +75,9 @@ struct HostEvent {
   uint64_t start_ns;
   uint64_t end_ns;
   uint64_t corr;          // 0 when the kind carries none
-  const Event* ev;        // valid during the callback only
+  // Valid during the callback only. Normalized: for EV_LAUNCH the sticky stream/api fields are
+  // filled in and grid/block dimensions hold their real values (not the value-1 encoding).
+  const Event* ev;
 };
 
 struct DeviceOpEvent {

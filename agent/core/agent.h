@@ -124,6 +124,14 @@ void Flush(int timeout_ms);
 // registration order. Slow path.
 void AtShutdown(void (*fn)());
 
+// [Added by the CUDA-runtime/CUPTI owner; to be implemented by the core.] A paired reading of
+// CUPTI's timestamp clock and host CLOCK_MONOTONIC (both ns), written as a ClockSync record
+// (device_ns, monotonic_ns, uncertainty_ns). Used when CUPTI cannot timestamp with the agent's
+// clock (no cuptiActivityRegisterTimestampCallback); the hooks then map device times themselves
+// and record the samples so the mapping can be checked. Slow path. The CUPTI hook calls it
+// through a weak reference, so linking works before the core implements it.
+void RecordDeviceClockSync(uint64_t device_ns, uint64_t monotonic_ns, uint64_t uncertainty_ns);
+
 }  // namespace profagent
 
 #endif  // PROFAGENT_AGENT_CORE_AGENT_H_

@@ -102,6 +102,28 @@ struct CollPayload {     // kCollective
   uint8_t redop;         // index into the reduction-name table, 0xff = none
 };
 
+// Continuation data of a kCollective event: the NCCL and MPI hooks emit every kCollective with
+// EmitWithBytes(e, &extra, sizeof(CollExtra)), so `e.extra` == 1 and the next ring slot holds
+// this struct (fields with no room in CollPayload). Writer: Event.stream <- stream,
+// Collective.complete_ns <- TicksToNs(complete_ticks) when non-zero, Collective.recv_bytes,
+// Collective.group <- RawEvent.aux, Collective.nonblocking <- (flags & kFlagNonBlocking).
+// A kCollective with extra == 0 (older hooks) has none of these.
+struct CollExtra {
+  uint64_t stream;          // cudaStream_t of an NCCL call as an integer, 0 = default / none
+  uint64_t complete_ticks;  // kFlagNonBlocking (MPI_I*): raw ticks (clock.h) when MPI_Wait*/Test*
+                            // reported completion; 0 = completion never seen
+  uint64_t recv_bytes;      // bytes this rank receives, 0 = not computed
+  int32_t device;           // CUDA device of the NCCL communicator, -1 = unknown / MPI
+  uint32_t reserved;
+};
+static_assert(sizeof(CollExtra) <= 72, "CollExtra must fit one continuation slot");
+
+// kGroup (ncclGroupStart..End, emitted at the outermost ncclGroupEnd; t0 = GroupStart entry,
+// t1 = GroupEnd return): gen.a = group number (== RawEvent.aux of its member kCollectives),
+// gen.b = number of member calls, gen.corr = correlation id of the last driver launch seen in
+// ncclGroupEnd (the fused NCCL kernel), 0 = none.
+// kComm (communicator create/destroy): gen.a = communicator handle, gen.b = parent handle (split)
+// or 0, gen.c = (uint64(uint32(rank)) << 32) | uint32(size), gen.name = 0.
 struct GenericPayload {  // kApi, kSync, kStream, kEvent, kGroup, kComm, kMarker
   uint64_t a;            // e.g. stream or event handle
   uint64_t b;

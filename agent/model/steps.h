@@ -3,27 +3,76 @@
 //
 // Called from hooks on the application's threads. The NVTX path parses the message (regex +
 // key=value words) at range end; that is the slow part of NVTX handling and is acceptable there
-// (a step lasts milliseconds). Graph/sync rules cost one relaxed load when disabled.
+// (a step lasts milliseconds). A literal pre-check (step_parser.h) rejects ordinary ranges with
+// one memcmp. Graph/sync rules cost one relaxed load when disabled.
+//
+// Numbering: steps are numbered from 0 in the order they end (StepPayload.index), runs from 1
+// in the order they start (0 means "no run"). A step's `run` is the run open when it ended.
+// Steps from NVTX and from a step rule share one counter (enable one or the other).
+//
+// Schedule (schedule.h): at every step boundary the model calls SetScheduleActive() for the
+// next step; a kStep event is emitted only for recorded (active) steps, with its process-wide
+// index, so the analyzer sees which steps were skipped. kRun events are always emitted.
+//
+// Thread safety: every function may be called from any thread concurrently. Hot-path safety:
+// OnNvtxRangeStart/OnGraphLaunch/OnHostSync take no lock and do not allocate unless the message
+// passes the literal pre-check of the run pattern; OnNvtxRangeEnd may allocate for step/run
+// messages only.
 #ifndef PROFAGENT_AGENT_MODEL_STEPS_H_
 #define PROFAGENT_AGENT_MODEL_STEPS_H_
 
 #include <cstddef>
 #include <cstdint>
 
+#include "agent/core/config.h"
+
 namespace profagent {
 namespace model {
 
+// Reads GetConfig() (patterns, KV reduction, step rule, schedule), compiles the patterns and
+// applies the schedule of step 0 (SetScheduleActive(false) when it starts with wait/warm-up).
+// Idempotent and thread-safe. The core should call it once the configuration is parsed, before
+// the application runs; otherwise the first call of any function below does it.
+// [Added by the nvtx/model owner; the lead's core may call it from its init.]
+void Init();
+
+// An NVTX range started. Returns a cookie (0 = nothing to remember) that the caller passes back
+// to OnNvtxRangeEnd: non-zero when the message opens a run (the run index is assigned at start
+// so that steps inside it can refer to it).
+uint64_t OnNvtxRangeStart(const char* msg, size_t n);
+
 // An NVTX range ended. `t0`/`t1` raw ticks (clock.h), `msg` UTF-8 (not NUL-terminated), `n` bytes.
-// Emits a kStep or kRun event if the message matches the configured patterns.
+// Emits a kStep or kRun event if the message matches the configured patterns. `cookie` is
+// OnNvtxRangeStart's result; without it a run is numbered at its end.
+void OnNvtxRangeEnd(uint64_t t0, uint64_t t1, const char* msg, size_t n, uint64_t cookie);
 void OnNvtxRangeEnd(uint64_t t0, uint64_t t1, const char* msg, size_t n);
 
 // Opt-in step rules (PROFAGENT_STEP_RULE): a cudaGraphLaunch on `stream`, or a host
 // synchronization (device sync: stream = ~0ull) that completed at `t1`.
+// graph: a step runs from one graph launch's start to the next one's start.
+// sync[:STREAM]: a step runs from one matching sync's end to the next one's end (a device sync
+// always matches). The first boundary only opens the first step; the last open step is dropped.
 void OnGraphLaunch(uint64_t t0, uint64_t t1, uint64_t stream);
 void OnHostSync(uint64_t t0, uint64_t t1, uint64_t stream);
 
-// At shutdown: emits still-open NVTX ranges as kNvtxPush, etc.
+// At shutdown: runs the registered open-range flusher (NVTX ranges still open become kNvtxPush)
+// and writes a note when step/run messages had bad values. Slow path.
 void Shutdown();
+
+// The NVTX surface registers the function that emits its still-open ranges (kNvtxPush).
+void SetOpenRangeFlusher(void (*fn)());
+
+// Counters, for tests and the shutdown note.
+struct Stats {
+  uint64_t steps = 0;        // step boundaries seen (recorded or not)
+  uint64_t steps_emitted = 0;
+  uint64_t runs = 0;
+  uint64_t bad_values = 0;   // key=value words with a bad value (ignored)
+};
+Stats GetStats();
+
+// Test only: re-initializes from `config` (patterns, schedule, rule) and zeroes every counter.
+void ResetForTest(const Config& config);
 
 }  // namespace model
 }  // namespace profagent

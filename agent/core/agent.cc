@@ -1,0 +1,433 @@
+// agent/core: process-wide state, the hot-path Emit(), thread registration, interning,
+// start-up (constructor), fork and signal handling.
+#include "agent/core/agent.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "agent/core/config.h"
+#include "agent/core/internal.h"
+
+namespace profagent {
+
+thread_local int HookGuard::depth_ __attribute__((tls_model("initial-exec"))) = 0;
+
+namespace internal {
+
+Global& G() {
+  static Global* g = new Global();  // never destroyed: hooks may run during exit
+  return *g;
+}
+
+}  // namespace internal
+
+using internal::G;
+using internal::ThreadState;
+
+namespace {
+
+thread_local ThreadState* t_state __attribute__((tls_model("initial-exec"))) = nullptr;
+thread_local uint32_t t_last_driver_corr __attribute__((tls_model("initial-exec"))) = 0;
+thread_local bool t_registering __attribute__((tls_model("initial-exec"))) = false;
+
+pthread_key_t g_exit_key;
+std::atomic<uint32_t> g_corr_blocks{0};
+constexpr uint32_t kCorrBlock = 4096;
+// Agent-assigned correlation ids live in the upper half of the 32-bit space so they never meet
+// CUPTI's (which count up from 1).
+constexpr uint32_t kCorrBase = 0x80000000u;
+
+std::atomic<bool> g_initialized{false};
+std::atomic<bool> g_init_started{false};
+
+void OnThreadExit(void* p) {
+  auto* ts = static_cast<ThreadState*>(p);
+  if (ts != nullptr) ts->exited.store(true, std::memory_order_release);
+  t_state = nullptr;
+}
+
+int EnvInt(const char* name) {
+  const char* v = getenv(name);
+  if (v == nullptr || *v == '\0') return -1;
+  char* end;
+  long x = strtol(v, &end, 10);
+  if (*end != '\0' || x < 0 || x > (1 << 30)) return -1;
+  return int(x);
+}
+
+void DetectRankFromEnv() {
+  static const char* kRank[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID",
+                                "RANK"};
+  static const char* kLocal[] = {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID",
+                                 "LOCAL_RANK"};
+  static const char* kSize[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS", "WORLD_SIZE"};
+  auto& g = G();
+  for (const char* n : kRank) {
+    int r = EnvInt(n);
+    if (r >= 0) {
+      g.rank = r;
+      g.rank_source = std::string("env:") + n;
+      g.rank_priority = 1;
+      break;
+    }
+  }
+  for (const char* n : kLocal) {
+    int r = EnvInt(n);
+    if (r >= 0) {
+      g.local_rank = r;
+      break;
+    }
+  }
+  for (const char* n : kSize) {
+    int r = EnvInt(n);
+    if (r > 0) {
+      g.world_size = r;
+      break;
+    }
+  }
+}
+
+bool RankSelected(const Config& c, int rank) {
+  if (c.ranks.empty() || rank < 0) return true;
+  for (int r : c.ranks) {
+    if (r == rank) return true;
+  }
+  return false;
+}
+
+struct sigaction g_old_term, g_old_int;
+
+void OnFatalSignal(int sig) {
+  // Best effort: drain and close the file, then die of the same signal.
+  internal::StopWriter(sig == SIGTERM ? "signal 15 (SIGTERM)" : "signal 2 (SIGINT)");
+  struct sigaction* old = sig == SIGTERM ? &g_old_term : &g_old_int;
+  sigaction(sig, old, nullptr);
+  raise(sig);
+}
+
+void InstallSignalHandlers() {
+  for (int sig : {SIGTERM, SIGINT}) {
+    struct sigaction cur;
+    if (sigaction(sig, nullptr, &cur) != 0) continue;
+    // Only where the application has not installed its own handler.
+    if (!(cur.sa_flags & SA_SIGINFO) && cur.sa_handler != SIG_DFL) continue;
+    if (cur.sa_flags & SA_SIGINFO) continue;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = OnFatalSignal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESETHAND;
+    sigaction(sig, &sa, sig == SIGTERM ? &g_old_term : &g_old_int);
+  }
+}
+
+void AtForkPrepare() { G().mu.lock(); }
+void AtForkParent() { G().mu.unlock(); }
+void AtForkChild() {
+  // The child has one thread (this one); the writer and the other threads are gone. Rebuild the
+  // core's state around a fresh mutex; the parent's rings are abandoned (their events belong to
+  // the parent, which writes them).
+  auto& g = G();
+  new (&g.mu) std::mutex();
+  t_state = nullptr;
+  internal::WriterAfterForkChild();
+}
+
+void AtExit() { internal::StopWriter("exit"); }
+
+}  // namespace
+
+bool Recording() {
+  auto& g = G();
+  return g.enabled.load(std::memory_order_relaxed) &&
+         g.schedule_active.load(std::memory_order_relaxed);
+}
+
+void SetScheduleActive(bool active) {
+  G().schedule_active.store(active, std::memory_order_relaxed);
+}
+
+namespace internal {
+
+ThreadState* RegisterThisThread() {
+  auto& g = G();
+  if (!g.enabled.load(std::memory_order_acquire) || g.shutting_down.load()) return nullptr;
+  if (t_registering) return nullptr;
+  t_registering = true;
+  ThreadState* ts = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(g.mu);
+    if (!g.free_threads.empty()) {
+      ts = g.free_threads.back();
+      g.free_threads.pop_back();
+      ts->ring->ResetForReuse();
+      ts->exited.store(false);
+      ts->announced = false;
+    } else {
+      ts = new ThreadState();
+      ts->ring = new Ring(g.config.ring_slots);
+      ts->index = g.next_thread_index++;
+    }
+    ts->tid = pid_t(syscall(SYS_gettid));
+    memset(ts->name, 0, sizeof(ts->name));
+    pthread_getname_np(pthread_self(), ts->name, sizeof(ts->name));
+    ts->corr_next = ts->corr_end = 0;
+    g.threads.push_back(ts);
+    StartWriterLocked();
+  }
+  pthread_setspecific(g_exit_key, ts);
+  t_state = ts;
+  t_registering = false;
+  return ts;
+}
+
+}  // namespace internal
+
+namespace {
+
+__attribute__((noinline)) ThreadState* SlowThreadState() {
+  return internal::RegisterThisThread();
+}
+
+__attribute__((noinline)) bool PushSlow(ThreadState* ts, const RawEvent& e, const void* bytes,
+                                        size_t n, uint16_t extra) {
+  auto& g = G();
+  if (g.config.overflow == OverflowPolicy::kBlock) {
+    for (int spins = 0; g.writer_running.load(std::memory_order_relaxed); ++spins) {
+      bool ok = extra == 0 ? ts->ring->TryPush(e) : ts->ring->TryPushWithBytes(e, bytes, n, extra);
+      if (ok) return true;
+      if (spins > 64) {
+        internal::WakeWriter();
+        sched_yield();
+      }
+    }
+  }
+  ts->ring->CountDrop();
+  return false;
+}
+
+}  // namespace
+
+bool Emit(const RawEvent& e) {
+  ThreadState* ts = t_state;
+  if (__builtin_expect(ts == nullptr, 0)) {
+    ts = SlowThreadState();
+    if (ts == nullptr) return false;
+  }
+  if (__builtin_expect(ts->ring->TryPush(e), 1)) return true;
+  return PushSlow(ts, e, nullptr, 0, 0);
+}
+
+bool EmitWithBytes(const RawEvent& e, const void* data, size_t n) {
+  ThreadState* ts = t_state;
+  if (__builtin_expect(ts == nullptr, 0)) {
+    ts = SlowThreadState();
+    if (ts == nullptr) return false;
+  }
+  if (n > kMaxExtraBytes) n = kMaxExtraBytes;
+  uint16_t extra = uint16_t((n + sizeof(RawEvent) - 1) / sizeof(RawEvent));
+  RawEvent head = e;
+  head.extra = extra;
+  if (__builtin_expect(ts->ring->TryPushWithBytes(head, data, n, extra), 1)) return true;
+  return PushSlow(ts, head, data, n, extra);
+}
+
+uint32_t NextCorrelationId() {
+  ThreadState* ts = t_state;
+  if (ts == nullptr) {
+    ts = SlowThreadState();
+    if (ts == nullptr) return kCorrBase;
+  }
+  if (__builtin_expect(ts->corr_next == ts->corr_end, 0)) {
+    uint32_t block = g_corr_blocks.fetch_add(1, std::memory_order_relaxed);
+    ts->corr_next = kCorrBase + 1 + block * kCorrBlock;
+    ts->corr_end = ts->corr_next + kCorrBlock;
+  }
+  return ts->corr_next++;
+}
+
+uint32_t LastDriverLaunchCorrelation() { return t_last_driver_corr; }
+void SetLastDriverLaunchCorrelation(uint32_t corr) { t_last_driver_corr = corr; }
+
+uint32_t InternString(const std::string& s) {
+  auto& g = G();
+  std::lock_guard<std::mutex> lock(g.mu);
+  auto it = g.string_ids.find(s);
+  if (it != g.string_ids.end()) return it->second;
+  g.strings.push_back(s);
+  uint32_t id = uint32_t(g.strings.size());
+  g.string_ids.emplace(s, id);
+  return id;
+}
+
+uint16_t RegisterApi(const char* name) {
+  auto& g = G();
+  std::lock_guard<std::mutex> lock(g.mu);
+  if (g.apis.empty()) g.apis.push_back("");
+  for (size_t i = 1; i < g.apis.size(); ++i) {
+    if (g.apis[i] == name) return uint16_t(i);
+  }
+  if (g.apis.size() >= 0xffff) return 0;
+  g.apis.push_back(name);
+  return uint16_t(g.apis.size() - 1);
+}
+
+const char* ApiName(uint16_t id) {
+  auto& g = G();
+  std::lock_guard<std::mutex> lock(g.mu);
+  return id < g.apis.size() ? g.apis[id].c_str() : "";
+}
+
+void RegisterFunctionName(const void* func, const char* mangled_name) {
+  if (mangled_name == nullptr) return;
+  auto& g = G();
+  std::lock_guard<std::mutex> lock(g.mu);
+  g.func_names[func] = mangled_name;
+}
+
+void SetFuncNameResolver(FuncNameResolver r) {
+  auto& g = G();
+  std::lock_guard<std::mutex> lock(g.mu);
+  g.resolver = r;
+}
+
+void RegisterCollTables(int lib, const char* const* dtypes, int ndtypes,
+                        const char* const* redops, int nredops) {
+  if (lib < 0 || lib > 1) return;
+  auto& g = G();
+  std::lock_guard<std::mutex> lock(g.mu);
+  g.coll_dtypes[lib] = dtypes;
+  g.coll_ndtypes[lib] = ndtypes;
+  g.coll_redops[lib] = redops;
+  g.coll_nredops[lib] = nredops;
+}
+
+void SetRankInfo(int rank, int local_rank, int world_size, const char* source, int priority) {
+  auto& g = G();
+  bool deselect = false;
+  {
+    std::lock_guard<std::mutex> lock(g.mu);
+    if (priority < g.rank_priority) return;
+    g.rank = rank;
+    if (local_rank >= 0) g.local_rank = local_rank;
+    if (world_size > 0) g.world_size = world_size;
+    g.rank_source = source != nullptr ? source : "";
+    g.rank_priority = priority;
+    g.process_info_dirty = true;
+    deselect = !RankSelected(g.config, rank);
+  }
+  if (deselect) {
+    Log(2, "rank %d is not in PROFAGENT_RANKS: not recording", rank);
+    SetScheduleActive(false);
+    G().enabled.store(false);
+  }
+  internal::WakeWriter();
+}
+
+void SetGpuTiming(int mode, const std::string& reason) {
+  static const char* kNames[] = {"unknown", "cupti", "events", "host", "off"};
+  auto& g = G();
+  {
+    std::lock_guard<std::mutex> lock(g.mu);
+    g.gpu_mode = mode;
+    g.gpu_reason = reason;
+    g.process_info_dirty = true;
+  }
+  Log(1, "GPU timing: %s (%s)", mode >= 0 && mode <= 4 ? kNames[mode] : "?", reason.c_str());
+}
+
+void RegisterComm(uint64_t id, int lib, uint64_t handle, int rank, int size,
+                  const std::string& unique_id, int device, uint64_t parent) {
+  auto& g = G();
+  std::lock_guard<std::mutex> lock(g.mu);
+  g.comms.push_back({id, lib, handle, rank, size, unique_id, device, parent});
+}
+
+void RecordClockOffset(int64_t offset_ns, uint64_t error_ns, const char* method, uint32_t rounds) {
+  auto& g = G();
+  std::lock_guard<std::mutex> lock(g.mu);
+  g.offsets.push_back({offset_ns, error_ns, MonotonicNs(), method ? method : "", rounds});
+}
+
+void RecordDeviceInfo(uint32_t device, const std::string& name, uint64_t total_mem,
+                      uint32_t sm_count, const std::string& uuid) {
+  auto& g = G();
+  std::lock_guard<std::mutex> lock(g.mu);
+  g.devices.push_back({device, name, total_mem, sm_count, uuid});
+}
+
+void AddNote(const char* level, const std::string& text) {
+  auto& g = G();
+  {
+    std::lock_guard<std::mutex> lock(g.mu);
+    g.notes.push_back({level ? level : "info", text});
+  }
+  int lv = (level && !strcmp(level, "error")) ? 0 : (level && !strcmp(level, "warning")) ? 1 : 2;
+  Log(lv == 0 ? 1 : lv, "%s", text.c_str());
+}
+
+void Log(int level, const char* fmt, ...) {
+  int configured = G().config.log_level;
+  if (level > configured) return;
+  char buf[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof(buf), fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "profagent: %s\n", buf);
+}
+
+void AtShutdown(void (*fn)()) {
+  auto& g = G();
+  std::lock_guard<std::mutex> lock(g.mu);
+  g.shutdown_fns.push_back(fn);
+}
+
+const Config& GetConfig() { return G().config; }
+
+// Initializes the agent once (constructor of libprofagent.so, or InitializeInjection).
+// Exposed for CUDA_INJECTION64_PATH and for tests.
+extern "C" __attribute__((visibility("default"))) int profagent_init() {
+  if (g_init_started.exchange(true)) return g_initialized.load() ? 1 : 0;
+  auto& g = G();
+  std::string error;
+  Config c;
+  if (!ParseConfig([](const char* n) -> const char* { return getenv(n); }, &c, &error)) {
+    g.config.log_level = 1;
+    fprintf(stderr, "profagent: %s; the agent is disabled\n", error.c_str());
+    return 0;
+  }
+  g.config = c;
+  if (!c.enabled) return 0;
+  InitClock();
+  DetectRankFromEnv();
+  if (!RankSelected(c, g.rank)) {
+    Log(2, "rank %d is not in PROFAGENT_RANKS: not recording", g.rank);
+    return 0;
+  }
+  if (c.schedule_set) g.schedule_active.store(c.sched_wait == 0 && c.sched_warmup == 0);
+  pthread_key_create(&g_exit_key, OnThreadExit);
+  pthread_atfork(AtForkPrepare, AtForkParent, AtForkChild);
+  InstallSignalHandlers();
+  atexit(AtExit);
+  g.enabled.store(true, std::memory_order_release);
+  g_initialized.store(true);
+  Log(2, "recording to %s", c.output_dir.c_str());
+  return 1;
+}
+
+}  // namespace profagent
+
+// Stops recording: runs the shutdown hooks, drains every ring, writes the footer and closes the
+// file. Later events are dropped silently. Used at exit and by tests.
+extern "C" __attribute__((visibility("default"))) void profagent_shutdown(const char* reason) {
+  profagent::internal::StopWriter(reason != nullptr ? reason : "shutdown");
+}

@@ -1,0 +1,123 @@
+// Shared state of agent/core (not for hooks: they use agent.h).
+#ifndef PROFAGENT_AGENT_CORE_INTERNAL_H_
+#define PROFAGENT_AGENT_CORE_INTERNAL_H_
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "agent/core/config.h"
+#include "agent/core/ring.h"
+
+namespace profagent {
+namespace internal {
+
+// One per application thread that emitted at least once. Owned by the registry; recycled
+// (ring and index reused) after its thread exited and the writer drained it.
+struct ThreadState {
+  Ring* ring = nullptr;
+  uint32_t index = 0;            // small thread index (EventBatch.thread), stable per ThreadState
+  pid_t tid = 0;
+  std::atomic<bool> exited{false};
+  uint64_t drops_written = 0;    // writer-side: last Drops value written
+  uint32_t corr_next = 0;        // producer-side: agent correlation ids (block allocation)
+  uint32_t corr_end = 0;
+  bool announced = false;        // writer-side: ThreadInfo written
+  char name[16] = {0};
+};
+
+struct NoteItem {
+  std::string level, text;
+};
+
+struct CommItem {
+  uint64_t id;
+  int lib;
+  uint64_t handle;
+  int rank, size;
+  std::string unique_id;
+  int device;
+  uint64_t parent;
+};
+
+struct OffsetItem {
+  int64_t offset_ns;
+  uint64_t error_ns, local_ns;
+  std::string method;
+  uint32_t rounds;
+};
+
+struct DeviceItem {
+  uint32_t device;
+  std::string name;
+  uint64_t total_mem;
+  uint32_t sm_count;
+  std::string uuid;
+};
+
+// Everything guarded by Global::mu, except the atomics.
+struct Global {
+  std::mutex mu;
+  Config config;
+  std::atomic<bool> enabled{false};     // agent initialized and not disabled
+  std::atomic<bool> schedule_active{true};
+  std::atomic<bool> writer_running{false};
+  std::atomic<bool> shutting_down{false};
+
+  std::vector<ThreadState*> threads;    // live and exited-but-undrained
+  std::vector<ThreadState*> free_threads;
+  uint32_t next_thread_index = 1;
+
+  // Strings: id -> value (index id-1), value -> id.
+  std::vector<std::string> strings;
+  std::unordered_map<std::string, uint32_t> string_ids;
+  std::vector<std::string> apis;        // api id -> name (index 0 = "")
+  std::unordered_map<const void*, std::string> func_names;
+  FuncNameResolver resolver = nullptr;
+  const char* const* coll_dtypes[2] = {nullptr, nullptr};
+  int coll_ndtypes[2] = {0, 0};
+  const char* const* coll_redops[2] = {nullptr, nullptr};
+  int coll_nredops[2] = {0, 0};
+
+  // Process facts (pending ones are written by the writer at its next pass).
+  int rank = -1, local_rank = -1, world_size = -1, rank_priority = 0;
+  std::string rank_source;
+  bool process_info_dirty = false;
+  int gpu_mode = 0;
+  std::string gpu_reason;
+  std::vector<NoteItem> notes;
+  std::vector<CommItem> comms;
+  std::vector<OffsetItem> offsets;
+  std::vector<DeviceItem> devices;
+  std::vector<void (*)()> shutdown_fns;
+
+  // Flush handshake.
+  std::atomic<uint64_t> flush_requested{0};
+  std::atomic<uint64_t> flush_done{0};
+};
+
+Global& G();
+
+// Starts the writer thread if not running (called with G().mu held).
+void StartWriterLocked();
+// Stops the writer after a final drain; writes the footer. Idempotent.
+void StopWriter(const char* reason);
+// Wakes the writer (flush request).
+void WakeWriter();
+// Child side of fork(): forget the parent's writer, rings and file.
+void WriterAfterForkChild();
+// Output file management.
+std::string OutputPathFor(int rank, pid_t pid, bool with_pid);
+
+// Registers the calling thread (slow path of Emit). Returns nullptr if the agent is off.
+ThreadState* RegisterThisThread();
+
+}  // namespace internal
+}  // namespace profagent
+
+#endif  // PROFAGENT_AGENT_CORE_INTERNAL_H_

@@ -1,0 +1,15 @@
+// Agent and record-schema versions (the schema is proto/profagent.proto).
+#ifndef PROFAGENT_AGENT_CORE_VERSION_H_
+#define PROFAGENT_AGENT_CORE_VERSION_H_
+
+#include <cstdint>
+
+namespace profagent {
+
+constexpr char kAgentVersion[] = "0.1.0";
+constexpr uint16_t kSchemaMajor = 1;
+constexpr uint16_t kSchemaMinor = 0;
+
+}  // namespace profagent
+
+#endif  // PROFAGENT_AGENT_CORE_VERSION_H_

@@ -1,0 +1,954 @@
+// The writer thread: drains every thread's ring, resolves names, converts clocks, encodes the
+// records of proto/profagent.proto by hand (wire.h) and writes them with large buffered writes.
+//
+// Field numbers below must match proto/profagent.proto; //tests/core:wire_roundtrip_test checks
+// them through the generated parser.
+#include <cxxabi.h>
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <condition_variable>
+#include <cstring>
+#include <map>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "agent/core/agent.h"
+#include "agent/core/internal.h"
+#include "agent/core/version.h"
+#include "agent/core/wire.h"
+
+namespace profagent {
+namespace internal {
+namespace {
+
+using wire::WireBuf;
+
+// Record field numbers.
+enum : uint32_t {
+  kRecHeader = 1, kRecString = 2, kRecBatch = 3, kRecDevice = 4, kRecClockSync = 5,
+  kRecDrops = 6, kRecProcess = 7, kRecComm = 8, kRecStack = 9, kRecClockOffset = 10,
+  kRecDeviceInfo = 11, kRecFooter = 12, kRecThread = 13, kRecNote = 14,
+};
+
+constexpr size_t kWriteThreshold = 1 << 20;
+
+struct WriterState {
+  std::mutex wake_mu;
+  std::condition_variable wake_cv;
+  bool wake = false;
+  bool stop = false;
+  pthread_t thread{};
+  bool thread_started = false;
+  bool stopped = false;       // StopWriter completed
+
+  int fd = -1;
+  bool file_failed = false;
+  std::string path;
+  bool path_has_rank = false;
+  int path_rank = -1;
+
+  WireBuf out;                // pending bytes for the file
+  WireBuf rec, msg, sub, ev;  // scratch
+  uint32_t strings_written = 0;
+  std::unordered_map<const void*, uint32_t> func_ids;
+  std::vector<uint32_t> api_ids;        // api id -> string id (0 = not interned yet)
+  std::unordered_map<uint64_t, uint32_t> stream_idx;
+  std::map<std::vector<uint64_t>, uint32_t> stack_ids;
+  std::unordered_map<uint64_t, std::pair<uint32_t, uint64_t>> module_cache;  // ip page -> (module id, base)
+  uint64_t records = 0;
+  uint64_t last_sync_ns = 0;
+  size_t notes_written = 0, comms_written = 0, offsets_written = 0, devices_written = 0;
+  std::vector<uint8_t> bytes_tmp;
+};
+
+WriterState* W() {
+  static WriterState* w = new WriterState();
+  return w;
+}
+
+void Frame(WriterState* w, uint32_t field, const WireBuf& body) {
+  w->rec.Clear();
+  w->rec.Msg(field, body);
+  w->out.Varint(w->rec.size());
+  w->out.Append(w->rec);
+}
+
+bool WriteAll(int fd, const char* p, size_t n) {
+  while (n > 0) {
+    ssize_t k = write(fd, p, n);
+    if (k < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    p += k;
+    n -= size_t(k);
+  }
+  return true;
+}
+
+void FlushOut(WriterState* w) {
+  if (w->fd < 0 || w->out.size() == 0) {
+    if (w->fd < 0) w->out.Clear();
+    return;
+  }
+  if (!WriteAll(w->fd, w->out.data(), w->out.size())) {
+    Log(1, "write to %s failed (%s); recording stops", w->path.c_str(), strerror(errno));
+    close(w->fd);
+    w->fd = -1;
+    w->file_failed = true;
+    G().enabled.store(false);
+  }
+  w->out.Clear();
+}
+
+bool MkdirP(const std::string& dir) {
+  std::string cur;
+  for (size_t i = 0; i <= dir.size(); ++i) {
+    if (i == dir.size() || dir[i] == '/') {
+      if (!cur.empty() && mkdir(cur.c_str(), 0777) != 0 && errno != EEXIST) return false;
+    }
+    if (i < dir.size()) cur += dir[i];
+  }
+  struct stat st;
+  return stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+std::string ReadFileString(const char* path, size_t max) {
+  std::string s;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return s;
+  char buf[4096];
+  ssize_t k;
+  while (s.size() < max && (k = read(fd, buf, sizeof(buf))) > 0) s.append(buf, size_t(k));
+  close(fd);
+  return s;
+}
+
+uint64_t Fnv1a(const std::string& s) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+void EncodeHeader(WriterState* w) {
+  auto& g = G();
+  WireBuf& m = w->msg;
+  m.Clear();
+  m.U64(1, uint64_t(getpid()));
+  m.U64(2, uint64_t(getppid()));
+  char host[256] = {0};
+  gethostname(host, sizeof(host) - 1);
+  m.Str(3, host);
+  m.S64(4, g.rank);
+  m.S64(5, g.local_rank);
+  m.S64(6, g.world_size);
+  std::string cmd = ReadFileString("/proc/self/cmdline", 8192);
+  size_t i = 0;
+  while (i < cmd.size()) {
+    size_t j = cmd.find('\0', i);
+    if (j == std::string::npos) j = cmd.size();
+    m.StrAlways(7, cmd.substr(i, j - i));
+    i = j + 1;
+  }
+  ClockSample s = SampleClocks();
+  m.U64(8, s.real_ns);
+  m.U64(9, s.mono_ns);
+  m.Str(10, kAgentVersion);
+  for (const auto& kv : ConfigToMap(g.config)) {
+    w->sub.Clear();
+    w->sub.Str(1, kv.first);
+    w->sub.Str(2, kv.second);
+    m.Msg(11, w->sub);
+  }
+  m.U64(12, uint64_t(g.gpu_mode));
+  m.Str(13, g.gpu_reason);
+  char exe[4096];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+  if (n > 0) m.Str(14, std::string(exe, size_t(n)));
+  m.U64(15, Fnv1a(ReadFileString("/proc/sys/kernel/random/boot_id", 64)));
+  Frame(w, kRecHeader, m);
+}
+
+void EncodeClockSync(WriterState* w) {
+  ClockSample s = SampleClocks();
+  w->msg.Clear();
+  w->msg.U64(1, s.mono_ns);
+  w->msg.U64(2, s.real_ns);
+  w->msg.U64(3, s.ticks);
+  w->msg.U64(5, s.uncertainty_ns);
+  Frame(w, kRecClockSync, w->msg);
+  w->last_sync_ns = s.mono_ns;
+}
+
+// Opens the output file (first pass with data). Called with G().mu held.
+bool OpenFileLocked(WriterState* w) {
+  if (w->fd >= 0) return true;
+  if (w->file_failed) return false;
+  auto& g = G();
+  const std::string& dir = g.config.output_dir;
+  if (!MkdirP(dir)) {
+    Log(1, "cannot create output directory %s (%s); the agent is disabled", dir.c_str(),
+        strerror(errno));
+    w->file_failed = true;
+    g.enabled.store(false);
+    return false;
+  }
+  pid_t pid = getpid();
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    std::string p = OutputPathFor(g.rank, pid, attempt == 1);
+    int fd = open(p.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd >= 0) {
+      w->fd = fd;
+      w->path = p;
+      w->path_has_rank = g.rank >= 0;
+      w->path_rank = g.rank;
+      break;
+    }
+    if (errno != EEXIST) {
+      Log(1, "cannot create %s (%s); the agent is disabled", p.c_str(), strerror(errno));
+      w->file_failed = true;
+      g.enabled.store(false);
+      return false;
+    }
+  }
+  if (w->fd < 0) {
+    Log(1, "cannot create a unique output file in %s; the agent is disabled", dir.c_str());
+    w->file_failed = true;
+    g.enabled.store(false);
+    return false;
+  }
+  static const char kPreamble[12] = {'P', 'R', 'O', 'F', 'A', 'G', 'N', 'T',
+                                     char(kSchemaMajor & 0xff), char(kSchemaMajor >> 8),
+                                     char(kSchemaMinor & 0xff), char(kSchemaMinor >> 8)};
+  w->out.Raw(kPreamble, sizeof(kPreamble));
+  EncodeHeader(w);
+  EncodeClockSync(w);
+  g.process_info_dirty = false;
+  return true;
+}
+
+// Renames pid<P>.pb to rank<R>.pb once the rank is known. Called with G().mu held.
+void MaybeRenameLocked(WriterState* w) {
+  auto& g = G();
+  if (w->fd < 0 || w->path_has_rank || g.rank < 0) return;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    std::string p = OutputPathFor(g.rank, getpid(), attempt == 1);
+    if (link(w->path.c_str(), p.c_str()) == 0) {
+      unlink(w->path.c_str());
+      w->path = p;
+      w->path_has_rank = true;
+      w->path_rank = g.rank;
+      return;
+    }
+    if (errno != EEXIST) return;
+  }
+}
+
+void EncodePendingLocked(WriterState* w) {
+  auto& g = G();
+  // Strings first: every id used by a later record is defined before it.
+  for (; w->strings_written < g.strings.size(); ++w->strings_written) {
+    w->msg.Clear();
+    w->msg.U64(1, w->strings_written + 1);
+    w->msg.StrAlways(2, g.strings[w->strings_written]);
+    Frame(w, kRecString, w->msg);
+  }
+  if (g.process_info_dirty) {
+    g.process_info_dirty = false;
+    w->msg.Clear();
+    w->msg.S64(1, g.rank);
+    w->msg.S64(2, g.local_rank);
+    w->msg.S64(3, g.world_size);
+    w->msg.Str(4, g.rank_source);
+    w->msg.U64(5, uint64_t(g.gpu_mode));
+    w->msg.Str(6, g.gpu_reason);
+    Frame(w, kRecProcess, w->msg);
+  }
+  for (; w->notes_written < g.notes.size(); ++w->notes_written) {
+    const NoteItem& n = g.notes[w->notes_written];
+    w->msg.Clear();
+    w->msg.Str(1, n.level);
+    w->msg.Str(2, n.text);
+    Frame(w, kRecNote, w->msg);
+  }
+  for (; w->comms_written < g.comms.size(); ++w->comms_written) {
+    const CommItem& c = g.comms[w->comms_written];
+    w->msg.Clear();
+    w->msg.U64(1, c.id);
+    w->msg.U64(2, uint64_t(c.lib));
+    w->msg.U64(3, c.handle);
+    w->msg.S64(4, c.rank);
+    w->msg.S64(5, c.size);
+    w->msg.Str(6, c.unique_id);
+    w->msg.S64(7, c.device);
+    w->msg.U64(8, c.parent);
+    Frame(w, kRecComm, w->msg);
+  }
+  for (; w->offsets_written < g.offsets.size(); ++w->offsets_written) {
+    const OffsetItem& o = g.offsets[w->offsets_written];
+    w->msg.Clear();
+    w->msg.S64(1, o.offset_ns);
+    w->msg.U64(2, o.error_ns);
+    w->msg.U64(3, o.local_ns);
+    w->msg.Str(4, o.method);
+    w->msg.U64(5, o.rounds);
+    Frame(w, kRecClockOffset, w->msg);
+  }
+  for (; w->devices_written < g.devices.size(); ++w->devices_written) {
+    const DeviceItem& d = g.devices[w->devices_written];
+    w->msg.Clear();
+    w->msg.U64(1, d.device);
+    w->msg.Str(2, d.name);
+    w->msg.U64(3, d.total_mem);
+    w->msg.U64(4, d.sm_count);
+    w->msg.Str(5, d.uuid);
+    Frame(w, kRecDeviceInfo, w->msg);
+  }
+}
+
+// ---- Name resolution (writer thread only; may take G().mu briefly) -------------------------
+
+std::string Demangle(const std::string& mangled) {
+  int status = 0;
+  char* d = abi::__cxa_demangle(mangled.c_str(), nullptr, nullptr, &status);
+  if (status == 0 && d != nullptr) {
+    std::string s(d);
+    free(d);
+    return s;
+  }
+  free(d);
+  return mangled;
+}
+
+uint32_t FuncNameId(WriterState* w, const void* func) {
+  auto it = w->func_ids.find(func);
+  if (it != w->func_ids.end()) return it->second;
+  std::string name;
+  FuncNameResolver resolver = nullptr;
+  {
+    auto& g = G();
+    std::lock_guard<std::mutex> lock(g.mu);
+    auto f = g.func_names.find(func);
+    if (f != g.func_names.end()) name = f->second;
+    resolver = g.resolver;
+  }
+  if (name.empty() && resolver != nullptr) {
+    const char* r = resolver(func);
+    if (r != nullptr) name = r;
+  }
+  if (name.empty()) {
+    char buf[48];
+    snprintf(buf, sizeof(buf), "kernel@%p", func);
+    name = buf;
+  } else {
+    name = Demangle(name);
+  }
+  uint32_t id = InternString(name);
+  // Only cache names that came from a registration; unknown ones may be registered later.
+  if (name.compare(0, 7, "kernel@") != 0) w->func_ids[func] = id;
+  return id;
+}
+
+uint32_t ApiStringId(WriterState* w, uint16_t api) {
+  if (api == 0) return 0;
+  if (api < w->api_ids.size() && w->api_ids[api] != 0) return w->api_ids[api];
+  std::string name = ApiName(api);
+  uint32_t id = name.empty() ? 0 : InternString(name);
+  if (w->api_ids.size() <= api) w->api_ids.resize(api + 1, 0);
+  w->api_ids[api] = id;
+  return id;
+}
+
+uint32_t StreamIndex(WriterState* w, uint64_t handle) {
+  auto it = w->stream_idx.find(handle);
+  if (it != w->stream_idx.end()) return it->second;
+  uint32_t idx = uint32_t(w->stream_idx.size() + 1);
+  w->stream_idx.emplace(handle, idx);
+  return idx;
+}
+
+uint32_t CollName(int lib, int table, uint8_t idx) {
+  const char* name = nullptr;
+  {
+    auto& g = G();
+    std::lock_guard<std::mutex> lock(g.mu);
+    if (lib >= 0 && lib <= 1) {
+      if (table == 0 && g.coll_dtypes[lib] && idx < g.coll_ndtypes[lib]) name = g.coll_dtypes[lib][idx];
+      if (table == 1 && g.coll_redops[lib] && idx < g.coll_nredops[lib]) name = g.coll_redops[lib][idx];
+    }
+  }
+  return name ? InternString(name) : 0;
+}
+
+uint32_t StackId(WriterState* w, const uint64_t* ips, size_t n) {
+  std::vector<uint64_t> key(ips, ips + n);
+  auto it = w->stack_ids.find(key);
+  if (it != w->stack_ids.end()) return it->second;
+  uint32_t id = uint32_t(w->stack_ids.size() + 1);
+  w->stack_ids.emplace(std::move(key), id);
+  WireBuf m, f;
+  m.U64(1, id);
+  for (size_t i = 0; i < n; ++i) {
+    Dl_info info;
+    memset(&info, 0, sizeof(info));
+    f.Clear();
+    if (dladdr(reinterpret_cast<void*>(ips[i]), &info) != 0 && info.dli_fname != nullptr) {
+      f.U64(1, InternString(info.dli_fname));
+      f.U64(2, ips[i] - reinterpret_cast<uint64_t>(info.dli_fbase));
+      if (info.dli_sname != nullptr) f.U64(3, InternString(Demangle(info.dli_sname)));
+    } else {
+      f.U64(2, ips[i]);
+    }
+    m.Msg(2, f);
+  }
+  // Strings used by the StackDef must precede it.
+  {
+    auto& g = G();
+    std::lock_guard<std::mutex> lock(g.mu);
+    EncodePendingLocked(w);
+  }
+  Frame(w, kRecStack, m);
+  return id;
+}
+
+// ---- Batches ---------------------------------------------------------------------------
+
+struct BatchBuilder {
+  WireBuf events;
+  uint64_t base_ns = 0;
+  uint64_t prev_ns = 0;
+  uint64_t corr_base = 0;
+  uint64_t prev_corr = 0;
+  bool any = false;
+  // Sticky EV_LAUNCH fields (see proto: stream and api carry forward between launches).
+  uint32_t launch_stream = 0;
+  uint32_t launch_api = 0;
+  void Reset() {
+    events.Clear();
+    any = false;
+    launch_stream = launch_api = 0;
+  }
+};
+
+bool HasCorr(EvType t) {
+  return t == EvType::kLaunch || t == EvType::kMemcpy || t == EvType::kMemset ||
+         t == EvType::kGraphLaunch;
+}
+
+void EncodeEvent(WriterState* w, BatchBuilder* b, const RawEvent& e, const uint8_t* extra,
+                 size_t extra_len, uint32_t stack_id) {
+  const bool ns = (e.flags & kFlagTimeNs) != 0;
+  uint64_t t0 = ns ? e.t0 : TicksToNs(e.t0);
+  uint64_t t1 = ns ? e.t1 : TicksToNs(e.t1);
+  if (t1 < t0) t1 = t0;
+  uint32_t corr = 0;
+  switch (e.type) {
+    case EvType::kLaunch:
+    case EvType::kGraphLaunch: corr = e.launch.corr; break;
+    case EvType::kMemcpy:
+    case EvType::kMemset: corr = e.mem.corr; break;
+    default: break;
+  }
+  if (!b->any) {
+    b->any = true;
+    b->base_ns = t0;
+    b->prev_ns = t0;
+    b->corr_base = corr != 0 ? corr - 1 : 0;
+    b->prev_corr = b->corr_base;
+  }
+  WireBuf& m = w->ev;
+  m.Clear();
+  m.S64(1, int64_t(t0 - b->prev_ns));
+  b->prev_ns = t0;
+  m.U64(2, t1 - t0);
+  m.U64(3, uint64_t(e.type));
+  if (HasCorr(e.type)) {
+    m.S64(5, int64_t(uint64_t(corr) - b->prev_corr - 1));
+    b->prev_corr = corr;
+  }
+  m.S64(8, e.ret);
+  uint32_t api_sid = ApiStringId(w, e.api);
+  switch (e.type) {
+    case EvType::kLaunch: {
+      const LaunchPayload& l = e.launch;
+      m.U64(4, l.name != 0 ? l.name : FuncNameId(w, l.func));
+      uint32_t s = StreamIndex(w, l.stream);
+      if (s != b->launch_stream) {
+        m.U64(7, s);
+        b->launch_stream = s;
+      }
+      if (api_sid != b->launch_api) {
+        m.U64(9, api_sid);
+        b->launch_api = api_sid;
+      }
+      m.U64(11, l.grid_x);
+      m.U64(12, l.grid_y > 0 ? l.grid_y - 1u : 0);
+      m.U64(13, l.grid_z > 0 ? l.grid_z - 1u : 0);
+      m.U64(14, BlockX(l.block));
+      uint32_t by = BlockY(l.block), bz = BlockZ(l.block);
+      m.U64(15, by > 0 ? by - 1 : 0);
+      m.U64(16, bz > 0 ? bz - 1 : 0);
+      m.U64(17, l.shmem);
+      break;
+    }
+    case EvType::kGraphLaunch:
+      m.U64(4, api_sid);
+      m.U64(7, StreamIndex(w, e.launch.stream));
+      m.U64(31, reinterpret_cast<uint64_t>(e.launch.func));
+      break;
+    case EvType::kMemcpy:
+    case EvType::kMemset:
+    case EvType::kAlloc:
+    case EvType::kFree:
+      m.U64(4, api_sid);
+      if (e.type == EvType::kMemcpy || e.type == EvType::kMemset || e.mem.stream != 0) {
+        m.U64(7, StreamIndex(w, e.mem.stream));
+      }
+      m.U64(10, e.mem.device);
+      m.U64(18, e.mem.bytes);
+      m.U64(19, e.mem.kind);
+      m.U64(20, e.mem.ptr);
+      break;
+    case EvType::kNvtxRange:
+    case EvType::kNvtxMark:
+    case EvType::kNvtxPush: {
+      const NvtxPayload& n = e.nvtx;
+      uint32_t msg = n.name;
+      if (msg == 0 && extra_len > 0) {
+        size_t len = strnlen(reinterpret_cast<const char*>(extra), extra_len);
+        msg = InternString(std::string(reinterpret_cast<const char*>(extra), len));
+      }
+      m.U64(4, msg);
+      m.U64(21, n.domain);
+      m.U64(22, n.category);
+      m.U64(23, n.color);
+      if (e.flags & kFlagHasPayload) {
+        if (e.flags & kFlagPayloadDouble) {
+          m.Double(25, n.payload.f);
+        } else {
+          m.S64(24, n.payload.i);
+        }
+        m.Bool(26, true);
+      }
+      m.U64(27, n.depth);
+      break;
+    }
+    case EvType::kCollective: {
+      const CollPayload& c = e.coll;
+      m.U64(4, api_sid);
+      WireBuf& s = w->sub;
+      s.Clear();
+      s.U64(1, c.lib);
+      std::string api = ApiName(e.api);
+      if (api.compare(0, 4, "nccl") == 0) api = api.substr(4);
+      else if (api.compare(0, 4, "MPI_") == 0) api = api.substr(4);
+      s.U64(2, api.empty() ? 0 : InternString(api));
+      s.U64(3, c.count);
+      s.U64(4, c.bytes);
+      s.U64(5, CollName(c.lib, 0, c.dtype));
+      if (c.redop != 0xff) s.U64(6, CollName(c.lib, 1, c.redop));
+      s.S64(7, c.peer);
+      s.U64(8, c.comm);
+      s.U64(9, c.seq);
+      s.U64(10, e.aux);
+      s.Bool(11, (e.flags & kFlagNonBlocking) != 0);
+      s.U64(14, c.corr);
+      // CollExtra continuation slot (event.h; added by the NCCL/MPI hooks owner).
+      if (extra != nullptr && extra_len >= sizeof(CollExtra)) {
+        CollExtra x;
+        memcpy(&x, extra, sizeof(x));
+        if (x.complete_ticks != 0) s.U64(12, TicksToNs(x.complete_ticks));
+        s.U64(13, x.recv_bytes);
+        if (x.stream != 0) m.U64(7, StreamIndex(w, x.stream));
+        if (x.device >= 0) m.U64(10, uint32_t(x.device));
+      }
+      m.Msg(28, s);
+      break;
+    }
+    case EvType::kStep:
+    case EvType::kRun: {
+      const StepPayload& st = e.step;
+      WireBuf& s = w->sub;
+      s.Clear();
+      s.S64(1, st.tokens);
+      s.S64(2, st.kv);
+      s.S64(3, st.bsz);
+      s.U64(4, st.phase);
+      s.U64(5, st.label);
+      s.Bool(6, st.warmup != 0);
+      s.U64(7, st.index);
+      static const char* kSrc[] = {"nvtx", "graph", "sync"};
+      s.U64(8, InternString(kSrc[st.source < 3 ? st.source : 0]));
+      s.U64(9, st.run);
+      m.Msg(29, s);
+      break;
+    }
+    default: {  // kApi, kSync, kStream, kEvent, kGroup, kComm, kMarker
+      const GenericPayload& gp = e.gen;
+      m.U64(4, gp.name != 0 ? gp.name : api_sid);
+      if (gp.name != 0) m.U64(9, api_sid);
+      if (e.type == EvType::kSync || e.type == EvType::kApi) {
+        if (gp.a != 0) m.U64(7, StreamIndex(w, gp.a));
+      }
+      m.U64(32, gp.a);
+      m.U64(31, gp.b);
+      break;
+    }
+  }
+  if (stack_id != 0) m.U64(30, stack_id);
+  b->events.Msg(4, m);
+  ++w->records;
+}
+
+struct DeviceBuilder {
+  WireBuf ops;
+  uint64_t base_ns = 0, prev_ns = 0, corr_base = 0, prev_corr = 0;
+  bool any = false;
+};
+
+void EncodeDeviceOp(WriterState* w, DeviceBuilder* d, const RawEvent& e) {
+  const DevicePayload& p = e.dev;
+  uint64_t t0 = (e.flags & kFlagTimeNs) ? e.t0 : TicksToNs(e.t0);
+  uint64_t t1 = (e.flags & kFlagTimeNs) ? e.t1 : TicksToNs(e.t1);
+  if (t1 < t0) t1 = t0;
+  if (!d->any) {
+    d->any = true;
+    d->base_ns = d->prev_ns = t0;
+    d->corr_base = d->prev_corr = p.corr != 0 ? p.corr - 1 : 0;
+  }
+  WireBuf& m = w->ev;
+  m.Clear();
+  m.S64(1, int64_t(t0 - d->prev_ns));
+  d->prev_ns = t0;
+  m.U64(2, t1 - t0);
+  m.U64(3, p.kind);
+  m.U64(4, p.name);
+  m.S64(5, int64_t(uint64_t(p.corr) - d->prev_corr - 1));
+  d->prev_corr = p.corr;
+  m.U64(6, p.stream);
+  m.U64(7, p.bytes);
+  m.U64(8, p.copy_kind);
+  m.U64(9, p.graph);
+  m.U64(10, p.grid_x);
+  m.U64(11, p.grid_y);
+  m.U64(12, p.grid_z);
+  m.U64(13, BlockX(p.block));
+  m.U64(14, BlockY(p.block));
+  m.U64(15, BlockZ(p.block));
+  d->ops.Msg(4, m);
+  ++w->records;
+}
+
+void FinishDevice(WriterState* w, uint32_t device, DeviceBuilder* d) {
+  if (!d->any) return;
+  w->msg.Clear();
+  w->msg.U64(1, device);
+  w->msg.U64(2, d->base_ns);
+  w->msg.U64(3, d->corr_base);
+  w->msg.Append(d->ops);
+  Frame(w, kRecDevice, w->msg);
+  d->ops.Clear();
+  d->any = false;
+}
+
+// Drains one ring. Returns the number of slots consumed.
+uint64_t DrainRing(WriterState* w, ThreadState* ts, BatchBuilder* b,
+                   std::map<uint32_t, DeviceBuilder>* devs) {
+  Ring* r = ts->ring;
+  uint64_t begin = r->ReadableBegin();
+  uint64_t end = r->ReadableEnd();
+  uint64_t i = begin;
+  uint32_t pending_stack = 0;
+  // Bound one pass so a hammering producer cannot starve the others.
+  uint64_t limit = begin + r->capacity();
+  if (end > limit) end = limit;
+  while (i < end) {
+    const RawEvent& e = r->At(i);
+    uint64_t need = 1 + uint64_t(e.extra);
+    if (i + need > end) break;  // continuation slots not yet published (cannot happen: all-or-nothing)
+    const uint8_t* extra = nullptr;
+    size_t extra_len = 0;
+    if (e.extra > 0) {
+      w->bytes_tmp.resize(size_t(e.extra) * sizeof(RawEvent));
+      for (uint16_t k = 0; k < e.extra; ++k) {
+        memcpy(&w->bytes_tmp[size_t(k) * sizeof(RawEvent)], &r->At(i + 1 + k), sizeof(RawEvent));
+      }
+      extra = w->bytes_tmp.data();
+      extra_len = w->bytes_tmp.size();
+    }
+    if (e.type == EvType::kDeviceOp) {
+      EncodeDeviceOp(w, &(*devs)[e.dev.device], e);
+    } else if (e.type == EvType::kStack) {
+      size_t n = extra_len / sizeof(uint64_t);
+      const uint64_t* ips = reinterpret_cast<const uint64_t*>(extra);
+      while (n > 0 && ips[n - 1] == 0) --n;  // continuation padding
+      pending_stack = n > 0 ? StackId(w, ips, n) : 0;
+    } else if (static_cast<uint8_t>(e.type) < 64) {
+      EncodeEvent(w, b, e, extra, extra_len, pending_stack);
+      pending_stack = 0;
+    }
+    i += need;
+  }
+  r->Consume(i);
+  return i - begin;
+}
+
+void Pass(WriterState* w, bool final_pass) {
+  auto& g = G();
+  std::vector<ThreadState*> threads;
+  {
+    std::lock_guard<std::mutex> lock(g.mu);
+    threads = g.threads;
+  }
+  bool any_data = false;
+  for (ThreadState* ts : threads) {
+    if (ts->ring->ReadableEnd() != ts->ring->ReadableBegin() || ts->ring->drops() != ts->drops_written) {
+      any_data = true;
+      break;
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(g.mu);
+    if (!any_data && w->fd < 0 && !final_pass) return;
+    if (!any_data && w->fd < 0 && final_pass) return;  // nothing ever recorded: no file
+    if (!OpenFileLocked(w)) {
+      // Disabled: discard what is queued so producers do not block.
+      for (ThreadState* ts : threads) ts->ring->Consume(ts->ring->ReadableEnd());
+      return;
+    }
+    MaybeRenameLocked(w);
+  }
+  BatchBuilder b;
+  std::map<uint32_t, DeviceBuilder> devs;
+  std::vector<ThreadState*> recycle;
+  for (ThreadState* ts : threads) {
+    bool exited = ts->exited.load(std::memory_order_acquire);
+    for (int round = 0; round < 4; ++round) {
+      b.Reset();
+      uint64_t n = DrainRing(w, ts, &b, &devs);
+      {
+        std::lock_guard<std::mutex> lock(g.mu);
+        EncodePendingLocked(w);  // strings the batch refers to come first
+      }
+      if (!ts->announced) {
+        ts->announced = true;
+        w->msg.Clear();
+        w->msg.U64(1, ts->index);
+        w->msg.U64(2, uint64_t(ts->tid));
+        w->msg.Str(3, ts->name);
+        Frame(w, kRecThread, w->msg);
+      }
+      if (b.any) {
+        w->msg.Clear();
+        w->msg.U64(1, ts->index);
+        w->msg.U64(2, b.base_ns);
+        w->msg.U64(3, b.corr_base);
+        w->msg.Append(b.events);
+        Frame(w, kRecBatch, w->msg);
+      }
+      for (auto& kv : devs) FinishDevice(w, kv.first, &kv.second);
+      if (w->out.size() > kWriteThreshold) FlushOut(w);
+      if (n < ts->ring->capacity()) break;
+    }
+    uint64_t drops = ts->ring->drops();
+    if (drops != ts->drops_written) {
+      ts->drops_written = drops;
+      w->msg.Clear();
+      w->msg.U64(1, ts->index);
+      w->msg.U64(2, drops);
+      w->msg.Str(3, "ring full");
+      Frame(w, kRecDrops, w->msg);
+    }
+    if (exited && ts->ring->ReadableEnd() == ts->ring->ReadableBegin()) recycle.push_back(ts);
+  }
+  if (!recycle.empty()) {
+    std::lock_guard<std::mutex> lock(g.mu);
+    for (ThreadState* ts : recycle) {
+      for (size_t i = 0; i < g.threads.size(); ++i) {
+        if (g.threads[i] == ts) {
+          g.threads.erase(g.threads.begin() + long(i));
+          break;
+        }
+      }
+      g.free_threads.push_back(ts);
+    }
+  }
+  uint64_t now = MonotonicNs();
+  if (now - w->last_sync_ns > 1000000000ull) {
+    RecalibrateClock();
+    EncodeClockSync(w);
+  }
+  FlushOut(w);
+}
+
+void WriteFooter(WriterState* w, const char* reason) {
+  if (w->fd < 0) return;
+  auto& g = G();
+  uint64_t dropped = 0;
+  {
+    std::lock_guard<std::mutex> lock(g.mu);
+    for (ThreadState* ts : g.threads) dropped += ts->ring->drops();
+    for (ThreadState* ts : g.free_threads) dropped += ts->ring->drops();
+    EncodePendingLocked(w);
+  }
+  EncodeClockSync(w);
+  w->msg.Clear();
+  w->msg.U64(1, w->records);
+  w->msg.U64(2, dropped);
+  w->msg.U64(3, MonotonicNs());
+  w->msg.Str(4, reason);
+  Frame(w, kRecFooter, w->msg);
+  FlushOut(w);
+  if (dropped > 0) Log(1, "%llu records were dropped (rings full); see %s",
+                       (unsigned long long)dropped, w->path.c_str());
+  Log(2, "wrote %llu records to %s", (unsigned long long)w->records, w->path.c_str());
+}
+
+void* WriterMain(void*) {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGPROF);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  pthread_setname_np(pthread_self(), "profagent-wr");
+  HookGuard guard;  // nothing the writer calls may record itself
+  WriterState* w = W();
+  auto& g = G();
+  for (;;) {
+    uint64_t req = g.flush_requested.load();
+    bool stop;
+    {
+      std::unique_lock<std::mutex> lock(w->wake_mu);
+      if (!w->wake && !w->stop) {
+        w->wake_cv.wait_for(lock, std::chrono::milliseconds(g.config.flush_ms));
+      }
+      w->wake = false;
+      stop = w->stop;
+    }
+    Pass(w, false);
+    g.flush_done.store(req);
+    if (stop) break;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+std::string OutputPathFor(int rank, pid_t pid, bool with_pid) {
+  const std::string& dir = G().config.output_dir;
+  if (rank >= 0) {
+    return dir + "/rank" + std::to_string(rank) + (with_pid ? "." + std::to_string(pid) : "") + ".pb";
+  }
+  return dir + "/pid" + std::to_string(pid) + (with_pid ? "." + std::to_string(MonotonicNs() % 100000) : "") + ".pb";
+}
+
+void StartWriterLocked() {
+  WriterState* w = W();
+  auto& g = G();
+  if (w->thread_started || g.shutting_down.load()) return;
+  w->thread_started = true;
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  if (pthread_create(&w->thread, &attr, WriterMain, nullptr) != 0) {
+    w->thread_started = false;
+    Log(1, "cannot start the writer thread; the agent is disabled");
+    g.enabled.store(false);
+  } else {
+    g.writer_running.store(true);
+  }
+  pthread_attr_destroy(&attr);
+}
+
+void WakeWriter() {
+  WriterState* w = W();
+  {
+    std::lock_guard<std::mutex> lock(w->wake_mu);
+    w->wake = true;
+  }
+  w->wake_cv.notify_one();
+}
+
+void StopWriter(const char* reason) {
+  auto& g = G();
+  if (g.shutting_down.exchange(true)) return;
+  std::vector<void (*)()> fns;
+  {
+    std::lock_guard<std::mutex> lock(g.mu);
+    fns = g.shutdown_fns;
+  }
+  for (auto fn : fns) fn();
+  WriterState* w = W();
+  if (w->thread_started) {
+    if (pthread_equal(pthread_self(), w->thread)) {
+      Pass(w, true);
+    } else {
+      {
+        std::lock_guard<std::mutex> lock(w->wake_mu);
+        w->stop = true;
+      }
+      w->wake_cv.notify_one();
+      pthread_join(w->thread, nullptr);
+      Pass(w, true);
+    }
+  }
+  g.writer_running.store(false);
+  WriteFooter(w, reason);
+  if (w->fd >= 0) {
+    close(w->fd);
+    w->fd = -1;
+  }
+  w->stopped = true;
+}
+
+void WriterAfterForkChild() {
+  auto& g = G();
+  // The parent's writer state is meaningless here: start over with a fresh one.
+  WriterState* w = W();
+  if (w->fd >= 0) close(w->fd);
+  new (&w->wake_mu) std::mutex();
+  new (&w->wake_cv) std::condition_variable();
+  w->wake = w->stop = false;
+  w->thread_started = false;
+  w->stopped = false;
+  w->fd = -1;
+  w->file_failed = false;
+  w->path.clear();
+  w->out.Clear();
+  w->strings_written = 0;  // the child's file needs every string again
+  w->records = 0;
+  w->last_sync_ns = 0;
+  w->notes_written = w->comms_written = w->offsets_written = w->devices_written = 0;
+  w->stack_ids.clear();
+  w->func_ids.clear();
+  w->api_ids.clear();
+  w->stream_idx.clear();
+  g.threads.clear();
+  g.free_threads.clear();
+  g.writer_running.store(false);
+  g.shutting_down.store(false);
+  g.process_info_dirty = g.gpu_mode != 0;
+}
+
+}  // namespace internal
+
+void Flush(int timeout_ms) {
+  auto& g = internal::G();
+  if (!g.writer_running.load()) return;
+  uint64_t req = g.flush_requested.fetch_add(1) + 1;
+  internal::WakeWriter();
+  uint64_t deadline = MonotonicNs() + uint64_t(timeout_ms) * 1000000ull;
+  while (g.flush_done.load() < req && MonotonicNs() < deadline) {
+    internal::WakeWriter();
+    usleep(200);
+  }
+}
+
+}  // namespace profagent

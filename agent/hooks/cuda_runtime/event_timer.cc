@@ -1,0 +1,263 @@
+#include "agent/hooks/cuda_runtime/event_timer.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "agent/core/agent.h"
+#include "agent/core/clock.h"
+#include "agent/core/event.h"
+#include "agent/hooks/cuda_runtime/mpmc_queue.h"
+#include "agent/hooks/cuda_runtime/real.h"
+
+namespace profagent {
+namespace rt {
+namespace {
+
+constexpr int kMaxDevices = 8;
+constexpr int kPairs = 1024;  // event pairs per device
+
+Real<decltype(&cudaEventCreateWithFlags)> r_create("cudaEventCreateWithFlags");
+Real<decltype(&cudaEventRecord)> r_record("cudaEventRecord");
+Real<decltype(&cudaEventQuery)> r_query("cudaEventQuery");
+Real<decltype(&cudaEventElapsedTime)> r_elapsed("cudaEventElapsedTime");
+Real<decltype(&cudaEventSynchronize)> r_evsync("cudaEventSynchronize");
+Real<decltype(&cudaStreamCreateWithFlags)> r_stream_create("cudaStreamCreateWithFlags");
+Real<decltype(&cudaFuncGetName)> r_func_get_name("cudaFuncGetName");
+
+struct DevicePool {
+  std::atomic<int> state{0};  // 0 none, 1 creating, 2 ready, 3 broken
+  cudaEvent_t start[kPairs];
+  cudaEvent_t stop[kPairs];
+  MpmcQueue<int32_t, kPairs> free_slots;
+  cudaEvent_t ref = nullptr;
+  uint64_t ref_host_ns = 0;
+};
+
+struct Pending {
+  int32_t ticket;
+  DeviceOpInfo info;
+};
+
+DevicePool g_pools[kMaxDevices];
+MpmcQueue<Pending, 4096> g_pending;
+std::atomic<bool> g_started{false};
+std::atomic<uint64_t> g_untimed{0};
+std::atomic<bool> g_stop{false};
+std::atomic<int> g_inflight{0};
+
+std::mutex g_names_mu;
+std::unordered_map<const void*, std::string> g_kernel_names;  // func -> mangled
+
+bool CreatePool(int device, DevicePool* p) {
+  auto create = r_create.get();
+  auto record = r_record.get();
+  auto sync = r_evsync.get();
+  auto stream_create = r_stream_create.get();
+  if (!create || !record || !sync || !stream_create || !r_query.get() || !r_elapsed.get())
+    return false;
+  for (int i = 0; i < kPairs; ++i) {
+    if (create(&p->start[i], cudaEventDefault) != cudaSuccess) return false;
+    if (create(&p->stop[i], cudaEventDefault) != cudaSuccess) return false;
+  }
+  cudaStream_t s = nullptr;
+  if (stream_create(&s, cudaStreamNonBlocking) != cudaSuccess) return false;
+  if (create(&p->ref, cudaEventDefault) != cudaSuccess) return false;
+  // The reference event's host time: recorded on a private idle stream, it completes right away.
+  uint64_t t0 = MonotonicNs();
+  if (record(p->ref, s) != cudaSuccess) return false;
+  if (sync(p->ref) != cudaSuccess) return false;
+  uint64_t t1 = MonotonicNs();
+  p->ref_host_ns = t0 + (t1 - t0) / 2;
+  p->free_slots.Init();
+  for (int i = 0; i < kPairs; ++i) p->free_slots.Push(device * kPairs + i);
+  return true;
+}
+
+uint32_t NameFor(const void* func, std::unordered_map<const void*, uint32_t>* cache) {
+  if (!func) return 0;
+  auto it = cache->find(func);
+  if (it != cache->end()) return it->second;
+  std::string name;
+  {
+    std::lock_guard<std::mutex> lock(g_names_mu);
+    auto n = g_kernel_names.find(func);
+    if (n != g_kernel_names.end()) name = n->second;
+  }
+  if (name.empty()) {
+    const char* s = nullptr;
+    if (auto f = r_func_get_name.get(); f && f(&s, func) == cudaSuccess && s) name = s;
+  }
+  uint32_t id = name.empty() ? 0 : InternString(name);
+  cache->emplace(func, id);
+  return id;
+}
+
+void Release(int32_t ticket) { g_pools[ticket / kPairs].free_slots.Push(ticket); }
+
+// Resolves what is complete; returns how many pairs are still in flight.
+size_t PollOnce(std::vector<Pending>* inflight, std::unordered_map<const void*, uint32_t>* names) {
+  Pending p;
+  while (g_pending.Pop(&p)) inflight->push_back(p);
+  auto query = r_query.get();
+  auto elapsed = r_elapsed.get();
+  size_t kept = 0;
+  for (size_t i = 0; i < inflight->size(); ++i) {
+    Pending& q = (*inflight)[i];
+    DevicePool& pool = g_pools[q.ticket / kPairs];
+    int slot = q.ticket % kPairs;
+    cudaError_t st = query(pool.stop[slot]);
+    if (st == cudaErrorNotReady) {
+      (*inflight)[kept++] = q;
+      continue;
+    }
+    float from_ref = 0, dur = 0;
+    if (st == cudaSuccess && elapsed(&from_ref, pool.ref, pool.start[slot]) == cudaSuccess &&
+        elapsed(&dur, pool.start[slot], pool.stop[slot]) == cudaSuccess) {
+      RawEvent e;
+      std::memset(&e, 0, sizeof(e));
+      e.type = EvType::kDeviceOp;
+      e.flags = kFlagTimeNs;
+      e.t0 = uint64_t(int64_t(pool.ref_host_ns) + int64_t(double(from_ref) * 1e6));
+      e.t1 = e.t0 + uint64_t(dur > 0 ? double(dur) * 1e6 : 0.0);
+      DevicePayload& d = e.dev;
+      d.name = q.info.kind == 0 ? NameFor(q.info.func, names) : 0;
+      d.corr = q.info.corr;
+      d.bytes = q.info.bytes;
+      d.graph = uint32_t(q.info.graph);
+      d.stream = q.info.stream;
+      d.grid_x = q.info.grid_x;
+      d.grid_y = q.info.grid_y;
+      d.grid_z = q.info.grid_z;
+      d.block = q.info.block;
+      d.device = q.info.device;
+      d.copy_kind = q.info.copy_kind;
+      d.kind = q.info.kind;
+      Emit(e);
+    } else {
+      g_untimed.fetch_add(1, std::memory_order_relaxed);
+    }
+    Release(q.ticket);
+  }
+  inflight->resize(kept);
+  return kept;
+}
+
+std::vector<Pending>* g_inflight_list = nullptr;  // owned by the poller thread
+std::mutex g_poll_mu;  // serializes PollOnce between the poller and the shutdown drain
+
+void PollerLoop() {
+  HookGuard guard;  // the poller's CUDA calls are the agent's own
+  static std::unordered_map<const void*, uint32_t> names;
+  while (!g_stop.load(std::memory_order_relaxed)) {
+    size_t left;
+    {
+      std::lock_guard<std::mutex> lock(g_poll_mu);
+      left = PollOnce(g_inflight_list, &names);
+    }
+    g_inflight.store(int(left), std::memory_order_relaxed);
+    usleep(left ? 200 : 1000);
+  }
+}
+
+void DrainAtShutdown() {
+  HookGuard guard;
+  static std::unordered_map<const void*, uint32_t> names;
+  for (int i = 0; i < 500; ++i) {
+    size_t left;
+    {
+      std::lock_guard<std::mutex> lock(g_poll_mu);
+      left = PollOnce(g_inflight_list, &names);
+    }
+    if (left == 0) break;
+    usleep(1000);
+  }
+  g_stop.store(true);
+  if (uint64_t n = g_untimed.load()) {
+    AddNote("warning", "CUDA-event timing: " + std::to_string(n) +
+                           " operations were not timed (pool exhausted or event error)");
+  }
+}
+
+}  // namespace
+
+bool StartEventTimer(std::string* reason) {
+  if (!r_record.get() || !r_create.get() || !r_query.get() || !r_elapsed.get()) {
+    *reason = "CUDA events: runtime lacks cudaEventRecord/Query/ElapsedTime";
+    return false;
+  }
+  bool expected = false;
+  if (g_started.compare_exchange_strong(expected, true)) {
+    g_pending.Init();
+    g_inflight_list = new std::vector<Pending>();
+    g_inflight_list->reserve(8192);
+    std::thread(PollerLoop).detach();
+    AtShutdown(DrainAtShutdown);
+  }
+  *reason = "CUDA events around each operation";
+  return true;
+}
+
+int32_t EventTimerBegin(int device, cudaStream_t stream) {
+  if (__builtin_expect(unsigned(device) >= unsigned(kMaxDevices), 0)) return -1;
+  DevicePool& p = g_pools[device];
+  int st = p.state.load(std::memory_order_acquire);
+  if (__builtin_expect(st != 2, 0)) {
+    if (st != 0) return -1;
+    if (!p.state.compare_exchange_strong(st, 1)) return -1;
+    bool ok = CreatePool(device, &p);
+    p.state.store(ok ? 2 : 3, std::memory_order_release);
+    if (!ok) {
+      AddNote("warning", "CUDA-event timing unavailable on device " + std::to_string(device));
+      return -1;
+    }
+  }
+  int32_t ticket;
+  if (!p.free_slots.Pop(&ticket)) {
+    g_untimed.fetch_add(1, std::memory_order_relaxed);
+    return -1;
+  }
+  if (r_record.get()(p.start[ticket % kPairs], stream) != cudaSuccess) {
+    p.free_slots.Push(ticket);
+    g_untimed.fetch_add(1, std::memory_order_relaxed);
+    return -1;
+  }
+  return ticket;
+}
+
+void EventTimerEnd(int32_t ticket, cudaStream_t stream, const DeviceOpInfo& info, bool ok) {
+  if (ticket < 0) return;
+  DevicePool& p = g_pools[ticket / kPairs];
+  if (!ok || r_record.get()(p.stop[ticket % kPairs], stream) != cudaSuccess) {
+    p.free_slots.Push(ticket);
+    return;
+  }
+  Pending q{ticket, info};
+  if (!g_pending.Push(q)) {
+    // Cannot hand it over; the pair is recorded but will never be read: recycle it (a later
+    // record overwrites it, which is harmless).
+    p.free_slots.Push(ticket);
+    g_untimed.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+void NoteKernelName(const void* func, const char* mangled) {
+  if (!func || !mangled) return;
+  std::lock_guard<std::mutex> lock(g_names_mu);
+  g_kernel_names.emplace(func, mangled);
+}
+
+const char* LookupKernelName(const void* func) {
+  std::lock_guard<std::mutex> lock(g_names_mu);
+  auto it = g_kernel_names.find(func);
+  return it == g_kernel_names.end() ? nullptr : it->second.c_str();
+}
+
+}  // namespace rt
+}  // namespace profagent

@@ -1,0 +1,715 @@
+// Interposers for the CUDA runtime API (libcudart.so.13). Each one forwards to the real
+// function with the same arguments and returns its result unchanged; around the call it reads
+// the clock, and (when recording) fills a RawEvent and emits it. See ../../core/agent.h for the
+// hot-path rules these follow: no lock, no allocation, no logging, HookGuard against re-entry.
+#include <cuda_runtime_api.h>
+#include <dlfcn.h>
+#include <libunwind.h>
+
+#include <cstring>
+
+#include "agent/core/agent.h"
+#include "agent/core/clock.h"
+#include "agent/core/event.h"
+#include "agent/hooks/cuda_runtime/alloc_table.h"
+#include "agent/hooks/cuda_runtime/event_timer.h"
+#include "agent/hooks/cuda_runtime/gpu_timing.h"
+#include "agent/hooks/cuda_runtime/real.h"
+#include "agent/hooks/cupti/cupti_tracer.h"
+#include "agent/model/steps.h"
+
+// Internal entry points of libcudart that nvcc-generated code calls (crt/host_runtime.h,
+// crt/device_functions.h); declared here so that this file needs only cuda_runtime_api.h.
+extern "C" {
+void __cudaRegisterFunction(void** fatCubinHandle, const char* hostFun, char* deviceFun,
+                            const char* deviceName, int thread_limit, uint3* tid, uint3* bid,
+                            dim3* bDim, dim3* gDim, int* wSize);
+cudaError_t __cudaGetKernel(cudaKernel_t* kernel, const void* hostFun);
+cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void** args,
+                               size_t sharedMem, cudaStream_t stream);
+cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim,
+                                    void** args, size_t sharedMem, cudaStream_t stream);
+cudaError_t cudaLaunchKernel_ptsz(const void* func, dim3 gridDim, dim3 blockDim, void** args,
+                                  size_t sharedMem, cudaStream_t stream);
+cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t* config, const void* func,
+                                     void** args);
+cudaError_t cudaLaunchCooperativeKernel_ptsz(const void* func, dim3 gridDim, dim3 blockDim,
+                                             void** args, size_t sharedMem, cudaStream_t stream);
+cudaError_t cudaGraphLaunch_ptsz(cudaGraphExec_t graphExec, cudaStream_t stream);
+cudaError_t cudaMemcpyAsync_ptsz(void* dst, const void* src, size_t count, cudaMemcpyKind kind,
+                                 cudaStream_t stream);
+cudaError_t cudaMemsetAsync_ptsz(void* devPtr, int value, size_t count, cudaStream_t stream);
+}
+
+namespace profagent {
+namespace rt {
+
+void* ResolveReal(const char* name) {
+  void* p = dlsym(RTLD_NEXT, name);
+  if (p) return p;
+  // The agent may sit after libcudart in the search order (e.g. dlopen'ed by the driver for
+  // CUDA_INJECTION64_PATH): take the global definition unless it is our own.
+  void* g = dlsym(RTLD_DEFAULT, name);
+  Dl_info mine, theirs;
+  if (g && dladdr(reinterpret_cast<void*>(&ResolveReal), &mine) && dladdr(g, &theirs) &&
+      mine.dli_fbase == theirs.dli_fbase)
+    return nullptr;
+  return g;
+}
+
+namespace {
+
+thread_local int t_device __attribute__((tls_model("initial-exec"))) = 0;
+thread_local uint32_t t_stack_count __attribute__((tls_model("initial-exec"))) = 0;
+
+AllocTable g_allocs;
+
+// profagent.DeviceOpKind / MemKind values.
+enum : uint8_t { kDopKernel = 0, kDopMemcpy = 1, kDopMemset = 2, kDopOther = 3 };
+enum : uint32_t { kMemDevice = 0, kMemPinned = 1, kMemManaged = 2, kMemAsync = 3 };
+
+constexpr cudaError_t kNoReal = cudaErrorSharedObjectSymbolNotFound;
+
+inline uint64_t U64(const void* p) { return reinterpret_cast<uint64_t>(p); }
+
+// ---- Host stacks (PROFAGENT_STACKS=N) -------------------------------------------------------
+// Captures the caller's IPs into `ips` when this launch is sampled; returns the frame count.
+inline int MaybeCaptureStack(void** ips) {
+  uint32_t every = internal::g_stack_every;
+  if (__builtin_expect(every == 0, 1)) return 0;
+  if (++t_stack_count < every) return 0;
+  t_stack_count = 0;
+  int n = unw_backtrace(ips, int(internal::g_stack_depth));
+  return n > 0 ? n : 0;
+}
+
+inline void EmitStack(uint64_t t, void** ips, int n) {
+  RawEvent s;
+  std::memset(&s, 0, sizeof(s));
+  s.t0 = s.t1 = t;
+  s.type = EvType::kStack;
+  EmitWithBytes(s, ips, size_t(n) * sizeof(void*));
+}
+
+// ---- Launches --------------------------------------------------------------------------------
+struct LaunchDesc {
+  const void* func;
+  dim3 grid, block;
+  size_t shmem;
+  cudaStream_t stream;
+};
+
+template <typename Call>
+inline cudaError_t DoLaunch(uint16_t api, EvType type, const LaunchDesc& d, Call&& call) {
+  uint8_t mode = Mode();
+  void* ips[64];
+  int nips = MaybeCaptureStack(ips);
+  int32_t ticket = mode == kEvents ? EventTimerBegin(t_device, d.stream) : -1;
+  cupti::ThreadState& ts = cupti::t_state;
+  ts.api_corr = 0;
+  ++ts.in_runtime;
+  uint64_t t0 = Now();
+  cudaError_t r = call();
+  uint64_t t1 = Now();
+  --ts.in_runtime;
+  uint32_t corr = ts.api_corr;
+  if (corr == 0) corr = NextCorrelationId();
+  RawEvent e;
+  e.t0 = t0;
+  e.t1 = t1;
+  e.type = type;
+  e.flags = 0;
+  e.extra = 0;
+  e.api = api;
+  e.pad = 0;
+  e.ret = int32_t(r);
+  e.aux = 0;
+  e.launch.func = d.func;
+  e.launch.stream = U64(d.stream);
+  e.launch.corr = corr;
+  e.launch.grid_x = d.grid.x;
+  e.launch.grid_y = uint16_t(d.grid.y);
+  e.launch.grid_z = uint16_t(d.grid.z);
+  e.launch.block = PackBlock(d.block.x, d.block.y, d.block.z);
+  e.launch.shmem = uint32_t(d.shmem);
+  e.launch.name = 0;
+  if (ticket >= 0) {
+    DeviceOpInfo info;
+    std::memset(&info, 0, sizeof(info));
+    info.func = type == EvType::kLaunch ? d.func : nullptr;
+    info.graph = type == EvType::kGraphLaunch ? U64(d.func) : 0;
+    info.corr = corr;
+    info.grid_x = d.grid.x;
+    info.grid_y = uint16_t(d.grid.y);
+    info.grid_z = uint16_t(d.grid.z);
+    info.block = e.launch.block;
+    info.stream = uint32_t(U64(d.stream));
+    info.kind = type == EvType::kLaunch ? kDopKernel : kDopOther;
+    info.device = uint8_t(t_device);
+    EventTimerEnd(ticket, d.stream, info, r == cudaSuccess);
+  }
+  if (nips) EmitStack(t0, ips, nips);
+  Emit(e);
+  return r;
+}
+
+// ---- Copies and sets ------------------------------------------------------------------------
+template <typename Call>
+inline cudaError_t DoMem(uint16_t api, EvType type, uint64_t bytes, uint32_t kind, const void* ptr,
+                         cudaStream_t stream, Call&& call) {
+  uint8_t mode = Mode();
+  int32_t ticket = mode == kEvents ? EventTimerBegin(t_device, stream) : -1;
+  cupti::ThreadState& ts = cupti::t_state;
+  ts.api_corr = 0;
+  ++ts.in_runtime;
+  uint64_t t0 = Now();
+  cudaError_t r = call();
+  uint64_t t1 = Now();
+  --ts.in_runtime;
+  uint32_t corr = ts.api_corr;
+  if (corr == 0) corr = NextCorrelationId();
+  RawEvent e;
+  std::memset(&e, 0, sizeof(e));
+  e.t0 = t0;
+  e.t1 = t1;
+  e.type = type;
+  e.api = api;
+  e.ret = int32_t(r);
+  e.mem.bytes = bytes;
+  e.mem.stream = U64(stream);
+  e.mem.ptr = U64(ptr);
+  e.mem.corr = corr;
+  e.mem.kind = kind;
+  e.mem.device = uint32_t(t_device);
+  if (ticket >= 0) {
+    DeviceOpInfo info;
+    std::memset(&info, 0, sizeof(info));
+    info.bytes = bytes;
+    info.corr = corr;
+    info.stream = uint32_t(U64(stream));
+    info.kind = type == EvType::kMemcpy ? kDopMemcpy : kDopMemset;
+    info.copy_kind = uint8_t(kind);
+    info.device = uint8_t(t_device);
+    EventTimerEnd(ticket, stream, info, r == cudaSuccess);
+  }
+  Emit(e);
+  return r;
+}
+
+// ---- Allocation ----------------------------------------------------------------------------
+template <typename Call>
+inline cudaError_t DoAlloc(uint16_t api, void** out, size_t size, uint32_t kind, Call&& call) {
+  Mode();
+  uint64_t t0 = Now();
+  cudaError_t r = call();
+  uint64_t t1 = Now();
+  void* p = (r == cudaSuccess && out) ? *out : nullptr;
+  if (p) g_allocs.Insert(U64(p), size, kind);
+  RawEvent e;
+  std::memset(&e, 0, sizeof(e));
+  e.t0 = t0;
+  e.t1 = t1;
+  e.type = EvType::kAlloc;
+  e.api = api;
+  e.ret = int32_t(r);
+  e.mem.bytes = size;
+  e.mem.ptr = U64(p);
+  e.mem.kind = kind;
+  e.mem.device = uint32_t(t_device);
+  Emit(e);
+  return r;
+}
+
+template <typename Call>
+inline cudaError_t DoFree(uint16_t api, void* ptr, uint32_t default_kind, cudaStream_t stream,
+                          Call&& call) {
+  Mode();
+  uint64_t size = 0;
+  uint32_t kind = default_kind;
+  // Taken before the real free: once the memory is returned, another thread may get the same
+  // address from an allocation and insert it again.
+  bool known = ptr && g_allocs.Take(U64(ptr), &size, &kind);
+  uint64_t t0 = Now();
+  cudaError_t r = call();
+  uint64_t t1 = Now();
+  if (r != cudaSuccess && known) g_allocs.Insert(U64(ptr), size, kind);
+  if (!ptr) return r;  // cudaFree(0): context initialization idiom, not a free
+  RawEvent e;
+  std::memset(&e, 0, sizeof(e));
+  e.t0 = t0;
+  e.t1 = t1;
+  e.type = EvType::kFree;
+  e.api = api;
+  e.ret = int32_t(r);
+  e.mem.bytes = size;
+  e.mem.ptr = U64(ptr);
+  e.mem.kind = kind;
+  e.mem.stream = U64(stream);
+  e.mem.device = uint32_t(t_device);
+  Emit(e);
+  return r;
+}
+
+// ---- Everything else: synchronization, streams, events ----------------------------------------
+template <typename Call>
+inline cudaError_t DoGeneric(uint16_t api, EvType type, uint64_t a, uint64_t b, Call&& call) {
+  Mode();
+  uint64_t t0 = Now();
+  cudaError_t r = call();
+  uint64_t t1 = Now();
+  RawEvent e;
+  std::memset(&e, 0, sizeof(e));
+  e.t0 = t0;
+  e.t1 = t1;
+  e.type = type;
+  e.api = api;
+  e.ret = int32_t(r);
+  e.gen.a = a;
+  e.gen.b = b;
+  Emit(e);
+  return r;
+}
+
+// Stream/event creation: the handle is known only after the call.
+template <typename Call>
+inline cudaError_t DoCreate(uint16_t api, EvType type, void** out, uint64_t b, Call&& call) {
+  Mode();
+  uint64_t t0 = Now();
+  cudaError_t r = call();
+  uint64_t t1 = Now();
+  RawEvent e;
+  std::memset(&e, 0, sizeof(e));
+  e.t0 = t0;
+  e.t1 = t1;
+  e.type = type;
+  e.api = api;
+  e.ret = int32_t(r);
+  e.gen.a = (r == cudaSuccess && out) ? U64(*out) : 0;
+  e.gen.b = b;
+  Emit(e);
+  return r;
+}
+
+}  // namespace
+}  // namespace rt
+}  // namespace profagent
+
+using profagent::HookGuard;
+using profagent::Recording;
+using profagent::RegisterApi;
+using profagent::EvType;
+namespace rt = profagent::rt;
+
+// One interposer = the real function, an API id, and a body. HOOK_PROLOGUE forwards when the
+// agent must not record (re-entry, not recording).
+#define DEFINE_REAL(fn) \
+  static rt::Real<decltype(&fn)> real_##fn(#fn); \
+  static const uint16_t api_##fn = RegisterApi(#fn);
+
+#define HOOK_PROLOGUE(fn, ...)                              \
+  auto real = real_##fn.get();                              \
+  if (__builtin_expect(real == nullptr, 0)) return rt::kNoReal; \
+  HookGuard guard;                                          \
+  if (!guard.outermost() || !Recording()) return real(__VA_ARGS__);
+
+#define EXPORT extern "C" __attribute__((visibility("default")))
+
+// ---- Registration ----------------------------------------------------------------------------
+static rt::Real<decltype(&__cudaRegisterFunction)> real___cudaRegisterFunction(
+    "__cudaRegisterFunction");
+
+EXPORT void __cudaRegisterFunction(void** fatCubinHandle, const char* hostFun, char* deviceFun,
+                                   const char* deviceName, int thread_limit, uint3* tid,
+                                   uint3* bid, dim3* bDim, dim3* gDim, int* wSize) {
+  auto real = real___cudaRegisterFunction.get();
+  if (real) real(fatCubinHandle, hostFun, deviceFun, deviceName, thread_limit, tid, bid, bDim,
+                 gDim, wSize);
+  HookGuard guard;
+  if (!guard.outermost() || !deviceFun) return;
+  profagent::RegisterFunctionName(hostFun, deviceFun);
+  rt::NoteKernelName(hostFun, deviceFun);
+}
+
+DEFINE_REAL(__cudaGetKernel)
+EXPORT cudaError_t __cudaGetKernel(cudaKernel_t* kernel, const void* hostFun) {
+  auto real = real___cudaGetKernel.get();
+  if (!real) return rt::kNoReal;
+  cudaError_t r = real(kernel, hostFun);
+  HookGuard guard;
+  if (r == cudaSuccess && kernel && *kernel && guard.outermost()) {
+    // Once per launch site (nvcc caches the handle in a function-local static): name the
+    // kernel handle after its host stub, whose name __cudaRegisterFunction recorded.
+    if (const char* name = rt::LookupKernelName(hostFun)) {
+      profagent::RegisterFunctionName(*kernel, name);
+      rt::NoteKernelName(*kernel, name);
+    }
+  }
+  return r;
+}
+
+// ---- Launches --------------------------------------------------------------------------------
+DEFINE_REAL(__cudaLaunchKernel)
+EXPORT cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 grid, dim3 block, void** args,
+                                      size_t shmem, cudaStream_t stream) {
+  HOOK_PROLOGUE(__cudaLaunchKernel, kernel, grid, block, args, shmem, stream)
+  return rt::DoLaunch(api___cudaLaunchKernel, EvType::kLaunch, {kernel, grid, block, shmem, stream},
+                      [&] { return real(kernel, grid, block, args, shmem, stream); });
+}
+
+DEFINE_REAL(__cudaLaunchKernel_ptsz)
+EXPORT cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 grid, dim3 block,
+                                           void** args, size_t shmem, cudaStream_t stream) {
+  HOOK_PROLOGUE(__cudaLaunchKernel_ptsz, kernel, grid, block, args, shmem, stream)
+  return rt::DoLaunch(api___cudaLaunchKernel_ptsz, EvType::kLaunch,
+                      {kernel, grid, block, shmem, stream},
+                      [&] { return real(kernel, grid, block, args, shmem, stream); });
+}
+
+DEFINE_REAL(cudaLaunchKernel)
+EXPORT cudaError_t cudaLaunchKernel(const void* func, dim3 grid, dim3 block, void** args,
+                                    size_t shmem, cudaStream_t stream) {
+  HOOK_PROLOGUE(cudaLaunchKernel, func, grid, block, args, shmem, stream)
+  return rt::DoLaunch(api_cudaLaunchKernel, EvType::kLaunch, {func, grid, block, shmem, stream},
+                      [&] { return real(func, grid, block, args, shmem, stream); });
+}
+
+DEFINE_REAL(cudaLaunchKernel_ptsz)
+EXPORT cudaError_t cudaLaunchKernel_ptsz(const void* func, dim3 grid, dim3 block, void** args,
+                                         size_t shmem, cudaStream_t stream) {
+  HOOK_PROLOGUE(cudaLaunchKernel_ptsz, func, grid, block, args, shmem, stream)
+  return rt::DoLaunch(api_cudaLaunchKernel_ptsz, EvType::kLaunch,
+                      {func, grid, block, shmem, stream},
+                      [&] { return real(func, grid, block, args, shmem, stream); });
+}
+
+DEFINE_REAL(cudaLaunchCooperativeKernel)
+EXPORT cudaError_t cudaLaunchCooperativeKernel(const void* func, dim3 grid, dim3 block,
+                                               void** args, size_t shmem, cudaStream_t stream) {
+  HOOK_PROLOGUE(cudaLaunchCooperativeKernel, func, grid, block, args, shmem, stream)
+  return rt::DoLaunch(api_cudaLaunchCooperativeKernel, EvType::kLaunch,
+                      {func, grid, block, shmem, stream},
+                      [&] { return real(func, grid, block, args, shmem, stream); });
+}
+
+DEFINE_REAL(cudaLaunchCooperativeKernel_ptsz)
+EXPORT cudaError_t cudaLaunchCooperativeKernel_ptsz(const void* func, dim3 grid, dim3 block,
+                                                    void** args, size_t shmem,
+                                                    cudaStream_t stream) {
+  HOOK_PROLOGUE(cudaLaunchCooperativeKernel_ptsz, func, grid, block, args, shmem, stream)
+  return rt::DoLaunch(api_cudaLaunchCooperativeKernel_ptsz, EvType::kLaunch,
+                      {func, grid, block, shmem, stream},
+                      [&] { return real(func, grid, block, args, shmem, stream); });
+}
+
+static rt::LaunchDesc ExDesc(const cudaLaunchConfig_t* c, const void* func) {
+  if (!c) return {func, dim3(), dim3(), 0, nullptr};
+  return {func, c->gridDim, c->blockDim, c->dynamicSmemBytes, c->stream};
+}
+
+DEFINE_REAL(cudaLaunchKernelExC)
+EXPORT cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t* config, const void* func,
+                                       void** args) {
+  HOOK_PROLOGUE(cudaLaunchKernelExC, config, func, args)
+  return rt::DoLaunch(api_cudaLaunchKernelExC, EvType::kLaunch, ExDesc(config, func),
+                      [&] { return real(config, func, args); });
+}
+
+DEFINE_REAL(cudaLaunchKernelExC_ptsz)
+EXPORT cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t* config, const void* func,
+                                            void** args) {
+  HOOK_PROLOGUE(cudaLaunchKernelExC_ptsz, config, func, args)
+  return rt::DoLaunch(api_cudaLaunchKernelExC_ptsz, EvType::kLaunch, ExDesc(config, func),
+                      [&] { return real(config, func, args); });
+}
+
+static cudaError_t GraphLaunch(uint16_t api, cudaGraphExec_t exec, cudaStream_t stream,
+                               cudaError_t (*real)(cudaGraphExec_t, cudaStream_t)) {
+  uint64_t t0 = profagent::Now();
+  cudaError_t r = rt::DoLaunch(api, EvType::kGraphLaunch, {exec, dim3(), dim3(), 0, stream},
+                               [&] { return real(exec, stream); });
+  profagent::model::OnGraphLaunch(t0, profagent::Now(), reinterpret_cast<uint64_t>(stream));
+  return r;
+}
+
+DEFINE_REAL(cudaGraphLaunch)
+EXPORT cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) {
+  HOOK_PROLOGUE(cudaGraphLaunch, exec, stream)
+  return GraphLaunch(api_cudaGraphLaunch, exec, stream, real);
+}
+
+DEFINE_REAL(cudaGraphLaunch_ptsz)
+EXPORT cudaError_t cudaGraphLaunch_ptsz(cudaGraphExec_t exec, cudaStream_t stream) {
+  HOOK_PROLOGUE(cudaGraphLaunch_ptsz, exec, stream)
+  return GraphLaunch(api_cudaGraphLaunch_ptsz, exec, stream, real);
+}
+
+// ---- Copies and sets ---------------------------------------------------------------------------
+DEFINE_REAL(cudaMemcpy)
+EXPORT cudaError_t cudaMemcpy(void* dst, const void* src, size_t count, cudaMemcpyKind kind) {
+  HOOK_PROLOGUE(cudaMemcpy, dst, src, count, kind)
+  return rt::DoMem(api_cudaMemcpy, EvType::kMemcpy, count, kind, dst, nullptr,
+                   [&] { return real(dst, src, count, kind); });
+}
+
+DEFINE_REAL(cudaMemcpyAsync)
+EXPORT cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t count, cudaMemcpyKind kind,
+                                   cudaStream_t stream) {
+  HOOK_PROLOGUE(cudaMemcpyAsync, dst, src, count, kind, stream)
+  return rt::DoMem(api_cudaMemcpyAsync, EvType::kMemcpy, count, kind, dst, stream,
+                   [&] { return real(dst, src, count, kind, stream); });
+}
+
+DEFINE_REAL(cudaMemcpyAsync_ptsz)
+EXPORT cudaError_t cudaMemcpyAsync_ptsz(void* dst, const void* src, size_t count,
+                                        cudaMemcpyKind kind, cudaStream_t stream) {
+  HOOK_PROLOGUE(cudaMemcpyAsync_ptsz, dst, src, count, kind, stream)
+  return rt::DoMem(api_cudaMemcpyAsync_ptsz, EvType::kMemcpy, count, kind, dst, stream,
+                   [&] { return real(dst, src, count, kind, stream); });
+}
+
+DEFINE_REAL(cudaMemcpyPeer)
+EXPORT cudaError_t cudaMemcpyPeer(void* dst, int dst_dev, const void* src, int src_dev,
+                                  size_t count) {
+  HOOK_PROLOGUE(cudaMemcpyPeer, dst, dst_dev, src, src_dev, count)
+  return rt::DoMem(api_cudaMemcpyPeer, EvType::kMemcpy, count, cudaMemcpyDeviceToDevice, dst,
+                   nullptr, [&] { return real(dst, dst_dev, src, src_dev, count); });
+}
+
+DEFINE_REAL(cudaMemcpyPeerAsync)
+EXPORT cudaError_t cudaMemcpyPeerAsync(void* dst, int dst_dev, const void* src, int src_dev,
+                                       size_t count, cudaStream_t stream) {
+  HOOK_PROLOGUE(cudaMemcpyPeerAsync, dst, dst_dev, src, src_dev, count, stream)
+  return rt::DoMem(api_cudaMemcpyPeerAsync, EvType::kMemcpy, count, cudaMemcpyDeviceToDevice, dst,
+                   stream, [&] { return real(dst, dst_dev, src, src_dev, count, stream); });
+}
+
+DEFINE_REAL(cudaMemcpy2D)
+EXPORT cudaError_t cudaMemcpy2D(void* dst, size_t dpitch, const void* src, size_t spitch,
+                                size_t width, size_t height, cudaMemcpyKind kind) {
+  HOOK_PROLOGUE(cudaMemcpy2D, dst, dpitch, src, spitch, width, height, kind)
+  return rt::DoMem(api_cudaMemcpy2D, EvType::kMemcpy, uint64_t(width) * height, kind, dst, nullptr,
+                   [&] { return real(dst, dpitch, src, spitch, width, height, kind); });
+}
+
+DEFINE_REAL(cudaMemcpy2DAsync)
+EXPORT cudaError_t cudaMemcpy2DAsync(void* dst, size_t dpitch, const void* src, size_t spitch,
+                                     size_t width, size_t height, cudaMemcpyKind kind,
+                                     cudaStream_t stream) {
+  HOOK_PROLOGUE(cudaMemcpy2DAsync, dst, dpitch, src, spitch, width, height, kind, stream)
+  return rt::DoMem(api_cudaMemcpy2DAsync, EvType::kMemcpy, uint64_t(width) * height, kind, dst,
+                   stream,
+                   [&] { return real(dst, dpitch, src, spitch, width, height, kind, stream); });
+}
+
+DEFINE_REAL(cudaMemset)
+EXPORT cudaError_t cudaMemset(void* ptr, int value, size_t count) {
+  HOOK_PROLOGUE(cudaMemset, ptr, value, count)
+  return rt::DoMem(api_cudaMemset, EvType::kMemset, count, 0, ptr, nullptr,
+                   [&] { return real(ptr, value, count); });
+}
+
+DEFINE_REAL(cudaMemsetAsync)
+EXPORT cudaError_t cudaMemsetAsync(void* ptr, int value, size_t count, cudaStream_t stream) {
+  HOOK_PROLOGUE(cudaMemsetAsync, ptr, value, count, stream)
+  return rt::DoMem(api_cudaMemsetAsync, EvType::kMemset, count, 0, ptr, stream,
+                   [&] { return real(ptr, value, count, stream); });
+}
+
+DEFINE_REAL(cudaMemsetAsync_ptsz)
+EXPORT cudaError_t cudaMemsetAsync_ptsz(void* ptr, int value, size_t count, cudaStream_t stream) {
+  HOOK_PROLOGUE(cudaMemsetAsync_ptsz, ptr, value, count, stream)
+  return rt::DoMem(api_cudaMemsetAsync_ptsz, EvType::kMemset, count, 0, ptr, stream,
+                   [&] { return real(ptr, value, count, stream); });
+}
+
+DEFINE_REAL(cudaMemset2D)
+EXPORT cudaError_t cudaMemset2D(void* ptr, size_t pitch, int value, size_t width, size_t height) {
+  HOOK_PROLOGUE(cudaMemset2D, ptr, pitch, value, width, height)
+  return rt::DoMem(api_cudaMemset2D, EvType::kMemset, uint64_t(width) * height, 0, ptr, nullptr,
+                   [&] { return real(ptr, pitch, value, width, height); });
+}
+
+DEFINE_REAL(cudaMemset2DAsync)
+EXPORT cudaError_t cudaMemset2DAsync(void* ptr, size_t pitch, int value, size_t width,
+                                     size_t height, cudaStream_t stream) {
+  HOOK_PROLOGUE(cudaMemset2DAsync, ptr, pitch, value, width, height, stream)
+  return rt::DoMem(api_cudaMemset2DAsync, EvType::kMemset, uint64_t(width) * height, 0, ptr,
+                   stream, [&] { return real(ptr, pitch, value, width, height, stream); });
+}
+
+// ---- Allocation ------------------------------------------------------------------------------
+DEFINE_REAL(cudaMalloc)
+EXPORT cudaError_t cudaMalloc(void** ptr, size_t size) {
+  HOOK_PROLOGUE(cudaMalloc, ptr, size)
+  return rt::DoAlloc(api_cudaMalloc, ptr, size, rt::kMemDevice, [&] { return real(ptr, size); });
+}
+
+DEFINE_REAL(cudaMallocAsync)
+EXPORT cudaError_t cudaMallocAsync(void** ptr, size_t size, cudaStream_t stream) {
+  HOOK_PROLOGUE(cudaMallocAsync, ptr, size, stream)
+  return rt::DoAlloc(api_cudaMallocAsync, ptr, size, rt::kMemAsync,
+                     [&] { return real(ptr, size, stream); });
+}
+
+DEFINE_REAL(cudaMallocHost)
+EXPORT cudaError_t cudaMallocHost(void** ptr, size_t size) {
+  HOOK_PROLOGUE(cudaMallocHost, ptr, size)
+  return rt::DoAlloc(api_cudaMallocHost, ptr, size, rt::kMemPinned,
+                     [&] { return real(ptr, size); });
+}
+
+DEFINE_REAL(cudaHostAlloc)
+EXPORT cudaError_t cudaHostAlloc(void** ptr, size_t size, unsigned int flags) {
+  HOOK_PROLOGUE(cudaHostAlloc, ptr, size, flags)
+  return rt::DoAlloc(api_cudaHostAlloc, ptr, size, rt::kMemPinned,
+                     [&] { return real(ptr, size, flags); });
+}
+
+DEFINE_REAL(cudaMallocManaged)
+EXPORT cudaError_t cudaMallocManaged(void** ptr, size_t size, unsigned int flags) {
+  HOOK_PROLOGUE(cudaMallocManaged, ptr, size, flags)
+  return rt::DoAlloc(api_cudaMallocManaged, ptr, size, rt::kMemManaged,
+                     [&] { return real(ptr, size, flags); });
+}
+
+DEFINE_REAL(cudaFree)
+EXPORT cudaError_t cudaFree(void* ptr) {
+  HOOK_PROLOGUE(cudaFree, ptr)
+  return rt::DoFree(api_cudaFree, ptr, rt::kMemDevice, nullptr, [&] { return real(ptr); });
+}
+
+DEFINE_REAL(cudaFreeAsync)
+EXPORT cudaError_t cudaFreeAsync(void* ptr, cudaStream_t stream) {
+  HOOK_PROLOGUE(cudaFreeAsync, ptr, stream)
+  return rt::DoFree(api_cudaFreeAsync, ptr, rt::kMemAsync, stream,
+                    [&] { return real(ptr, stream); });
+}
+
+DEFINE_REAL(cudaFreeHost)
+EXPORT cudaError_t cudaFreeHost(void* ptr) {
+  HOOK_PROLOGUE(cudaFreeHost, ptr)
+  return rt::DoFree(api_cudaFreeHost, ptr, rt::kMemPinned, nullptr, [&] { return real(ptr); });
+}
+
+// ---- Synchronization ---------------------------------------------------------------------------
+DEFINE_REAL(cudaDeviceSynchronize)
+EXPORT cudaError_t cudaDeviceSynchronize(void) {
+  HOOK_PROLOGUE(cudaDeviceSynchronize)
+  uint64_t t0 = profagent::Now();
+  cudaError_t r = rt::DoGeneric(api_cudaDeviceSynchronize, EvType::kSync, ~0ull, 0,
+                                [&] { return real(); });
+  profagent::model::OnHostSync(t0, profagent::Now(), ~0ull);
+  return r;
+}
+
+DEFINE_REAL(cudaStreamSynchronize)
+EXPORT cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
+  HOOK_PROLOGUE(cudaStreamSynchronize, stream)
+  uint64_t t0 = profagent::Now();
+  cudaError_t r = rt::DoGeneric(api_cudaStreamSynchronize, EvType::kSync, rt::U64(stream), 0,
+                                [&] { return real(stream); });
+  profagent::model::OnHostSync(t0, profagent::Now(), rt::U64(stream));
+  return r;
+}
+
+DEFINE_REAL(cudaEventSynchronize)
+EXPORT cudaError_t cudaEventSynchronize(cudaEvent_t event) {
+  HOOK_PROLOGUE(cudaEventSynchronize, event)
+  return rt::DoGeneric(api_cudaEventSynchronize, EvType::kSync, 0, rt::U64(event),
+                       [&] { return real(event); });
+}
+
+DEFINE_REAL(cudaStreamWaitEvent)
+EXPORT cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event,
+                                       unsigned int flags) {
+  HOOK_PROLOGUE(cudaStreamWaitEvent, stream, event, flags)
+  return rt::DoGeneric(api_cudaStreamWaitEvent, EvType::kSync, rt::U64(stream), rt::U64(event),
+                       [&] { return real(stream, event, flags); });
+}
+
+// ---- Stream and event lifetime -------------------------------------------------------------
+DEFINE_REAL(cudaStreamCreate)
+EXPORT cudaError_t cudaStreamCreate(cudaStream_t* stream) {
+  HOOK_PROLOGUE(cudaStreamCreate, stream)
+  return rt::DoCreate(api_cudaStreamCreate, EvType::kStream, reinterpret_cast<void**>(stream), 0,
+                      [&] { return real(stream); });
+}
+
+DEFINE_REAL(cudaStreamCreateWithFlags)
+EXPORT cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned int flags) {
+  HOOK_PROLOGUE(cudaStreamCreateWithFlags, stream, flags)
+  return rt::DoCreate(api_cudaStreamCreateWithFlags, EvType::kStream, reinterpret_cast<void**>(stream), flags,
+                      [&] { return real(stream, flags); });
+}
+
+DEFINE_REAL(cudaStreamCreateWithPriority)
+EXPORT cudaError_t cudaStreamCreateWithPriority(cudaStream_t* stream, unsigned int flags,
+                                                int priority) {
+  HOOK_PROLOGUE(cudaStreamCreateWithPriority, stream, flags, priority)
+  return rt::DoCreate(api_cudaStreamCreateWithPriority, EvType::kStream, reinterpret_cast<void**>(stream), flags,
+                      [&] { return real(stream, flags, priority); });
+}
+
+DEFINE_REAL(cudaStreamDestroy)
+EXPORT cudaError_t cudaStreamDestroy(cudaStream_t stream) {
+  HOOK_PROLOGUE(cudaStreamDestroy, stream)
+  return rt::DoGeneric(api_cudaStreamDestroy, EvType::kStream, rt::U64(stream), 0,
+                       [&] { return real(stream); });
+}
+
+DEFINE_REAL(cudaEventCreate)
+EXPORT cudaError_t cudaEventCreate(cudaEvent_t* event) {
+  HOOK_PROLOGUE(cudaEventCreate, event)
+  return rt::DoCreate(api_cudaEventCreate, EvType::kEvent, reinterpret_cast<void**>(event), 0,
+                      [&] { return real(event); });
+}
+
+DEFINE_REAL(cudaEventCreateWithFlags)
+EXPORT cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned int flags) {
+  HOOK_PROLOGUE(cudaEventCreateWithFlags, event, flags)
+  return rt::DoCreate(api_cudaEventCreateWithFlags, EvType::kEvent, reinterpret_cast<void**>(event), flags,
+                      [&] { return real(event, flags); });
+}
+
+DEFINE_REAL(cudaEventRecord)
+EXPORT cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
+  HOOK_PROLOGUE(cudaEventRecord, event, stream)
+  return rt::DoGeneric(api_cudaEventRecord, EvType::kEvent, rt::U64(event), rt::U64(stream),
+                       [&] { return real(event, stream); });
+}
+
+DEFINE_REAL(cudaEventDestroy)
+EXPORT cudaError_t cudaEventDestroy(cudaEvent_t event) {
+  HOOK_PROLOGUE(cudaEventDestroy, event)
+  return rt::DoGeneric(api_cudaEventDestroy, EvType::kEvent, rt::U64(event), 0,
+                       [&] { return real(event); });
+}
+
+// ---- Device selection (tracked for per-device event pools; not recorded) -------------------------
+DEFINE_REAL(cudaSetDevice)
+EXPORT cudaError_t cudaSetDevice(int device) {
+  auto real = real_cudaSetDevice.get();
+  if (!real) return rt::kNoReal;
+  cudaError_t r = real(device);
+  if (r == cudaSuccess) rt::t_device = device;
+  return r;
+}
+
+// ---- Kernel names for handles the registry does not know ---------------------------------------
+namespace profagent {
+namespace rt {
+namespace {
+const char* ResolveFuncName(const void* func) {
+  static Real<decltype(&cudaFuncGetName)> get_name("cudaFuncGetName");
+  auto f = get_name.get();
+  const char* name = nullptr;
+  HookGuard guard;
+  if (f && f(&name, func) == cudaSuccess) return name;
+  return nullptr;
+}
+struct InstallResolver {
+  InstallResolver() { SetFuncNameResolver(ResolveFuncName); }
+} g_install_resolver;
+}  // namespace
+}  // namespace rt
+}  // namespace profagent

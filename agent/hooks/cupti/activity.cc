@@ -1,0 +1,102 @@
+#include "agent/hooks/cupti/activity.h"
+
+#include <cstring>
+
+namespace profagent {
+namespace cupti {
+
+void ClockMap::AddSample(uint64_t device_ns, uint64_t mono_ns) {
+  if (samples_ == 0) {
+    dev0_ = device_ns;
+    mono0_ = mono_ns;
+  } else if (device_ns > dev0_ + 1000000) {  // refine only over >= 1 ms of span
+    slope_ = double(int64_t(mono_ns - mono0_)) / double(device_ns - dev0_);
+  }
+  ++samples_;
+}
+
+uint64_t ClockMap::ToMono(uint64_t device_ns) const {
+  if (identity_ || samples_ == 0) return device_ns;
+  double d = double(int64_t(device_ns - dev0_)) * slope_;
+  return uint64_t(int64_t(mono0_) + int64_t(d));
+}
+
+namespace {
+enum : uint8_t { kDopKernel = 0, kDopMemcpy = 1, kDopMemset = 2 };
+
+void Common(uint64_t start, uint64_t end, const ClockMap& clock, RawEvent* out) {
+  std::memset(out, 0, sizeof(*out));
+  out->type = EvType::kDeviceOp;
+  out->flags = kFlagTimeNs;
+  out->t0 = clock.ToMono(start);
+  out->t1 = end >= start ? out->t0 + (end - start) : out->t0;
+  if (!clock.identity()) out->t1 = clock.ToMono(end) > out->t0 ? clock.ToMono(end) : out->t0;
+}
+}  // namespace
+
+bool ActivityToEvent(const CUpti_Activity* rec, const ClockMap& clock, InternFn intern,
+                     RawEvent* out) {
+  switch (rec->kind) {
+    case CUPTI_ACTIVITY_KIND_KERNEL:
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
+      auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(rec);
+      Common(k->start, k->end, clock, out);
+      DevicePayload& d = out->dev;
+      d.kind = kDopKernel;
+      d.name = (k->name && intern) ? intern(k->name) : 0;
+      d.corr = k->correlationId;
+      d.graph = k->graphId;
+      d.stream = k->streamId;
+      d.device = uint8_t(k->deviceId);
+      d.grid_x = uint32_t(k->gridX);
+      d.grid_y = uint16_t(k->gridY);
+      d.grid_z = uint16_t(k->gridZ);
+      d.block = PackBlock(uint32_t(k->blockX), uint32_t(k->blockY), uint32_t(k->blockZ));
+      d.bytes = uint64_t(uint32_t(k->staticSharedMemory)) + uint32_t(k->dynamicSharedMemory);
+      return true;
+    }
+    case CUPTI_ACTIVITY_KIND_MEMCPY: {
+      auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(rec);
+      Common(m->start, m->end, clock, out);
+      DevicePayload& d = out->dev;
+      d.kind = kDopMemcpy;
+      d.corr = m->correlationId;
+      d.bytes = m->bytes;
+      d.copy_kind = m->copyKind;  // CUpti_ActivityMemcpyKind
+      d.graph = m->graphId;
+      d.stream = m->streamId;
+      d.device = uint8_t(m->deviceId);
+      return true;
+    }
+    case CUPTI_ACTIVITY_KIND_MEMCPY2: {
+      auto* m = reinterpret_cast<const CUpti_ActivityMemcpyPtoP4*>(rec);
+      Common(m->start, m->end, clock, out);
+      DevicePayload& d = out->dev;
+      d.kind = kDopMemcpy;
+      d.corr = m->correlationId;
+      d.bytes = m->bytes;
+      d.copy_kind = m->copyKind;
+      d.graph = m->graphId;
+      d.stream = m->streamId;
+      d.device = uint8_t(m->deviceId);
+      return true;
+    }
+    case CUPTI_ACTIVITY_KIND_MEMSET: {
+      auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(rec);
+      Common(m->start, m->end, clock, out);
+      DevicePayload& d = out->dev;
+      d.kind = kDopMemset;
+      d.corr = m->correlationId;
+      d.bytes = m->bytes;
+      d.graph = m->graphId;
+      d.stream = m->streamId;
+      d.device = uint8_t(m->deviceId);
+      return true;
+    }
+    default:
+      return false;
+  }
+}
+
+}  // namespace cupti
+}  // namespace profagent

@@ -1,0 +1,530 @@
+#include "agent/hooks/cupti/cupti_tracer.h"
+
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+#include <cupti.h>
+#include <dlfcn.h>
+#include <pthread.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+
+#include "agent/core/agent.h"
+#include "agent/core/clock.h"
+#include "agent/core/event.h"
+#include "agent/hooks/cupti/activity.h"
+#include "agent/model/steps.h"
+
+namespace profagent {
+// Weak: the core may not implement it yet (see agent.h).
+void RecordDeviceClockSync(uint64_t device_ns, uint64_t monotonic_ns, uint64_t uncertainty_ns)
+    __attribute__((weak));
+
+namespace cupti {
+
+thread_local ThreadState t_state __attribute__((tls_model("initial-exec"))) = {};
+
+namespace internal {
+std::atomic<bool> g_active{false};
+}  // namespace internal
+
+namespace {
+
+// ---- The CUPTI functions the agent uses, found with dlsym in the dlopen'ed library. ----------
+struct CuptiApi {
+  decltype(&cuptiSubscribe) subscribe = nullptr;
+  decltype(&cuptiSubscribe_v2) subscribe_v2 = nullptr;
+  decltype(&cuptiUnsubscribe) unsubscribe = nullptr;
+  decltype(&cuptiEnableCallback) enable_callback = nullptr;
+  decltype(&cuptiActivityEnable) activity_enable = nullptr;
+  decltype(&cuptiActivityRegisterCallbacks) register_callbacks = nullptr;
+  decltype(&cuptiActivityRegisterTimestampCallback) register_timestamp = nullptr;
+  decltype(&cuptiActivityGetNextRecord) next_record = nullptr;
+  decltype(&cuptiActivityFlushAll) flush_all = nullptr;
+  decltype(&cuptiGetTimestamp) get_timestamp = nullptr;
+  decltype(&cuptiGetResultString) result_string = nullptr;
+};
+
+CuptiApi g_api;
+CUpti_SubscriberHandle g_subscriber = nullptr;
+std::mutex g_mu;  // guards start, g_clock, g_names
+bool g_started = false;
+bool g_start_ok = false;
+std::string g_start_reason;
+ClockMap g_clock;
+std::unordered_map<const void*, uint32_t> g_names;  // CUPTI name pointer -> string id
+std::atomic<bool> g_flusher_stop{false};
+InjectionStarter g_injection_starter = nullptr;
+
+constexpr size_t kBufferBytes = 1 << 20;
+
+std::string ResultName(CUptiResult r) {
+  const char* s = nullptr;
+  if (g_api.result_string && g_api.result_string(r, &s) == CUPTI_SUCCESS && s) {
+    // NVIDIA's strings look like "CUPTI_ERROR_UNKNOWN"; keep the first word.
+    std::string str(s);
+    size_t sp = str.find_first_of(" :");
+    return sp == std::string::npos ? str : str.substr(0, sp);
+  }
+  return "CUPTI error " + std::to_string(int(r));
+}
+
+std::string Failure(const char* call, CUptiResult r) {
+  std::string s = std::string("CUPTI: ") + call + " returned " + ResultName(r);
+  if (r == CUPTI_ERROR_UNKNOWN || r == CUPTI_ERROR_NOT_INITIALIZED) s += " (no driver?)";
+  if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) s += " (another tool holds CUPTI)";
+  return s;
+}
+
+uint64_t CUPTIAPI TimestampCallback() { return MonotonicNs(); }
+
+uint32_t InternName(const char* name) {
+  // Called with g_mu held by BufferCompleted.
+  auto it = g_names.find(name);
+  if (it != g_names.end()) return it->second;
+  uint32_t id = InternString(name);
+  g_names.emplace(name, id);
+  return id;
+}
+
+void CUPTIAPI BufferRequested(uint8_t** buffer, size_t* size, size_t* max_records) {
+  void* p = nullptr;
+  if (posix_memalign(&p, 8, kBufferBytes) != 0) p = nullptr;
+  *buffer = static_cast<uint8_t*>(p);
+  *size = p ? kBufferBytes : 0;
+  *max_records = 0;
+}
+
+void CUPTIAPI BufferCompleted(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t valid) {
+  HookGuard guard;  // nothing this thread does here is the application's
+  if (buffer && valid > 0 && g_api.next_record) {
+    std::lock_guard<std::mutex> lock(g_mu);
+    CUpti_Activity* rec = nullptr;
+    while (g_api.next_record(buffer, valid, &rec) == CUPTI_SUCCESS) {
+      RawEvent e;
+      if (ActivityToEvent(rec, g_clock, InternName, &e)) Emit(e);
+    }
+  }
+  free(buffer);
+}
+
+// ---- Callbacks -----------------------------------------------------------------------------
+bool IsLaunchCbid(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
+  if (domain == CUPTI_CB_DOMAIN_DRIVER_API) return true;  // only launch cbids are enabled there
+  switch (cbid) {
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Registers a CUfunction's name once (tiny lock-free direct-mapped cache of seen handles).
+void NoteFunctionName(const void* f, const char* name) {
+  static std::atomic<const void*> seen[1024];
+  if (!f || !name) return;
+  size_t h = (reinterpret_cast<uintptr_t>(f) >> 4) & 1023;
+  if (seen[h].load(std::memory_order_relaxed) == f) return;
+  RegisterFunctionName(f, name);
+  seen[h].store(f, std::memory_order_relaxed);
+}
+
+uint16_t ApiIdFor(const char* name) {
+  // Callback-recorded calls are rare (injection without LD_PRELOAD, driver launches); a small
+  // cache by name pointer keeps RegisterApi off the per-call path.
+  static std::atomic<const char*> keys[256];
+  static std::atomic<uint16_t> ids[256];
+  size_t h = (reinterpret_cast<uintptr_t>(name) >> 3) & 255;
+  if (keys[h].load(std::memory_order_acquire) == name) return ids[h].load(std::memory_order_relaxed);
+  uint16_t id = RegisterApi(name);
+  ids[h].store(id, std::memory_order_relaxed);
+  keys[h].store(name, std::memory_order_release);
+  return id;
+}
+
+void FillLaunch(RawEvent* e, const void* f, dim3 g, dim3 b, size_t shmem, const void* stream) {
+  e->type = EvType::kLaunch;
+  e->launch.func = f;
+  e->launch.stream = reinterpret_cast<uint64_t>(stream);
+  e->launch.grid_x = g.x;
+  e->launch.grid_y = uint16_t(g.y);
+  e->launch.grid_z = uint16_t(g.z);
+  e->launch.block = PackBlock(b.x, b.y, b.z);
+  e->launch.shmem = uint32_t(shmem);
+}
+
+// A runtime call that did not pass through an agent interposer: record it from its callback.
+void RecordRuntimeFromCallback(CUpti_CallbackId cbid, const CUpti_CallbackData* cb, uint64_t t0,
+                               uint64_t t1) {
+  RawEvent e;
+  std::memset(&e, 0, sizeof(e));
+  e.t0 = t0;
+  e.t1 = t1;
+  e.api = ApiIdFor(cb->functionName);
+  if (cb->functionReturnValue) e.ret = *static_cast<const int*>(cb->functionReturnValue);
+  const void* p = cb->functionParams;
+  uint32_t corr = cb->correlationId;
+  switch (cbid) {
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000: {
+      auto* a = static_cast<const cudaLaunchKernel_v7000_params*>(p);
+      if (a) FillLaunch(&e, a->func, a->gridDim, a->blockDim, a->sharedMem, a->stream);
+      else e.type = EvType::kLaunch;
+      if (cb->symbolName && a) NoteFunctionName(a->func, cb->symbolName);
+      e.launch.corr = corr;
+      break;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060: {
+      auto* a = static_cast<const cudaLaunchKernelExC_v11060_params*>(p);
+      if (a && a->config)
+        FillLaunch(&e, a->func, a->config->gridDim, a->config->blockDim,
+                   a->config->dynamicSmemBytes, a->config->stream);
+      else e.type = EvType::kLaunch;
+      if (cb->symbolName && a) NoteFunctionName(a->func, cb->symbolName);
+      e.launch.corr = corr;
+      break;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000: {
+      auto* a = static_cast<const cudaGraphLaunch_v10000_params*>(p);
+      e.type = EvType::kGraphLaunch;
+      if (a) {
+        e.launch.func = a->graphExec;
+        e.launch.stream = reinterpret_cast<uint64_t>(a->stream);
+      }
+      e.launch.corr = corr;
+      model::OnGraphLaunch(t0, t1, e.launch.stream);
+      break;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_ptds_v7000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_ptsz_v7000: {
+      auto* a = static_cast<const cudaMemcpyAsync_v3020_params*>(p);
+      e.type = EvType::kMemcpy;
+      if (a) {
+        e.mem.bytes = a->count;
+        e.mem.kind = uint32_t(a->kind);
+        bool async = cbid == CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020 ||
+                     cbid == CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_ptsz_v7000;
+        if (async) e.mem.stream = reinterpret_cast<uint64_t>(a->stream);
+        e.mem.ptr = reinterpret_cast<uint64_t>(a->dst);
+      }
+      e.mem.corr = corr;
+      break;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemset_v3020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemset_ptds_v7000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_ptsz_v7000: {
+      auto* a = static_cast<const cudaMemsetAsync_v3020_params*>(p);
+      e.type = EvType::kMemset;
+      if (a) {
+        e.mem.bytes = a->count;
+        bool async = cbid == CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020 ||
+                     cbid == CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_ptsz_v7000;
+        if (async) e.mem.stream = reinterpret_cast<uint64_t>(a->stream);
+        e.mem.ptr = reinterpret_cast<uint64_t>(a->devPtr);
+      }
+      e.mem.corr = corr;
+      break;
+    }
+    default: {
+      // Other enabled cbids (2D/peer copies and sets): a kMemcpy/kMemset without details.
+      bool set = std::strstr(cb->functionName ? cb->functionName : "", "Memset") != nullptr;
+      e.type = set ? EvType::kMemset : EvType::kMemcpy;
+      e.mem.corr = corr;
+      break;
+    }
+  }
+  Emit(e);
+}
+
+void RecordDriverLaunch(CUpti_CallbackId cbid, const CUpti_CallbackData* cb, uint64_t t0,
+                        uint64_t t1) {
+  RawEvent e;
+  std::memset(&e, 0, sizeof(e));
+  e.t0 = t0;
+  e.t1 = t1;
+  e.type = EvType::kLaunch;
+  e.api = ApiIdFor(cb->functionName);
+  if (cb->functionReturnValue) e.ret = *static_cast<const int*>(cb->functionReturnValue);
+  const void* p = cb->functionParams;
+  const void* f = nullptr;
+  if (p && (cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx ||
+            cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz)) {
+    auto* a = static_cast<const cuLaunchKernelEx_params*>(p);
+    f = a->f;
+    if (a->config)
+      FillLaunch(&e, f, dim3(a->config->gridDimX, a->config->gridDimY, a->config->gridDimZ),
+                 dim3(a->config->blockDimX, a->config->blockDimY, a->config->blockDimZ),
+                 a->config->sharedMemBytes, a->config->hStream);
+  } else if (p) {  // cuLaunchKernel, _ptsz, cuLaunchCooperativeKernel(_ptsz): same prefix
+    auto* a = static_cast<const cuLaunchKernel_params*>(p);
+    f = a->f;
+    FillLaunch(&e, f, dim3(a->gridDimX, a->gridDimY, a->gridDimZ),
+               dim3(a->blockDimX, a->blockDimY, a->blockDimZ), a->sharedMemBytes, a->hStream);
+  }
+  e.launch.func = f;
+  e.launch.corr = cb->correlationId;
+  NoteFunctionName(f, cb->symbolName);
+  Emit(e);
+}
+
+void CUPTIAPI ApiCallback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                          const void* data) {
+  if (domain != CUPTI_CB_DOMAIN_RUNTIME_API && domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
+  const auto* cb = static_cast<const CUpti_CallbackData*>(data);
+  ThreadState& ts = t_state;
+  bool enter = cb->callbackSite == CUPTI_API_ENTER;
+  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
+    if (enter) {
+      if (ts.rt_cb_depth++ == 0) {
+        ts.api_corr = cb->correlationId;
+        ts.rt_t0 = Now();
+      }
+    } else if (ts.rt_cb_depth > 0 && --ts.rt_cb_depth == 0) {
+      // Not through an interposer and not the agent's own call: record it here.
+      if (ts.in_runtime == 0 && !HookGuard::Active() && Recording()) {
+        uint64_t t1 = Now();
+        HookGuard g;
+        RecordRuntimeFromCallback(cbid, cb, ts.rt_t0, t1);
+      }
+    }
+    (void)IsLaunchCbid;
+    return;
+  }
+  // Driver-API launch (only launch cbids are enabled in this domain).
+  if (enter) {
+    ts.drv_t0 = Now();
+    SetLastDriverLaunchCorrelation(cb->correlationId);
+    return;
+  }
+  if (ts.in_runtime == 0 && ts.rt_cb_depth == 0 && Recording()) {
+    uint64_t t1 = Now();
+    HookGuard g;
+    RecordDriverLaunch(cbid, cb, ts.drv_t0, t1);
+  }
+}
+
+template <typename T>
+bool Sym(void* lib, const char* name, T* out) {
+  *out = reinterpret_cast<T>(dlsym(lib, name));
+  return *out != nullptr;
+}
+
+void* OpenCupti(const std::string& explicit_path, const void* cudart_symbol, std::string* tried) {
+  auto attempt = [&](const std::string& p) -> void* {
+    if (!tried->empty()) *tried += ", ";
+    *tried += p;
+    return dlopen(p.c_str(), RTLD_NOW | RTLD_LOCAL);
+  };
+  if (!explicit_path.empty()) return attempt(explicit_path);
+  Dl_info info;
+  if (cudart_symbol && dladdr(cudart_symbol, &info) && info.dli_fname) {
+    std::string dir(info.dli_fname);
+    size_t slash = dir.rfind('/');
+    dir = slash == std::string::npos ? "." : dir.substr(0, slash);
+    if (void* h = attempt(dir + "/../extras/CUPTI/lib64/libcupti.so.13")) return h;
+    if (void* h = attempt(dir + "/libcupti.so.13")) return h;
+  }
+  return attempt("libcupti.so.13");
+}
+
+void TakeClockSample() {
+  if (g_clock.identity() || !g_api.get_timestamp) return;
+  uint64_t m0 = MonotonicNs();
+  uint64_t dev = 0;
+  if (g_api.get_timestamp(&dev) != CUPTI_SUCCESS) return;
+  uint64_t m1 = MonotonicNs();
+  g_clock.AddSample(dev, m0 + (m1 - m0) / 2);
+  if (&RecordDeviceClockSync != nullptr) RecordDeviceClockSync(dev, m0 + (m1 - m0) / 2, m1 - m0);
+}
+
+void FlusherLoop() {
+  HookGuard guard;
+  while (!g_flusher_stop.load(std::memory_order_relaxed)) {
+    for (int i = 0; i < 20 && !g_flusher_stop.load(std::memory_order_relaxed); ++i)
+      usleep(10000);
+    if (g_flusher_stop.load()) break;
+    FlushCupti();
+  }
+}
+
+void AfterForkChild() {
+  // The child has no flusher thread and must not reuse the parent's CUPTI session.
+  internal::g_active.store(false, std::memory_order_relaxed);
+}
+
+bool StartLocked(const std::string& explicit_path, const void* cudart_symbol,
+                 std::string* reason) {
+  std::string tried;
+  void* lib = OpenCupti(explicit_path, cudart_symbol, &tried);
+  if (!lib) {
+    *reason = "CUPTI: cannot load libcupti (tried " + tried + ")";
+    return false;
+  }
+  CuptiApi a;
+  Sym(lib, "cuptiSubscribe_v2", &a.subscribe_v2);
+  Sym(lib, "cuptiActivityRegisterTimestampCallback", &a.register_timestamp);
+  Sym(lib, "cuptiGetResultString", &a.result_string);
+  Sym(lib, "cuptiGetTimestamp", &a.get_timestamp);
+  bool ok = Sym(lib, "cuptiSubscribe", &a.subscribe) &&
+            Sym(lib, "cuptiUnsubscribe", &a.unsubscribe) &&
+            Sym(lib, "cuptiEnableCallback", &a.enable_callback) &&
+            Sym(lib, "cuptiActivityEnable", &a.activity_enable) &&
+            Sym(lib, "cuptiActivityRegisterCallbacks", &a.register_callbacks) &&
+            Sym(lib, "cuptiActivityGetNextRecord", &a.next_record) &&
+            Sym(lib, "cuptiActivityFlushAll", &a.flush_all);
+  if (!ok) {
+    *reason = "CUPTI: " + tried + " lacks required functions";
+    return false;
+  }
+  g_api = a;
+  CUptiResult r;
+  std::string how;
+  if (a.subscribe_v2) {
+    char old_name[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN] = {0};
+    CUpti_SubscriberParams params;
+    std::memset(&params, 0, sizeof(params));
+    params.structSize = CUpti_SubscriberParams_STRUCT_SIZE;
+    params.subscriberName = "profagent";
+    params.oldSubscriberName = old_name;
+    params.oldSubscriberSize = sizeof(old_name);
+    r = a.subscribe_v2(&g_subscriber, ApiCallback, nullptr, &params);
+    if (r != CUPTI_SUCCESS) {
+      *reason = Failure("cuptiSubscribe_v2", r);
+      if (old_name[0]) *reason += std::string(": held by ") + old_name;
+      return false;
+    }
+    how = "cuptiSubscribe_v2";
+  } else {
+    r = a.subscribe(&g_subscriber, ApiCallback, nullptr);
+    if (r != CUPTI_SUCCESS) {
+      *reason = Failure("cuptiSubscribe", r);
+      return false;
+    }
+    how = "cuptiSubscribe";
+  }
+  auto fail = [&](const char* call, CUptiResult res) {
+    *reason = Failure(call, res);
+    a.unsubscribe(g_subscriber);
+    g_subscriber = nullptr;
+    return false;
+  };
+  if (a.register_timestamp && a.register_timestamp(TimestampCallback) == CUPTI_SUCCESS) {
+    g_clock.SetIdentity();
+    how += ", host-clock timestamps";
+  } else {
+    how += ", timestamps mapped by linear fit";
+  }
+  r = a.register_callbacks(BufferRequested, BufferCompleted);
+  if (r != CUPTI_SUCCESS) return fail("cuptiActivityRegisterCallbacks", r);
+  r = a.activity_enable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  if (r != CUPTI_SUCCESS) r = a.activity_enable(CUPTI_ACTIVITY_KIND_KERNEL);
+  if (r != CUPTI_SUCCESS) return fail("cuptiActivityEnable(KERNEL)", r);
+  r = a.activity_enable(CUPTI_ACTIVITY_KIND_MEMCPY);
+  if (r != CUPTI_SUCCESS) return fail("cuptiActivityEnable(MEMCPY)", r);
+  r = a.activity_enable(CUPTI_ACTIVITY_KIND_MEMSET);
+  if (r != CUPTI_SUCCESS) return fail("cuptiActivityEnable(MEMSET)", r);
+  a.activity_enable(CUPTI_ACTIVITY_KIND_MEMCPY2);  // peer copies: optional
+
+  static const CUpti_CallbackId kRuntime[] = {
+      CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
+      CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
+      CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060,
+      CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060,
+      CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000,
+      CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000,
+      CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000,
+      CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000,
+      CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020,
+      CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_ptds_v7000,
+      CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020,
+      CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_ptsz_v7000,
+      CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2D_v3020,
+      CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2D_ptds_v7000,
+      CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DAsync_v3020,
+      CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DAsync_ptsz_v7000,
+      CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyPeer_v4000,
+      CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyPeerAsync_v4000,
+      CUPTI_RUNTIME_TRACE_CBID_cudaMemset_v3020,
+      CUPTI_RUNTIME_TRACE_CBID_cudaMemset_ptds_v7000,
+      CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020,
+      CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_ptsz_v7000,
+      CUPTI_RUNTIME_TRACE_CBID_cudaMemset2D_v3020,
+      CUPTI_RUNTIME_TRACE_CBID_cudaMemset2D_ptds_v7000,
+      CUPTI_RUNTIME_TRACE_CBID_cudaMemset2DAsync_v3020,
+      CUPTI_RUNTIME_TRACE_CBID_cudaMemset2DAsync_ptsz_v7000,
+  };
+  for (CUpti_CallbackId id : kRuntime) {
+    r = a.enable_callback(1, g_subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, id);
+    if (r != CUPTI_SUCCESS) return fail("cuptiEnableCallback(runtime)", r);
+  }
+  static const CUpti_CallbackId kDriver[] = {
+      CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
+      CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+      CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,
+      CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
+      CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel,
+      CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
+  };
+  for (CUpti_CallbackId id : kDriver) {
+    r = a.enable_callback(1, g_subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id);
+    if (r != CUPTI_SUCCESS) return fail("cuptiEnableCallback(driver)", r);
+  }
+  TakeClockSample();
+  *reason = "CUPTI activity records (" + how + ")";
+  return true;
+}
+
+}  // namespace
+
+bool StartCupti(const std::string& explicit_path, const void* cudart_symbol,
+                std::string* reason) {
+  HookGuard guard;
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (!g_started) {
+    g_started = true;
+    g_start_ok = StartLocked(explicit_path, cudart_symbol, &g_start_reason);
+    if (g_start_ok) {
+      internal::g_active.store(true, std::memory_order_release);
+      pthread_atfork(nullptr, nullptr, AfterForkChild);
+      AtShutdown([] {
+        g_flusher_stop.store(true);
+        FlushCupti();
+      });
+      std::thread(FlusherLoop).detach();
+    }
+  }
+  *reason = g_start_reason;
+  return g_start_ok;
+}
+
+void FlushCupti() {
+  if (!CuptiActive() || !g_api.flush_all) return;
+  HookGuard guard;
+  g_api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  std::lock_guard<std::mutex> lock(g_mu);
+  TakeClockSample();
+}
+
+void SetInjectionStarter(InjectionStarter fn) { g_injection_starter = fn; }
+InjectionStarter GetInjectionStarter() { return g_injection_starter; }
+
+}  // namespace cupti
+}  // namespace profagent

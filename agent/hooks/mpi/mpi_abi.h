@@ -1,0 +1,71 @@
+// What the MPI hooks need to know about the MPI library in the process, without including any
+// implementation's mpi.h.
+//
+// Handles are treated as opaque machine words (`MpiHandle` = void*). Open MPI's handles are
+// pointers to predefined/allocated objects, so void* is exactly its ABI. MPICH's are 32-bit ints:
+// on x86-64 System V an int argument travels in the low half of a 64-bit register (or an 8-byte
+// stack slot) and the upper half is unspecified; a wrapper declared with void* receives the same
+// register and passes it unchanged to PMPI_*, which reads only the low half, so forwarding is
+// exact. Only when the hooks *use* a handle value (as a table key, or to compare it with a
+// constant) must the upper half be discarded: Key() masks to 32 bits under MPICH. Arrays of
+// handles (MPI_Request[]) have 4-byte elements under MPICH: RequestAt() uses request_size.
+// MPICH support follows from its published constants and is not exercised on these machines;
+// Open MPI (Debian's 4.1) is.
+//
+// Abi() detects the library once (dlsym of Open MPI's predefined objects) and is cheap after:
+// one acquire load. Call it only after libmpi is loaded (i.e. from an MPI hook).
+#ifndef PROFAGENT_AGENT_HOOKS_MPI_MPI_ABI_H_
+#define PROFAGENT_AGENT_HOOKS_MPI_MPI_ABI_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+namespace profagent {
+
+using MpiHandle = void*;
+
+struct MpiAbi {
+  static constexpr int kNumOps = 14;  // predefined reductions, in kOpNames order
+
+  bool open_mpi = false;
+  uint64_t mask = ~0ull;      // applied to handle values used as keys
+  size_t request_size = 8;    // sizeof(MPI_Request)
+  MpiHandle comm_world = nullptr;
+  MpiHandle comm_self = nullptr;
+  MpiHandle comm_null = nullptr;
+  MpiHandle dt_byte = nullptr;
+  MpiHandle dt_int = nullptr;
+  MpiHandle op_min = nullptr;
+  MpiHandle in_place = nullptr;  // MPI_IN_PLACE
+  uint64_t request_null = 0;     // masked
+  int undefined = -32766;        // MPI_UNDEFINED (same value in both)
+  uint64_t ops[kNumOps] = {};    // masked handles of the predefined reductions (0 = absent)
+
+  uint64_t Key(const void* h) const { return reinterpret_cast<uint64_t>(h) & mask; }
+
+  // Value of the i-th element of an MPI_Request array (masked).
+  uint64_t RequestAt(const void* array, size_t i) const {
+    const char* p = static_cast<const char*>(array) + i * request_size;
+    if (request_size == 4) {
+      uint32_t v;
+      std::memcpy(&v, p, 4);
+      return v;
+    }
+    uint64_t v;
+    std::memcpy(&v, p, 8);
+    return v & mask;
+  }
+};
+
+// Reduction names in MpiAbi::ops order; index kNumOps is "user" (any other MPI_Op).
+extern const char* const kMpiOpNames[MpiAbi::kNumOps + 1];
+
+const MpiAbi& Abi();
+
+// Index of `op` in kMpiOpNames (kNumOps for user-defined ops). Hot-path safe.
+uint8_t MpiOpIndex(const MpiAbi& abi, MpiHandle op);
+
+}  // namespace profagent
+
+#endif  // PROFAGENT_AGENT_HOOKS_MPI_MPI_ABI_H_

@@ -1,0 +1,913 @@
+// MPI interposers through the PMPI profiling interface, with no link-time dependency on libmpi.
+//
+// The MPI_* functions below are exported by libprofagent.so (LD_PRELOAD, so they win over
+// libmpi's); each finds its PMPI_* twin at its first call with dlsym (RTLD_NEXT, then
+// RTLD_DEFAULT) and forwards every argument unchanged. A process that never calls MPI never
+// resolves anything. Handle types are opaque words: see mpi_abi.h for why void* is exact for
+// Open MPI and forwarding-safe for MPICH.
+//
+// Recorded per call (one kCollective + CollExtra slot, agent/core/event.h): API id (op name),
+// datatype index (type_cache.h), reduction index (kMpiOpNames), count, bytes, recv_bytes,
+// root/peer, communicator handle, sequence number, t0/t1 of the call. Non-blocking calls (MPI_I*)
+// are kept in a RequestTable until MPI_Wait/Waitall/Waitany/Waitsome/Test/Testall/Testany/
+// Testsome reports them complete, then emitted with kFlagNonBlocking and the completion time in
+// CollExtra.complete_ticks (from the thread that saw the completion); requests never seen
+// completing are emitted at MPI_Finalize with complete_ticks 0.
+//
+// Byte conventions (s = size of the datatype; n = communicator size):
+//   Allreduce, Reduce, Bcast, Scan, Exscan: count*s / count*s
+//   Allgather: sendcount*s / recvcount*s*n;  Allgatherv: sendcount*s / sum(recvcounts)*s
+//   Gather(v): sendcount*s / (root only) recvcount*s*n or sum(recvcounts)*s
+//   Scatter(v): recvcount*s (the block each rank receives) / the same
+//   Reduce_scatter_block: recvcount*s*n / recvcount*s;  Reduce_scatter: sum(recvcounts)*s /
+//     recvcounts[rank]*s
+//   Alltoall: sendcount*s*n / recvcount*s*n;  Alltoallv: sum(sendcounts)*s / sum(recvcounts)*s
+//   Barrier: 0;  Send/Isend: count*s / 0;  Recv/Irecv: count*s (capacity) / the same;
+//   Sendrecv: sendcount*s / recvcount*s.  With MPI_IN_PLACE the receive side stands for both.
+// Arguments an MPI call ignores (e.g. the send type of a non-root Scatter) are never read.
+// Sequence numbers: collectives (blocking and not) on CommSlot.coll_seq, which MPI's ordering
+// rule makes equal across members for the same call; point-to-point on CommSlot.p2p_seq (n-th
+// p2p call of this rank on the communicator). They are counted even while Recording() is off so
+// they stay aligned across ranks under a schedule.
+//
+// Communicators: MPI_COMM_WORLD is "world" (rank/size from PMPI at MPI_Init); any other
+// communicator is registered at first sight with a unique id hashed from its members' world ranks
+// and the ordinal of that member set among this process's communicators (equal across members
+// as long as they create communicators over the same member sets in the same order, which MPI's
+// collective creation calls imply).
+//
+// MPI_Init/Init_thread: rank info (SetRankInfo(..., "MPI", 3); local rank from the launcher's
+// environment), then clock alignment with rank 0 over a PMPI_Comm_dup of world (clock_offset.h),
+// repeated in MPI_Finalize before PMPI_Finalize. Disabled by PROFAGENT_CLOCK_SYNC=0: all ranks
+// agree with an allreduce(min) first, so ranks with different settings cannot deadlock.
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "agent/core/agent.h"
+#include "agent/core/clock.h"
+#include "agent/core/event.h"
+#include "agent/hooks/mpi/clock_offset.h"
+#include "agent/hooks/mpi/mpi_abi.h"
+#include "agent/hooks/mpi/request_table.h"
+#include "agent/hooks/mpi/type_cache.h"
+#include "agent/hooks/nccl/comm_table.h"
+
+#define PROFAGENT_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace profagent {
+namespace {
+
+constexpr int kLibMpi = 1;  // profagent.CollLibrary LIB_MPI
+constexpr uint8_t kNoRedop = 0xff;
+constexpr int kNoPeer = -1;
+constexpr int kClockRounds = 16;
+constexpr int kClockTag = 0x7a11;
+
+using H = MpiHandle;
+
+CommTable g_comms;
+TypeCache g_types;
+
+struct PendingCall {
+  RawEvent e;
+  CollExtra x;
+};
+RequestTable<PendingCall, 1024, 32> g_requests;
+
+// ---- PMPI functions the agent calls itself --------------------------------------------------
+struct Pmpi {
+  int (*comm_rank)(H, int*);
+  int (*comm_size)(H, int*);
+  int (*comm_dup)(H, H*);
+  int (*comm_free)(H*);
+  int (*comm_group)(H, H*);
+  int (*group_translate_ranks)(H, int, const int*, H, int*);
+  int (*group_free)(H*);
+  int (*type_size)(H, int*);
+  int (*type_get_name)(H, char*, int*);
+  int (*send)(const void*, int, H, int, int, H);
+  int (*recv)(void*, int, H, int, int, H, void*);
+  int (*allreduce)(const void*, void*, int, H, H, H);
+};
+
+void* FindPmpi(const char* name) {
+  void* fn = dlsym(RTLD_NEXT, name);
+  return fn != nullptr ? fn : dlsym(RTLD_DEFAULT, name);
+}
+
+const Pmpi& P() {
+  static const Pmpi p = [] {
+    Pmpi q;
+#define PROFAGENT_PMPI(field, name) q.field = reinterpret_cast<decltype(q.field)>(FindPmpi(name))
+    PROFAGENT_PMPI(comm_rank, "PMPI_Comm_rank");
+    PROFAGENT_PMPI(comm_size, "PMPI_Comm_size");
+    PROFAGENT_PMPI(comm_dup, "PMPI_Comm_dup");
+    PROFAGENT_PMPI(comm_free, "PMPI_Comm_free");
+    PROFAGENT_PMPI(comm_group, "PMPI_Comm_group");
+    PROFAGENT_PMPI(group_translate_ranks, "PMPI_Group_translate_ranks");
+    PROFAGENT_PMPI(group_free, "PMPI_Group_free");
+    PROFAGENT_PMPI(type_size, "PMPI_Type_size");
+    PROFAGENT_PMPI(type_get_name, "PMPI_Type_get_name");
+    PROFAGENT_PMPI(send, "PMPI_Send");
+    PROFAGENT_PMPI(recv, "PMPI_Recv");
+    PROFAGENT_PMPI(allreduce, "PMPI_Allreduce");
+#undef PROFAGENT_PMPI
+    return q;
+  }();
+  return p;
+}
+
+// Handle out-parameters are written with the implementation's handle size (4 bytes under
+// MPICH): read them from a zeroed word.
+H HandleOut(const uint64_t& word) { return reinterpret_cast<H>(word & Abi().mask); }
+
+void RegisterTables() {
+  RegisterCollTables(kLibMpi, g_types.Names(), g_types.count(), kMpiOpNames,
+                     MpiAbi::kNumOps + 1);
+}
+
+struct Real {
+  void* fn;
+  uint16_t api;
+};
+
+// Slow path: once per exported function.
+Real Resolve(const char* pname, const char* name) {
+  Abi();
+  P();
+  static std::once_flag once;
+  std::call_once(once, RegisterTables);
+  return Real{FindPmpi(pname), RegisterApi(name)};
+}
+
+int MissingReal(const char* name) {
+  static std::atomic<bool> said{false};
+  if (!said.exchange(true))
+    Log(1, "cannot find %s (is libmpi loaded?); returning an MPI error", name);
+  return 16;  // MPI_ERR_OTHER in Open MPI (MPICH: 15); any non-zero is an error
+}
+
+// ---- Communicators ---------------------------------------------------------------------------
+std::mutex g_member_mu;
+std::map<uint64_t, uint32_t>* g_member_sets = nullptr;  // member-set hash -> communicators seen
+
+// Slow path: first sight of a communicator.
+CommSlot* AddComm(H comm) {
+  const MpiAbi& abi = Abi();
+  const Pmpi& p = P();
+  int rank = -1, size = 0;
+  if (p.comm_rank == nullptr || p.comm_rank(comm, &rank) != 0) rank = -1;
+  if (p.comm_size == nullptr || p.comm_size(comm, &size) != 0) size = 0;
+  std::string uid;
+  uint64_t hash = 0;
+  if (abi.Key(comm) == abi.Key(abi.comm_world)) {
+    uid = "world";
+    hash = Fnv1a64(uid.data(), uid.size());
+  } else {
+    // Members' ranks in MPI_COMM_WORLD, hashed, plus the ordinal of this member set.
+    std::vector<int> local(size > 0 ? size : 0), world(local.size(), -1);
+    for (int i = 0; i < size; ++i) local[i] = i;
+    uint64_t g = 0, wg = 0;
+    if (size > 0 && p.comm_group && p.group_translate_ranks && p.group_free &&
+        p.comm_group(comm, reinterpret_cast<H*>(&g)) == 0 &&
+        p.comm_group(abi.comm_world, reinterpret_cast<H*>(&wg)) == 0) {
+      H hg = HandleOut(g), hwg = HandleOut(wg);
+      p.group_translate_ranks(hg, size, local.data(), hwg, world.data());
+      p.group_free(&hg);
+      p.group_free(&hwg);
+    }
+    const uint64_t members = Fnv1a64(world.data(), world.size() * sizeof(int));
+    uint32_t ordinal;
+    {
+      std::lock_guard<std::mutex> l(g_member_mu);
+      if (g_member_sets == nullptr) g_member_sets = new std::map<uint64_t, uint32_t>();
+      ordinal = (*g_member_sets)[members]++;
+    }
+    hash = SplitHash(members, size, ordinal, /*salt=*/3);
+    uid = UidString(abi.Key(comm) == abi.Key(abi.comm_self) ? "mpi-self" : "mpi", hash);
+  }
+  CommSlot* s = g_comms.Insert(abi.Key(comm), rank, size, hash);
+  RegisterComm(abi.Key(comm), kLibMpi, abi.Key(comm), rank, size, uid, -1, 0);
+  return s;
+}
+
+inline CommSlot* SlotFor(H comm) {
+  const MpiAbi& abi = Abi();
+  const uint64_t k = abi.Key(comm);
+  CommSlot* s = g_comms.Find(k);
+  if (__builtin_expect(s != nullptr, 1)) return s;
+  if (k == 0 || k == abi.Key(abi.comm_null)) return nullptr;
+  return AddComm(comm);
+}
+
+// ---- Datatypes ---------------------------------------------------------------------------------
+struct TypeInfo {
+  uint8_t index;
+  uint32_t size;
+};
+
+// Slow path: first sight of a named datatype, or any use of an unnamed (derived) one.
+TypeInfo LookupTypeSlow(H dt) {
+  const Pmpi& p = P();
+  int size = 0;
+  if (p.type_size == nullptr || p.type_size(dt, &size) != 0 || size < 0) size = 0;
+  char name[256] = {};
+  int len = 0;
+  if (p.type_get_name == nullptr || p.type_get_name(dt, name, &len) != 0) len = 0;
+  if (len <= 0 || name[0] == '\0') return TypeInfo{TypeCache::kDerived, uint32_t(size)};
+  const int before = g_types.count();
+  const int idx = g_types.Add(Abi().Key(dt), name, uint32_t(size));
+  if (g_types.count() != before) RegisterTables();  // a new name: re-register the table
+  return TypeInfo{uint8_t(idx), uint32_t(size)};
+}
+
+inline TypeInfo LookupType(H dt) {
+  const int i = g_types.Find(Abi().Key(dt));
+  if (__builtin_expect(i >= 0, 1)) return TypeInfo{uint8_t(i), g_types.Size(i)};
+  return LookupTypeSlow(dt);
+}
+
+// ---- Call descriptions -----------------------------------------------------------------------
+enum Kind : uint8_t { kColl, kP2p };
+
+struct Info {
+  H comm;
+  uint64_t count = 0;
+  uint64_t bytes = 0;
+  uint64_t recv_bytes = 0;
+  int32_t peer = kNoPeer;
+  uint8_t dtype = TypeCache::kUnknown;
+  uint8_t redop = kNoRedop;
+  void* request = nullptr;  // MPI_Request* of a non-blocking call
+  CommSlot* slot = nullptr;
+};
+
+inline uint64_t CommSize(const Info& i) {
+  return (i.slot != nullptr && i.slot->size > 0) ? uint64_t(i.slot->size) : 1;
+}
+inline bool IsRoot(const Info& i, int root) { return i.slot != nullptr && i.slot->rank == root; }
+inline bool InPlace(const void* buf) { return buf == Abi().in_place; }
+inline uint64_t Sum(const int* counts, uint64_t n) {
+  uint64_t s = 0;
+  if (counts != nullptr)
+    for (uint64_t i = 0; i < n; ++i) s += counts[i] > 0 ? uint64_t(counts[i]) : 0;
+  return s;
+}
+
+inline Info Base(H comm, H op, int peer) {
+  Info i;
+  i.comm = comm;
+  i.slot = SlotFor(comm);
+  i.peer = peer;
+  if (op != nullptr) i.redop = MpiOpIndex(Abi(), op);
+  return i;
+}
+
+// count elements of dt on both sides (reductions, broadcast, p2p receive).
+inline Info Same(int count, H dt, H op, int peer, H comm) {
+  Info i = Base(comm, op, peer);
+  if (count > 0) {
+    const TypeInfo t = LookupType(dt);
+    i.dtype = t.index;
+    i.count = uint64_t(count);
+    i.bytes = i.recv_bytes = uint64_t(count) * t.size;
+  }
+  return i;
+}
+
+inline Info SendOnly(int count, H dt, int peer, H comm) {
+  Info i = Same(count, dt, nullptr, peer, comm);
+  i.recv_bytes = 0;
+  return i;
+}
+
+// Send side `sc` x st (times n if send_n), receive side rc x rt (times n if recv_n). With
+// MPI_IN_PLACE the send side is ignored by MPI: the receive block stands for it.
+inline Info Blocks(const void* sbuf, int sc, H st, bool send_n, int rc, H rt, bool recv_n,
+                   bool recv_significant, int peer, H comm) {
+  Info i = Base(comm, nullptr, peer);
+  const uint64_t n = CommSize(i);
+  uint32_t rsize = 0;
+  if (recv_significant && rc > 0) {
+    const TypeInfo r = LookupType(rt);
+    rsize = r.size;
+    i.dtype = r.index;
+    i.recv_bytes = uint64_t(rc) * r.size * (recv_n ? n : 1);
+  }
+  if (InPlace(sbuf)) {
+    i.count = rc > 0 ? uint64_t(rc) : 0;
+    i.bytes = i.count * rsize * (send_n ? n : 1);
+  } else if (sc > 0) {
+    const TypeInfo s = LookupType(st);
+    i.dtype = s.index;
+    i.count = uint64_t(sc);
+    i.bytes = uint64_t(sc) * s.size * (send_n ? n : 1);
+  }
+  return i;
+}
+
+inline Info Allgather(const void* sbuf, int sc, H st, int rc, H rt, H comm) {
+  return Blocks(sbuf, sc, st, false, rc, rt, true, true, kNoPeer, comm);
+}
+inline Info Alltoall(const void* sbuf, int sc, H st, int rc, H rt, H comm) {
+  return Blocks(sbuf, sc, st, true, rc, rt, true, true, kNoPeer, comm);
+}
+inline Info Gather(const void* sbuf, int sc, H st, int rc, H rt, int root, H comm) {
+  Info probe = Base(comm, nullptr, root);
+  return Blocks(sbuf, sc, st, false, rc, rt, true, IsRoot(probe, root), root, comm);
+}
+inline Info Scatter(int rc, H rt, int root, H comm) { return Same(rc, rt, nullptr, root, comm); }
+inline Info Sendrecv(int sc, H st, int rc, H rt, int peer, H comm) {
+  Info i = Blocks(nullptr, sc, st, false, rc, rt, false, true, peer, comm);
+  return i;
+}
+
+inline Info Allgatherv(const void* sbuf, int sc, H st, const int* rcs, H rt, H comm) {
+  Info i = Base(comm, nullptr, kNoPeer);
+  const uint64_t total = Sum(rcs, CommSize(i));
+  const TypeInfo r = total > 0 ? LookupType(rt) : TypeInfo{TypeCache::kUnknown, 0};
+  i.dtype = r.index;
+  i.recv_bytes = total * r.size;
+  if (InPlace(sbuf)) {
+    const int me = i.slot ? i.slot->rank : -1;
+    i.count = (rcs != nullptr && me >= 0) ? uint64_t(rcs[me] > 0 ? rcs[me] : 0) : 0;
+    i.bytes = i.count * r.size;
+  } else if (sc > 0) {
+    const TypeInfo s = LookupType(st);
+    i.dtype = s.index;
+    i.count = uint64_t(sc);
+    i.bytes = uint64_t(sc) * s.size;
+  }
+  return i;
+}
+
+inline Info Gatherv(const void* sbuf, int sc, H st, const int* rcs, H rt, int root, H comm) {
+  Info i = Base(comm, nullptr, root);
+  const bool root_here = IsRoot(i, root);
+  uint32_t rsize = 0;
+  if (root_here) {
+    const uint64_t total = Sum(rcs, CommSize(i));
+    if (total > 0) {
+      const TypeInfo r = LookupType(rt);
+      rsize = r.size;
+      i.dtype = r.index;
+      i.recv_bytes = total * r.size;
+    }
+  }
+  if (InPlace(sbuf)) {
+    const int me = i.slot ? i.slot->rank : -1;
+    i.count = (root_here && rcs != nullptr && me >= 0 && rcs[me] > 0) ? uint64_t(rcs[me]) : 0;
+    i.bytes = i.count * rsize;
+  } else if (sc > 0) {
+    const TypeInfo s = LookupType(st);
+    i.dtype = s.index;
+    i.count = uint64_t(sc);
+    i.bytes = uint64_t(sc) * s.size;
+  }
+  return i;
+}
+
+inline Info ReduceScatter(const int* rcs, H dt, H op, H comm) {
+  Info i = Base(comm, op, kNoPeer);
+  const uint64_t total = Sum(rcs, CommSize(i));
+  if (total > 0) {
+    const TypeInfo t = LookupType(dt);
+    i.dtype = t.index;
+    i.count = total;
+    i.bytes = total * t.size;
+    const int me = i.slot ? i.slot->rank : -1;
+    i.recv_bytes = (rcs != nullptr && me >= 0 && rcs[me] > 0) ? uint64_t(rcs[me]) * t.size : 0;
+  }
+  return i;
+}
+
+inline Info ReduceScatterBlock(int rc, H dt, H op, H comm) {
+  Info i = Same(rc, dt, op, kNoPeer, comm);
+  i.bytes *= CommSize(i);
+  return i;
+}
+
+inline Info Alltoallv(const int* scs, H st, const int* rcs, H rt, H comm) {
+  Info i = Base(comm, nullptr, kNoPeer);
+  const uint64_t n = CommSize(i);
+  const uint64_t rtotal = Sum(rcs, n);
+  if (rtotal > 0) {
+    const TypeInfo r = LookupType(rt);
+    i.dtype = r.index;
+    i.recv_bytes = rtotal * r.size;
+  }
+  const uint64_t stotal = Sum(scs, n);
+  if (stotal > 0) {
+    const TypeInfo s = LookupType(st);
+    i.dtype = s.index;
+    i.count = stotal;
+    i.bytes = stotal * s.size;
+  }
+  return i;
+}
+
+inline Info NoData(H comm) { return Base(comm, nullptr, kNoPeer); }
+
+inline Info Nb(Info i, void* request) {
+  i.request = request;
+  return i;
+}
+
+// ---- Recording -----------------------------------------------------------------------------
+void EmitPending(const PendingCall& pc) { EmitWithBytes(pc.e, &pc.x, sizeof(pc.x)); }
+
+inline uint32_t Seq(const Info& info, Kind kind) {
+  return kind == kP2p ? NextP2pSeq(info.slot) : NextCollSeq(info.slot);
+}
+
+inline void Finish(uint16_t api, uint32_t seq, const Info& info, uint64_t t0, uint64_t t1,
+                   int rc) {
+  PendingCall pc;
+  std::memset(&pc, 0, sizeof(pc));
+  RawEvent& e = pc.e;
+  e.t0 = t0;
+  e.t1 = t1;
+  e.type = EvType::kCollective;
+  e.api = api;
+  e.ret = rc;
+  e.coll.comm = Abi().Key(info.comm);
+  e.coll.count = info.count;
+  e.coll.bytes = info.bytes;
+  e.coll.seq = seq;
+  e.coll.peer = info.peer;
+  e.coll.corr = 0;
+  e.coll.lib = kLibMpi;
+  e.coll.op = 0;
+  e.coll.dtype = info.dtype;
+  e.coll.redop = info.redop;
+  pc.x.recv_bytes = info.recv_bytes;
+  pc.x.device = -1;
+  if (info.request != nullptr) {
+    e.flags |= kFlagNonBlocking;
+    if (rc == 0) {
+      PendingCall old;
+      switch (g_requests.Put(Abi().RequestAt(info.request, 0), pc, &old)) {
+        case PutResult::kStored:
+          return;
+        case PutResult::kReplaced:
+          EmitPending(old);  // its completion went unseen
+          return;
+        case PutResult::kFull:
+          break;  // record now, completion unknown
+      }
+    }
+  }
+  EmitPending(pc);
+}
+
+// Counts the call's sequence number without recording it (Recording() off).
+inline void CountOnly(H comm, Kind kind) {
+  CommSlot* s = SlotFor(comm);
+  if (kind == kP2p) NextP2pSeq(s); else NextCollSeq(s);
+}
+
+// A pending request completed at `t_done`.
+inline void Complete(uint64_t handle, uint64_t t_done) {
+  if (handle == Abi().request_null) return;
+  PendingCall pc;
+  if (!g_requests.Take(handle, &pc)) return;
+  pc.x.complete_ticks = t_done;
+  EmitPending(pc);
+}
+
+void EmitApi(uint16_t api, uint64_t t0, uint64_t t1, int rc) {
+  if (!Recording()) return;
+  RawEvent e{};
+  e.t0 = t0;
+  e.t1 = t1;
+  e.type = EvType::kApi;
+  e.api = api;
+  e.ret = rc;
+  Emit(e);
+}
+
+}  // namespace
+}  // namespace profagent
+
+// ---- Collectives and point-to-point, generated from one list ---------------------------------
+// X(Name, Kind, (params), (args), Info expression). Every list entry names its communicator
+// `comm`. MPI-3 C prototypes (const buffers and count arrays) with opaque handles.
+using profagent::H;
+
+#define PROFAGENT_MPI_CALLS(X)                                                                   \
+  X(Allreduce, kColl, (const void* sbuf, void* rbuf, int count, H dt, H op, H comm),            \
+    (sbuf, rbuf, count, dt, op, comm), Same(count, dt, op, kNoPeer, comm))                       \
+  X(Iallreduce, kColl, (const void* sbuf, void* rbuf, int count, H dt, H op, H comm, void* req), \
+    (sbuf, rbuf, count, dt, op, comm, req), Nb(Same(count, dt, op, kNoPeer, comm), req))         \
+  X(Reduce, kColl, (const void* sbuf, void* rbuf, int count, H dt, H op, int root, H comm),     \
+    (sbuf, rbuf, count, dt, op, root, comm), Same(count, dt, op, root, comm))                    \
+  X(Ireduce, kColl,                                                                              \
+    (const void* sbuf, void* rbuf, int count, H dt, H op, int root, H comm, void* req),          \
+    (sbuf, rbuf, count, dt, op, root, comm, req), Nb(Same(count, dt, op, root, comm), req))      \
+  X(Bcast, kColl, (void* buf, int count, H dt, int root, H comm), (buf, count, dt, root, comm),  \
+    Same(count, dt, nullptr, root, comm))                                                        \
+  X(Ibcast, kColl, (void* buf, int count, H dt, int root, H comm, void* req),                    \
+    (buf, count, dt, root, comm, req), Nb(Same(count, dt, nullptr, root, comm), req))            \
+  X(Scan, kColl, (const void* sbuf, void* rbuf, int count, H dt, H op, H comm),                 \
+    (sbuf, rbuf, count, dt, op, comm), Same(count, dt, op, kNoPeer, comm))                       \
+  X(Iscan, kColl, (const void* sbuf, void* rbuf, int count, H dt, H op, H comm, void* req),      \
+    (sbuf, rbuf, count, dt, op, comm, req), Nb(Same(count, dt, op, kNoPeer, comm), req))         \
+  X(Exscan, kColl, (const void* sbuf, void* rbuf, int count, H dt, H op, H comm),               \
+    (sbuf, rbuf, count, dt, op, comm), Same(count, dt, op, kNoPeer, comm))                       \
+  X(Iexscan, kColl, (const void* sbuf, void* rbuf, int count, H dt, H op, H comm, void* req),    \
+    (sbuf, rbuf, count, dt, op, comm, req), Nb(Same(count, dt, op, kNoPeer, comm), req))         \
+  X(Allgather, kColl, (const void* sbuf, int sc, H st, void* rbuf, int rc, H rt, H comm),       \
+    (sbuf, sc, st, rbuf, rc, rt, comm), Allgather(sbuf, sc, st, rc, rt, comm))                   \
+  X(Iallgather, kColl,                                                                           \
+    (const void* sbuf, int sc, H st, void* rbuf, int rc, H rt, H comm, void* req),               \
+    (sbuf, sc, st, rbuf, rc, rt, comm, req), Nb(Allgather(sbuf, sc, st, rc, rt, comm), req))     \
+  X(Allgatherv, kColl,                                                                           \
+    (const void* sbuf, int sc, H st, void* rbuf, const int* rcs, const int* displs, H rt,        \
+     H comm),                                                                                    \
+    (sbuf, sc, st, rbuf, rcs, displs, rt, comm), Allgatherv(sbuf, sc, st, rcs, rt, comm))        \
+  X(Iallgatherv, kColl,                                                                          \
+    (const void* sbuf, int sc, H st, void* rbuf, const int* rcs, const int* displs, H rt,        \
+     H comm, void* req),                                                                         \
+    (sbuf, sc, st, rbuf, rcs, displs, rt, comm, req),                                            \
+    Nb(Allgatherv(sbuf, sc, st, rcs, rt, comm), req))                                            \
+  X(Gather, kColl,                                                                               \
+    (const void* sbuf, int sc, H st, void* rbuf, int rc, H rt, int root, H comm),                \
+    (sbuf, sc, st, rbuf, rc, rt, root, comm), Gather(sbuf, sc, st, rc, rt, root, comm))          \
+  X(Igather, kColl,                                                                              \
+    (const void* sbuf, int sc, H st, void* rbuf, int rc, H rt, int root, H comm, void* req),     \
+    (sbuf, sc, st, rbuf, rc, rt, root, comm, req),                                               \
+    Nb(Gather(sbuf, sc, st, rc, rt, root, comm), req))                                           \
+  X(Gatherv, kColl,                                                                              \
+    (const void* sbuf, int sc, H st, void* rbuf, const int* rcs, const int* displs, H rt,        \
+     int root, H comm),                                                                          \
+    (sbuf, sc, st, rbuf, rcs, displs, rt, root, comm),                                           \
+    Gatherv(sbuf, sc, st, rcs, rt, root, comm))                                                  \
+  X(Igatherv, kColl,                                                                             \
+    (const void* sbuf, int sc, H st, void* rbuf, const int* rcs, const int* displs, H rt,        \
+     int root, H comm, void* req),                                                               \
+    (sbuf, sc, st, rbuf, rcs, displs, rt, root, comm, req),                                      \
+    Nb(Gatherv(sbuf, sc, st, rcs, rt, root, comm), req))                                         \
+  X(Scatter, kColl,                                                                              \
+    (const void* sbuf, int sc, H st, void* rbuf, int rc, H rt, int root, H comm),                \
+    (sbuf, sc, st, rbuf, rc, rt, root, comm), Scatter(rc, rt, root, comm))                       \
+  X(Iscatter, kColl,                                                                             \
+    (const void* sbuf, int sc, H st, void* rbuf, int rc, H rt, int root, H comm, void* req),     \
+    (sbuf, sc, st, rbuf, rc, rt, root, comm, req), Nb(Scatter(rc, rt, root, comm), req))         \
+  X(Scatterv, kColl,                                                                             \
+    (const void* sbuf, const int* scs, const int* displs, H st, void* rbuf, int rc, H rt,        \
+     int root, H comm),                                                                          \
+    (sbuf, scs, displs, st, rbuf, rc, rt, root, comm), Scatter(rc, rt, root, comm))              \
+  X(Iscatterv, kColl,                                                                            \
+    (const void* sbuf, const int* scs, const int* displs, H st, void* rbuf, int rc, H rt,        \
+     int root, H comm, void* req),                                                               \
+    (sbuf, scs, displs, st, rbuf, rc, rt, root, comm, req),                                      \
+    Nb(Scatter(rc, rt, root, comm), req))                                                        \
+  X(Reduce_scatter, kColl,                                                                       \
+    (const void* sbuf, void* rbuf, const int* rcs, H dt, H op, H comm),                          \
+    (sbuf, rbuf, rcs, dt, op, comm), ReduceScatter(rcs, dt, op, comm))                           \
+  X(Ireduce_scatter, kColl,                                                                      \
+    (const void* sbuf, void* rbuf, const int* rcs, H dt, H op, H comm, void* req),               \
+    (sbuf, rbuf, rcs, dt, op, comm, req), Nb(ReduceScatter(rcs, dt, op, comm), req))             \
+  X(Reduce_scatter_block, kColl, (const void* sbuf, void* rbuf, int rc, H dt, H op, H comm),    \
+    (sbuf, rbuf, rc, dt, op, comm), ReduceScatterBlock(rc, dt, op, comm))                        \
+  X(Ireduce_scatter_block, kColl,                                                                \
+    (const void* sbuf, void* rbuf, int rc, H dt, H op, H comm, void* req),                       \
+    (sbuf, rbuf, rc, dt, op, comm, req), Nb(ReduceScatterBlock(rc, dt, op, comm), req))          \
+  X(Alltoall, kColl, (const void* sbuf, int sc, H st, void* rbuf, int rc, H rt, H comm),        \
+    (sbuf, sc, st, rbuf, rc, rt, comm), Alltoall(sbuf, sc, st, rc, rt, comm))                    \
+  X(Ialltoall, kColl,                                                                            \
+    (const void* sbuf, int sc, H st, void* rbuf, int rc, H rt, H comm, void* req),               \
+    (sbuf, sc, st, rbuf, rc, rt, comm, req), Nb(Alltoall(sbuf, sc, st, rc, rt, comm), req))      \
+  X(Alltoallv, kColl,                                                                            \
+    (const void* sbuf, const int* scs, const int* sd, H st, void* rbuf, const int* rcs,          \
+     const int* rd, H rt, H comm),                                                               \
+    (sbuf, scs, sd, st, rbuf, rcs, rd, rt, comm), Alltoallv(scs, st, rcs, rt, comm))             \
+  X(Ialltoallv, kColl,                                                                           \
+    (const void* sbuf, const int* scs, const int* sd, H st, void* rbuf, const int* rcs,          \
+     const int* rd, H rt, H comm, void* req),                                                    \
+    (sbuf, scs, sd, st, rbuf, rcs, rd, rt, comm, req),                                           \
+    Nb(Alltoallv(scs, st, rcs, rt, comm), req))                                                  \
+  X(Barrier, kColl, (H comm), (comm), NoData(comm))                                              \
+  X(Ibarrier, kColl, (H comm, void* req), (comm, req), Nb(NoData(comm), req))                    \
+  X(Send, kP2p, (const void* buf, int count, H dt, int dest, int tag, H comm),                   \
+    (buf, count, dt, dest, tag, comm), SendOnly(count, dt, dest, comm))                          \
+  X(Isend, kP2p, (const void* buf, int count, H dt, int dest, int tag, H comm, void* req),       \
+    (buf, count, dt, dest, tag, comm, req), Nb(SendOnly(count, dt, dest, comm), req))            \
+  X(Recv, kP2p, (void* buf, int count, H dt, int src, int tag, H comm, void* status),            \
+    (buf, count, dt, src, tag, comm, status), Same(count, dt, nullptr, src, comm))               \
+  X(Irecv, kP2p, (void* buf, int count, H dt, int src, int tag, H comm, void* req),              \
+    (buf, count, dt, src, tag, comm, req), Nb(Same(count, dt, nullptr, src, comm), req))         \
+  X(Sendrecv, kP2p,                                                                              \
+    (const void* sbuf, int sc, H st, int dest, int stag, void* rbuf, int rc, H rt, int src,      \
+     int rtag, H comm, void* status),                                                            \
+    (sbuf, sc, st, dest, stag, rbuf, rc, rt, src, rtag, comm, status),                           \
+    Sendrecv(sc, st, rc, rt, dest, comm))
+
+#define PROFAGENT_MPI_WRAPPER(NAME, KIND, PARAMS, ARGS, INFO)                                   \
+  PROFAGENT_EXPORT int MPI_##NAME PARAMS {                                                       \
+    using namespace profagent;                                                                   \
+    using Fn = int(*) PARAMS;                                                                    \
+    static const Real real = Resolve("PMPI_" #NAME, "MPI_" #NAME);                               \
+    const Fn fn = reinterpret_cast<Fn>(real.fn);                                                 \
+    if (__builtin_expect(fn == nullptr, 0)) return MissingReal("PMPI_" #NAME);                   \
+    HookGuard guard;                                                                             \
+    if (!guard.outermost()) return fn ARGS;                                                      \
+    if (!Recording()) {                                                                          \
+      CountOnly(comm, KIND);                                                                     \
+      return fn ARGS;                                                                            \
+    }                                                                                            \
+    const Info info = INFO;                                                                      \
+    const uint32_t seq = Seq(info, KIND);                                                        \
+    const uint64_t t0 = Now();                                                                   \
+    const int result = fn ARGS;                                                                  \
+    const uint64_t t1 = Now();                                                                   \
+    Finish(real.api, seq, info, t0, t1, result);                                            \
+    return result;                                                                                \
+  }
+
+PROFAGENT_MPI_CALLS(PROFAGENT_MPI_WRAPPER)
+#undef PROFAGENT_MPI_WRAPPER
+
+// ---- Completion of non-blocking calls -------------------------------------------------------
+namespace profagent {
+namespace {
+
+// Request values read before a wait/test (which overwrites completed ones with
+// MPI_REQUEST_NULL). Only the first kMax of a longer array are tracked; the others are emitted
+// at MPI_Finalize without a completion time.
+struct Snapshot {
+  static constexpr int kMax = 256;
+  uint64_t h[kMax];
+  int n = 0;
+  void Take(const void* reqs, int count) {
+    n = (reqs == nullptr || count <= 0) ? 0 : (count < kMax ? count : kMax);
+    const MpiAbi& abi = Abi();
+    for (int i = 0; i < n; ++i) h[i] = abi.RequestAt(reqs, size_t(i));
+  }
+  void Complete(int i, uint64_t t) const {
+    if (i >= 0 && i < n) profagent::Complete(h[i], t);
+  }
+};
+
+inline bool AnyPending() { return g_requests.size() != 0; }
+
+}  // namespace
+}  // namespace profagent
+
+#define PROFAGENT_COMPLETION_PROLOGUE(NAME, ...)                                   \
+  using namespace profagent;                                                       \
+  using Fn = decltype(&MPI_##NAME);                                                \
+  static const Real real = Resolve("PMPI_" #NAME, "MPI_" #NAME);                   \
+  const Fn fn = reinterpret_cast<Fn>(real.fn);                                     \
+  if (__builtin_expect(fn == nullptr, 0)) return MissingReal("PMPI_" #NAME);       \
+  HookGuard guard;                                                                 \
+  if (!guard.outermost()) return fn(__VA_ARGS__);
+
+PROFAGENT_EXPORT int MPI_Wait(void* req, void* status) {
+  PROFAGENT_COMPLETION_PROLOGUE(Wait, req, status)
+  const bool pending = AnyPending() && req != nullptr;
+  const uint64_t h = pending ? Abi().RequestAt(req, 0) : 0;
+  const uint64_t t0 = Now();
+  const int rc = fn(req, status);
+  const uint64_t t1 = Now();
+  if (pending && rc == 0) Complete(h, t1);
+  EmitApi(real.api, t0, t1, rc);
+  return rc;
+}
+
+PROFAGENT_EXPORT int MPI_Waitall(int count, void* reqs, void* statuses) {
+  PROFAGENT_COMPLETION_PROLOGUE(Waitall, count, reqs, statuses)
+  Snapshot s;
+  if (AnyPending()) s.Take(reqs, count);
+  const uint64_t t0 = Now();
+  const int rc = fn(count, reqs, statuses);
+  const uint64_t t1 = Now();
+  if (rc == 0)
+    for (int i = 0; i < s.n; ++i) s.Complete(i, t1);
+  EmitApi(real.api, t0, t1, rc);
+  return rc;
+}
+
+PROFAGENT_EXPORT int MPI_Waitany(int count, void* reqs, int* index, void* status) {
+  PROFAGENT_COMPLETION_PROLOGUE(Waitany, count, reqs, index, status)
+  Snapshot s;
+  if (AnyPending()) s.Take(reqs, count);
+  const uint64_t t0 = Now();
+  const int rc = fn(count, reqs, index, status);
+  const uint64_t t1 = Now();
+  if (rc == 0 && index != nullptr) s.Complete(*index, t1);
+  EmitApi(real.api, t0, t1, rc);
+  return rc;
+}
+
+PROFAGENT_EXPORT int MPI_Waitsome(int incount, void* reqs, int* outcount, int* indices,
+                                  void* statuses) {
+  PROFAGENT_COMPLETION_PROLOGUE(Waitsome, incount, reqs, outcount, indices, statuses)
+  Snapshot s;
+  if (AnyPending()) s.Take(reqs, incount);
+  const uint64_t t0 = Now();
+  const int rc = fn(incount, reqs, outcount, indices, statuses);
+  const uint64_t t1 = Now();
+  if (rc == 0 && outcount != nullptr && indices != nullptr && *outcount != Abi().undefined)
+    for (int i = 0; i < *outcount; ++i) s.Complete(indices[i], t1);
+  EmitApi(real.api, t0, t1, rc);
+  return rc;
+}
+
+// Test* are polled in loops: they are not recorded themselves, only the completions they report.
+PROFAGENT_EXPORT int MPI_Test(void* req, int* flag, void* status) {
+  PROFAGENT_COMPLETION_PROLOGUE(Test, req, flag, status)
+  const bool pending = AnyPending() && req != nullptr;
+  const uint64_t h = pending ? Abi().RequestAt(req, 0) : 0;
+  const int rc = fn(req, flag, status);
+  if (pending && rc == 0 && flag != nullptr && *flag) Complete(h, Now());
+  return rc;
+}
+
+PROFAGENT_EXPORT int MPI_Testall(int count, void* reqs, int* flag, void* statuses) {
+  PROFAGENT_COMPLETION_PROLOGUE(Testall, count, reqs, flag, statuses)
+  Snapshot s;
+  if (AnyPending()) s.Take(reqs, count);
+  const int rc = fn(count, reqs, flag, statuses);
+  if (rc == 0 && flag != nullptr && *flag && s.n > 0) {
+    const uint64_t t = Now();
+    for (int i = 0; i < s.n; ++i) s.Complete(i, t);
+  }
+  return rc;
+}
+
+PROFAGENT_EXPORT int MPI_Testany(int count, void* reqs, int* index, int* flag, void* status) {
+  PROFAGENT_COMPLETION_PROLOGUE(Testany, count, reqs, index, flag, status)
+  Snapshot s;
+  if (AnyPending()) s.Take(reqs, count);
+  const int rc = fn(count, reqs, index, flag, status);
+  if (rc == 0 && flag != nullptr && *flag && index != nullptr && s.n > 0)
+    s.Complete(*index, Now());
+  return rc;
+}
+
+PROFAGENT_EXPORT int MPI_Testsome(int incount, void* reqs, int* outcount, int* indices,
+                                  void* statuses) {
+  PROFAGENT_COMPLETION_PROLOGUE(Testsome, incount, reqs, outcount, indices, statuses)
+  Snapshot s;
+  if (AnyPending()) s.Take(reqs, incount);
+  const int rc = fn(incount, reqs, outcount, indices, statuses);
+  if (rc == 0 && s.n > 0 && outcount != nullptr && indices != nullptr &&
+      *outcount != Abi().undefined && *outcount > 0) {
+    const uint64_t t = Now();
+    for (int i = 0; i < *outcount; ++i) s.Complete(indices[i], t);
+  }
+  return rc;
+}
+
+// ---- Communicator lifetime -------------------------------------------------------------------
+PROFAGENT_EXPORT int MPI_Comm_free(void* comm) {
+  PROFAGENT_COMPLETION_PROLOGUE(Comm_free, comm)
+  const uint64_t key = comm != nullptr ? Abi().RequestAt(comm, 0) : 0;  // handle-sized read
+  const int rc = fn(comm);
+  if (rc == 0 && key != 0) g_comms.Remove(key);
+  return rc;
+}
+
+// ---- Init, finalize, ranks and clock alignment ------------------------------------------------
+namespace profagent {
+namespace {
+
+H g_sync_comm = nullptr;  // PMPI_Comm_dup of world for the ping-pong; touched at init/finalize
+
+bool EnvOff(const char* name) {
+  const char* v = getenv(name);
+  if (v == nullptr) return false;
+  return !strcmp(v, "0") || !strcasecmp(v, "false") || !strcasecmp(v, "off") ||
+         !strcasecmp(v, "no");
+}
+
+int EnvInt(const char* name) {
+  const char* v = getenv(name);
+  if (v == nullptr || *v == '\0') return -1;
+  char* end = nullptr;
+  const long x = strtol(v, &end, 10);
+  return (*end == '\0' && x >= 0 && x < (1 << 30)) ? int(x) : -1;
+}
+
+bool PingSend(void* ctx, int peer, uint64_t v) {
+  return P().send(&v, int(sizeof(v)), Abi().dt_byte, peer, kClockTag, static_cast<H>(ctx)) == 0;
+}
+bool PingRecv(void* ctx, int peer, uint64_t* v) {
+  alignas(16) char status[256];  // larger than MPI_Status of any implementation
+  return P().recv(v, int(sizeof(*v)), Abi().dt_byte, peer, kClockTag, static_cast<H>(ctx),
+                  status) == 0;
+}
+uint64_t PingNow(void*) { return MonotonicNs(); }
+
+void MeasureClockOffset(H comm) {
+  const Pmpi& p = P();
+  int rank = -1, size = 0;
+  if (p.comm_rank(comm, &rank) != 0 || p.comm_size(comm, &size) != 0 || size < 2) return;
+  const PingTransport t{comm, PingSend, PingRecv, PingNow};
+  if (rank == 0) {
+    if (ServePings(t, size, kClockRounds))
+      RecordClockOffset(0, 0, "mpi-pingpong", kClockRounds);  // rank 0 is the reference
+    return;
+  }
+  const OffsetEstimate e = MeasureOffsetToRank0(t, kClockRounds);
+  if (e.valid) RecordClockOffset(e.offset_ns, e.error_ns, "mpi-pingpong", e.rounds);
+}
+
+// Collective over world: every rank running this hook takes part, so ranks disagreeing on
+// PROFAGENT_CLOCK_SYNC agree on "off" instead of deadlocking.
+void ClockSyncAtInit() {
+  const MpiAbi& abi = Abi();
+  const Pmpi& p = P();
+  if (!p.comm_dup || !p.comm_free || !p.allreduce || !p.send || !p.recv || !abi.dt_byte ||
+      !abi.dt_int || !abi.op_min)
+    return;
+  uint64_t dup = 0;
+  if (p.comm_dup(abi.comm_world, reinterpret_cast<H*>(&dup)) != 0) return;
+  H comm = HandleOut(dup);
+  int want = EnvOff("PROFAGENT_CLOCK_SYNC") ? 0 : 1, all = 0;
+  if (p.allreduce(&want, &all, 1, abi.dt_int, abi.op_min, comm) != 0 || all == 0) {
+    p.comm_free(&comm);
+    return;
+  }
+  g_sync_comm = comm;
+  MeasureClockOffset(comm);
+}
+
+void AfterInit() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    const MpiAbi& abi = Abi();
+    const Pmpi& p = P();
+    int rank = -1, size = 0;
+    if (p.comm_rank == nullptr || p.comm_rank(abi.comm_world, &rank) != 0) rank = -1;
+    if (p.comm_size == nullptr || p.comm_size(abi.comm_world, &size) != 0) size = 0;
+    int local = -1;
+    for (const char* v : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "PMI_LOCAL_RANK",
+                          "PMIX_LOCAL_RANK", "MV2_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID"}) {
+      local = EnvInt(v);
+      if (local >= 0) break;
+    }
+    if (rank >= 0 && size > 0) SetRankInfo(rank, local, size, "MPI", 3);
+    SlotFor(abi.comm_world);  // registers "world"
+    // PROFAGENT_ENABLE=0: the agent stays out of the application's MPI entirely.
+    if (!EnvOff("PROFAGENT_ENABLE")) ClockSyncAtInit();
+  });
+}
+
+void BeforeFinalize() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    if (g_sync_comm != nullptr) {
+      MeasureClockOffset(g_sync_comm);
+      P().comm_free(&g_sync_comm);
+      g_sync_comm = nullptr;
+    }
+    const size_t n = g_requests.Drain([](uint64_t, const PendingCall& pc) { EmitPending(pc); });
+    if (n != 0)
+      AddNote("info", std::to_string(n) +
+                          " non-blocking MPI calls without a completion seen in MPI_Wait*/Test*");
+  });
+}
+
+}  // namespace
+}  // namespace profagent
+
+PROFAGENT_EXPORT int MPI_Init(int* argc, char*** argv) {
+  PROFAGENT_COMPLETION_PROLOGUE(Init, argc, argv)
+  const uint64_t t0 = Now();
+  const int rc = fn(argc, argv);
+  const uint64_t t1 = Now();
+  if (rc == 0) AfterInit();
+  EmitApi(real.api, t0, t1, rc);
+  return rc;
+}
+
+PROFAGENT_EXPORT int MPI_Init_thread(int* argc, char*** argv, int required, int* provided) {
+  PROFAGENT_COMPLETION_PROLOGUE(Init_thread, argc, argv, required, provided)
+  const uint64_t t0 = Now();
+  const int rc = fn(argc, argv, required, provided);
+  const uint64_t t1 = Now();
+  if (rc == 0) AfterInit();
+  EmitApi(real.api, t0, t1, rc);
+  return rc;
+}
+
+PROFAGENT_EXPORT int MPI_Finalize(void) {
+  PROFAGENT_COMPLETION_PROLOGUE(Finalize)
+  BeforeFinalize();
+  const uint64_t t0 = Now();
+  const int rc = fn();
+  const uint64_t t1 = Now();
+  EmitApi(real.api, t0, t1, rc);
+  return rc;
+}

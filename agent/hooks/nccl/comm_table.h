@@ -1,0 +1,93 @@
+// Communicator bookkeeping shared by the NCCL and MPI hooks: per-communicator sequence numbers
+// and the identity the analyzer uses to match one communicator across ranks.
+//
+// A CommTable maps a communicator handle (ncclComm_t or MPI_Comm as an integer) to a CommSlot.
+// Find() is hot-path safe (lock-free: bounded linear probe over atomics, no allocation); Insert()
+// and Remove() are slow-path (a mutex serializes writers) and are called once per communicator
+// creation/destruction. Sequence counters are atomics, so collectives issued on one communicator
+// from several threads still get distinct numbers (the order between threads is the order of the
+// fetch_add, which is the best a host-side observer can know).
+//
+// Handle reuse: when a communicator is destroyed and the library hands the same handle value to
+// a new one, Insert() resets the slot (new counters, new unique id), so sequence numbers restart
+// at 0 exactly as they do on the other ranks.
+#ifndef PROFAGENT_AGENT_HOOKS_NCCL_COMM_TABLE_H_
+#define PROFAGENT_AGENT_HOOKS_NCCL_COMM_TABLE_H_
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <string>
+
+namespace profagent {
+
+struct CommSlot {
+  std::atomic<uint64_t> key{0};        // handle; 0 = never used, kTombstone = removed
+  std::atomic<uint32_t> coll_seq{0};   // next sequence number of a collective
+  std::atomic<uint32_t> p2p_seq{0};    // next sequence number of a send/recv (see MarkP2p)
+  // Written by Insert() before `key` is published (release), read-only afterwards except
+  // `splits`, which only slow-path code (under the table's mutex) touches.
+  int32_t rank = -1;
+  int32_t size = 0;
+  uint64_t uid_hash = 0;               // equal on every member of the communicator
+  uint32_t splits = 0;                 // ncclCommSplit/MPI splits seen with this as parent
+};
+
+class CommTable {
+ public:
+  static constexpr size_t kSlots = 256;  // power of two
+  static constexpr uint64_t kTombstone = ~0ull;
+
+  CommTable() = default;
+  CommTable(const CommTable&) = delete;
+  CommTable& operator=(const CommTable&) = delete;
+
+  // Hot path. The slot of `handle`, or nullptr if unknown (or handle is 0 / kTombstone).
+  CommSlot* Find(uint64_t handle);
+
+  // Slow path. Inserts `handle` (or resets its slot if present) with fresh counters. Returns
+  // nullptr when the table is full (the caller records the calls without a sequence number).
+  CommSlot* Insert(uint64_t handle, int rank, int size, uint64_t uid_hash);
+
+  // Slow path. Forgets `handle` (its slot becomes a tombstone). No-op when unknown.
+  void Remove(uint64_t handle);
+
+  // Slow path: runs `fn(slot)` under the table's mutex (for `splits` and similar fields).
+  template <typename Fn>
+  auto WithLock(CommSlot* slot, Fn fn) -> decltype(fn(slot)) {
+    std::lock_guard<std::mutex> l(mu_);
+    return fn(slot);
+  }
+
+  // Number of live entries (approximate while writers run).
+  size_t size() const { return live_.load(std::memory_order_relaxed); }
+
+ private:
+  static size_t Home(uint64_t handle);
+  CommSlot slots_[kSlots];
+  std::atomic<size_t> live_{0};
+  std::mutex mu_;
+};
+
+// Post-increment of the collective counter: the sequence number of this call.
+inline uint32_t NextCollSeq(CommSlot* s) {
+  return s ? s->coll_seq.fetch_add(1, std::memory_order_relaxed) : 0xffffffffu;
+}
+inline uint32_t NextP2pSeq(CommSlot* s) {
+  return s ? s->p2p_seq.fetch_add(1, std::memory_order_relaxed) : 0xffffffffu;
+}
+
+// 64-bit FNV-1a, used for unique-id hashes (stable across processes and builds).
+uint64_t Fnv1a64(const void* data, size_t n, uint64_t seed = 0xcbf29ce484222325ull);
+
+// Combines a parent communicator's hash with the arguments of a split so that every member of
+// the new communicator computes the same value (color, n-th split of this parent, a salt).
+uint64_t SplitHash(uint64_t parent_hash, int64_t color, uint32_t split_index, uint32_t salt);
+
+// "<prefix>:<16 hex digits>" (slow path; allocates).
+std::string UidString(const char* prefix, uint64_t hash);
+
+}  // namespace profagent
+
+#endif  // PROFAGENT_AGENT_HOOKS_NCCL_COMM_TABLE_H_

@@ -1,0 +1,571 @@
+// NCCL interposers: collectives, point-to-point, groups, communicator lifetime.
+//
+// Every exported function below has the exact prototype of /usr/local/cuda/include/nccl.h
+// (the header is included, so the compiler checks it). The real function is found lazily at the
+// first call: dlsym(RTLD_NEXT, "ncclX"), else dlsym(RTLD_DEFAULT, "pncclX") (NCCL's profiling
+// alias; RTLD_DEFAULT on "ncclX" would find this library itself). There is no link-time
+// dependency on libnccl: a process that never calls NCCL never resolves anything.
+//
+// Per call the hook records one kCollective (agent/core/event.h): API id (the op name),
+// datatype and reduction indices into the tables registered with RegisterCollTables, count,
+// bytes (convention below), root/peer, communicator handle, per-communicator sequence number,
+// host enqueue times t0/t1, the correlation id of the NCCL kernel launch made inside the call
+// (LastDriverLaunchCorrelation, written by the CUPTI hook), and a CollExtra continuation slot
+// (stream, recv_bytes, device). Calls between ncclGroupStart and ncclGroupEnd carry the group
+// number in RawEvent.aux and no correlation: the fused kernel is launched in ncclGroupEnd, whose
+// kGroup event carries it.
+//
+// Byte convention (Collective.bytes = this rank's send buffer, recv_bytes = its receive buffer):
+//   AllReduce, Reduce, Broadcast, Bcast: count*esize / count*esize
+//   ReduceScatter: recvcount*nranks*esize / recvcount*esize
+//   AllGather: sendcount*esize / sendcount*nranks*esize
+//   AlltoAll: count*nranks*esize / count*nranks*esize (count is per peer)
+//   Gather: count*esize / count*nranks*esize;  Scatter: count*esize / count*esize
+//   Send, Recv: count*esize (both fields)
+// Sequence numbers: collectives count on CommSlot.coll_seq (equal across members for the same
+// call, since NCCL requires every member to issue collectives in the same order); Send/Recv on
+// CommSlot.p2p_seq (the n-th point-to-point call of this rank on the communicator).
+//
+// Hot path (every collective): one comm-table probe, two Now(), one EmitWithBytes. No lock, no
+// allocation. Slow path: first call of each function (dlsym, RegisterApi), communicator
+// registration, first sight of a communicator created before the agent loaded.
+#include <dlfcn.h>
+#include <nccl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <mutex>
+#include <string>
+
+#include "agent/core/agent.h"
+#include "agent/core/event.h"
+#include "agent/hooks/nccl/comm_table.h"
+#include "agent/hooks/nccl/nccl_tables.h"
+
+#define PROFAGENT_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace profagent {
+namespace {
+
+constexpr int kLibNccl = 0;  // profagent.CollLibrary LIB_NCCL
+
+CommTable g_comms;
+std::atomic<uint32_t> g_next_group{1};
+
+struct GroupState {
+  int depth;
+  uint32_t number;   // current group number, 0 outside a group
+  uint32_t members;  // member calls seen in the current group
+  uint64_t t0;
+};
+thread_local GroupState tls_group __attribute__((tls_model("initial-exec"))) = {0, 0, 0, 0};
+
+struct Real {
+  void* fn;
+  uint16_t api;
+};
+
+void RegisterTablesOnce() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    RegisterCollTables(kLibNccl, nccl::kDtypeNames, nccl::kNumDtypes + 1, nccl::kRedopNames,
+                       nccl::kNumRedops);
+  });
+}
+
+// Slow path: once per exported function.
+Real Resolve(const char* name, const char* pname) {
+  void* fn = dlsym(RTLD_NEXT, name);
+  if (fn == nullptr) fn = dlsym(RTLD_DEFAULT, pname);
+  RegisterTablesOnce();
+  return Real{fn, RegisterApi(name)};
+}
+
+// NCCL query functions the hooks call themselves (not interposed here).
+template <typename Fn>
+Fn Query(const char* name, const char* pname) {
+  void* fn = dlsym(RTLD_NEXT, name);
+  if (fn == nullptr) fn = dlsym(RTLD_DEFAULT, pname);
+  return reinterpret_cast<Fn>(fn);
+}
+
+// The real library is not reachable (cannot happen when the application linked libnccl):
+// nothing can be forwarded, so report it once and fail the call the way NCCL would.
+ncclResult_t MissingReal(const char* name) {
+  static std::atomic<bool> said{false};
+  if (!said.exchange(true))
+    Log(1, "cannot find the real %s (is libnccl loaded?); returning ncclInternalError", name);
+  return ncclInternalError;
+}
+
+int CommDevice(ncclComm_t comm) {
+  using Fn = ncclResult_t (*)(const ncclComm_t, int*);
+  static const Fn fn = Query<Fn>("ncclCommCuDevice", "pncclCommCuDevice");
+  int dev = -1;
+  if (fn == nullptr || comm == nullptr || fn(comm, &dev) != ncclSuccess) return -1;
+  return dev;
+}
+
+int CommUserRank(ncclComm_t comm) {
+  using Fn = ncclResult_t (*)(const ncclComm_t, int*);
+  static const Fn fn = Query<Fn>("ncclCommUserRank", "pncclCommUserRank");
+  int r = -1;
+  if (fn == nullptr || comm == nullptr || fn(comm, &r) != ncclSuccess) return -1;
+  return r;
+}
+
+int CommCount(ncclComm_t comm) {
+  using Fn = ncclResult_t (*)(const ncclComm_t, int*);
+  static const Fn fn = Query<Fn>("ncclCommCount", "pncclCommCount");
+  int n = 0;
+  if (fn == nullptr || comm == nullptr || fn(comm, &n) != ncclSuccess) return 0;
+  return n;
+}
+
+uint64_t H(const void* p) { return reinterpret_cast<uint64_t>(p); }
+
+// Slow path: a communicator became known. Registers it with the core and (first real
+// multi-rank communicator of the process) sets the rank from NCCL.
+CommSlot* AddComm(ncclComm_t comm, int rank, int size, uint64_t uid_hash, const char* prefix,
+                  ncclComm_t parent, bool rank_source) {
+  if (comm == nullptr) return nullptr;
+  CommSlot* slot = g_comms.Insert(H(comm), rank, size, uid_hash);
+  RegisterComm(H(comm), kLibNccl, H(comm), rank, size, UidString(prefix, uid_hash),
+               CommDevice(comm), H(parent));
+  if (rank_source && size > 1 && rank >= 0) {
+    static std::once_flag once;
+    std::call_once(once, [&] { SetRankInfo(rank, -1, size, "NCCL", 2); });
+  }
+  return slot;
+}
+
+// Hot path lookup with a slow-path fallback for communicators created before the agent loaded
+// (or by functions not interposed here).
+CommSlot* SlotFor(ncclComm_t comm) {
+  CommSlot* s = g_comms.Find(H(comm));
+  if (__builtin_expect(s != nullptr || comm == nullptr, 1)) return s;
+  const uint64_t h = H(comm);
+  return AddComm(comm, CommUserRank(comm), CommCount(comm), Fnv1a64(&h, sizeof(h)),
+                 "nccl-unknown", nullptr, false);
+}
+
+enum Kind : uint8_t { kColl, kP2p };
+
+// What one call is about, computed before the real call.
+struct CallInfo {
+  uint64_t count;
+  uint64_t bytes;
+  uint64_t recv_bytes;
+  int32_t peer;
+  uint8_t dtype;
+  uint8_t redop;
+};
+
+// Bytes multipliers of the convention above: send = count*esize*send_mul, recv likewise, where
+// a multiplier of 0 means "times the communicator size".
+CallInfo Info(size_t count, ncclDataType_t dt, int redop, int peer, int send_mul, int recv_mul,
+              const CommSlot* slot) {
+  const uint64_t esize = nccl::DtypeSize(dt);
+  const uint64_t n = (slot && slot->size > 0) ? uint64_t(slot->size) : 1;
+  CallInfo c;
+  c.count = count;
+  c.bytes = uint64_t(count) * esize * (send_mul ? uint64_t(send_mul) : n);
+  c.recv_bytes = uint64_t(count) * esize * (recv_mul ? uint64_t(recv_mul) : n);
+  c.peer = peer;
+  c.dtype = nccl::DtypeIndex(dt);
+  c.redop = redop < 0 ? nccl::kNoRedop : nccl::RedopIndex(redop);
+  return c;
+}
+
+constexpr int kNoOp = -1;
+constexpr int kNoPeer = -1;
+constexpr int kN = 0;  // multiplier: communicator size
+
+struct Pending {
+  CommSlot* slot;
+  uint32_t seq;
+  uint32_t group;
+  uint64_t t0;
+};
+
+inline Pending Before(CommSlot* slot, Kind kind) {
+  Pending p;
+  p.slot = slot;
+  p.seq = kind == kP2p ? NextP2pSeq(slot) : NextCollSeq(slot);
+  p.group = tls_group.depth > 0 ? tls_group.number : 0;
+  if (p.group != 0) ++tls_group.members;
+  SetLastDriverLaunchCorrelation(0);
+  p.t0 = Now();
+  return p;
+}
+
+inline void After(uint16_t api, uint8_t op_index, ncclComm_t comm, cudaStream_t stream,
+                  const CallInfo& c, const Pending& p, ncclResult_t rc) {
+  const uint64_t t1 = Now();
+  if (!Recording()) return;
+  RawEvent e{};
+  e.t0 = p.t0;
+  e.t1 = t1;
+  e.type = EvType::kCollective;
+  e.api = api;
+  e.ret = static_cast<int32_t>(rc);
+  e.aux = p.group;
+  e.coll.comm = H(comm);
+  e.coll.count = c.count;
+  e.coll.bytes = c.bytes;
+  e.coll.seq = p.seq;
+  e.coll.peer = c.peer;
+  e.coll.corr = p.group != 0 ? 0 : LastDriverLaunchCorrelation();
+  e.coll.lib = kLibNccl;
+  e.coll.op = op_index;
+  e.coll.dtype = c.dtype;
+  e.coll.redop = c.redop;
+  CollExtra x{};
+  x.stream = H(stream);
+  x.recv_bytes = c.recv_bytes;
+  x.device = -1;
+  EmitWithBytes(e, &x, sizeof(x));
+}
+
+void EmitComm(uint16_t api, uint64_t t0, ncclResult_t rc, ncclComm_t comm, ncclComm_t parent,
+              int rank, int size) {
+  if (!Recording()) return;
+  RawEvent e{};
+  e.t0 = t0;
+  e.t1 = Now();
+  e.type = EvType::kComm;
+  e.api = api;
+  e.ret = static_cast<int32_t>(rc);
+  e.gen.a = H(comm);
+  e.gen.b = H(parent);
+  e.gen.c = (uint64_t(uint32_t(rank)) << 32) | uint32_t(size);
+  Emit(e);
+}
+
+}  // namespace
+}  // namespace profagent
+
+using profagent::CommSlot;
+using profagent::HookGuard;
+
+// ---- Collectives and point-to-point, generated from one list ---------------------------------
+// X(Name, Kind, (params), (args), comm, stream, CallInfo expression using `slot`)
+#define PROFAGENT_NCCL_CALLS(X)                                                                  \
+  X(AllReduce, kColl,                                                                            \
+    (const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,                \
+     ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream),                                      \
+    (sendbuff, recvbuff, count, datatype, op, comm, stream),                                     \
+    Info(count, datatype, op, kNoPeer, 1, 1, slot))                                              \
+  X(Reduce, kColl,                                                                               \
+    (const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,                \
+     ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream),                            \
+    (sendbuff, recvbuff, count, datatype, op, root, comm, stream),                               \
+    Info(count, datatype, op, root, 1, 1, slot))                                                 \
+  X(Bcast, kColl,                                                                                \
+    (void* buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,               \
+     cudaStream_t stream),                                                                       \
+    (buff, count, datatype, root, comm, stream), Info(count, datatype, kNoOp, root, 1, 1, slot)) \
+  X(Broadcast, kColl,                                                                            \
+    (const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,      \
+     ncclComm_t comm, cudaStream_t stream),                                                      \
+    (sendbuff, recvbuff, count, datatype, root, comm, stream),                                   \
+    Info(count, datatype, kNoOp, root, 1, 1, slot))                                              \
+  X(ReduceScatter, kColl,                                                                        \
+    (const void* sendbuff, void* recvbuff, size_t recvcount, ncclDataType_t datatype,            \
+     ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream),                                      \
+    (sendbuff, recvbuff, recvcount, datatype, op, comm, stream),                                 \
+    Info(recvcount, datatype, op, kNoPeer, kN, 1, slot))                                         \
+  X(AllGather, kColl,                                                                            \
+    (const void* sendbuff, void* recvbuff, size_t sendcount, ncclDataType_t datatype,            \
+     ncclComm_t comm, cudaStream_t stream),                                                      \
+    (sendbuff, recvbuff, sendcount, datatype, comm, stream),                                     \
+    Info(sendcount, datatype, kNoOp, kNoPeer, 1, kN, slot))                                      \
+  X(AlltoAll, kColl,                                                                             \
+    (const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,                \
+     ncclComm_t comm, cudaStream_t stream),                                                      \
+    (sendbuff, recvbuff, count, datatype, comm, stream),                                         \
+    Info(count, datatype, kNoOp, kNoPeer, kN, kN, slot))                                         \
+  X(Gather, kColl,                                                                               \
+    (const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,      \
+     ncclComm_t comm, cudaStream_t stream),                                                      \
+    (sendbuff, recvbuff, count, datatype, root, comm, stream),                                   \
+    Info(count, datatype, kNoOp, root, 1, kN, slot))                                             \
+  X(Scatter, kColl,                                                                              \
+    (const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,      \
+     ncclComm_t comm, cudaStream_t stream),                                                      \
+    (sendbuff, recvbuff, count, datatype, root, comm, stream),                                   \
+    Info(count, datatype, kNoOp, root, 1, 1, slot))                                              \
+  X(Send, kP2p,                                                                                  \
+    (const void* sendbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,     \
+     cudaStream_t stream),                                                                       \
+    (sendbuff, count, datatype, peer, comm, stream), Info(count, datatype, kNoOp, peer, 1, 1, slot)) \
+  X(Recv, kP2p,                                                                                  \
+    (void* recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,           \
+     cudaStream_t stream),                                                                       \
+    (recvbuff, count, datatype, peer, comm, stream), Info(count, datatype, kNoOp, peer, 1, 1, slot))
+
+namespace profagent {
+namespace {
+enum OpIndex : uint8_t {
+#define PROFAGENT_NCCL_ENUM(NAME, ...) kOp##NAME,
+  PROFAGENT_NCCL_CALLS(PROFAGENT_NCCL_ENUM)
+#undef PROFAGENT_NCCL_ENUM
+};
+}  // namespace
+}  // namespace profagent
+
+#define PROFAGENT_NCCL_WRAPPER(NAME, KIND, PARAMS, ARGS, INFO)                                  \
+  PROFAGENT_EXPORT ncclResult_t nccl##NAME PARAMS {                                              \
+    using namespace profagent;                                                                   \
+    using Fn = ncclResult_t(*) PARAMS;                                                           \
+    static const Real real = Resolve("nccl" #NAME, "pnccl" #NAME);                               \
+    const Fn fn = reinterpret_cast<Fn>(real.fn);                                                 \
+    if (__builtin_expect(fn == nullptr, 0)) return MissingReal("nccl" #NAME);                    \
+    HookGuard guard;                                                                             \
+    if (!guard.outermost()) return fn ARGS;                                                      \
+    CommSlot* slot = SlotFor(comm);                                                              \
+    const CallInfo info = INFO;                                                                  \
+    const Pending pending = Before(slot, KIND);                                                  \
+    const ncclResult_t rc = fn ARGS;                                                             \
+    After(real.api, kOp##NAME, comm, stream, info, pending, rc);                                 \
+    return rc;                                                                                   \
+  }
+
+PROFAGENT_NCCL_CALLS(PROFAGENT_NCCL_WRAPPER)
+#undef PROFAGENT_NCCL_WRAPPER
+
+// ---- Groups ----------------------------------------------------------------------------------
+
+PROFAGENT_EXPORT ncclResult_t ncclGroupStart() {
+  using namespace profagent;
+  using Fn = ncclResult_t (*)();
+  static const Real real = Resolve("ncclGroupStart", "pncclGroupStart");
+  const Fn fn = reinterpret_cast<Fn>(real.fn);
+  if (fn == nullptr) return MissingReal("ncclGroupStart");
+  GroupState& g = tls_group;
+  if (g.depth++ == 0) {
+    g.number = g_next_group.fetch_add(1, std::memory_order_relaxed);
+    g.members = 0;
+    g.t0 = Now();
+  }
+  return fn();
+}
+
+PROFAGENT_EXPORT ncclResult_t ncclGroupEnd() {
+  using namespace profagent;
+  using Fn = ncclResult_t (*)();
+  static const Real real = Resolve("ncclGroupEnd", "pncclGroupEnd");
+  const Fn fn = reinterpret_cast<Fn>(real.fn);
+  if (fn == nullptr) return MissingReal("ncclGroupEnd");
+  GroupState& g = tls_group;
+  const bool outermost_group = g.depth == 1;
+  HookGuard guard;
+  if (outermost_group) SetLastDriverLaunchCorrelation(0);
+  const ncclResult_t rc = fn();
+  if (g.depth > 0) --g.depth;
+  if (outermost_group) {
+    const uint64_t t1 = Now();
+    if (guard.outermost() && Recording()) {
+      RawEvent e{};
+      e.t0 = g.t0;
+      e.t1 = t1;
+      e.type = EvType::kGroup;
+      e.api = real.api;
+      e.ret = static_cast<int32_t>(rc);
+      e.gen.a = g.number;
+      e.gen.b = g.members;
+      e.gen.corr = LastDriverLaunchCorrelation();
+      Emit(e);
+    }
+    g.number = 0;
+  }
+  return rc;
+}
+
+// ---- Communicator lifetime -------------------------------------------------------------------
+
+PROFAGENT_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId,
+                                               int rank) {
+  using namespace profagent;
+  using Fn = ncclResult_t (*)(ncclComm_t*, int, ncclUniqueId, int);
+  static const Real real = Resolve("ncclCommInitRank", "pncclCommInitRank");
+  const Fn fn = reinterpret_cast<Fn>(real.fn);
+  if (fn == nullptr) return MissingReal("ncclCommInitRank");
+  HookGuard guard;
+  if (!guard.outermost()) return fn(comm, nranks, commId, rank);
+  const uint64_t uid = Fnv1a64(&commId, sizeof(commId));
+  const uint64_t t0 = Now();
+  const ncclResult_t rc = fn(comm, nranks, commId, rank);
+  if ((rc == ncclSuccess || rc == ncclInProgress) && comm != nullptr) {
+    AddComm(*comm, rank, nranks, uid, "nccl", nullptr, true);
+    EmitComm(real.api, t0, rc, *comm, nullptr, rank, nranks);
+  }
+  return rc;
+}
+
+PROFAGENT_EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks,
+                                                     ncclUniqueId commId, int rank,
+                                                     ncclConfig_t* config) {
+  using namespace profagent;
+  using Fn = ncclResult_t (*)(ncclComm_t*, int, ncclUniqueId, int, ncclConfig_t*);
+  static const Real real = Resolve("ncclCommInitRankConfig", "pncclCommInitRankConfig");
+  const Fn fn = reinterpret_cast<Fn>(real.fn);
+  if (fn == nullptr) return MissingReal("ncclCommInitRankConfig");
+  HookGuard guard;
+  if (!guard.outermost()) return fn(comm, nranks, commId, rank, config);
+  const uint64_t uid = Fnv1a64(&commId, sizeof(commId));
+  const uint64_t t0 = Now();
+  const ncclResult_t rc = fn(comm, nranks, commId, rank, config);
+  if ((rc == ncclSuccess || rc == ncclInProgress) && comm != nullptr) {
+    AddComm(*comm, rank, nranks, uid, "nccl", nullptr, true);
+    EmitComm(real.api, t0, rc, *comm, nullptr, rank, nranks);
+  }
+  return rc;
+}
+
+PROFAGENT_EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t* newcomm, int nranks,
+                                                       int myrank, int nId,
+                                                       ncclUniqueId* commIds,
+                                                       ncclConfig_t* config) {
+  using namespace profagent;
+  using Fn = ncclResult_t (*)(ncclComm_t*, int, int, int, ncclUniqueId*, ncclConfig_t*);
+  static const Real real = Resolve("ncclCommInitRankScalable", "pncclCommInitRankScalable");
+  const Fn fn = reinterpret_cast<Fn>(real.fn);
+  if (fn == nullptr) return MissingReal("ncclCommInitRankScalable");
+  HookGuard guard;
+  if (!guard.outermost()) return fn(newcomm, nranks, myrank, nId, commIds, config);
+  uint64_t uid = Fnv1a64(nullptr, 0);
+  for (int i = 0; commIds != nullptr && i < nId; ++i)
+    uid = Fnv1a64(&commIds[i], sizeof(ncclUniqueId), uid);
+  const uint64_t t0 = Now();
+  const ncclResult_t rc = fn(newcomm, nranks, myrank, nId, commIds, config);
+  if ((rc == ncclSuccess || rc == ncclInProgress) && newcomm != nullptr) {
+    AddComm(*newcomm, myrank, nranks, uid, "nccl", nullptr, true);
+    EmitComm(real.api, t0, rc, *newcomm, nullptr, myrank, nranks);
+  }
+  return rc;
+}
+
+PROFAGENT_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t* comm, int ndev, const int* devlist) {
+  using namespace profagent;
+  using Fn = ncclResult_t (*)(ncclComm_t*, int, const int*);
+  static const Real real = Resolve("ncclCommInitAll", "pncclCommInitAll");
+  const Fn fn = reinterpret_cast<Fn>(real.fn);
+  if (fn == nullptr) return MissingReal("ncclCommInitAll");
+  HookGuard guard;
+  if (!guard.outermost()) return fn(comm, ndev, devlist);
+  const uint64_t t0 = Now();
+  const ncclResult_t rc = fn(comm, ndev, devlist);
+  if (rc == ncclSuccess && comm != nullptr) {
+    // One process owns every rank: the id only has to be unique in this process's file.
+    static std::atomic<uint32_t> n_init_all{0};
+    struct {
+      uint64_t pid;
+      uint32_t n;
+    } key{uint64_t(getpid()), n_init_all.fetch_add(1)};
+    const uint64_t uid = Fnv1a64(&key, sizeof(key));
+    for (int i = 0; i < ndev; ++i) {
+      AddComm(comm[i], i, ndev, uid, "nccl-all", nullptr, false);
+      EmitComm(real.api, t0, rc, comm[i], nullptr, i, ndev);
+    }
+  }
+  return rc;
+}
+
+namespace profagent {
+namespace {
+// Shared by ncclCommSplit and ncclCommShrink: the child's hash derives from the parent's hash,
+// the n-th derivation of this parent (equal on every member: both calls are collective over the
+// parent) and the color (Shrink: one color).
+void AddChild(ncclComm_t parent, ncclComm_t child, int64_t color, uint32_t salt, uint16_t api,
+              uint64_t t0, ncclResult_t rc) {
+  CommSlot* p = SlotFor(parent);
+  uint32_t index = 0;
+  uint64_t parent_hash = H(parent);
+  if (p != nullptr) {
+    index = g_comms.WithLock(p, [](CommSlot* s) { return s->splits++; });
+    parent_hash = p->uid_hash;
+  }
+  if (child == nullptr) return;  // NCCL_SPLIT_NOCOLOR or excluded rank
+  const int rank = rc == ncclSuccess ? CommUserRank(child) : -1;
+  const int size = rc == ncclSuccess ? CommCount(child) : 0;
+  AddComm(child, rank, size, SplitHash(parent_hash, color, index, salt), "nccl", parent, false);
+  EmitComm(api, t0, rc, child, parent, rank, size);
+}
+}  // namespace
+}  // namespace profagent
+
+PROFAGENT_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key,
+                                            ncclComm_t* newcomm, ncclConfig_t* config) {
+  using namespace profagent;
+  using Fn = ncclResult_t (*)(ncclComm_t, int, int, ncclComm_t*, ncclConfig_t*);
+  static const Real real = Resolve("ncclCommSplit", "pncclCommSplit");
+  const Fn fn = reinterpret_cast<Fn>(real.fn);
+  if (fn == nullptr) return MissingReal("ncclCommSplit");
+  HookGuard guard;
+  if (!guard.outermost()) return fn(comm, color, key, newcomm, config);
+  const uint64_t t0 = Now();
+  const ncclResult_t rc = fn(comm, color, key, newcomm, config);
+  if ((rc == ncclSuccess || rc == ncclInProgress) && newcomm != nullptr)
+    AddChild(comm, *newcomm, color, /*salt=*/1, real.api, t0, rc);
+  return rc;
+}
+
+PROFAGENT_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList,
+                                             int excludeRanksCount, ncclComm_t* newcomm,
+                                             ncclConfig_t* config, int shrinkFlags) {
+  using namespace profagent;
+  using Fn = ncclResult_t (*)(ncclComm_t, int*, int, ncclComm_t*, ncclConfig_t*, int);
+  static const Real real = Resolve("ncclCommShrink", "pncclCommShrink");
+  const Fn fn = reinterpret_cast<Fn>(real.fn);
+  if (fn == nullptr) return MissingReal("ncclCommShrink");
+  HookGuard guard;
+  if (!guard.outermost())
+    return fn(comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags);
+  const uint64_t t0 = Now();
+  const ncclResult_t rc = fn(comm, excludeRanksList, excludeRanksCount, newcomm, config,
+                             shrinkFlags);
+  if ((rc == ncclSuccess || rc == ncclInProgress) && newcomm != nullptr)
+    AddChild(comm, *newcomm, 0, /*salt=*/2, real.api, t0, rc);
+  return rc;
+}
+
+namespace profagent {
+namespace {
+// Destroy / Abort / Finalize: record the call; Destroy and Abort forget the handle (the
+// library may hand the same value to the next communicator).
+ncclResult_t EndComm(const Real& real, const char* name, ncclComm_t comm, bool forget) {
+  using Fn = ncclResult_t (*)(ncclComm_t);
+  const Fn fn = reinterpret_cast<Fn>(real.fn);
+  if (fn == nullptr) return MissingReal(name);
+  HookGuard guard;
+  if (!guard.outermost()) return fn(comm);
+  CommSlot* s = g_comms.Find(H(comm));
+  const int rank = s ? s->rank : -1;
+  const int size = s ? s->size : 0;
+  const uint64_t t0 = Now();
+  const ncclResult_t rc = fn(comm);
+  EmitComm(real.api, t0, rc, comm, nullptr, rank, size);
+  if (forget) g_comms.Remove(H(comm));
+  return rc;
+}
+}  // namespace
+}  // namespace profagent
+
+PROFAGENT_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) {
+  static const profagent::Real real = profagent::Resolve("ncclCommDestroy", "pncclCommDestroy");
+  return profagent::EndComm(real, "ncclCommDestroy", comm, true);
+}
+
+PROFAGENT_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) {
+  static const profagent::Real real = profagent::Resolve("ncclCommAbort", "pncclCommAbort");
+  return profagent::EndComm(real, "ncclCommAbort", comm, true);
+}
+
+PROFAGENT_EXPORT ncclResult_t ncclCommFinalize(ncclComm_t comm) {
+  static const profagent::Real real =
+      profagent::Resolve("ncclCommFinalize", "pncclCommFinalize");
+  return profagent::EndComm(real, "ncclCommFinalize", comm, false);
+}

@@ -1,0 +1,567 @@
+#include "agent/hooks/nvtx/nvtx_hooks.h"
+
+#include <dlfcn.h>
+#include <limits.h>
+#include <nvtx3/nvToolsExt.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <mutex>
+#include <new>
+#include <string>
+#include <unordered_map>
+
+#include "agent/core/agent.h"
+#include "agent/core/clock.h"
+#include "agent/core/event.h"
+#include "agent/hooks/nvtx/text.h"
+#include "agent/model/steps.h"
+
+namespace profagent {
+namespace nvtx {
+namespace {
+
+// ---- Handles we hand out ------------------------------------------------------------------
+// nvtxDomainHandle_t points to a Domain; nvtxStringHandle_t to a RegisteredString. Both are
+// allocated once per name and never freed (ranges may still refer to them).
+struct Domain {
+  uint32_t id;  // string id of the domain name
+};
+
+struct RegisteredString {
+  uint32_t id;   // string id
+  uint32_t len;  // bytes of text, without the NUL
+  char text[1];  // NUL-terminated, allocated to fit
+};
+
+constexpr uint32_t kMaxRegisteredBytes = 65536;
+
+// ---- Open ranges --------------------------------------------------------------------------
+struct OpenRange {
+  uint64_t t0;
+  uint64_t cookie;           // model::OnNvtxRangeStart's result
+  const Domain* dom;         // nullptr = default domain
+  const char* ext_text;      // registered string text, else nullptr (text is in msg)
+  union { int64_t i; double f; } payload;
+  uint32_t domain_id;
+  uint32_t name;             // registered string id, 0 = none
+  uint32_t category;
+  uint32_t color;
+  uint32_t len;              // message bytes
+  uint8_t flags;
+  char msg[kMaxMessageBytes];
+
+  const char* text() const { return ext_text ? ext_text : msg; }
+};
+
+struct ThreadStack {
+  int depth = 0;               // entries in use
+  uint32_t overflow = 0;       // pushes beyond kMaxDepth still open
+  std::atomic<bool> in_use{true};
+  ThreadStack* next = nullptr;
+  OpenRange entries[kMaxDepth];
+};
+
+std::atomic<ThreadStack*> g_stacks{nullptr};
+thread_local ThreadStack* t_stack __attribute__((tls_model("initial-exec"))) = nullptr;
+
+// Gives the thread's stack back for reuse when the thread exits with no open range (a stack
+// with open ranges stays owned so that FlushOpenRanges can report them).
+struct StackReleaser {
+  ~StackReleaser() {
+    ThreadStack* s = t_stack;
+    t_stack = nullptr;
+    if (s != nullptr && s->depth == 0) s->in_use.store(false, std::memory_order_release);
+  }
+};
+thread_local StackReleaser t_releaser;
+
+struct StartSlot {
+  std::atomic<uint64_t> key{0};  // kFree, kBusy, or the range id it holds
+  OpenRange r;
+};
+constexpr uint64_t kFree = 0;
+constexpr uint64_t kBusy = 1;
+constexpr uint64_t kFirstRangeId = 2;
+static_assert((kStartSlots & (kStartSlots - 1)) == 0, "kStartSlots must be a power of 2");
+
+std::atomic<StartSlot*> g_start_table{nullptr};
+std::atomic<uint64_t> g_next_range_id{kFirstRangeId};
+
+std::atomic<uint64_t> g_depth_overflow{0};
+std::atomic<uint64_t> g_start_table_full{0};
+std::atomic<uint64_t> g_unmatched_pops{0};
+std::atomic<uint64_t> g_unknown_ends{0};
+std::atomic<uint64_t> g_inits{0};
+
+// ---- Slow paths ---------------------------------------------------------------------------
+__attribute__((noinline)) ThreadStack* GetStackSlow() {
+  (void)&t_releaser;  // registers the thread-exit destructor
+  for (ThreadStack* s = g_stacks.load(std::memory_order_acquire); s; s = s->next) {
+    bool expected = false;
+    if (s->in_use.compare_exchange_strong(expected, true, std::memory_order_acquire)) {
+      s->depth = 0;
+      s->overflow = 0;
+      t_stack = s;
+      return s;
+    }
+  }
+  ThreadStack* s = new (std::nothrow) ThreadStack;
+  if (s == nullptr) return nullptr;
+  ThreadStack* head = g_stacks.load(std::memory_order_relaxed);
+  do {
+    s->next = head;
+  } while (!g_stacks.compare_exchange_weak(head, s, std::memory_order_release,
+                                           std::memory_order_relaxed));
+  t_stack = s;
+  return s;
+}
+
+inline ThreadStack* GetStack() {
+  ThreadStack* s = t_stack;
+  if (__builtin_expect(s != nullptr, 1)) return s;
+  return GetStackSlow();
+}
+
+void EnsureStartTable() {
+  if (g_start_table.load(std::memory_order_acquire) != nullptr) return;
+  StartSlot* t = new (std::nothrow) StartSlot[kStartSlots];
+  if (t == nullptr) return;
+  StartSlot* expected = nullptr;
+  if (!g_start_table.compare_exchange_strong(expected, t, std::memory_order_acq_rel)) delete[] t;
+}
+
+std::mutex g_domains_mu;
+std::unordered_map<uint32_t, Domain*>* g_domains = nullptr;  // by name id, under g_domains_mu
+
+nvtxDomainHandle_t CreateDomain(const char* utf8_name) {
+  try {
+    const uint32_t id = InternString(utf8_name);
+    std::lock_guard<std::mutex> lock(g_domains_mu);
+    if (g_domains == nullptr) g_domains = new std::unordered_map<uint32_t, Domain*>;
+    Domain*& d = (*g_domains)[id];
+    if (d == nullptr) d = new Domain{id};
+    return reinterpret_cast<nvtxDomainHandle_t>(d);
+  } catch (...) {
+    return nullptr;  // the application then uses the default domain
+  }
+}
+
+nvtxStringHandle_t RegisterString(const char* utf8, size_t n) {
+  try {
+    if (n > kMaxRegisteredBytes) n = kMaxRegisteredBytes;
+    const uint32_t id = InternString(std::string(utf8, n));
+    auto* rs = static_cast<RegisteredString*>(malloc(sizeof(RegisteredString) + n));
+    if (rs == nullptr) return nullptr;
+    rs->id = id;
+    rs->len = uint32_t(n);
+    std::memcpy(rs->text, utf8, n);
+    rs->text[n] = '\0';
+    return reinterpret_cast<nvtxStringHandle_t>(rs);
+  } catch (...) {
+    return nullptr;
+  }
+}
+
+std::string WideToString(const wchar_t* w) {
+  if (w == nullptr) return "";
+  size_t n = wcslen(w);
+  std::string out(n * 4 + 1, '\0');
+  out.resize(WideToUtf8(w, &out[0], out.size()));
+  return out;
+}
+
+// ---- Capturing a message and its attributes ------------------------------------------------
+struct MsgSrc {
+  const char* ascii = nullptr;
+  const wchar_t* wide = nullptr;
+  const nvtxEventAttributes_t* attr = nullptr;
+};
+
+inline void Capture(OpenRange* r, const Domain* dom, const MsgSrc& m) {
+  r->dom = dom;
+  r->domain_id = dom ? dom->id : 0;
+  r->ext_text = nullptr;
+  r->payload.i = 0;
+  r->name = 0;
+  r->category = 0;
+  r->color = 0;
+  r->flags = 0;
+  r->len = 0;
+  r->msg[0] = '\0';
+  if (m.ascii != nullptr) {
+    r->len = uint32_t(CopyUtf8(m.ascii, r->msg, kMaxMessageBytes));
+    return;
+  }
+  if (m.wide != nullptr) {
+    r->len = uint32_t(WideToUtf8(m.wide, r->msg, kMaxMessageBytes));
+    r->flags |= kFlagMessageWide;
+    return;
+  }
+  const nvtxEventAttributes_t* a = m.attr;
+  if (a == nullptr) return;
+  r->category = a->category;
+  if (a->colorType == NVTX_COLOR_ARGB) r->color = a->color;
+  switch (a->payloadType) {
+    case NVTX_PAYLOAD_TYPE_UNSIGNED_INT64:
+      r->payload.i = int64_t(a->payload.ullValue);
+      r->flags |= kFlagHasPayload;
+      break;
+    case NVTX_PAYLOAD_TYPE_INT64:
+      r->payload.i = a->payload.llValue;
+      r->flags |= kFlagHasPayload;
+      break;
+    case NVTX_PAYLOAD_TYPE_UNSIGNED_INT32:
+      r->payload.i = int64_t(a->payload.uiValue);
+      r->flags |= kFlagHasPayload;
+      break;
+    case NVTX_PAYLOAD_TYPE_INT32:
+      r->payload.i = a->payload.iValue;
+      r->flags |= kFlagHasPayload;
+      break;
+    case NVTX_PAYLOAD_TYPE_DOUBLE:
+      r->payload.f = a->payload.dValue;
+      r->flags |= kFlagHasPayload | kFlagPayloadDouble;
+      break;
+    case NVTX_PAYLOAD_TYPE_FLOAT:
+      r->payload.f = double(a->payload.fValue);
+      r->flags |= kFlagHasPayload | kFlagPayloadDouble;
+      break;
+    default:
+      break;
+  }
+  switch (a->messageType) {
+    case NVTX_MESSAGE_TYPE_ASCII:
+      r->len = uint32_t(CopyUtf8(a->message.ascii, r->msg, kMaxMessageBytes));
+      break;
+    case NVTX_MESSAGE_TYPE_UNICODE:
+      r->len = uint32_t(WideToUtf8(a->message.unicode, r->msg, kMaxMessageBytes));
+      r->flags |= kFlagMessageWide;
+      break;
+    case NVTX_MESSAGE_TYPE_REGISTERED: {
+      auto* rs = reinterpret_cast<const RegisteredString*>(a->message.registered);
+      if (rs != nullptr) {
+        r->name = rs->id;
+        r->ext_text = rs->text;
+        r->len = rs->len;
+      }
+      break;
+    }
+    default:
+      break;
+  }
+}
+
+inline void EmitRange(EvType type, const OpenRange& r, uint64_t t1, uint32_t depth) {
+  RawEvent e;
+  std::memset(&e, 0, sizeof(e));
+  e.type = type;
+  e.flags = r.flags;
+  e.t0 = r.t0;
+  e.t1 = t1;
+  e.nvtx.domain = r.domain_id;
+  e.nvtx.payload.i = r.payload.i;
+  e.nvtx.name = r.name;
+  e.nvtx.category = r.category;
+  e.nvtx.color = r.color;
+  e.nvtx.depth = depth;
+  if (r.name != 0) {
+    Emit(e);
+  } else {
+    EmitWithBytes(e, r.msg, r.len);
+  }
+}
+
+inline uint64_t ModelStart(const OpenRange& r) {
+  try {
+    return model::OnNvtxRangeStart(r.text(), r.len);
+  } catch (...) {
+    return 0;
+  }
+}
+
+// A range ended at t1: record it (when this is the outermost hook and recording is on) and let
+// the model see it.
+inline void EndRange(const OpenRange& r, uint64_t t1, uint32_t depth, bool outermost) {
+  if (outermost && Recording()) EmitRange(EvType::kNvtxRange, r, t1, depth);
+  try {
+    model::OnNvtxRangeEnd(r.t0, t1, r.text(), r.len, r.cookie);
+  } catch (...) {
+  }
+}
+
+// ---- Push/pop -----------------------------------------------------------------------------
+int DoPush(const Domain* dom, const MsgSrc& m) {
+  const uint64_t t0 = Now();
+  HookGuard guard;
+  ThreadStack* s = GetStack();
+  if (s == nullptr) return -1;
+  if (__builtin_expect(s->depth >= kMaxDepth, 0)) {
+    ++s->overflow;
+    g_depth_overflow.fetch_add(1, std::memory_order_relaxed);
+    return s->depth + int(s->overflow) - 1;
+  }
+  OpenRange& r = s->entries[s->depth];
+  Capture(&r, dom, m);
+  r.cookie = ModelStart(r);
+  r.t0 = t0;
+  return s->depth++;
+}
+
+int DoPop(const Domain* dom) {
+  const uint64_t t1 = Now();
+  HookGuard guard;
+  ThreadStack* s = t_stack;
+  if (s == nullptr) {
+    g_unmatched_pops.fetch_add(1, std::memory_order_relaxed);
+    return -1;
+  }
+  if (__builtin_expect(s->overflow > 0, 0)) {
+    --s->overflow;
+    return s->depth + int(s->overflow);
+  }
+  int i = s->depth - 1;
+  while (i >= 0 && s->entries[i].dom != dom) --i;  // the innermost open range of this domain
+  if (i < 0) {
+    g_unmatched_pops.fetch_add(1, std::memory_order_relaxed);
+    return -1;
+  }
+  EndRange(s->entries[i], t1, uint32_t(i), guard.outermost());
+  if (i != s->depth - 1) {  // ranges of other domains above it: close the gap (rare)
+    std::memmove(&s->entries[i], &s->entries[i + 1], size_t(s->depth - 1 - i) * sizeof(OpenRange));
+  }
+  --s->depth;
+  return i;
+}
+
+// ---- Start/end ----------------------------------------------------------------------------
+nvtxRangeId_t DoStart(const Domain* dom, const MsgSrc& m) {
+  const uint64_t t0 = Now();
+  HookGuard guard;
+  const uint64_t id = g_next_range_id.fetch_add(1, std::memory_order_relaxed);
+  StartSlot* table = g_start_table.load(std::memory_order_acquire);
+  if (table != nullptr) {
+    for (size_t p = 0; p < kStartProbes; ++p) {
+      StartSlot& slot = table[(id + p) & (kStartSlots - 1)];
+      uint64_t expected = kFree;
+      if (slot.key.compare_exchange_strong(expected, kBusy, std::memory_order_acquire,
+                                           std::memory_order_relaxed)) {
+        Capture(&slot.r, dom, m);
+        slot.r.cookie = ModelStart(slot.r);
+        slot.r.t0 = t0;
+        slot.key.store(id, std::memory_order_release);
+        return id;
+      }
+    }
+  }
+  g_start_table_full.fetch_add(1, std::memory_order_relaxed);
+  return id;
+}
+
+void DoEnd(nvtxRangeId_t id) {
+  const uint64_t t1 = Now();
+  HookGuard guard;
+  StartSlot* table = g_start_table.load(std::memory_order_acquire);
+  if (table != nullptr && id >= kFirstRangeId) {
+    for (size_t p = 0; p < kStartProbes; ++p) {
+      StartSlot& slot = table[(id + p) & (kStartSlots - 1)];
+      uint64_t expected = id;
+      if (slot.key.compare_exchange_strong(expected, kBusy, std::memory_order_acquire,
+                                           std::memory_order_relaxed)) {
+        EndRange(slot.r, t1, 0, guard.outermost());
+        slot.key.store(kFree, std::memory_order_release);
+        return;
+      }
+    }
+  }
+  g_unknown_ends.fetch_add(1, std::memory_order_relaxed);
+}
+
+// ---- Marks --------------------------------------------------------------------------------
+void DoMark(const Domain* dom, const MsgSrc& m) {
+  const uint64_t t = Now();
+  HookGuard guard;
+  if (!guard.outermost() || !Recording()) return;
+  OpenRange r;
+  Capture(&r, dom, m);
+  r.t0 = t;
+  EmitRange(EvType::kNvtxMark, r, t, 0);
+}
+
+// ---- NVTX handler table entries (exact NVTX prototypes) -----------------------------------
+inline const Domain* D(nvtxDomainHandle_t d) { return reinterpret_cast<const Domain*>(d); }
+
+void MarkEx(const nvtxEventAttributes_t* a) { MsgSrc m; m.attr = a; DoMark(nullptr, m); }
+void MarkA(const char* s) { MsgSrc m; m.ascii = s; DoMark(nullptr, m); }
+void MarkW(const wchar_t* s) { MsgSrc m; m.wide = s; DoMark(nullptr, m); }
+nvtxRangeId_t RangeStartEx(const nvtxEventAttributes_t* a) { MsgSrc m; m.attr = a; return DoStart(nullptr, m); }
+nvtxRangeId_t RangeStartA(const char* s) { MsgSrc m; m.ascii = s; return DoStart(nullptr, m); }
+nvtxRangeId_t RangeStartW(const wchar_t* s) { MsgSrc m; m.wide = s; return DoStart(nullptr, m); }
+void RangeEnd(nvtxRangeId_t id) { DoEnd(id); }
+int RangePushEx(const nvtxEventAttributes_t* a) { MsgSrc m; m.attr = a; return DoPush(nullptr, m); }
+int RangePushA(const char* s) { MsgSrc m; m.ascii = s; return DoPush(nullptr, m); }
+int RangePushW(const wchar_t* s) { MsgSrc m; m.wide = s; return DoPush(nullptr, m); }
+int RangePop() { return DoPop(nullptr); }
+
+void NoteName(const char* what, uint64_t key, const std::string& name) {
+  try {
+    AddNote("info", std::string("nvtx: ") + what + " " + std::to_string(key) + " named '" +
+                        name + "'");
+  } catch (...) {
+  }
+}
+void NameCategoryA(uint32_t c, const char* n) { NoteName("category", c, n ? n : ""); }
+void NameCategoryW(uint32_t c, const wchar_t* n) { NoteName("category", c, WideToString(n)); }
+void NameOsThreadA(uint32_t t, const char* n) { NoteName("OS thread", t, n ? n : ""); }
+void NameOsThreadW(uint32_t t, const wchar_t* n) { NoteName("OS thread", t, WideToString(n)); }
+
+void DomainMarkEx(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) { MsgSrc m; m.attr = a; DoMark(D(d), m); }
+nvtxRangeId_t DomainRangeStartEx(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) { MsgSrc m; m.attr = a; return DoStart(D(d), m); }
+void DomainRangeEnd(nvtxDomainHandle_t, nvtxRangeId_t id) { DoEnd(id); }
+int DomainRangePushEx(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) { MsgSrc m; m.attr = a; return DoPush(D(d), m); }
+int DomainRangePop(nvtxDomainHandle_t d) { return DoPop(D(d)); }
+void DomainNameCategoryA(nvtxDomainHandle_t, uint32_t c, const char* n) { NoteName("category", c, n ? n : ""); }
+void DomainNameCategoryW(nvtxDomainHandle_t, uint32_t c, const wchar_t* n) { NoteName("category", c, WideToString(n)); }
+nvtxStringHandle_t DomainRegisterStringA(nvtxDomainHandle_t, const char* s) {
+  return s ? RegisterString(s, strlen(s)) : nullptr;
+}
+nvtxStringHandle_t DomainRegisterStringW(nvtxDomainHandle_t, const wchar_t* s) {
+  try {
+    std::string u = WideToString(s);
+    return RegisterString(u.data(), u.size());
+  } catch (...) {
+    return nullptr;
+  }
+}
+nvtxDomainHandle_t DomainCreateA(const char* name) { return CreateDomain(name ? name : ""); }
+nvtxDomainHandle_t DomainCreateW(const wchar_t* name) {
+  try {
+    return CreateDomain(WideToString(name).c_str());
+  } catch (...) {
+    return nullptr;
+  }
+}
+void DomainDestroy(nvtxDomainHandle_t) {}  // handles stay valid: open ranges may refer to them
+void Initialize(const void*) {}
+
+template <typename Fn>
+void SetSlot(NvtxFunctionTable table, unsigned int size, unsigned int id, Fn fn) {
+  if (id < size && table[id] != nullptr) *table[id] = reinterpret_cast<NvtxFunctionPointer>(fn);
+}
+
+__attribute__((constructor)) void NvtxSurfaceLoad() {
+  InstallEnv();
+  model::SetOpenRangeFlusher(&FlushOpenRanges);
+}
+
+}  // namespace
+
+void InstallEnv() {
+  const char* enable = getenv("PROFAGENT_ENABLE");
+  if (enable != nullptr && std::strcmp(enable, "0") == 0) return;
+  if (getenv("NVTX_INJECTION64_PATH") != nullptr) return;  // ours already, or another tool's
+  Dl_info info;
+  if (dladdr(reinterpret_cast<void*>(&InitializeInjectionNvtx2), &info) == 0 ||
+      info.dli_fname == nullptr || info.dli_fname[0] == '\0') {
+    return;
+  }
+  char self[PATH_MAX];
+  if (realpath(info.dli_fname, self) == nullptr) return;
+  char exe[PATH_MAX];
+  if (realpath("/proc/self/exe", exe) != nullptr && std::strcmp(exe, self) == 0) return;
+  setenv("NVTX_INJECTION64_PATH", self, 0);
+}
+
+void FlushOpenRanges() {
+  HookGuard guard;
+  for (ThreadStack* s = g_stacks.load(std::memory_order_acquire); s; s = s->next) {
+    if (!s->in_use.load(std::memory_order_acquire)) continue;
+    int depth = s->depth;
+    if (depth > kMaxDepth) depth = kMaxDepth;
+    for (int i = 0; i < depth; ++i) {
+      OpenRange r = s->entries[i];
+      if (r.len >= kMaxMessageBytes && r.ext_text == nullptr) r.len = kMaxMessageBytes - 1;
+      EmitRange(EvType::kNvtxPush, r, r.t0, uint32_t(i));
+    }
+  }
+  StartSlot* table = g_start_table.load(std::memory_order_acquire);
+  if (table == nullptr) return;
+  for (size_t k = 0; k < kStartSlots; ++k) {
+    StartSlot& slot = table[k];
+    uint64_t id = slot.key.load(std::memory_order_acquire);
+    if (id < kFirstRangeId) continue;
+    if (!slot.key.compare_exchange_strong(id, kBusy, std::memory_order_acquire)) continue;
+    EmitRange(EvType::kNvtxPush, slot.r, slot.r.t0, 0);
+    slot.key.store(id, std::memory_order_release);
+  }
+}
+
+Stats GetStats() {
+  Stats st;
+  st.depth_overflow = g_depth_overflow.load(std::memory_order_relaxed);
+  st.start_table_full = g_start_table_full.load(std::memory_order_relaxed);
+  st.unmatched_pops = g_unmatched_pops.load(std::memory_order_relaxed);
+  st.unknown_ends = g_unknown_ends.load(std::memory_order_relaxed);
+  st.inits = g_inits.load(std::memory_order_relaxed);
+  return st;
+}
+
+}  // namespace nvtx
+}  // namespace profagent
+
+extern "C" int InitializeInjectionNvtx2(const void* (*get_export_table)(uint32_t)) {
+  using namespace profagent::nvtx;  // NOLINT
+  try {
+    const char* enable = getenv("PROFAGENT_ENABLE");
+    if (enable != nullptr && std::strcmp(enable, "0") == 0) return 0;
+    if (get_export_table == nullptr) return 0;
+    auto* cb = static_cast<const NvtxExportTableCallbacks*>(get_export_table(NVTX_ETID_CALLBACKS));
+    if (cb == nullptr || cb->struct_size < sizeof(NvtxExportTableCallbacks) ||
+        cb->GetModuleFunctionTable == nullptr) {
+      return 0;
+    }
+    EnsureStartTable();
+    NvtxFunctionTable t = nullptr;
+    unsigned int n = 0;
+    if (cb->GetModuleFunctionTable(NVTX_CB_MODULE_CORE, &t, &n) && t != nullptr) {
+      SetSlot(t, n, NVTX_CBID_CORE_MarkEx, &MarkEx);
+      SetSlot(t, n, NVTX_CBID_CORE_MarkA, &MarkA);
+      SetSlot(t, n, NVTX_CBID_CORE_MarkW, &MarkW);
+      SetSlot(t, n, NVTX_CBID_CORE_RangeStartEx, &RangeStartEx);
+      SetSlot(t, n, NVTX_CBID_CORE_RangeStartA, &RangeStartA);
+      SetSlot(t, n, NVTX_CBID_CORE_RangeStartW, &RangeStartW);
+      SetSlot(t, n, NVTX_CBID_CORE_RangeEnd, &RangeEnd);
+      SetSlot(t, n, NVTX_CBID_CORE_RangePushEx, &RangePushEx);
+      SetSlot(t, n, NVTX_CBID_CORE_RangePushA, &RangePushA);
+      SetSlot(t, n, NVTX_CBID_CORE_RangePushW, &RangePushW);
+      SetSlot(t, n, NVTX_CBID_CORE_RangePop, &RangePop);
+      SetSlot(t, n, NVTX_CBID_CORE_NameCategoryA, &NameCategoryA);
+      SetSlot(t, n, NVTX_CBID_CORE_NameCategoryW, &NameCategoryW);
+      SetSlot(t, n, NVTX_CBID_CORE_NameOsThreadA, &NameOsThreadA);
+      SetSlot(t, n, NVTX_CBID_CORE_NameOsThreadW, &NameOsThreadW);
+    }
+    t = nullptr;
+    n = 0;
+    if (cb->GetModuleFunctionTable(NVTX_CB_MODULE_CORE2, &t, &n) && t != nullptr) {
+      SetSlot(t, n, NVTX_CBID_CORE2_DomainMarkEx, &DomainMarkEx);
+      SetSlot(t, n, NVTX_CBID_CORE2_DomainRangeStartEx, &DomainRangeStartEx);
+      SetSlot(t, n, NVTX_CBID_CORE2_DomainRangeEnd, &DomainRangeEnd);
+      SetSlot(t, n, NVTX_CBID_CORE2_DomainRangePushEx, &DomainRangePushEx);
+      SetSlot(t, n, NVTX_CBID_CORE2_DomainRangePop, &DomainRangePop);
+      SetSlot(t, n, NVTX_CBID_CORE2_DomainNameCategoryA, &DomainNameCategoryA);
+      SetSlot(t, n, NVTX_CBID_CORE2_DomainNameCategoryW, &DomainNameCategoryW);
+      SetSlot(t, n, NVTX_CBID_CORE2_DomainRegisterStringA, &DomainRegisterStringA);
+      SetSlot(t, n, NVTX_CBID_CORE2_DomainRegisterStringW, &DomainRegisterStringW);
+      SetSlot(t, n, NVTX_CBID_CORE2_DomainCreateA, &DomainCreateA);
+      SetSlot(t, n, NVTX_CBID_CORE2_DomainCreateW, &DomainCreateW);
+      SetSlot(t, n, NVTX_CBID_CORE2_DomainDestroy, &DomainDestroy);
+      SetSlot(t, n, NVTX_CBID_CORE2_Initialize, &Initialize);
+    }
+    g_inits.fetch_add(1, std::memory_order_relaxed);
+    return 1;
+  } catch (...) {
+    return 0;
+  }
+}

@@ -1,0 +1,205 @@
+#include "agent/model/steps.h"
+
+#include <atomic>
+#include <cstring>
+#include <mutex>
+#include <string>
+
+#include "agent/core/agent.h"
+#include "agent/core/event.h"
+#include "agent/model/schedule.h"
+#include "agent/model/step_parser.h"
+
+namespace profagent {
+namespace model {
+namespace {
+
+// Immutable after construction; replaced (and leaked) only by ResetForTest.
+struct State {
+  MessagePattern step;
+  MessagePattern run;
+  KvReduce reduce = KvReduce::kMean;
+  StepRule rule = StepRule::kNone;
+  uint64_t rule_stream = 0;
+  Schedule schedule;
+};
+
+constexpr uint8_t kSourceNvtx = 0;
+constexpr uint8_t kSourceGraph = 1;
+constexpr uint8_t kSourceSync = 2;
+
+std::atomic<State*> g_state{nullptr};
+std::mutex g_init_mu;
+std::atomic<void (*)()> g_flusher{nullptr};
+
+std::atomic<uint64_t> g_steps{0};          // step boundaries so far = index of the next step
+std::atomic<uint64_t> g_steps_emitted{0};
+std::atomic<uint32_t> g_runs{0};           // runs started so far (= index of the last one)
+std::atomic<uint32_t> g_current_run{0};    // innermost open run, 0 = none
+std::atomic<uint64_t> g_last_boundary{0};  // step rules: tick of the previous boundary
+std::atomic<uint64_t> g_bad_values{0};
+
+State* BuildState(const Config& c) {
+  State* s = new State;
+  std::string err;
+  if (!s->step.Compile(c.step_pattern, &err)) {
+    AddNote("warning", "step pattern disabled: " + err);
+  }
+  if (!s->run.Compile(c.run_pattern, &err)) {
+    AddNote("warning", "run pattern disabled: " + err);
+  }
+  s->reduce = c.kv_reduce;
+  s->rule = c.step_rule;
+  s->rule_stream = c.step_rule_stream;
+  s->schedule = Schedule::FromConfig(c);
+  return s;
+}
+
+void InitSlow() {
+  std::lock_guard<std::mutex> lock(g_init_mu);
+  if (g_state.load(std::memory_order_acquire) != nullptr) return;
+  State* s = BuildState(GetConfig());
+  if (s->schedule.is_set()) SetScheduleActive(s->schedule.Recorded(0));
+  g_state.store(s, std::memory_order_release);
+}
+
+inline const State* GetState() {
+  State* s = g_state.load(std::memory_order_acquire);
+  if (__builtin_expect(s != nullptr, 1)) return s;
+  InitSlow();
+  return g_state.load(std::memory_order_acquire);
+}
+
+uint32_t InternView(std::string_view v) {
+  return v.empty() ? 0 : InternString(std::string(v));
+}
+
+void EmitStepEvent(EvType type, uint64_t t0, uint64_t t1, const ParsedStep* p, uint64_t index,
+                   uint32_t run, uint8_t source) {
+  RawEvent e;
+  std::memset(&e, 0, sizeof(e));
+  e.type = type;
+  e.t0 = t0;
+  e.t1 = t1;
+  e.step.tokens = p ? p->tokens : -1;
+  e.step.kv = p ? p->kv : -1;
+  int64_t bsz = p ? p->bsz : -1;
+  e.step.bsz = bsz > INT32_MAX ? INT32_MAX : int32_t(bsz);
+  e.step.phase = p ? InternView(p->phase) : 0;
+  e.step.label = p ? InternView(p->label) : 0;
+  e.step.warmup = p && p->warmup ? 1 : 0;
+  e.step.index = uint32_t(index);
+  e.step.run = run;
+  e.step.source = source;
+  Emit(e);
+}
+
+// A step [t0, t1] ended. Emits it when the schedule records it and moves the schedule on.
+void EndStep(const State& s, uint64_t t0, uint64_t t1, const ParsedStep* p, uint8_t source) {
+  const uint64_t index = g_steps.fetch_add(1, std::memory_order_relaxed);
+  if (s.schedule.Recorded(index)) {
+    EmitStepEvent(EvType::kStep, t0, t1, p, index,
+                  g_current_run.load(std::memory_order_relaxed), source);
+    g_steps_emitted.fetch_add(1, std::memory_order_relaxed);
+  }
+  if (s.schedule.is_set()) SetScheduleActive(s.schedule.Recorded(index + 1));
+}
+
+void RuleBoundary(const State& s, uint64_t t, uint8_t source) {
+  const uint64_t prev = g_last_boundary.exchange(t, std::memory_order_relaxed);
+  if (prev == 0) return;  // the first boundary only opens the first step
+  EndStep(s, prev, t, nullptr, source);
+}
+
+}  // namespace
+
+void Init() { GetState(); }
+
+uint64_t OnNvtxRangeStart(const char* msg, size_t n) {
+  const State* s = GetState();
+  if (!s->run.Matches(msg, n)) return 0;
+  const uint32_t index = g_runs.fetch_add(1, std::memory_order_relaxed) + 1;
+  const uint32_t enclosing = g_current_run.exchange(index, std::memory_order_relaxed);
+  return (uint64_t(enclosing) << 32) | index;
+}
+
+void OnNvtxRangeEnd(uint64_t t0, uint64_t t1, const char* msg, size_t n, uint64_t cookie) {
+  const State* s = GetState();
+  if (cookie != 0) {  // a run opened at OnNvtxRangeStart
+    uint32_t index = uint32_t(cookie);
+    const uint32_t enclosing = uint32_t(cookie >> 32);
+    g_current_run.compare_exchange_strong(index, enclosing, std::memory_order_relaxed);
+    index = uint32_t(cookie);
+    ParsedStep p = ParseStepMessage(msg, n, s->reduce);
+    if (p.bad_values) g_bad_values.fetch_add(p.bad_values, std::memory_order_relaxed);
+    EmitStepEvent(EvType::kRun, t0, t1, &p, index, enclosing, kSourceNvtx);
+    return;
+  }
+  if (s->step.Matches(msg, n)) {
+    ParsedStep p = ParseStepMessage(msg, n, s->reduce);
+    if (p.bad_values) g_bad_values.fetch_add(p.bad_values, std::memory_order_relaxed);
+    EndStep(*s, t0, t1, &p, kSourceNvtx);
+    return;
+  }
+  if (s->run.Matches(msg, n)) {  // a run whose start was not seen
+    ParsedStep p = ParseStepMessage(msg, n, s->reduce);
+    if (p.bad_values) g_bad_values.fetch_add(p.bad_values, std::memory_order_relaxed);
+    const uint32_t index = g_runs.fetch_add(1, std::memory_order_relaxed) + 1;
+    EmitStepEvent(EvType::kRun, t0, t1, &p, index,
+                  g_current_run.load(std::memory_order_relaxed), kSourceNvtx);
+  }
+}
+
+void OnNvtxRangeEnd(uint64_t t0, uint64_t t1, const char* msg, size_t n) {
+  OnNvtxRangeEnd(t0, t1, msg, n, 0);
+}
+
+void OnGraphLaunch(uint64_t t0, uint64_t /*t1*/, uint64_t /*stream*/) {
+  const State* s = GetState();
+  if (s->rule != StepRule::kGraphLaunch) return;
+  RuleBoundary(*s, t0, kSourceGraph);
+}
+
+void OnHostSync(uint64_t /*t0*/, uint64_t t1, uint64_t stream) {
+  const State* s = GetState();
+  if (s->rule != StepRule::kStreamSync) return;
+  if (s->rule_stream != 0 && stream != s->rule_stream && stream != ~0ull) return;
+  RuleBoundary(*s, t1, kSourceSync);
+}
+
+void SetOpenRangeFlusher(void (*fn)()) { g_flusher.store(fn, std::memory_order_release); }
+
+void Shutdown() {
+  if (auto fn = g_flusher.load(std::memory_order_acquire)) fn();
+  const uint64_t bad = g_bad_values.load(std::memory_order_relaxed);
+  if (bad != 0) {
+    AddNote("warning", std::to_string(bad) +
+                           " key=value word(s) in step/run NVTX messages had a bad value and "
+                           "were ignored");
+  }
+}
+
+Stats GetStats() {
+  Stats st;
+  st.steps = g_steps.load(std::memory_order_relaxed);
+  st.steps_emitted = g_steps_emitted.load(std::memory_order_relaxed);
+  st.runs = g_runs.load(std::memory_order_relaxed);
+  st.bad_values = g_bad_values.load(std::memory_order_relaxed);
+  return st;
+}
+
+void ResetForTest(const Config& config) {
+  std::lock_guard<std::mutex> lock(g_init_mu);
+  State* s = BuildState(config);
+  g_steps = 0;
+  g_steps_emitted = 0;
+  g_runs = 0;
+  g_current_run = 0;
+  g_last_boundary = 0;
+  g_bad_values = 0;
+  if (s->schedule.is_set()) SetScheduleActive(s->schedule.Recorded(0));
+  g_state.store(s, std::memory_order_release);  // the previous state is leaked on purpose
+}
+
+}  // namespace model
+}  // namespace profagent

@@ -1,0 +1,789 @@
+#include "analyzer/perfetto/perfetto.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <iostream>
+#include <memory>
+#include <queue>
+#include <set>
+#include <unordered_map>
+
+#include "absl/strings/str_cat.h"
+#include "analyzer/perfetto/trace_sink.h"
+#include "analyzer/reader.h"
+#include "proto/profagent.pb.h"
+
+namespace profagent {
+namespace analyzer {
+
+using perfetto_internal::Arg;
+using perfetto_internal::ChromeJsonSink;
+using perfetto_internal::Name;
+using perfetto_internal::PerfettoProtoSink;
+using perfetto_internal::TraceSink;
+namespace pi = perfetto_internal;
+
+namespace {
+
+// Linux pids stay below 2^22; synthetic pids/tids (collisions, unknown tids) start there.
+constexpr int32_t kSyntheticBase = 1 << 22;
+constexpr uint64_t kSynthIidBase = uint64_t{1} << 32;
+
+enum TrackKind : uint64_t {
+  kTrackProcess = 0,
+  kTrackThread = 1,
+  kTrackSteps = 2,
+  kTrackRuns = 3,
+  kTrackStream = 4,
+  kTrackMemory = 5,
+};
+
+uint64_t TrackUuid(uint32_t file, TrackKind kind, uint64_t id) {
+  return (uint64_t{file + 1} << 48) | (uint64_t{kind} << 40) | (id & ((uint64_t{1} << 40) - 1));
+}
+
+// Below 2^53 so JSON readers (doubles) keep it exact.
+uint64_t FlowId(uint32_t file, uint64_t corr) {
+  return (uint64_t{file + 1} << 40) | (corr & ((uint64_t{1} << 40) - 1));
+}
+
+const char* KindName(EventKind k) {
+  switch (k) {
+    case EV_LAUNCH: return "launch";
+    case EV_API: return "api";
+    case EV_MEMCPY: return "memcpy";
+    case EV_MEMSET: return "memset";
+    case EV_ALLOC: return "alloc";
+    case EV_FREE: return "free";
+    case EV_SYNC: return "sync";
+    case EV_NVTX_RANGE: return "nvtx range";
+    case EV_NVTX_MARK: return "nvtx mark";
+    case EV_COLLECTIVE: return "collective";
+    case EV_GRAPH_LAUNCH: return "graph launch";
+    case EV_STEP: return "step";
+    case EV_RUN: return "run";
+    case EV_NVTX_PUSH: return "nvtx range (open)";
+    case EV_STREAM: return "stream";
+    case EV_EVENT: return "event";
+    case EV_GROUP: return "group";
+    case EV_COMM: return "comm";
+    case EV_MARKER: return "marker";
+    default: return "event";
+  }
+}
+
+const char* CopyKindName(uint32_t k) {
+  switch (k) {
+    case 0: return "HtoH";
+    case 1: return "HtoD";
+    case 2: return "DtoH";
+    case 3: return "DtoD";
+    default: return "Default";
+  }
+}
+
+// "128x1x1" into buf (>= 40 bytes); returns the length.
+size_t FormatDims(char* buf, uint32_t x, uint32_t y, uint32_t z) {
+  char* p = buf;
+  const uint32_t v[3] = {x, y, z};
+  for (int i = 0; i < 3; ++i) {
+    if (i > 0) *p++ = 'x';
+    char tmp[12];
+    int n = 0;
+    uint32_t d = v[i];
+    do {
+      tmp[n++] = static_cast<char>('0' + d % 10);
+      d /= 10;
+    } while (d != 0);
+    while (n > 0) *p++ = tmp[--n];
+  }
+  return static_cast<size_t>(p - buf);
+}
+
+// Streams one rank file into the sink.
+class FileConverter : public Visitor {
+ public:
+  FileConverter(TraceSink* sink, uint32_t file_index, const FileMeta& meta, int64_t offset_ns,
+                int32_t pid, bool remapped, size_t counter_window)
+      : sink_(sink),
+        file_(file_index),
+        meta_(meta),
+        offset_(offset_ns),
+        pid_(pid),
+        remapped_(remapped),
+        window_(std::max<size_t>(counter_window, 1)) {
+    for (int k = 0; k <= EV_MARKER; ++k) kind_names_[k] = Synth(KindName(EventKind(k)));
+    for (uint32_t k = 0; k < 5; ++k) {
+      memcpy_names_[k] = Synth(std::string("Memcpy ") + CopyKindName(k));
+    }
+    launch_name_ = Synth("cudaLaunchKernel");
+    memset_name_ = Synth("Memset");
+    device_op_name_ = Synth("device op");
+    unknown_name_ = Synth("(unnamed)");
+    drops_name_ = Synth("records dropped");
+  }
+
+  void Start() {
+    sink_->BeginSequence(file_ + 1);
+    const std::string host = meta_.hostname.empty() ? "?" : meta_.hostname;
+    std::string name = meta_.rank >= 0 ? absl::StrCat("rank ", meta_.rank, " (", host, ")")
+                                       : absl::StrCat("pid ", meta_.pid, " (", host, ")");
+    process_track_ = TrackUuid(file_, kTrackProcess, 0);
+    sink_->ProcessTrack(process_track_, pid_, name);
+  }
+
+  void OnString(uint32_t id, const std::string& value) override {
+    if (id < (1u << 24)) {
+      if (id >= strings_.size()) strings_.resize(std::max<size_t>(id + 1, strings_.size() * 2));
+      strings_[id] = value;
+    } else {
+      big_strings_[id] = value;
+    }
+  }
+
+  void OnHostEvent(const HostEvent& he) override {
+    const Event& e = *he.ev;
+    const uint64_t start = Ts(he.start_ns);
+    const uint64_t end = Ts(he.end_ns);
+    Arg args[10];
+    int n = 0;
+    char grid[40], block[40];
+    uint64_t flow_out = 0;
+    const EventKind kind = e.kind();
+    uint64_t track = ThreadTrack(he.thread);
+    Name name;
+    switch (kind) {
+      case EV_LAUNCH: {
+        name = e.api() != 0 ? StringName(e.api()) : launch_name_;
+        args[n++] = Arg::Uint(pi::kArgCorrelation, he.corr);
+        if (e.grid_x() != 0) {
+          size_t gl = FormatDims(grid, e.grid_x(), e.grid_y() + 1, e.grid_z() + 1);
+          args[n++] = Arg::Str(pi::kArgGrid, std::string_view(grid, gl));
+          size_t bl = FormatDims(block, e.block_x(), e.block_y() + 1, e.block_z() + 1);
+          args[n++] = Arg::Str(pi::kArgBlock, std::string_view(block, bl));
+        }
+        if (e.shmem() != 0) args[n++] = Arg::Uint(pi::kArgShmem, e.shmem());
+        args[n++] = Arg::Uint(pi::kArgStream, e.stream());
+        flow_out = he.corr;
+        break;
+      }
+      case EV_MEMCPY:
+      case EV_MEMSET:
+        name = NameOr(e.name(), e.api(), kind);
+        args[n++] = Arg::Uint(pi::kArgCorrelation, he.corr);
+        args[n++] = Arg::Uint(pi::kArgBytes, e.bytes());
+        if (kind == EV_MEMCPY) args[n++] = Arg::Str(pi::kArgCopyKind, CopyKindName(e.copy_kind()));
+        args[n++] = Arg::Uint(pi::kArgStream, e.stream());
+        flow_out = he.corr;
+        break;
+      case EV_GRAPH_LAUNCH:
+        name = NameOr(e.name(), e.api(), kind);
+        args[n++] = Arg::Uint(pi::kArgCorrelation, he.corr);
+        args[n++] = Arg::Ptr(pi::kArgGraph, e.graph());
+        flow_out = he.corr;
+        break;
+      case EV_ALLOC:
+      case EV_FREE: {
+        name = NameOr(e.name(), e.api(), kind);
+        uint64_t bytes = e.bytes();
+        if (kind == EV_ALLOC) {
+          if (e.ret() == 0 && e.ptr() != 0) live_[e.ptr()] = bytes;
+        } else {
+          auto it = live_.find(e.ptr());
+          if (it != live_.end()) {
+            if (bytes == 0) bytes = it->second;
+            live_.erase(it);
+          }
+        }
+        args[n++] = Arg::Uint(pi::kArgBytes, bytes);
+        args[n++] = Arg::Ptr(pi::kArgPtr, e.ptr());
+        if (e.ret() == 0 && e.copy_kind() != MEM_HOST_PINNED && bytes != 0) {
+          const int64_t delta = kind == EV_ALLOC ? int64_t(bytes) : -int64_t(bytes);
+          MemoryDelta(kind == EV_ALLOC ? start : end, e.device(), delta);
+        }
+        break;
+      }
+      case EV_NVTX_RANGE:
+      case EV_NVTX_PUSH:
+      case EV_NVTX_MARK:
+      case EV_MARKER:
+        name = NameOr(e.name(), 0, kind);
+        if (e.domain() != 0) args[n++] = Arg::Str(pi::kArgDomain, StringName(e.domain()).str);
+        if (e.has_payload()) args[n++] = Arg::Int(pi::kArgPayload, e.payload_i());
+        break;
+      case EV_STEP:
+      case EV_RUN: {
+        const StepInfo& s = e.step();
+        uint32_t label = s.label() != 0 ? s.label() : s.phase();
+        name = NameOr(label, e.name(), kind);
+        args[n++] = Arg::Uint(pi::kArgIndex, s.index());
+        if (s.tokens() >= 0) args[n++] = Arg::Int(pi::kArgTokens, s.tokens());
+        if (s.kv() >= 0) args[n++] = Arg::Int(pi::kArgKv, s.kv());
+        if (s.bsz() >= 0) args[n++] = Arg::Int(pi::kArgBsz, s.bsz());
+        if (s.warmup()) args[n++] = Arg::Int(pi::kArgWarmup, 1);
+        if (kind == EV_STEP && s.run() != 0) args[n++] = Arg::Uint(pi::kArgRun, s.run());
+        track = kind == EV_STEP ? StepsTrack(he.thread) : RunsTrack(he.thread);
+        break;
+      }
+      case EV_COLLECTIVE: {
+        const Collective& c = e.coll();
+        name = NameOr(e.name(), c.op(), kind);
+        args[n++] = Arg::Uint(pi::kArgBytes, c.bytes());
+        args[n++] = Arg::Uint(pi::kArgCount, c.count());
+        args[n++] = Arg::Uint(pi::kArgSeq, c.seq());
+        args[n++] = Arg::Uint(pi::kArgComm, c.comm());
+        if (c.peer() >= 0) args[n++] = Arg::Int(pi::kArgPeer, c.peer());
+        break;
+      }
+      default:
+        name = NameOr(e.name(), e.api(), kind);
+        break;
+    }
+    if (e.ret() != 0) args[n++] = Arg::Int(pi::kArgRet, e.ret());
+    switch (kind) {
+      case EV_NVTX_PUSH:
+        sink_->OpenSlice(track, start, name, args, n);
+        break;
+      case EV_NVTX_MARK:
+      case EV_MARKER:
+        sink_->Instant(track, start, name, args, n);
+        break;
+      default:
+        sink_->Slice(track, start, end, name, args, n, flow_out != 0 ? FlowId(file_, flow_out) : 0,
+                     0);
+        break;
+    }
+  }
+
+  void OnDeviceOp(const DeviceOpEvent& d) override {
+    const DeviceOp& op = *d.op;
+    const uint64_t track = StreamTrack(d.device, op.stream());
+    Arg args[6];
+    int n = 0;
+    char grid[40], block[40];
+    Name name;
+    switch (op.kind()) {
+      case DOP_KERNEL:
+        name = op.name() != 0 ? StringName(op.name()) : unknown_name_;
+        break;
+      case DOP_MEMCPY:
+        name = op.name() != 0 ? StringName(op.name()) : memcpy_names_[std::min(op.copy_kind(), 4u)];
+        break;
+      case DOP_MEMSET:
+        name = op.name() != 0 ? StringName(op.name()) : memset_name_;
+        break;
+      default:
+        name = op.name() != 0 ? StringName(op.name()) : device_op_name_;
+        break;
+    }
+    args[n++] = Arg::Uint(pi::kArgCorrelation, d.corr);
+    if (op.grid_x() != 0) {
+      size_t gl = FormatDims(grid, op.grid_x(), std::max(op.grid_y(), 1u), std::max(op.grid_z(), 1u));
+      args[n++] = Arg::Str(pi::kArgGrid, std::string_view(grid, gl));
+      size_t bl =
+          FormatDims(block, op.block_x(), std::max(op.block_y(), 1u), std::max(op.block_z(), 1u));
+      args[n++] = Arg::Str(pi::kArgBlock, std::string_view(block, bl));
+    }
+    if (op.bytes() != 0) args[n++] = Arg::Uint(pi::kArgBytes, op.bytes());
+    if (op.graph() != 0) args[n++] = Arg::Ptr(pi::kArgGraph, op.graph());
+    sink_->Slice(track, Ts(d.start_ns), Ts(d.end_ns), name, args, n, 0,
+                 d.corr != 0 ? FlowId(file_, d.corr) : 0);
+  }
+
+  void OnOther(const Record& r) override {
+    if (r.kind_case() == Record::kDrops && r.drops().count() != 0) {
+      Arg args[2] = {Arg::Uint(pi::kArgCount, r.drops().count()),
+                     Arg::Str(pi::kArgReason, r.drops().reason())};
+      sink_->Instant(process_track_, last_ts_, drops_name_, args, 2);
+    }
+  }
+
+  // Drains the memory counter window.
+  void Finish() {
+    while (!pending_.empty()) PopMemory();
+  }
+
+ private:
+  struct MemUpdate {
+    uint64_t ts;
+    uint64_t seq;
+    uint32_t device;
+    int64_t delta;
+    bool operator>(const MemUpdate& o) const {
+      return ts != o.ts ? ts > o.ts : seq > o.seq;
+    }
+  };
+
+  uint64_t Ts(uint64_t local) {
+    int64_t t = static_cast<int64_t>(local) + offset_;
+    uint64_t r = t < 0 ? 0 : static_cast<uint64_t>(t);
+    last_ts_ = r;
+    return r;
+  }
+
+  Name Synth(const std::string& s) {
+    auto it = synth_.find(s);
+    if (it != synth_.end()) return Name{it->second, it->first};
+    uint64_t iid = kSynthIidBase + synth_.size();
+    auto ins = synth_.emplace(s, iid);
+    return Name{iid, ins.first->first};
+  }
+
+  Name StringName(uint32_t id) {
+    if (id < strings_.size() && !strings_[id].empty()) return Name{id, strings_[id]};
+    auto it = big_strings_.find(id);
+    if (it != big_strings_.end()) return Name{id, it->second};
+    return unknown_name_;
+  }
+
+  Name NameOr(uint32_t first, uint32_t second, EventKind kind) {
+    if (first != 0) return StringName(first);
+    if (second != 0) return StringName(second);
+    return kind <= EV_MARKER ? kind_names_[kind] : unknown_name_;
+  }
+
+  int32_t Tid(uint32_t thread) {
+    auto it = meta_.threads.find(thread);
+    if (!remapped_ && it != meta_.threads.end() && it->second.tid != 0) {
+      return static_cast<int32_t>(it->second.tid);
+    }
+    if (remapped_ && it != meta_.threads.end() && it->second.tid == meta_.pid) return pid_;
+    return kSyntheticBase + static_cast<int32_t>((file_ + 1) * 4096 + thread % 4096);
+  }
+
+  std::string ThreadName(uint32_t thread) {
+    auto it = meta_.threads.find(thread);
+    if (it != meta_.threads.end() && !it->second.name.empty()) return it->second.name;
+    return absl::StrCat("thread ", thread);
+  }
+
+  uint64_t ThreadTrack(uint32_t thread) {
+    if (thread == last_thread_ && last_thread_track_ != 0) return last_thread_track_;
+    const uint64_t uuid = TrackUuid(file_, kTrackThread, thread);
+    if (threads_.insert(thread).second) {
+      sink_->ThreadTrack(uuid, process_track_, pid_, Tid(thread), ThreadName(thread));
+    }
+    last_thread_ = thread;
+    last_thread_track_ = uuid;
+    return uuid;
+  }
+
+  uint64_t ChildTrack(uint32_t thread, TrackKind kind, const char* what) {
+    const uint64_t uuid = TrackUuid(file_, kind, thread);
+    if (defined_.insert(uuid).second) {
+      uint64_t parent = ThreadTrack(thread);
+      sink_->NamedTrack(uuid, parent, absl::StrCat(what, " (", ThreadName(thread), ")"), pid_,
+                        JsonTid(kind, thread));
+    }
+    return uuid;
+  }
+  uint64_t StepsTrack(uint32_t thread) { return ChildTrack(thread, kTrackSteps, "steps"); }
+  uint64_t RunsTrack(uint32_t thread) { return ChildTrack(thread, kTrackRuns, "runs"); }
+
+  static int32_t JsonTid(TrackKind kind, uint64_t id) {
+    return static_cast<int32_t>(0x40000000u | (uint32_t(kind) << 24) | uint32_t(id & 0xffffff));
+  }
+
+  uint64_t StreamTrack(uint32_t device, uint32_t stream) {
+    const uint64_t key = (uint64_t{device} << 32) | stream;
+    if (key == last_stream_key_ && last_stream_track_ != 0) return last_stream_track_;
+    auto it = streams_.find(key);
+    if (it == streams_.end()) {
+      const uint64_t index = streams_.size();
+      const uint64_t uuid = TrackUuid(file_, kTrackStream, index);
+      it = streams_.emplace(key, uuid).first;
+      sink_->NamedTrack(uuid, process_track_, absl::StrCat("GPU ", device, " stream ", stream),
+                        pid_, JsonTid(kTrackStream, (uint64_t{device} << 16) | (stream & 0xffff)));
+    }
+    last_stream_key_ = key;
+    last_stream_track_ = it->second;
+    return it->second;
+  }
+
+  uint64_t MemoryTrack(uint32_t device) {
+    const uint64_t uuid = TrackUuid(file_, kTrackMemory, device);
+    if (defined_.insert(uuid).second) {
+      sink_->CounterTrack(uuid, process_track_, absl::StrCat("GPU ", device, " memory"), pid_);
+    }
+    return uuid;
+  }
+
+  void MemoryDelta(uint64_t ts, uint32_t device, int64_t delta) {
+    pending_.push(MemUpdate{ts, mem_seq_++, device, delta});
+    if (pending_.size() > window_) PopMemory();
+  }
+
+  void PopMemory() {
+    MemUpdate u = pending_.top();
+    pending_.pop();
+    int64_t& v = mem_value_[u.device];
+    v += u.delta;
+    sink_->Counter(MemoryTrack(u.device), u.ts, v);
+  }
+
+  TraceSink* sink_;
+  uint32_t file_;
+  const FileMeta& meta_;
+  int64_t offset_;
+  int32_t pid_;
+  bool remapped_;
+  size_t window_;
+  uint64_t process_track_ = 0;
+  uint64_t last_ts_ = 0;
+
+  std::vector<std::string> strings_;
+  std::unordered_map<uint32_t, std::string> big_strings_;
+  std::unordered_map<std::string, uint64_t> synth_;
+  Name kind_names_[EV_MARKER + 1];
+  Name memcpy_names_[5];
+  Name launch_name_, memset_name_, device_op_name_, unknown_name_, drops_name_;
+
+  std::set<uint32_t> threads_;
+  std::set<uint64_t> defined_;
+  uint32_t last_thread_ = ~0u;
+  uint64_t last_thread_track_ = 0;
+  std::unordered_map<uint64_t, uint64_t> streams_;
+  uint64_t last_stream_key_ = ~uint64_t{0};
+  uint64_t last_stream_track_ = 0;
+
+  std::unordered_map<uint64_t, uint64_t> live_;  // ptr -> bytes of live allocations
+  std::priority_queue<MemUpdate, std::vector<MemUpdate>, std::greater<MemUpdate>> pending_;
+  uint64_t mem_seq_ = 0;
+  std::unordered_map<uint32_t, int64_t> mem_value_;
+};
+
+}  // namespace
+
+absl::StatusOr<FileMeta> ScanFileMeta(const std::string& path) {
+  {
+    // Same preamble checks and messages as the main pass.
+    auto r = RecordReader::Open(path);
+    if (!r.ok()) return r.status();
+  }
+  FILE* f = fopen(path.c_str(), "rb");
+  if (f == nullptr) {
+    return absl::NotFoundError(absl::StrCat(path, ": cannot open: ", strerror(errno)));
+  }
+  std::unique_ptr<FILE, int (*)(FILE*)> closer(f, fclose);
+  struct stat st;
+  if (fstat(fileno(f), &st) != 0) {
+    return absl::NotFoundError(absl::StrCat(path, ": cannot stat: ", strerror(errno)));
+  }
+  const uint64_t size = static_cast<uint64_t>(st.st_size);
+  setvbuf(f, nullptr, _IOFBF, 1 << 16);
+  if (fseek(f, kFilePreambleBytes, SEEK_SET) != 0) {
+    return absl::DataLossError(absl::StrCat(path, ": cannot seek past the preamble"));
+  }
+  FileMeta meta;
+  meta.path = path;
+  uint64_t off = kFilePreambleBytes;
+  Record rec;
+  std::string buf;
+  bool rank_from_process = false;
+  for (;;) {
+    const uint64_t frame_start = off;
+    uint64_t len = 0;
+    int shift = 0;
+    int c;
+    size_t nbytes = 0;
+    bool eof = false;
+    for (;;) {
+      c = getc_unlocked(f);
+      if (c == EOF) {
+        eof = true;
+        break;
+      }
+      ++nbytes;
+      if (shift >= 63) {
+        return absl::DataLossError(absl::StrCat(path, ": offset ", frame_start,
+                                                ": corrupt frame length (varint too long)"));
+      }
+      len |= uint64_t(c & 0x7f) << shift;
+      shift += 7;
+      if ((c & 0x80) == 0) break;
+    }
+    if (eof) break;  // clean end, or a length cut short (the main pass warns)
+    if (len > kMaxFrameBytes) {
+      return absl::DataLossError(absl::StrCat(path, ": offset ", frame_start,
+                                              ": corrupt frame length ", len, " (limit ",
+                                              kMaxFrameBytes, ")"));
+    }
+    off += nbytes;
+    if (off + len > size) break;  // truncated last frame
+    off += len;
+    if (len == 0) continue;
+    c = getc_unlocked(f);
+    const int field = (c & 0x80) == 0 ? (c >> 3) : 0;
+    const bool wanted = field == Record::kHeader || field == Record::kProcess ||
+                        field == Record::kClockOffset || field == Record::kThread ||
+                        field == Record::kDeviceInfo;
+    if (!wanted) {
+      if (fseek(f, static_cast<long>(len - 1), SEEK_CUR) != 0) {
+        return absl::DataLossError(absl::StrCat(path, ": offset ", frame_start, ": seek failed"));
+      }
+      continue;
+    }
+    buf.resize(len);
+    buf[0] = static_cast<char>(c);
+    if (len > 1 && fread(&buf[1], 1, len - 1, f) != len - 1) break;
+    if (!rec.ParseFromString(buf)) {
+      return absl::DataLossError(
+          absl::StrCat(path, ": offset ", frame_start, ": corrupt record (", len, " bytes)"));
+    }
+    switch (rec.kind_case()) {
+      case Record::kHeader: {
+        const Header& h = rec.header();
+        meta.has_header = true;
+        meta.pid = h.pid();
+        meta.hostname = h.hostname();
+        if (!rank_from_process) meta.rank = h.rank();
+        meta.start_realtime_ns = h.start_realtime_ns();
+        meta.start_monotonic_ns = h.start_monotonic_ns();
+        meta.boot_id_hash = h.boot_id_hash();
+        break;
+      }
+      case Record::kProcess:
+        if (rec.process().rank() >= 0) {
+          meta.rank = rec.process().rank();
+          rank_from_process = true;
+        }
+        break;
+      case Record::kClockOffset: {
+        const ClockOffset& co = rec.clock_offset();
+        if (!meta.has_clock_offset || co.error_ns() < meta.clock_error_ns) {
+          meta.has_clock_offset = true;
+          meta.clock_offset_ns = co.offset_ns();
+          meta.clock_error_ns = co.error_ns();
+          meta.clock_method = co.method();
+        }
+        break;
+      }
+      case Record::kThread: {
+        FileMeta::Thread& t = meta.threads[rec.thread().thread()];
+        t.tid = rec.thread().tid();
+        if (!rec.thread().name().empty()) t.name = rec.thread().name();
+        break;
+      }
+      case Record::kDeviceInfo:
+        meta.devices[rec.device_info().device()] = rec.device_info().name();
+        break;
+      default:
+        break;
+    }
+  }
+  return meta;
+}
+
+std::vector<FileAlignment> ComputeAlignment(const std::vector<FileMeta>& files) {
+  std::vector<FileAlignment> out(files.size());
+  for (size_t i = 0; i < files.size(); ++i) {
+    out[i].path = files[i].path;
+    out[i].rank = files[i].rank;
+    out[i].method = "none";
+  }
+  if (files.size() <= 1) return out;
+  size_t ref = 0;
+  for (size_t i = 0; i < files.size(); ++i) {
+    if (files[i].rank == 0) {
+      ref = i;
+      break;
+    }
+  }
+  const FileMeta& r = files[ref];
+  int64_t ref_offset = 0;
+  uint64_t ref_error = 0;
+  if (r.has_clock_offset) {
+    ref_offset = r.clock_offset_ns;
+    ref_error = r.clock_error_ns;
+  }
+  for (size_t i = 0; i < files.size(); ++i) {
+    const FileMeta& f = files[i];
+    FileAlignment& a = out[i];
+    if (f.has_clock_offset) {
+      a.offset_ns = f.clock_offset_ns;
+      a.error_ns = f.clock_error_ns;
+      a.method = absl::StrCat("clock_offset:", f.clock_method.empty() ? "?" : f.clock_method);
+    } else if (i == ref) {
+      a.method = "reference";
+    } else if (f.boot_id_hash != 0 && f.boot_id_hash == r.boot_id_hash) {
+      a.offset_ns = ref_offset;
+      a.error_ns = ref_error;
+      a.method = "boot_id";
+    } else if (f.has_header && r.has_header && f.start_realtime_ns != 0 &&
+               r.start_realtime_ns != 0) {
+      // local -> realtime -> reference monotonic -> rank 0.
+      const int64_t f_rt = static_cast<int64_t>(f.start_realtime_ns - f.start_monotonic_ns);
+      const int64_t r_rt = static_cast<int64_t>(r.start_realtime_ns - r.start_monotonic_ns);
+      a.offset_ns = f_rt - r_rt + ref_offset;
+      a.method = "realtime";
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<std::string>> ResolveProfileInputs(const std::string& file_or_dir) {
+  struct stat st;
+  if (stat(file_or_dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    return ListProfileFiles(file_or_dir);
+  }
+  return std::vector<std::string>{file_or_dir};
+}
+
+std::string DefaultTraceOutputPath(const std::string& file_or_dir, TraceFormat format) {
+  const char* ext = format == TraceFormat::kChromeJson ? ".json" : ".pftrace";
+  struct stat st;
+  if (stat(file_or_dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    std::string dir = file_or_dir;
+    while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+    return dir + "/trace" + ext;
+  }
+  std::string base = file_or_dir;
+  if (base.size() > 3 && base.compare(base.size() - 3, 3, ".pb") == 0) {
+    base.resize(base.size() - 3);
+  }
+  return base + ext;
+}
+
+absl::Status ExportTrace(const std::vector<std::string>& inputs, const std::string& out_path,
+                         const ExportOptions& options, ExportStats* stats) {
+  ExportStats local;
+  ExportStats* s = stats != nullptr ? stats : &local;
+  if (inputs.empty()) return absl::InvalidArgumentError("no input files");
+  std::vector<FileMeta> metas;
+  for (const std::string& path : inputs) {
+    auto m = ScanFileMeta(path);
+    if (!m.ok()) return m.status();
+    metas.push_back(std::move(*m));
+  }
+  s->alignment = ComputeAlignment(metas);
+
+  const std::string tmp_path = out_path + ".partial";
+  FILE* out = fopen(tmp_path.c_str(), "wb");
+  if (out == nullptr) {
+    return absl::PermissionDeniedError(
+        absl::StrCat(out_path, ": cannot create: ", strerror(errno)));
+  }
+  std::unique_ptr<TraceSink> sink;
+  if (options.format == TraceFormat::kChromeJson) {
+    sink.reset(new ChromeJsonSink(out));
+  } else {
+    sink.reset(new PerfettoProtoSink(out));
+  }
+  auto fail = [&](absl::Status st) {
+    fclose(out);
+    remove(tmp_path.c_str());
+    return st;
+  };
+
+  std::set<int32_t> used_pids;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const FileMeta& meta = metas[i];
+    int32_t pid = static_cast<int32_t>(meta.pid);
+    bool remapped = false;
+    if (pid <= 0 || pid >= kSyntheticBase || used_pids.count(pid) != 0) {
+      pid = kSyntheticBase + static_cast<int32_t>(i);
+      remapped = true;
+    }
+    used_pids.insert(pid);
+    FileConverter conv(sink.get(), static_cast<uint32_t>(i), meta, s->alignment[i].offset_ns, pid,
+                       remapped, options.counter_window);
+    conv.Start();
+    FileSummary fs;
+    absl::Status st = VisitFile(inputs[i], &conv, &fs);
+    if (!st.ok()) return fail(st);
+    conv.Finish();
+    s->host_events += fs.host_events;
+    s->device_ops += fs.device_ops;
+    if (fs.truncated) s->warnings.push_back(fs.warning);
+  }
+  if (!sink->Finish()) {
+    return fail(absl::DataLossError(absl::StrCat(out_path, ": write error: ", strerror(errno))));
+  }
+  s->output_events = sink->events();
+  s->output_bytes = sink->bytes_written();
+  if (fclose(out) != 0) {
+    remove(tmp_path.c_str());
+    return absl::DataLossError(absl::StrCat(out_path, ": write error: ", strerror(errno)));
+  }
+  if (rename(tmp_path.c_str(), out_path.c_str()) != 0) {
+    remove(tmp_path.c_str());
+    return absl::PermissionDeniedError(
+        absl::StrCat(out_path, ": cannot rename into place: ", strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
+namespace {
+
+std::string OneLine(std::string s) {
+  std::replace(s.begin(), s.end(), '\n', ' ');
+  return s;
+}
+
+}  // namespace
+
+int RunPerfettoCommand(const std::string& input, const std::string& output,
+                       const std::string& format, std::ostream& out, std::ostream& err) {
+  ExportOptions options;
+  if (format == "json") {
+    options.format = TraceFormat::kChromeJson;
+  } else if (format.empty() || format == "perfetto" || format == "proto") {
+    options.format = TraceFormat::kPerfetto;
+  } else {
+    err << "profanalyze perfetto: unknown --format '" << format << "' (perfetto or json)\n";
+    return 2;
+  }
+  auto inputs = ResolveProfileInputs(input);
+  if (!inputs.ok()) {
+    err << "profanalyze perfetto: " << OneLine(std::string(inputs.status().message())) << "\n";
+    return 2;
+  }
+  const std::string out_path =
+      output.empty() ? DefaultTraceOutputPath(input, options.format) : output;
+  ExportStats stats;
+  absl::Status st = ExportTrace(*inputs, out_path, options, &stats);
+  if (!st.ok()) {
+    err << "profanalyze perfetto: " << OneLine(std::string(st.message())) << "\n";
+    return 2;
+  }
+  for (const std::string& w : stats.warnings) err << "profanalyze perfetto: warning: " << w << "\n";
+  out << "wrote " << out_path << ": " << stats.output_events
+      << (options.format == TraceFormat::kChromeJson ? " trace events, " : " packets, ")
+      << stats.output_bytes << " bytes from " << inputs->size() << " file(s) ("
+      << stats.host_events << " host events, " << stats.device_ops << " device ops)\n";
+  if (stats.alignment.size() > 1) {
+    for (const FileAlignment& a : stats.alignment) {
+      out << "  " << a.path << ": rank " << a.rank << ", offset " << a.offset_ns << " ns";
+      if (a.error_ns != 0) out << " +-" << a.error_ns << " ns";
+      out << " (" << a.method << ")\n";
+    }
+  }
+  return 0;
+}
+
+void AddPerfettoCommand(CLI::App& app, int* exit_code) {
+  struct Options {
+    std::string input;
+    std::string output;
+    std::string format = "perfetto";
+  };
+  auto opts = std::make_shared<Options>();
+  CLI::App* sub = app.add_subcommand(
+      "perfetto", "Write a Perfetto trace (or Chrome JSON) of a profile file or directory");
+  sub->add_option("input", opts->input, "rank file (.pb) or profile directory")->required();
+  sub->add_option("-o,--output", opts->output,
+                  "output path (default: FILE.pftrace, or DIR/trace.pftrace)");
+  sub->add_option("--format", opts->format, "perfetto (native protobuf) or json (Chrome trace)")
+      ->check(CLI::IsMember({"perfetto", "json"}));
+  sub->callback([opts, exit_code]() {
+    *exit_code = RunPerfettoCommand(opts->input, opts->output, opts->format, std::cout, std::cerr);
+  });
+}
+
+}  // namespace analyzer
+}  // namespace profagent

@@ -1,0 +1,1641 @@
+#include "analyzer/report/analysis.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <regex>
+#include <set>
+#include <thread>
+#include <unordered_map>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "analyzer/reader.h"
+#include "analyzer/report/distribution.h"
+#include "analyzer/report/rules.h"
+
+namespace profagent {
+namespace analyzer {
+namespace {
+
+constexpr size_t kTopGaps = 10;
+
+// ---------------------------------------------------------------------------------------------
+// Small helpers.
+
+double Round6(double x) { return std::round(x * 1e6) / 1e6; }
+double NsToMs(double ns) { return ns / 1e6; }
+
+Json Num(double x) {
+  if (!std::isfinite(x)) return nullptr;
+  return Round6(x);
+}
+
+// A latency block (SUMMARY_FORMAT.md "LAT"); samples are in ns, `scale` converts.
+Json LatJson(const Distribution& d, double scale) {
+  Json j;
+  j["count"] = d.count();
+  if (d.count() == 0) {
+    for (const char* k : {"mean", "std", "min", "p50", "p90", "p99", "max"}) j[k] = nullptr;
+    return j;
+  }
+  j["mean"] = Num(d.Mean() * scale);
+  j["std"] = Num(d.Std() * scale);
+  j["min"] = Num(d.min() * scale);
+  j["p50"] = Num(d.Percentile(50) * scale);
+  j["p90"] = Num(d.Percentile(90) * scale);
+  j["p99"] = Num(d.Percentile(99) * scale);
+  j["max"] = Num(d.max() * scale);
+  return j;
+}
+
+const char* TimingName(int mode) {
+  switch (mode) {
+    case GPU_TIMING_CUPTI: return "cupti";
+    case GPU_TIMING_EVENTS: return "events";
+    case GPU_TIMING_HOST: return "host";
+    case GPU_TIMING_OFF: return "off";
+    default: return "unknown";
+  }
+}
+
+const char* KindApiName(int kind) {
+  switch (kind) {
+    case EV_LAUNCH: return "cudaLaunchKernel";
+    case EV_MEMCPY: return "cudaMemcpy";
+    case EV_MEMSET: return "cudaMemset";
+    case EV_ALLOC: return "cudaMalloc";
+    case EV_FREE: return "cudaFree";
+    case EV_SYNC: return "cudaSynchronize";
+    case EV_GRAPH_LAUNCH: return "cudaGraphLaunch";
+    case EV_COLLECTIVE: return "collective";
+    case EV_STREAM: return "stream";
+    case EV_EVENT: return "event";
+    case EV_GROUP: return "ncclGroup";
+    case EV_COMM: return "comm";
+    default: return "api";
+  }
+}
+
+std::string SizeClass(uint64_t bytes) {
+  static const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  auto label = [](uint64_t v) {
+    int u = 0;
+    while (v >= 1024 && u < 4) {
+      v /= 1024;
+      ++u;
+    }
+    return absl::StrCat(v, kUnits[u]);
+  };
+  if (bytes < 1024) return "0B-1KiB";
+  uint64_t lo = 1024;
+  while (lo * 4 <= bytes && lo < (1ull << 50)) lo *= 4;
+  return absl::StrCat(label(lo), "-", label(lo * 4));
+}
+
+std::string LowerOp(const std::string& op) {
+  std::string s = absl::AsciiStrToLower(op);
+  for (const char* p : {"mpi_", "nccl"}) {
+    if (s.compare(0, strlen(p), p) == 0) s = s.substr(strlen(p));
+  }
+  s.erase(std::remove(s.begin(), s.end(), '_'), s.end());
+  return s;
+}
+
+double BusFactor(const std::string& op, int n) {
+  std::string s = LowerOp(op);
+  if (n <= 1) return s == "allreduce" || s == "allgather" || s == "reducescatter" ? 0 : 1;
+  if (s == "allreduce") return 2.0 * (n - 1) / n;
+  if (s == "allgather" || s == "reducescatter" || s == "alltoall") return double(n - 1) / n;
+  return 1.0;
+}
+
+void CsvField(std::string* out, const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) {
+    out->append(s);
+    return;
+  }
+  out->push_back('"');
+  for (char c : s) {
+    if (c == '"') out->push_back('"');
+    out->push_back(c);
+  }
+  out->push_back('"');
+}
+
+// ---------------------------------------------------------------------------------------------
+// Step messages (NVTX convention).
+
+struct StepFields {
+  int64_t tokens = -1, kv = -1, bsz = -1;
+  std::string phase, label;
+  bool warmup = false;
+};
+
+int64_t ReduceKv(std::vector<int64_t>& v, const std::string& how) {
+  if (v.empty()) return -1;
+  if (how == "max") return *std::max_element(v.begin(), v.end());
+  if (how == "sum") {
+    int64_t s = 0;
+    for (int64_t x : v) s += x;
+    return s;
+  }
+  if (how == "p50" || how == "p90") {
+    std::sort(v.begin(), v.end());
+    double p = how == "p50" ? 50 : 90;
+    size_t rank = size_t(std::ceil(p * double(v.size()) / 100.0));
+    if (rank < 1) rank = 1;
+    return v[std::min(rank, v.size()) - 1];
+  }
+  int64_t s = 0;
+  for (int64_t x : v) s += x;
+  return (s * 2 + int64_t(v.size())) / (2 * int64_t(v.size()));  // mean, rounded half up
+}
+
+StepFields ParseStepFields(const std::string& msg, const std::string& kv_reduce) {
+  StepFields f;
+  for (absl::string_view w : absl::StrSplit(msg, absl::ByAnyChar(" \t"), absl::SkipEmpty())) {
+    size_t eq = w.find('=');
+    if (eq == absl::string_view::npos) continue;
+    absl::string_view k = w.substr(0, eq), v = w.substr(eq + 1);
+    int64_t x;
+    if (k == "tokens") {
+      if (absl::SimpleAtoi(v, &x) && x >= 0) f.tokens = x;
+    } else if (k == "bsz") {
+      if (absl::SimpleAtoi(v, &x) && x >= 0) f.bsz = x;
+    } else if (k == "kv") {
+      std::vector<int64_t> vals;
+      bool ok = true;
+      for (absl::string_view p : absl::StrSplit(v, ',')) {
+        if (!absl::SimpleAtoi(p, &x) || x < 0) {
+          ok = false;
+          break;
+        }
+        vals.push_back(x);
+      }
+      if (ok) f.kv = ReduceKv(vals, kv_reduce);
+    } else if (k == "phase") {
+      f.phase = std::string(v);
+    } else if (k == "label") {
+      f.label = std::string(v);
+    } else if (k == "warmup") {
+      f.warmup = v == "1" || v == "true";
+    }
+  }
+  return f;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Shared, immutable analysis context.
+
+struct Context {
+  ReportOptions opt;
+  BucketRules rules;
+  std::regex step_re, run_re;
+  std::vector<std::string> buckets;                 // registry: index -> name
+  std::unordered_map<std::string, int> bucket_index;
+  int others = 0, gemm = -1;
+
+  int Bucket(const std::string& name) const {
+    auto it = bucket_index.find(name);
+    return it == bucket_index.end() ? -1 : it->second;
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+// Per-file records.
+
+struct Range {
+  uint64_t start, end;
+  uint32_t thread, name;
+  int32_t parent = -1;
+  int16_t model = -1;       // bucket of the nearest model-mapped range (self or ancestor)
+  int16_t engine = -1;      // engine bucket of this range itself
+  bool frame = false;       // a step or run range: never an engine bucket
+  bool api = false;         // a host API call mapped by an engine `api` rule (not NVTX)
+};
+
+struct StepRec {
+  uint64_t start, end;
+  int64_t tokens = -1, kv = -1, bsz = -1;
+  std::string phase;
+  bool warmup = false;
+  bool excluded = false;
+  int run = 0;              // 1-based index into runs, 0 = none
+  uint64_t busy_ns = 0, busy_end = 0;
+};
+
+struct RunRec {
+  uint64_t start, end;
+  std::string label;
+  bool warmup = false;
+};
+
+struct PendingLaunch {
+  uint64_t start, end;
+  uint32_t name, thread, stack, stream;
+  int32_t range;
+  int16_t bucket;
+  bool graph;
+  uint32_t grid[3], block[3];
+};
+
+struct PendingOp {
+  uint64_t start, end;
+  uint32_t name, stream, copy_kind, device;
+  int kind;
+  uint32_t grid[3], block[3];
+};
+
+struct KernelAgg {
+  Distribution d;
+};
+
+struct CollAgg {
+  uint64_t count = 0, bytes = 0, time_ns = 0;
+  int n = 1;
+};
+
+struct Arrival {
+  std::string uid;
+  uint64_t seq;
+  int64_t at;  // rank-0 clock
+};
+
+struct MemDev {
+  absl::flat_hash_map<uint64_t, uint64_t> live;
+  uint64_t cur = 0, peak = 0, peak_at = 0, allocs = 0, frees = 0, alloc_bytes = 0;
+};
+
+struct Gap {
+  uint64_t at, gap;
+  uint32_t device;
+  std::string next_kernel;
+  std::vector<std::string> stack;
+};
+
+struct BucketAcc {  // per run slot
+  std::vector<uint64_t> model_ns, engine_ns;
+};
+
+class FileAnalysis : public Visitor {
+ public:
+  FileAnalysis(const Context* ctx, std::string path, int index)
+      : ctx_(ctx), path_(std::move(path)), index_(index) {}
+
+  absl::Status Pass1();
+  absl::Status Pass2(const std::string& csv_part);
+
+  // --- results (read after the passes) ---
+  const Context* ctx_;
+  std::string path_;
+  int index_;
+  FileSummary fsum_;
+  Header header_;
+  int rank_ = -1, world_ = 0;
+  int timing_ = 0;
+  std::string timing_reason_;
+  int64_t clock_offset_ = 0;
+  bool has_offset_ = false;
+  std::map<uint32_t, uint64_t> drops_;
+  std::vector<std::string> notes_;
+  std::vector<std::string> warnings_;
+  uint64_t t0_ = UINT64_MAX, t1_ = 0;
+  uint64_t device_ops_pass1_ = 0;
+  bool nvtx_steps_used_ = false;
+
+  std::vector<StepRec> steps_;
+  std::vector<RunRec> runs_;
+  std::vector<BucketAcc> run_buckets_;  // [0] = outside any run, [i] = run i
+  std::unordered_map<std::string, KernelAgg> kernels_;  // key: name + '\0' + bucket
+  uint64_t device_total_ns_ = 0;
+  std::map<std::string, CollAgg> colls_;  // key: lib\0op\0class
+  std::vector<Arrival> arrivals_;
+  uint64_t coll_calls_ = 0, coll_ns_ = 0;
+  std::map<uint32_t, MemDev> mem_;
+  Distribution gaps_, launch_to_start_;
+  std::vector<Gap> top_gaps_;
+  std::unordered_map<std::string, std::pair<uint64_t, uint64_t>> api_;  // name -> count, ns
+  uint64_t busy_ns_ = 0;
+  uint64_t unmatched_ops_ = 0, unmatched_launches_ = 0;
+
+ private:
+  void OnHeader(const Header& h) override;
+  void OnString(uint32_t id, const std::string& value) override;
+  void OnHostEvent(const HostEvent& e) override;
+  void OnDeviceOp(const DeviceOpEvent& d) override;
+  void OnOther(const Record& r) override;
+
+  const std::string& Str(uint32_t id) const {
+    static const std::string kEmpty;
+    return id < strings_.size() ? strings_[id] : kEmpty;
+  }
+  void Host1(const HostEvent& e);
+  void Host2(const HostEvent& e);
+  void Finish1();
+  void Finish2();
+  int KernelBucket(uint32_t name);
+  int ApiEngineBucket(uint32_t name);
+  int Innermost(uint32_t thread, uint64_t t);
+  const std::string& Path(int range);
+  void Emit(const PendingOp& op, const PendingLaunch* l);
+  int StepOf(uint64_t t) const;
+  void FlushCsv(bool force);
+
+  int pass_ = 1;
+  std::vector<std::string> strings_;
+  std::vector<int8_t> frame_kind_;   // per string id: -1 unknown, 0 none, 1 step, 2 run
+  std::vector<int16_t> kernel_bucket_;  // per string id: -2 unknown
+  std::vector<int16_t> api_bucket_;     // per string id: -2 unknown
+  std::vector<StepRec> agent_steps_, nvtx_steps_;
+  std::vector<RunRec> agent_runs_, nvtx_runs_;
+  std::vector<Range> ranges_;
+  std::vector<std::string> path_cache_;
+  std::unordered_map<uint32_t, std::pair<size_t, size_t>> thread_ranges_;
+  struct Cursor {
+    size_t next = 0;
+    uint64_t last_t = 0;
+    std::vector<int32_t> stack;
+  };
+  std::unordered_map<uint32_t, Cursor> cursors_;
+  std::unordered_map<uint64_t, std::pair<std::string, int>> comms_;  // id -> unique_id, size
+  std::unordered_map<uint32_t, std::vector<std::string>> stacks_;
+  absl::flat_hash_map<uint64_t, PendingLaunch> pending_launch_;
+  absl::flat_hash_map<uint64_t, PendingOp> pending_op_;
+  std::map<uint32_t, uint64_t> dev_last_end_;
+  uint64_t busy_end_ = 0;
+  bool host_mode_ = false;
+  FILE* csv_ = nullptr;
+  std::string csv_buf_;
+  uint64_t op_index_ = 0;
+};
+
+// ----- pass 1 --------------------------------------------------------------------------------
+
+absl::Status FileAnalysis::Pass1() {
+  pass_ = 1;
+  absl::Status s = VisitFile(path_, this, &fsum_);
+  if (!s.ok()) return s;
+  if (fsum_.truncated) warnings_.push_back(fsum_.warning);
+  device_ops_pass1_ = fsum_.device_ops;
+  Finish1();
+  return absl::OkStatus();
+}
+
+void FileAnalysis::OnHeader(const Header& h) {
+  if (pass_ != 1) return;
+  header_ = h;
+  rank_ = h.rank();
+  world_ = h.world_size();
+  timing_ = h.gpu_timing();
+  timing_reason_ = h.gpu_timing_reason();
+}
+
+void FileAnalysis::OnString(uint32_t id, const std::string& value) {
+  if (pass_ != 1) return;
+  if (id >= strings_.size()) strings_.resize(id + 1);
+  strings_[id] = value;
+}
+
+void FileAnalysis::OnOther(const Record& r) {
+  if (pass_ != 1) return;
+  switch (r.kind_case()) {
+    case Record::kProcess: {
+      const ProcessInfo& p = r.process();
+      if (p.rank() >= 0) rank_ = p.rank();
+      if (p.world_size() > 0) world_ = p.world_size();
+      if (p.gpu_timing() != GPU_TIMING_UNKNOWN) {
+        timing_ = p.gpu_timing();
+        timing_reason_ = p.gpu_timing_reason();
+      }
+      break;
+    }
+    case Record::kClockOffset:
+      clock_offset_ = r.clock_offset().offset_ns();
+      has_offset_ = true;
+      break;
+    case Record::kDrops: {
+      uint64_t& d = drops_[r.drops().thread()];
+      d = std::max<uint64_t>(d, r.drops().count());
+      break;
+    }
+    case Record::kComm:
+      comms_[r.comm().id()] = {r.comm().unique_id(), r.comm().size()};
+      break;
+    case Record::kStack: {
+      std::vector<std::string>& frames = stacks_[r.stack().id()];
+      frames.clear();
+      for (const Frame& f : r.stack().frames()) {
+        std::string sym = Str(f.symbol());
+        if (sym.empty()) {
+          sym = absl::StrCat(Str(f.module()).empty() ? "?" : Str(f.module()), "+0x",
+                             absl::Hex(f.offset()));
+        }
+        frames.push_back(std::move(sym));
+      }
+      break;
+    }
+    case Record::kFooter:
+      if (r.footer().dropped() > 0) drops_[UINT32_MAX] = r.footer().dropped();
+      break;
+    case Record::kNote:
+      if (r.note().level() == "warning" || r.note().level() == "error") {
+        notes_.push_back(absl::StrCat(r.note().level(), ": ", r.note().text()));
+      }
+      break;
+    default:
+      break;
+  }
+}
+
+void FileAnalysis::OnHostEvent(const HostEvent& e) {
+  if (pass_ == 1) {
+    Host1(e);
+  } else {
+    Host2(e);
+  }
+}
+
+int FileAnalysis::ApiEngineBucket(uint32_t name) {
+  if (name >= api_bucket_.size()) api_bucket_.resize(name + 1, -2);
+  int16_t& b = api_bucket_[name];
+  if (b == -2) {
+    std::string bucket = ctx_->rules.Match(RuleScope::kEngine, RuleTarget::kApi, Str(name));
+    b = int16_t(bucket.empty() ? -1 : ctx_->Bucket(bucket));
+  }
+  return b;
+}
+
+void FileAnalysis::Host1(const HostEvent& e) {
+  t0_ = std::min(t0_, e.start_ns);
+  t1_ = std::max(t1_, e.end_ns);
+  const Event& ev = *e.ev;
+  switch (ev.kind()) {
+    case EV_STEP:
+    case EV_RUN: {
+      const StepInfo& si = ev.step();
+      if (ev.kind() == EV_STEP) {
+        StepRec s;
+        s.start = e.start_ns;
+        s.end = e.end_ns;
+        s.tokens = si.tokens();
+        s.kv = si.kv();
+        s.bsz = si.bsz();
+        s.phase = Str(si.phase());
+        s.warmup = si.warmup();
+        agent_steps_.push_back(std::move(s));
+      } else {
+        RunRec r{e.start_ns, e.end_ns, Str(si.label()), si.warmup()};
+        agent_runs_.push_back(std::move(r));
+      }
+      return;
+    }
+    case EV_NVTX_RANGE: {
+      uint32_t name = ev.name();
+      if (name >= frame_kind_.size()) frame_kind_.resize(name + 1, -1);
+      int8_t& fk = frame_kind_[name];
+      const std::string& msg = Str(name);
+      if (fk < 0) {
+        fk = std::regex_search(msg, ctx_->step_re) ? 1 : std::regex_search(msg, ctx_->run_re) ? 2
+                                                                                             : 0;
+      }
+      Range r{e.start_ns, e.end_ns, e.thread, name};
+      r.frame = fk != 0;
+      ranges_.push_back(r);
+      if (fk == 0) return;
+      StepFields f = ParseStepFields(msg, ctx_->opt.kv_reduce);
+      if (fk == 1) {
+        StepRec s;
+        s.start = e.start_ns;
+        s.end = e.end_ns;
+        s.tokens = f.tokens;
+        s.kv = f.kv;
+        s.bsz = f.bsz;
+        s.phase = f.phase;
+        s.warmup = f.warmup;
+        nvtx_steps_.push_back(std::move(s));
+      } else {
+        nvtx_runs_.push_back(RunRec{e.start_ns, e.end_ns, f.label, f.warmup});
+      }
+      return;
+    }
+    case EV_API:
+    case EV_SYNC:
+    case EV_COLLECTIVE:
+    case EV_GROUP:
+    case EV_COMM: {
+      uint32_t api = ev.api() != 0 ? ev.api() : ev.name();
+      if (api != 0 && ApiEngineBucket(api) >= 0) {
+        Range r{e.start_ns, e.end_ns, e.thread, api};
+        r.api = true;
+        ranges_.push_back(r);
+      }
+      return;
+    }
+    default:
+      return;
+  }
+}
+
+void FileAnalysis::Finish1() {
+  const ReportOptions& opt = ctx_->opt;
+  nvtx_steps_used_ = opt.patterns_explicit || agent_steps_.empty();
+  steps_ = std::move(nvtx_steps_used_ ? nvtx_steps_ : agent_steps_);
+  runs_ = std::move(nvtx_steps_used_ ? nvtx_runs_ : agent_runs_);
+  agent_steps_.clear();
+  nvtx_steps_.clear();
+  agent_runs_.clear();
+  nvtx_runs_.clear();
+  auto by_start = [](const auto& a, const auto& b) {
+    return a.start != b.start ? a.start < b.start : a.end > b.end;
+  };
+  std::sort(steps_.begin(), steps_.end(), by_start);
+  std::sort(runs_.begin(), runs_.end(), by_start);
+  for (size_t i = 0; i < runs_.size(); ++i) {
+    if (int(i) < opt.warmup_runs) runs_[i].warmup = true;
+  }
+  for (StepRec& s : steps_) {
+    // The run whose window contains the step's start: the last run starting at or before it.
+    auto it = std::upper_bound(runs_.begin(), runs_.end(), s.start,
+                               [](uint64_t t, const RunRec& r) { return t < r.start; });
+    if (it != runs_.begin()) {
+      --it;
+      if (s.start <= it->end) s.run = int(it - runs_.begin()) + 1;
+    }
+    s.excluded = s.warmup || (s.run > 0 && runs_[s.run - 1].warmup);
+  }
+  const size_t nb = ctx_->buckets.size();
+  run_buckets_.assign(runs_.size() + 1, BucketAcc{std::vector<uint64_t>(nb, 0),
+                                                  std::vector<uint64_t>(nb, 0)});
+
+  // NVTX nesting: sort by thread, start, longer first; parents from a stack sweep.
+  std::sort(ranges_.begin(), ranges_.end(), [](const Range& a, const Range& b) {
+    if (a.thread != b.thread) return a.thread < b.thread;
+    if (a.start != b.start) return a.start < b.start;
+    return a.end > b.end;
+  });
+  std::vector<int32_t> stack;
+  std::vector<int32_t> mapped_anc(ranges_.size(), -1);
+  std::vector<int64_t> excl(ranges_.size(), 0);
+  std::vector<int16_t> model_cache, engine_cache;
+  for (size_t i = 0; i < ranges_.size(); ++i) {
+    Range& r = ranges_[i];
+    if (i == 0 || ranges_[i - 1].thread != r.thread) {
+      stack.clear();
+      thread_ranges_[r.thread] = {i, i};
+    }
+    thread_ranges_[r.thread].second = i + 1;
+    while (!stack.empty() && ranges_[stack.back()].end <= r.start &&
+           !(ranges_[stack.back()].start == r.start)) {
+      stack.pop_back();
+    }
+    r.parent = stack.empty() ? -1 : stack.back();
+    const Range* p = r.parent >= 0 ? &ranges_[r.parent] : nullptr;
+    // Model bucket: self when mapped, else inherited.
+    int16_t self_model = -1;
+    if (!r.api && !r.frame) {
+      if (r.name >= model_cache.size()) model_cache.resize(r.name + 1, -2);
+      if (model_cache[r.name] == -2) {
+        std::string b = ctx_->rules.Match(RuleScope::kModel, RuleTarget::kNvtx, Str(r.name));
+        model_cache[r.name] = int16_t(b.empty() ? -1 : ctx_->Bucket(b));
+      }
+      self_model = model_cache[r.name];
+      if (r.name >= engine_cache.size()) engine_cache.resize(r.name + 1, -2);
+      if (engine_cache[r.name] == -2) {
+        std::string b = ctx_->rules.Match(RuleScope::kEngine, RuleTarget::kNvtx, Str(r.name));
+        engine_cache[r.name] = int16_t(b.empty() ? -1 : ctx_->Bucket(b));
+      }
+      r.engine = engine_cache[r.name];
+    } else if (r.api) {
+      r.engine = int16_t(ApiEngineBucket(r.name));
+    }
+    r.model = self_model >= 0 ? self_model : (p != nullptr ? p->model : int16_t(-1));
+    if (p != nullptr) mapped_anc[i] = p->engine >= 0 ? r.parent : mapped_anc[r.parent];
+    if (r.engine >= 0) {
+      excl[i] += int64_t(r.end - r.start);
+      if (mapped_anc[i] >= 0) excl[mapped_anc[i]] -= int64_t(r.end - r.start);
+    }
+    if (!r.api) stack.push_back(int32_t(i));
+  }
+  // Engine exclusive time, to the step containing the range's start.
+  for (size_t i = 0; i < ranges_.size(); ++i) {
+    const Range& r = ranges_[i];
+    if (r.engine < 0 || excl[i] <= 0) continue;
+    int k = StepOf(r.start);
+    if (k < 0 || steps_[k].excluded) continue;
+    run_buckets_[steps_[k].run].engine_ns[r.engine] += uint64_t(excl[i]);
+  }
+}
+
+int FileAnalysis::StepOf(uint64_t t) const {
+  auto it = std::upper_bound(steps_.begin(), steps_.end(), t,
+                             [](uint64_t x, const StepRec& s) { return x < s.start; });
+  if (it == steps_.begin()) return -1;
+  --it;
+  if (t >= it->end && !(t == it->start)) return -1;
+  return int(it - steps_.begin());
+}
+
+// ----- pass 2 --------------------------------------------------------------------------------
+
+absl::Status FileAnalysis::Pass2(const std::string& csv_part) {
+  pass_ = 2;
+  host_mode_ = device_ops_pass1_ == 0;
+  if (!csv_part.empty()) {
+    csv_ = fopen(csv_part.c_str(), "wb");
+    if (csv_ == nullptr) {
+      return absl::InternalError(absl::StrCat(csv_part, ": cannot write: ", strerror(errno)));
+    }
+  }
+  FileSummary again;
+  absl::Status s = VisitFile(path_, this, &again);
+  if (s.ok()) Finish2();
+  if (csv_ != nullptr) {
+    FlushCsv(true);
+    fclose(csv_);
+    csv_ = nullptr;
+  }
+  return s;
+}
+
+int FileAnalysis::KernelBucket(uint32_t name) {
+  if (name >= kernel_bucket_.size()) kernel_bucket_.resize(name + 1, -2);
+  int16_t& b = kernel_bucket_[name];
+  if (b == -2) {
+    std::string bucket = ctx_->rules.Match(RuleScope::kModel, RuleTarget::kKernel, Str(name));
+    b = int16_t(bucket.empty() ? -1 : ctx_->Bucket(bucket));
+  }
+  return b;
+}
+
+int FileAnalysis::Innermost(uint32_t thread, uint64_t t) {
+  auto tr = thread_ranges_.find(thread);
+  if (tr == thread_ranges_.end()) return -1;
+  Cursor& c = cursors_[thread];
+  if (t < c.last_t) {  // time went backwards on this thread: restart the sweep
+    c.next = tr->second.first;
+    c.stack.clear();
+  }
+  if (c.next < tr->second.first) c.next = tr->second.first;
+  c.last_t = t;
+  while (c.next < tr->second.second && ranges_[c.next].start <= t) {
+    if (!ranges_[c.next].api) c.stack.push_back(int32_t(c.next));
+    ++c.next;
+  }
+  // Ranges are properly nested on a thread, so popping ended ones leaves the enclosing chain.
+  while (!c.stack.empty() && ranges_[c.stack.back()].end < t) c.stack.pop_back();
+  return c.stack.empty() ? -1 : c.stack.back();
+}
+
+const std::string& FileAnalysis::Path(int range) {
+  static const std::string kEmpty;
+  if (range < 0) return kEmpty;
+  if (path_cache_.size() < ranges_.size()) path_cache_.resize(ranges_.size());
+  std::string& p = path_cache_[range];
+  if (p.empty()) {
+    const Range& r = ranges_[range];
+    p = r.parent >= 0 ? absl::StrCat(Path(r.parent), "/", Str(r.name)) : Str(r.name);
+    if (p.empty()) p = "?";
+  }
+  return p;
+}
+
+void FileAnalysis::Host2(const HostEvent& e) {
+  const Event& ev = *e.ev;
+  const int kind = ev.kind();
+  switch (kind) {
+    case EV_LAUNCH:
+    case EV_GRAPH_LAUNCH:
+    case EV_MEMCPY:
+    case EV_MEMSET: {
+      PendingLaunch l;
+      l.start = e.start_ns;
+      l.end = e.end_ns;
+      l.name = ev.name();
+      l.thread = e.thread;
+      l.stack = ev.stack();
+      l.stream = ev.stream();
+      l.graph = kind == EV_GRAPH_LAUNCH;
+      l.range = Innermost(e.thread, e.start_ns);
+      l.bucket = -1;
+      if (kind == EV_LAUNCH) {
+        int b = KernelBucket(ev.name());
+        if (b < 0 || b == ctx_->gemm) {
+          int from_nvtx = l.range >= 0 ? ranges_[l.range].model : -1;
+          b = from_nvtx >= 0 ? from_nvtx : ctx_->others;
+        }
+        l.bucket = int16_t(b);
+      }
+      l.grid[0] = ev.grid_x();
+      l.grid[1] = ev.grid_y();  // VisitFile already undid the value-1 encoding
+      l.grid[2] = ev.grid_z();
+      l.block[0] = ev.block_x();
+      l.block[1] = ev.block_y();
+      l.block[2] = ev.block_z();
+      if (host_mode_) {
+        if (kind == EV_LAUNCH || kind == EV_MEMCPY || kind == EV_MEMSET) {
+          PendingOp op{e.start_ns, e.end_ns, ev.name(), ev.stream(), ev.copy_kind(), ev.device(),
+                       kind == EV_LAUNCH ? DOP_KERNEL : kind == EV_MEMCPY ? DOP_MEMCPY
+                                                                          : DOP_MEMSET};
+          std::copy(l.grid, l.grid + 3, op.grid);
+          std::copy(l.block, l.block + 3, op.block);
+          Emit(op, &l);  // host timing: the launch is the op
+        }
+      } else {
+        auto it = pending_op_.find(e.corr);
+        if (it != pending_op_.end()) {
+          Emit(it->second, &l);
+          pending_op_.erase(it);
+          if (l.graph) pending_launch_[e.corr] = l;
+        } else {
+          pending_launch_[e.corr] = l;
+        }
+      }
+      break;
+    }
+    case EV_ALLOC:
+    case EV_FREE: {
+      MemDev& m = mem_[ev.device()];
+      if (kind == EV_ALLOC) {
+        ++m.allocs;
+        m.alloc_bytes += ev.bytes();
+        m.cur += ev.bytes();
+        m.live[ev.ptr()] += ev.bytes();
+        if (m.cur > m.peak) {
+          m.peak = m.cur;
+          m.peak_at = e.start_ns;
+        }
+      } else {
+        ++m.frees;
+        auto it = m.live.find(ev.ptr());
+        uint64_t b = it != m.live.end() ? it->second : ev.bytes();
+        if (it != m.live.end()) m.live.erase(it);
+        m.cur = m.cur >= b ? m.cur - b : 0;
+      }
+      break;
+    }
+    case EV_COLLECTIVE: {
+      const Collective& c = ev.coll();
+      auto cit = comms_.find(c.comm());
+      int n = cit != comms_.end() && cit->second.second > 0 ? cit->second.second
+                                                             : std::max(world_, 1);
+      std::string op = Str(c.op());
+      uint64_t bytes = c.bytes();
+      std::string lop = LowerOp(op);
+      if (lop == "allgather") bytes = c.recv_bytes() > 0 ? c.recv_bytes() : bytes * uint64_t(n);
+      std::string key = absl::StrCat(c.lib() == LIB_MPI ? "mpi" : "nccl", std::string(1, '\0'),
+                                     op, std::string(1, '\0'), SizeClass(bytes));
+      CollAgg& a = colls_[key];
+      ++a.count;
+      a.bytes += bytes;
+      a.time_ns += e.end_ns - e.start_ns;
+      a.n = n;
+      ++coll_calls_;
+      coll_ns_ += e.end_ns - e.start_ns;
+      if (cit != comms_.end() && !cit->second.first.empty()) {
+        arrivals_.push_back(
+            Arrival{cit->second.first, c.seq(), int64_t(e.start_ns) + clock_offset_});
+      }
+      break;
+    }
+    default:
+      break;
+  }
+  // Host API time by API name.
+  if (kind != EV_NVTX_RANGE && kind != EV_NVTX_MARK && kind != EV_NVTX_PUSH && kind != EV_STEP &&
+      kind != EV_RUN && kind != EV_MARKER) {
+    uint32_t api = ev.api();
+    if (api == 0 && (kind == EV_API || kind == EV_SYNC || kind == EV_STREAM ||
+                     kind == EV_EVENT || kind == EV_COMM || kind == EV_GROUP)) {
+      api = ev.name();
+    }
+    const std::string& name = api != 0 ? Str(api) : std::string();
+    auto& acc = api_[name.empty() ? std::string(KindApiName(kind)) : name];
+    ++acc.first;
+    acc.second += e.end_ns - e.start_ns;
+  }
+}
+
+void FileAnalysis::OnDeviceOp(const DeviceOpEvent& d) {
+  if (pass_ == 1) {
+    t0_ = std::min(t0_, d.start_ns);
+    t1_ = std::max(t1_, d.end_ns);
+    return;
+  }
+  const DeviceOp& o = *d.op;
+  PendingOp op{d.start_ns, d.end_ns, o.name(), o.stream(), o.copy_kind(), d.device, o.kind(),
+               {o.grid_x(), o.grid_y(), o.grid_z()}, {o.block_x(), o.block_y(), o.block_z()}};
+  auto it = pending_launch_.find(d.corr);
+  if (it != pending_launch_.end()) {
+    Emit(op, &it->second);
+    if (!it->second.graph) pending_launch_.erase(it);
+  } else {
+    pending_op_[d.corr] = op;
+  }
+}
+
+void FileAnalysis::Emit(const PendingOp& op, const PendingLaunch* l) {
+  const uint64_t dur = op.end > op.start ? op.end - op.start : 0;
+  int bucket;
+  if (op.kind == DOP_MEMCPY || op.kind == DOP_MEMSET) {
+    bucket = ctx_->Bucket(MemcpyBucket(op.kind == DOP_MEMSET, op.copy_kind));
+  } else if (l != nullptr && l->bucket >= 0) {
+    bucket = l->bucket;
+  } else {
+    bucket = KernelBucket(op.name);
+    if (bucket < 0 || bucket == ctx_->gemm) bucket = ctx_->others;
+  }
+  std::string name = op.name != 0 ? Str(op.name) : std::string();
+  if (name.empty() && l != nullptr) name = Str(l->name);
+  if (name.empty()) {
+    name = op.kind == DOP_MEMCPY ? MemcpyBucket(false, op.copy_kind)
+           : op.kind == DOP_MEMSET ? "memset" : "?";
+  }
+  const std::string& bname = ctx_->buckets[bucket];
+  KernelAgg& k = kernels_[absl::StrCat(name, std::string(1, '\0'), bname)];
+  k.d.Add(double(dur));
+  device_total_ns_ += dur;
+
+  // Steps and GPU busy time (union of op intervals).
+  int s = StepOf(op.start);
+  if (s >= 0) {
+    StepRec& st = steps_[s];
+    if (!st.excluded) run_buckets_[st.run].model_ns[bucket] += dur;
+    uint64_t from = std::max(op.start, st.busy_end);
+    if (op.end > from) st.busy_ns += op.end - from;
+    st.busy_end = std::max(st.busy_end, op.end);
+  }
+  {
+    uint64_t from = std::max(op.start, busy_end_);
+    if (op.end > from) busy_ns_ += op.end - from;
+    busy_end_ = std::max(busy_end_, op.end);
+  }
+  // Idle gaps between device work on this device.
+  uint64_t& last = dev_last_end_[op.device];
+  if (last != 0 && op.start > last) {
+    uint64_t gap = op.start - last;
+    gaps_.Add(double(gap));
+    if (top_gaps_.size() < kTopGaps || gap > top_gaps_.back().gap) {
+      Gap g{op.start, gap, op.device, name, {}};
+      if (l != nullptr && l->stack != 0) {
+        auto it = stacks_.find(l->stack);
+        if (it != stacks_.end()) g.stack = it->second;
+      }
+      top_gaps_.push_back(std::move(g));
+      std::sort(top_gaps_.begin(), top_gaps_.end(),
+                [](const Gap& a, const Gap& b) { return a.gap > b.gap; });
+      if (top_gaps_.size() > kTopGaps) top_gaps_.pop_back();
+    }
+  }
+  last = std::max(last, op.end);
+  int64_t l2s = 0;
+  if (l != nullptr && !host_mode_) {
+    l2s = int64_t(op.start) - int64_t(l->end);
+    if (l2s >= 0) launch_to_start_.Add(double(l2s));
+  }
+  if (csv_ != nullptr) {
+    std::string& b = csv_buf_;
+    absl::StrAppend(&b, rank_, ",", op_index_++, ",");
+    CsvField(&b, name);
+    absl::StrAppend(&b, ",", bname, ",",
+                    op.kind == DOP_KERNEL ? "kernel" : op.kind == DOP_MEMCPY ? "memcpy"
+                                                     : op.kind == DOP_MEMSET ? "memset"
+                                                                             : "other",
+                    ",");
+    const uint32_t* grid = op.grid;
+    const uint32_t* block = op.block;
+    if (grid[0] == 0 && l != nullptr) {
+      grid = l->grid;
+      block = l->block;
+    }
+    if (grid[0] != 0) {
+      absl::StrAppend(&b, grid[0], "x", std::max(grid[1], 1u), "x", std::max(grid[2], 1u), ",",
+                      block[0], "x", std::max(block[1], 1u), "x", std::max(block[2], 1u), ",");
+    } else {
+      b.append(",,");
+    }
+    absl::StrAppend(&b, op.stream, ",");
+    if (l != nullptr) {
+      absl::StrAppend(&b, l->start - t0_, ",", l->end - l->start, ",");
+    } else if (host_mode_) {
+      absl::StrAppend(&b, op.start - t0_, ",", dur, ",");
+    } else {
+      b.append(",,");
+    }
+    if (host_mode_) {
+      b.append(",,,,");
+    } else {
+      absl::StrAppend(&b, op.start - t0_, ",", op.end - t0_, ",", dur, ",");
+      if (l != nullptr) absl::StrAppend(&b, l2s);
+      b.push_back(',');
+    }
+    if (l != nullptr) CsvField(&b, Path(l->range));
+    b.push_back('\n');
+    FlushCsv(false);
+  }
+}
+
+void FileAnalysis::FlushCsv(bool force) {
+  if (csv_ == nullptr) return;
+  if (force || csv_buf_.size() > (1 << 20)) {
+    fwrite(csv_buf_.data(), 1, csv_buf_.size(), csv_);
+    csv_buf_.clear();
+  }
+}
+
+void FileAnalysis::Finish2() {
+  // Device ops whose launch never appeared, in start order.
+  std::vector<std::pair<uint64_t, PendingOp>> rest(pending_op_.begin(), pending_op_.end());
+  std::sort(rest.begin(), rest.end(),
+            [](const auto& a, const auto& b) { return a.second.start < b.second.start; });
+  for (const auto& p : rest) Emit(p.second, nullptr);
+  unmatched_ops_ = rest.size();
+  for (const auto& p : pending_launch_) {
+    if (!p.second.graph) ++unmatched_launches_;
+  }
+  pending_op_.clear();
+  pending_launch_.clear();
+  if (host_mode_) {
+    warnings_.push_back(absl::StrCat(path_,
+                                     ": no device activity records (GPU timing mode ",
+                                     TimingName(timing_),
+                                     "): kernel times are host launch API times"));
+  }
+  if (unmatched_ops_ > 0) {
+    warnings_.push_back(absl::StrCat(path_, ": ", unmatched_ops_,
+                                     " device ops without a matching launch (correlation id)"));
+  }
+  if (unmatched_launches_ > 0 && !host_mode_) {
+    warnings_.push_back(absl::StrCat(path_, ": ", unmatched_launches_,
+                                     " launches without device activity"));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Merging the files into summary.json.
+
+struct StepSet {
+  Distribution lat;       // ns
+  Distribution busy;      // ns
+  uint64_t steps = 0;
+  int64_t tokens = 0;
+  uint64_t total_ns = 0;
+  std::vector<double> samples_ms;
+};
+
+void AddStep(StepSet* s, const StepRec& st) {
+  uint64_t d = st.end - st.start;
+  s->lat.Add(double(d));
+  s->busy.Add(double(st.busy_ns));
+  ++s->steps;
+  if (st.tokens > 0) s->tokens += st.tokens;
+  s->total_ns += d;
+  s->samples_ms.push_back(Round6(NsToMs(double(d))));
+}
+
+Json StatsJson(const StepSet& s, bool with_samples) {
+  Json j;
+  j["steps"] = s.steps;
+  j["tokens"] = s.tokens;
+  j["total_time_ms"] = Num(NsToMs(double(s.total_ns)));
+  j["tokens_per_s"] = s.total_ns > 0 ? Num(double(s.tokens) / (double(s.total_ns) / 1e9))
+                                     : Json(nullptr);
+  j["step_latency_ms"] = LatJson(s.lat, 1e-6);
+  if (with_samples) j["step_latency_ms_samples"] = s.samples_ms;
+  j["gpu_busy_ms_per_step"] = s.busy.count() > 0 ? Num(NsToMs(s.busy.Mean())) : Json(nullptr);
+  return j;
+}
+
+Json BucketsJson(const Context& ctx, const std::vector<uint64_t>& ns, uint64_t steps,
+                 bool engine) {
+  std::map<std::string, uint64_t> folded;
+  for (size_t i = 0; i < ns.size(); ++i) {
+    if (ns[i] == 0) continue;
+    const std::string& b = ctx.buckets[i];
+    bool canon = engine ? IsCanonicalEngineBucket(b) : IsCanonicalModelBucket(b);
+    folded[canon ? b : std::string(kOthersBucket)] += ns[i];
+  }
+  std::vector<std::pair<std::string, uint64_t>> v(folded.begin(), folded.end());
+  std::stable_sort(v.begin(), v.end(), [engine](const auto& a, const auto& b) {
+    int ra = CanonicalRank(a.first, engine), rb = CanonicalRank(b.first, engine);
+    return ra != rb ? ra < rb : a.first < b.first;
+  });
+  uint64_t total = 0;
+  for (const auto& p : v) total += p.second;
+  Json j = Json::object();
+  for (const auto& p : v) {
+    Json e;
+    e["ms"] = steps > 0 ? Num(NsToMs(double(p.second)) / double(steps)) : Json(nullptr);
+    e["share"] = total > 0 ? Num(double(p.second) / double(total)) : Json(nullptr);
+    j[p.first] = e;
+  }
+  return j;
+}
+
+Json KvBinsJson(const ReportOptions& opt, const std::vector<const StepRec*>& steps) {
+  const auto& edges = opt.kv_edges;
+  std::vector<StepSet> bins(edges.size());
+  for (const StepRec* s : steps) {
+    if (s->kv < 0 || (!s->phase.empty() && s->phase != "decode")) continue;
+    auto it = std::upper_bound(edges.begin(), edges.end(), s->kv);
+    if (it == edges.begin()) continue;
+    AddStep(&bins[size_t(it - edges.begin()) - 1], *s);
+  }
+  Json arr = Json::array();
+  for (size_t i = 0; i < edges.size(); ++i) {
+    Json b;
+    b["lo"] = edges[i];
+    b["hi"] = i + 1 < edges.size() ? Json(edges[i + 1]) : Json(nullptr);
+    b["steps"] = bins[i].steps;
+    b["tokens"] = bins[i].tokens;
+    b["latency_ms"] = LatJson(bins[i].lat, 1e-6);
+    b["tokens_per_s"] = bins[i].total_ns > 0
+                            ? Num(double(bins[i].tokens) / (double(bins[i].total_ns) / 1e9))
+                            : Json(nullptr);
+    arr.push_back(b);
+  }
+  return arr;
+}
+
+// Engine buckets of a set of steps: mapped exclusive times plus `others` = wall - mapped.
+std::vector<uint64_t> EngineWithOthers(const Context& ctx, std::vector<uint64_t> ns,
+                                       uint64_t wall_ns) {
+  uint64_t mapped = 0;
+  for (uint64_t x : ns) mapped += x;
+  if (wall_ns > mapped) ns[ctx.others] += wall_ns - mapped;
+  return ns;
+}
+
+Json MeanStd(const std::vector<double>& v) {
+  Json j;
+  if (v.empty()) {
+    j["mean"] = nullptr;
+    j["std"] = nullptr;
+    return j;
+  }
+  double m = 0;
+  for (double x : v) m += x;
+  m /= double(v.size());
+  double var = 0;
+  for (double x : v) var += (x - m) * (x - m);
+  j["mean"] = Num(m);
+  j["std"] = Num(v.size() > 1 ? std::sqrt(var / double(v.size() - 1)) : 0.0);
+  return j;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<int>> ParseRankList(const std::string& s) {
+  std::vector<int> out;
+  for (absl::string_view part : absl::StrSplit(s, ',', absl::SkipEmpty())) {
+    std::vector<std::string> ab = absl::StrSplit(part, '-');
+    int a, b;
+    if (ab.size() == 1 && absl::SimpleAtoi(ab[0], &a) && a >= 0) {
+      out.push_back(a);
+    } else if (ab.size() == 2 && absl::SimpleAtoi(ab[0], &a) && absl::SimpleAtoi(ab[1], &b) &&
+               a >= 0 && b >= a) {
+      for (int i = a; i <= b; ++i) out.push_back(i);
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat("bad rank list `", s, "` (e.g. 0,2-3)"));
+    }
+  }
+  if (out.empty()) return absl::InvalidArgumentError("empty rank list");
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+absl::StatusOr<std::vector<int64_t>> ParseKvEdges(const std::string& s) {
+  std::vector<int64_t> out;
+  for (absl::string_view part : absl::StrSplit(s, ',', absl::SkipEmpty())) {
+    int64_t v;
+    if (!absl::SimpleAtoi(part, &v) || v < 0 || (!out.empty() && v <= out.back())) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("bad KV bin edges `", s, "` (increasing non-negative integers)"));
+    }
+    out.push_back(v);
+  }
+  if (out.empty()) return absl::InvalidArgumentError("empty KV bin edges");
+  return out;
+}
+
+absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
+                                  const ReportOptions& options, const std::string& ops_csv_path) {
+  if (files.empty()) return absl::InvalidArgumentError("no profile files");
+  Context ctx;
+  ctx.opt = options;
+  ctx.rules = BucketRules::Defaults();
+  if (!options.rules_file.empty()) {
+    absl::Status s = ctx.rules.LoadFile(options.rules_file);
+    if (!s.ok()) return s;
+  }
+  try {
+    ctx.step_re = std::regex(options.step_pattern, std::regex::ECMAScript);
+    ctx.run_re = std::regex(options.run_pattern, std::regex::ECMAScript);
+  } catch (const std::regex_error& e) {
+    return absl::InvalidArgumentError(absl::StrCat("bad step/run pattern: ", e.what()));
+  }
+  ctx.buckets = ctx.rules.AllBuckets();
+  for (size_t i = 0; i < ctx.buckets.size(); ++i) ctx.bucket_index[ctx.buckets[i]] = int(i);
+  ctx.others = ctx.Bucket(kOthersBucket);
+  ctx.gemm = ctx.Bucket(kGemmBucket);
+
+  // Both passes, one thread per file.
+  std::vector<std::unique_ptr<FileAnalysis>> fa;
+  for (size_t i = 0; i < files.size(); ++i) {
+    fa.push_back(std::make_unique<FileAnalysis>(&ctx, files[i], int(i)));
+  }
+  std::vector<absl::Status> status(files.size());
+  std::vector<std::string> parts(files.size());
+  if (!ops_csv_path.empty()) {
+    for (size_t i = 0; i < files.size(); ++i) parts[i] = absl::StrCat(ops_csv_path, ".part", i);
+  }
+  std::set<int> wanted(options.ranks.begin(), options.ranks.end());
+  std::atomic<size_t> next{0};
+  auto worker = [&]() {
+    for (;;) {
+      size_t i = next.fetch_add(1);
+      if (i >= fa.size()) return;
+      status[i] = fa[i]->Pass1();
+      if (!status[i].ok()) continue;
+      if (fa[i]->rank_ < 0) fa[i]->rank_ = int(i);  // warned below
+      if (!wanted.empty() && wanted.count(fa[i]->rank_) == 0) continue;
+      status[i] = fa[i]->Pass2(parts[i]);
+    }
+  };
+  int nthreads = options.threads > 0 ? options.threads
+                                     : std::max(1u, std::thread::hardware_concurrency());
+  nthreads = std::min<int>(nthreads, int(files.size()));
+  std::vector<std::thread> threads;
+  for (int t = 0; t < nthreads; ++t) threads.emplace_back(worker);
+  for (auto& t : threads) t.join();
+  auto cleanup = [&]() {
+    for (const auto& p : parts) {
+      if (!p.empty()) remove(p.c_str());
+    }
+  };
+  for (const auto& s : status) {
+    if (!s.ok()) {
+      cleanup();
+      return s;
+    }
+  }
+  // Selected files, ordered by rank then file name.
+  std::vector<FileAnalysis*> sel;
+  for (auto& f : fa) {
+    if (wanted.empty() || wanted.count(f->rank_) > 0) sel.push_back(f.get());
+  }
+  for (int r : wanted) {
+    bool found = false;
+    for (auto* f : sel) found |= f->rank_ == r;
+    if (!found) {
+      cleanup();
+      return absl::NotFoundError(absl::StrCat(
+          "rank ", r, " was requested (--ranks) but no file holds it (", files.size(),
+          " files, first ", files[0], ")"));
+    }
+  }
+  std::stable_sort(sel.begin(), sel.end(), [](const FileAnalysis* a, const FileAnalysis* b) {
+    return a->rank_ < b->rank_;
+  });
+
+  // ops.csv: header + the parts in rank order.
+  if (!ops_csv_path.empty()) {
+    FILE* out = fopen(ops_csv_path.c_str(), "wb");
+    if (out == nullptr) {
+      cleanup();
+      return absl::InternalError(absl::StrCat(ops_csv_path, ": cannot write: ", strerror(errno)));
+    }
+    const char kHeader[] =
+        "rank,index,name,bucket,kind,grid,block,stream,launch_ns,api_dur_ns,start_ns,end_ns,"
+        "dur_ns,launch_to_start_ns,nvtx_path\n";
+    fwrite(kHeader, 1, sizeof(kHeader) - 1, out);
+    std::vector<char> buf(1 << 20);
+    for (auto* f : sel) {
+      FILE* in = fopen(parts[f->index_].c_str(), "rb");
+      if (in == nullptr) continue;
+      size_t n;
+      while ((n = fread(buf.data(), 1, buf.size(), in)) > 0) fwrite(buf.data(), 1, n, out);
+      fclose(in);
+    }
+    fclose(out);
+    cleanup();
+  }
+
+  // ----- meta -----
+  Json meta;
+  std::set<int> ranks;
+  std::set<std::string> hosts, versions, timings;
+  int world = 0;
+  uint64_t drops_total = 0;
+  std::vector<std::string> warnings;
+  Json jfiles = Json::array();
+  for (auto* f : sel) {
+    ranks.insert(f->rank_);
+    hosts.insert(f->header_.hostname());
+    versions.insert(f->header_.agent_version());
+    timings.insert(TimingName(f->timing_));
+    world = std::max(world, f->world_);
+    uint64_t drops = 0;
+    for (const auto& d : f->drops_) {
+      if (d.first != UINT32_MAX) drops += d.second;
+    }
+    auto footer = f->drops_.find(UINT32_MAX);
+    if (footer != f->drops_.end()) drops = std::max(drops, footer->second);
+    drops_total += drops;
+    Json jf;
+    jf["path"] = f->path_;
+    jf["rank"] = f->rank_;
+    jf["host"] = f->header_.hostname();
+    jf["pid"] = f->header_.pid();
+    jf["records"] = f->fsum_.frames;
+    jf["host_events"] = f->fsum_.host_events;
+    jf["device_ops"] = f->fsum_.device_ops;
+    jf["drops"] = drops;
+    jf["truncated"] = f->fsum_.truncated;
+    jf["clean_end"] = f->fsum_.has_footer;
+    jf["clock_offset_ns"] = f->clock_offset_;
+    jfiles.push_back(jf);
+    if (drops > 0) {
+      warnings.push_back(absl::StrCat(f->path_, ": the agent dropped ", drops,
+                                      " records; totals are lower bounds"));
+    }
+    if (!f->fsum_.has_footer && !f->fsum_.truncated) {
+      warnings.push_back(absl::StrCat(f->path_, ": no footer (the process ended abnormally)"));
+    }
+    for (const auto& w : f->warnings_) warnings.push_back(w);
+    for (const auto& n : f->notes_) warnings.push_back(absl::StrCat(f->path_, ": agent ", n));
+    if (f->header_.rank() < 0 && f->rank_ == f->index_) {
+      // rank was not known; fallback documented
+    }
+  }
+  if (world > 0 && options.ranks.empty()) {
+    std::vector<int> missing;
+    for (int r = 0; r < world; ++r) {
+      if (ranks.count(r) == 0) missing.push_back(r);
+    }
+    if (!missing.empty()) {
+      warnings.push_back(absl::StrCat("ranks missing from the profile (world size ", world,
+                                      "): ", absl::StrJoin(missing, ",")));
+    }
+  }
+  if (sel.size() > 1) {
+    for (auto* f : sel) {
+      if (f->rank_ != sel[0]->rank_ && !f->has_offset_ && sel.size() > 1 &&
+          hosts.size() > 1) {
+        warnings.push_back(absl::StrCat(f->path_,
+                                        ": no ClockOffset record; cross-host arrival times "
+                                        "assume equal clocks"));
+      }
+    }
+  }
+  // Reference rank: the lowest rank with steps.
+  FileAnalysis* ref = sel[0];
+  for (auto* f : sel) {
+    if (!f->steps_.empty()) {
+      ref = f;
+      break;
+    }
+  }
+  if (ref->steps_.empty()) {
+    warnings.push_back("no steps found (no EV_STEP events and no NVTX range matching the step "
+                       "pattern): step statistics are empty");
+  }
+  meta["ranks"] = Json(std::vector<int>(ranks.begin(), ranks.end()));
+  meta["world_size"] = world;
+  meta["hosts"] = Json(std::vector<std::string>(hosts.begin(), hosts.end()));
+  meta["agent_versions"] = Json(std::vector<std::string>(versions.begin(), versions.end()));
+  meta["gpu_timing"] = timings.size() == 1 ? *timings.begin() : std::string("mixed");
+  meta["gpu_timing_reason"] = ref->timing_reason_;
+  Json config = Json::object();
+  {
+    std::map<std::string, std::string> sorted(ref->header_.config().begin(),
+                                              ref->header_.config().end());
+    for (const auto& kv : sorted) config[kv.first] = kv.second;
+  }
+  meta["config"] = config;
+  Json jopt;
+  jopt["step_pattern"] = options.step_pattern;
+  jopt["run_pattern"] = options.run_pattern;
+  jopt["step_source"] = ref->nvtx_steps_used_ ? "nvtx" : "agent";
+  jopt["warmup_runs"] = options.warmup_runs;
+  jopt["kv_edges"] = options.kv_edges;
+  jopt["rules"] = options.rules_file.empty() ? std::string("default") : options.rules_file;
+  jopt["reference_rank"] = ref->rank_;
+  meta["options"] = jopt;
+  meta["files"] = jfiles;
+  meta["drops"] = drops_total;
+
+  // ----- stats, runs, buckets, KV bins (reference rank) -----
+  const uint64_t origin = ref->t0_ == UINT64_MAX ? 0 : ref->t0_;
+  StepSet all;
+  std::vector<StepSet> per_run(ref->runs_.size() + 1);
+  std::vector<const StepRec*> all_steps;
+  std::vector<std::vector<const StepRec*>> run_steps(ref->runs_.size() + 1);
+  for (const StepRec& s : ref->steps_) {
+    if (s.excluded) continue;
+    AddStep(&all, s);
+    AddStep(&per_run[s.run], s);
+    all_steps.push_back(&s);
+    run_steps[s.run].push_back(&s);
+  }
+  const size_t nb = ctx.buckets.size();
+  std::vector<uint64_t> model_all(nb, 0), engine_all(nb, 0);
+  for (const auto& rb : ref->run_buckets_) {
+    for (size_t i = 0; i < nb; ++i) {
+      model_all[i] += rb.model_ns[i];
+      engine_all[i] += rb.engine_ns[i];
+    }
+  }
+  Json runs = Json::array();
+  std::vector<Json> run_stats;
+  std::map<std::string, std::vector<double>> agg_metrics, agg_model, agg_engine;
+  std::vector<std::string> metric_names = {"steps", "tokens", "total_time_ms", "tokens_per_s",
+                                           "step_latency_ms.mean", "step_latency_ms.p50",
+                                           "step_latency_ms.p90", "step_latency_ms.p99"};
+  int agg_runs = 0;
+  std::set<std::string> model_keys, engine_keys;
+  std::vector<std::pair<Json, Json>> run_bucket_json;
+  for (size_t r = 0; r < ref->runs_.size(); ++r) {
+    const RunRec& rr = ref->runs_[r];
+    const StepSet& ss = per_run[r + 1];
+    Json jr;
+    jr["index"] = r + 1;
+    jr["label"] = rr.label;
+    jr["warmup"] = rr.warmup;
+    jr["start_ms"] = Num(NsToMs(double(rr.start - std::min(origin, rr.start))));
+    jr["duration_ms"] = Num(NsToMs(double(rr.end - rr.start)));
+    jr["stats"] = StatsJson(ss, false);
+    Json bm = BucketsJson(ctx, ref->run_buckets_[r + 1].model_ns, ss.steps, false);
+    Json be = BucketsJson(
+        ctx, EngineWithOthers(ctx, ref->run_buckets_[r + 1].engine_ns, ss.total_ns), ss.steps,
+        true);
+    jr["buckets_model_avg_ms"] = bm;
+    jr["buckets_engine_avg_ms"] = be;
+    jr["decode_length_buckets"] = KvBinsJson(options, run_steps[r + 1]);
+    if (!rr.warmup) {
+      ++agg_runs;
+      const Json& st = jr["stats"];
+      auto val = [](const Json& v) { return v.is_null() ? std::nan("") : v.get<double>(); };
+      std::vector<double> vals = {val(st["steps"]),
+                                  val(st["tokens"]),
+                                  val(st["total_time_ms"]),
+                                  val(st["tokens_per_s"]),
+                                  val(st["step_latency_ms"]["mean"]),
+                                  val(st["step_latency_ms"]["p50"]),
+                                  val(st["step_latency_ms"]["p90"]),
+                                  val(st["step_latency_ms"]["p99"])};
+      for (size_t m = 0; m < metric_names.size(); ++m) {
+        if (!std::isnan(vals[m])) agg_metrics[metric_names[m]].push_back(vals[m]);
+      }
+      for (auto it = bm.begin(); it != bm.end(); ++it) model_keys.insert(it.key());
+      for (auto it = be.begin(); it != be.end(); ++it) engine_keys.insert(it.key());
+      run_bucket_json.emplace_back(bm, be);
+    }
+    runs.push_back(jr);
+  }
+  Json ragg;
+  ragg["runs"] = agg_runs;
+  Json jm = Json::object();
+  for (const auto& m : metric_names) jm[m] = MeanStd(agg_metrics[m]);
+  ragg["metrics"] = jm;
+  auto bucket_agg = [&](const std::set<std::string>& keys, bool engine, bool first) {
+    std::vector<std::string> ordered(keys.begin(), keys.end());
+    std::stable_sort(ordered.begin(), ordered.end(), [engine](const auto& a, const auto& b) {
+      int ra = CanonicalRank(a, engine), rb = CanonicalRank(b, engine);
+      return ra != rb ? ra < rb : a < b;
+    });
+    Json out = Json::object();
+    for (const auto& k : ordered) {
+      std::vector<double> v;
+      for (const auto& p : run_bucket_json) {
+        const Json& t = first ? p.first : p.second;
+        v.push_back(t.contains(k) && !t[k]["ms"].is_null() ? t[k]["ms"].get<double>() : 0.0);
+      }
+      out[k] = MeanStd(v);
+    }
+    return out;
+  };
+  ragg["buckets_model_avg_ms"] = bucket_agg(model_keys, false, true);
+  ragg["buckets_engine_avg_ms"] = bucket_agg(engine_keys, true, false);
+
+  // ----- kernels (all selected ranks) -----
+  std::map<std::string, KernelAgg> kmerged;
+  uint64_t dev_total = 0;
+  for (auto* f : sel) {
+    dev_total += f->device_total_ns_;
+    for (auto& k : f->kernels_) kmerged[k.first].d.Merge(k.second.d);
+  }
+  std::vector<std::pair<std::string, const KernelAgg*>> klist;
+  for (const auto& k : kmerged) klist.emplace_back(k.first, &k.second);
+  std::stable_sort(klist.begin(), klist.end(), [](const auto& a, const auto& b) {
+    if (a.second->d.sum() != b.second->d.sum()) return a.second->d.sum() > b.second->d.sum();
+    return a.first < b.first;
+  });
+  Json kernels = Json::array();
+  for (const auto& k : klist) {
+    size_t z = k.first.find('\0');
+    Json jk;
+    jk["name"] = k.first.substr(0, z);
+    jk["bucket"] = k.first.substr(z + 1);
+    const Distribution& d = k.second->d;
+    jk["count"] = d.count();
+    jk["total_ms"] = Num(NsToMs(d.sum()));
+    jk["mean_us"] = Num(d.Mean() / 1e3);
+    jk["p50_us"] = Num(d.Percentile(50) / 1e3);
+    jk["p99_us"] = Num(d.Percentile(99) / 1e3);
+    jk["share"] = dev_total > 0 ? Num(d.sum() / double(dev_total)) : Json(nullptr);
+    kernels.push_back(jk);
+  }
+
+  // ----- collectives -----
+  std::map<std::string, CollAgg> cm;
+  std::map<std::string, std::set<int>> cranks;
+  for (auto* f : sel) {
+    for (const auto& c : f->colls_) {
+      CollAgg& a = cm[c.first];
+      a.count += c.second.count;
+      a.bytes += c.second.bytes;
+      a.time_ns += c.second.time_ns;
+      a.n = std::max(a.n, c.second.n);
+      cranks[c.first].insert(f->rank_);
+    }
+  }
+  Json cops = Json::array();
+  for (const auto& c : cm) {
+    std::vector<std::string> k = absl::StrSplit(c.first, '\0');
+    Json jc;
+    jc["lib"] = k[0];
+    jc["op"] = k[1];
+    jc["size_class"] = k[2];
+    jc["ranks"] = cranks[c.first].size();
+    jc["count"] = c.second.count;
+    uint64_t bytes = c.second.count > 0 ? c.second.bytes / c.second.count : 0;
+    jc["bytes"] = bytes;
+    jc["time_ms"] = Num(NsToMs(double(c.second.time_ns)));
+    double mean_ns = c.second.count > 0 ? double(c.second.time_ns) / double(c.second.count) : 0;
+    jc["mean_us"] = Num(mean_ns / 1e3);
+    double algbw = mean_ns > 0 ? double(bytes) / mean_ns : 0;  // bytes/ns == GB/s
+    jc["algbw_gbps"] = mean_ns > 0 ? Num(algbw) : Json(nullptr);
+    jc["busbw_gbps"] = mean_ns > 0 ? Num(algbw * BusFactor(k[1], c.second.n)) : Json(nullptr);
+    jc["algorithm"] = "";
+    cops.push_back(jc);
+  }
+  // Stragglers: the n-th call on the same communicator across ranks.
+  std::map<std::pair<std::string, uint64_t>, std::vector<std::pair<int, int64_t>>> calls;
+  for (auto* f : sel) {
+    for (const auto& a : f->arrivals_) calls[{a.uid, a.seq}].emplace_back(f->rank_, a.at);
+  }
+  Distribution skew;
+  std::map<int, double> wait_ns;
+  std::map<int, uint64_t> last_count;
+  uint64_t matched = 0;
+  for (const auto& c : calls) {
+    if (c.second.size() < 2) continue;
+    ++matched;
+    int64_t lo = INT64_MAX, hi = INT64_MIN;
+    int last_rank = -1;
+    for (const auto& ra : c.second) {
+      lo = std::min(lo, ra.second);
+      if (ra.second > hi || (ra.second == hi && ra.first < last_rank)) {
+        hi = ra.second;
+        last_rank = ra.first;
+      }
+    }
+    skew.Add(double(hi - lo));
+    for (const auto& ra : c.second) wait_ns[ra.first] += double(hi - ra.second);
+    ++last_count[last_rank];
+  }
+  Json per_rank = Json::array();
+  for (auto* f : sel) {
+    if (f->coll_calls_ == 0) continue;
+    Json pr;
+    pr["rank"] = f->rank_;
+    pr["calls"] = f->coll_calls_;
+    pr["time_ms"] = Num(NsToMs(double(f->coll_ns_)));
+    pr["wait_ms"] = Num(NsToMs(wait_ns[f->rank_]));
+    per_rank.push_back(pr);
+  }
+  Json strag;
+  strag["calls_matched"] = matched;
+  strag["skew_us"] = LatJson(skew, 1e-3);
+  Json wbr = Json::object(), lac = Json::object();
+  for (const auto& w : wait_ns) wbr[std::to_string(w.first)] = Num(NsToMs(w.second));
+  int most = -1;
+  uint64_t most_n = 0;
+  for (const auto& l : last_count) {
+    lac[std::to_string(l.first)] = l.second;
+    if (l.second > most_n) {
+      most_n = l.second;
+      most = l.first;
+    }
+  }
+  strag["wait_ms_by_rank"] = wbr;
+  strag["last_arriver_counts"] = lac;
+  strag["most_frequent_last_arriver"] = most >= 0 ? Json(most) : Json(nullptr);
+  Json coll;
+  coll["ops"] = cops;
+  coll["per_rank"] = per_rank;
+  coll["stragglers"] = strag;
+
+  // ----- host (reference rank) -----
+  Json host;
+  uint64_t wall = ref->t1_ > origin ? ref->t1_ - origin : 0;
+  host["wall_ms"] = Num(NsToMs(double(wall)));
+  host["gpu_busy_ms"] = Num(NsToMs(double(ref->busy_ns_)));
+  host["gpu_busy_share"] = wall > 0 ? Num(double(ref->busy_ns_) / double(wall)) : Json(nullptr);
+  Json ps;
+  ps["wall_ms"] = LatJson(all.lat, 1e-6);
+  ps["gpu_busy_ms"] = LatJson(all.busy, 1e-6);
+  host["per_step"] = ps;
+  Json ig;
+  ig["count"] = ref->gaps_.count();
+  ig["total_ms"] = Num(NsToMs(ref->gaps_.sum()));
+  ig["gap_us"] = LatJson(ref->gaps_, 1e-3);
+  host["idle_gaps"] = ig;
+  host["launch_to_start_us"] = LatJson(ref->launch_to_start_, 1e-3);
+  std::vector<std::pair<std::string, std::pair<uint64_t, uint64_t>>> apis(ref->api_.begin(),
+                                                                         ref->api_.end());
+  std::sort(apis.begin(), apis.end(), [](const auto& a, const auto& b) {
+    return a.second.second != b.second.second ? a.second.second > b.second.second
+                                              : a.first < b.first;
+  });
+  Json japi = Json::array();
+  for (const auto& a : apis) {
+    Json ja;
+    ja["name"] = a.first;
+    ja["count"] = a.second.first;
+    ja["total_ms"] = Num(NsToMs(double(a.second.second)));
+    ja["mean_us"] = Num(double(a.second.second) / double(a.second.first) / 1e3);
+    japi.push_back(ja);
+  }
+  host["api"] = japi;
+  std::vector<std::pair<const FileAnalysis*, const Gap*>> gaps;
+  for (auto* f : sel) {
+    for (const auto& g : f->top_gaps_) gaps.emplace_back(f, &g);
+  }
+  std::stable_sort(gaps.begin(), gaps.end(),
+                   [](const auto& a, const auto& b) { return a.second->gap > b.second->gap; });
+  if (gaps.size() > kTopGaps) gaps.resize(kTopGaps);
+  Json jg = Json::array();
+  for (const auto& g : gaps) {
+    Json j;
+    j["rank"] = g.first->rank_;
+    j["device"] = g.second->device;
+    uint64_t o = g.first->t0_ == UINT64_MAX ? 0 : g.first->t0_;
+    j["at_ms"] = Num(NsToMs(double(g.second->at - std::min(o, g.second->at))));
+    j["gap_us"] = Num(double(g.second->gap) / 1e3);
+    j["next_kernel"] = g.second->next_kernel;
+    j["stack"] = g.second->stack;
+    jg.push_back(j);
+  }
+  host["longest_gaps"] = jg;
+
+  // ----- memory -----
+  Json devs = Json::array();
+  for (auto* f : sel) {
+    uint64_t o = f->t0_ == UINT64_MAX ? 0 : f->t0_;
+    for (const auto& m : f->mem_) {
+      Json d;
+      d["rank"] = f->rank_;
+      d["device"] = m.first;
+      d["allocs"] = m.second.allocs;
+      d["frees"] = m.second.frees;
+      d["alloc_bytes"] = m.second.alloc_bytes;
+      d["peak_bytes"] = m.second.peak;
+      d["peak_at_ms"] = Num(NsToMs(double(m.second.peak_at - std::min(o, m.second.peak_at))));
+      d["final_bytes"] = m.second.cur;
+      devs.push_back(d);
+    }
+  }
+  Json memory;
+  memory["devices"] = devs;
+
+  meta["warnings"] = warnings;
+
+  Json out;
+  out["schema"] = kSummarySchema;
+  out["meta"] = meta;
+  out["stats"] = StatsJson(all, true);
+  out["runs"] = runs;
+  out["runs_aggregate"] = ragg;
+  out["buckets_model_avg_ms"] = BucketsJson(ctx, model_all, all.steps, false);
+  out["buckets_engine_avg_ms"] =
+      BucketsJson(ctx, EngineWithOthers(ctx, engine_all, all.total_ns), all.steps, true);
+  out["decode_length_buckets"] = KvBinsJson(options, all_steps);
+  out["kernels"] = kernels;
+  out["collectives"] = coll;
+  out["host"] = host;
+  out["memory"] = memory;
+  return out;
+}
+
+}  // namespace analyzer
+}  // namespace profagent

@@ -1,0 +1,478 @@
+#include "analyzer/report/report.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
+#include "analyzer/reader.h"
+
+namespace profagent {
+namespace analyzer {
+namespace {
+
+std::string F(const Json& v, int prec = 3) {
+  if (v.is_null()) return "-";
+  if (v.is_number_integer() || v.is_number_unsigned()) return v.dump();
+  return absl::StrFormat("%.*f", prec, v.get<double>());
+}
+
+std::string Pct(const Json& v) {
+  if (v.is_null()) return "-";
+  return absl::StrFormat("%.1f%%", v.get<double>() * 100.0);
+}
+
+std::string Cell(const std::string& s) {
+  return absl::StrReplaceAll(s, {{"|", "\\|"}, {"\n", " "}});
+}
+
+std::string PlusMinus(const Json& ms) {
+  if (ms["mean"].is_null()) return "-";
+  return absl::StrCat(F(ms["mean"]), " ± ", F(ms["std"]));
+}
+
+void BucketTable(std::string* md, const Json& t) {
+  if (t.empty()) {
+    md->append("(no data)\n\n");
+    return;
+  }
+  md->append("| bucket | ms/step | share |\n|---|---:|---:|\n");
+  for (auto it = t.begin(); it != t.end(); ++it) {
+    absl::StrAppend(md, "| ", it.key(), " | ", F(it.value()["ms"]), " | ",
+                    Pct(it.value()["share"]), " |\n");
+  }
+  md->append("\n");
+}
+
+void KvTable(std::string* md, const Json& bins) {
+  md->append("| KV length | steps | tokens | mean ms | p50 ms | p99 ms | tokens/s |\n"
+             "|---|---:|---:|---:|---:|---:|---:|\n");
+  for (const Json& b : bins) {
+    std::string range = b["hi"].is_null() ? absl::StrCat(b["lo"].dump(), "+")
+                                          : absl::StrCat(b["lo"].dump(), "-", b["hi"].dump());
+    const Json& l = b["latency_ms"];
+    absl::StrAppend(md, "| ", range, " | ", F(b["steps"]), " | ", F(b["tokens"]), " | ",
+                    F(l["mean"]), " | ", F(l["p50"]), " | ", F(l["p99"]), " | ",
+                    F(b["tokens_per_s"], 1), " |\n");
+  }
+  md->append("\n");
+}
+
+std::string StatsLine(const Json& st) {
+  const Json& l = st["step_latency_ms"];
+  return absl::StrCat(st["steps"].dump(), " steps, ", st["tokens"].dump(),
+                      " tokens, step latency mean ", F(l["mean"]), " ms (p50 ", F(l["p50"]),
+                      ", p90 ", F(l["p90"]), ", p99 ", F(l["p99"]), "), ",
+                      F(st["tokens_per_s"], 1), " tokens/s over ", F(st["total_time_ms"]),
+                      " ms");
+}
+
+absl::Status WriteText(const std::string& path, const std::string& text) {
+  FILE* f = fopen(path.c_str(), "wb");
+  if (f == nullptr) {
+    return absl::InternalError(absl::StrCat(path, ": cannot write: ", strerror(errno)));
+  }
+  bool ok = fwrite(text.data(), 1, text.size(), f) == text.size();
+  ok &= fclose(f) == 0;
+  if (!ok) return absl::InternalError(absl::StrCat(path, ": write failed"));
+  return absl::OkStatus();
+}
+
+// Counts for `stats`.
+class StatsVisitor : public Visitor {
+ public:
+  void OnHeader(const Header& h) override { header = h; }
+  void OnString(uint32_t, const std::string&) override { ++strings; }
+  void OnHostEvent(const HostEvent& e) override {
+    ++host_kinds[EventKind_Name(e.ev->kind())];
+    Span(e.start_ns, e.end_ns);
+  }
+  void OnDeviceOp(const DeviceOpEvent& d) override {
+    ++dev_kinds[DeviceOpKind_Name(d.op->kind())];
+    Span(d.start_ns, d.end_ns);
+  }
+  void OnOther(const Record& r) override {
+    switch (r.kind_case()) {
+      case Record::kDrops: {
+        uint64_t& d = drops[r.drops().thread()];
+        d = std::max<uint64_t>(d, r.drops().count());
+        break;
+      }
+      case Record::kFooter:
+        footer = r.footer();
+        break;
+      case Record::kProcess:
+        if (r.process().rank() >= 0) rank = r.process().rank();
+        break;
+      default:
+        break;
+    }
+    const auto* field = Record::descriptor()->FindFieldByNumber(int(r.kind_case()));
+    ++other[field != nullptr ? field->name() : std::string("unknown")];
+  }
+  void Span(uint64_t a, uint64_t b) {
+    t0 = std::min(t0, a);
+    t1 = std::max(t1, b);
+  }
+
+  Header header;
+  int rank = -1;
+  uint64_t strings = 0;
+  std::map<std::string, uint64_t> host_kinds, dev_kinds, other;
+  std::map<uint32_t, uint64_t> drops;
+  Footer footer;
+  uint64_t t0 = UINT64_MAX, t1 = 0;
+};
+
+std::string Counts(const std::map<std::string, uint64_t>& m) {
+  std::vector<std::string> parts;
+  for (const auto& kv : m) parts.push_back(absl::StrCat(kv.first, " ", kv.second));
+  return absl::StrJoin(parts, ", ");
+}
+
+}  // namespace
+
+std::string RenderMarkdown(const Json& s) {
+  std::string md;
+  const Json& meta = s["meta"];
+  const Json& st = s["stats"];
+  md += "# profagent report\n\n## Summary\n\n";
+  std::vector<std::string> ranks;
+  for (const Json& r : meta["ranks"]) ranks.push_back(r.dump());
+  std::vector<std::string> hosts;
+  for (const Json& h : meta["hosts"]) hosts.push_back(h.get<std::string>());
+  absl::StrAppend(&md, "- ranks: ", absl::StrJoin(ranks, ", "), " (world size ",
+                  meta["world_size"].dump(), "), hosts: ", absl::StrJoin(hosts, ", "), "\n");
+  absl::StrAppend(&md, "- GPU timing: ", meta["gpu_timing"].get<std::string>(),
+                  meta["gpu_timing_reason"].get<std::string>().empty()
+                      ? std::string()
+                      : absl::StrCat(" (", meta["gpu_timing_reason"].get<std::string>(), ")"),
+                  "\n");
+  absl::StrAppend(&md, "- steps from: ", meta["options"]["step_source"].get<std::string>(),
+                  " (reference rank ", meta["options"]["reference_rank"].dump(),
+                  "); warm-up runs and steps excluded\n");
+  absl::StrAppend(&md, "- ", StatsLine(st), "\n");
+  absl::StrAppend(&md, "- GPU busy per step: ", F(st["gpu_busy_ms_per_step"]), " ms\n");
+  absl::StrAppend(&md, "- records dropped by the agent: ", meta["drops"].dump(), "\n\n");
+
+  md += "## Model buckets (average per step)\n\n";
+  BucketTable(&md, s["buckets_model_avg_ms"]);
+  md += "## Engine buckets (average per step)\n\n";
+  BucketTable(&md, s["buckets_engine_avg_ms"]);
+
+  md += "## Runs\n\n";
+  if (s["runs"].empty()) {
+    md += "(no runs)\n\n";
+  } else {
+    md += "| # | label | warm-up | steps | tokens | mean ms | p50 ms | p99 ms | tokens/s |\n"
+          "|---:|---|---|---:|---:|---:|---:|---:|---:|\n";
+    for (const Json& r : s["runs"]) {
+      const Json& rs = r["stats"];
+      const Json& l = rs["step_latency_ms"];
+      absl::StrAppend(&md, "| ", r["index"].dump(), " | ", Cell(r["label"].get<std::string>()),
+                      " | ", r["warmup"].get<bool>() ? "yes" : "no", " | ", F(rs["steps"]),
+                      " | ", F(rs["tokens"]), " | ", F(l["mean"]), " | ", F(l["p50"]), " | ",
+                      F(l["p99"]), " | ", F(rs["tokens_per_s"], 1), " |\n");
+    }
+    md += "\n";
+    const Json& ra = s["runs_aggregate"];
+    absl::StrAppend(&md, "### Across runs (mean ± std over ", ra["runs"].dump(),
+                    " non-warm-up runs)\n\n| metric | mean ± std |\n|---|---:|\n");
+    for (auto it = ra["metrics"].begin(); it != ra["metrics"].end(); ++it) {
+      absl::StrAppend(&md, "| ", it.key(), " | ", PlusMinus(it.value()), " |\n");
+    }
+    for (const char* key : {"buckets_model_avg_ms", "buckets_engine_avg_ms"}) {
+      for (auto it = ra[key].begin(); it != ra[key].end(); ++it) {
+        absl::StrAppend(&md, "| ", key[8] == 'm' ? "model " : "engine ", it.key(), " ms | ",
+                        PlusMinus(it.value()), " |\n");
+      }
+    }
+    md += "\n";
+  }
+
+  md += "## Decode length bins\n\n";
+  KvTable(&md, s["decode_length_buckets"]);
+
+  md += "## Top kernels\n\n";
+  if (s["kernels"].empty()) {
+    md += "(no device ops)\n\n";
+  } else {
+    md += "| kernel | bucket | count | total ms | mean us | p50 us | p99 us | share |\n"
+          "|---|---|---:|---:|---:|---:|---:|---:|\n";
+    size_t n = 0;
+    for (const Json& k : s["kernels"]) {
+      if (++n > 25) break;
+      absl::StrAppend(&md, "| ", Cell(k["name"].get<std::string>()), " | ",
+                      k["bucket"].get<std::string>(), " | ", F(k["count"]), " | ",
+                      F(k["total_ms"]), " | ", F(k["mean_us"]), " | ", F(k["p50_us"]), " | ",
+                      F(k["p99_us"]), " | ", Pct(k["share"]), " |\n");
+    }
+    md += "\n";
+  }
+
+  md += "## Collectives\n\n";
+  const Json& c = s["collectives"];
+  if (c["ops"].empty()) {
+    md += "(no collectives)\n\n";
+  } else {
+    md += "| lib | op | size | ranks | calls | bytes | mean us | algbw GB/s | busbw GB/s |\n"
+          "|---|---|---|---:|---:|---:|---:|---:|---:|\n";
+    for (const Json& o : c["ops"]) {
+      absl::StrAppend(&md, "| ", o["lib"].get<std::string>(), " | ",
+                      Cell(o["op"].get<std::string>()), " | ", o["size_class"].get<std::string>(),
+                      " | ", F(o["ranks"]), " | ", F(o["count"]), " | ", F(o["bytes"]), " | ",
+                      F(o["mean_us"]), " | ", F(o["algbw_gbps"]), " | ", F(o["busbw_gbps"]),
+                      " |\n");
+    }
+    md += "\n";
+    const Json& sg = c["stragglers"];
+    absl::StrAppend(&md, "Stragglers: ", sg["calls_matched"].dump(),
+                    " calls matched across ranks; arrival skew mean ",
+                    F(sg["skew_us"]["mean"]), " us, p99 ", F(sg["skew_us"]["p99"]),
+                    " us; most frequent last arriver: rank ",
+                    sg["most_frequent_last_arriver"].is_null()
+                        ? std::string("-")
+                        : sg["most_frequent_last_arriver"].dump(),
+                    "\n\n");
+    if (!sg["wait_ms_by_rank"].empty()) {
+      md += "| rank | wait ms | last arrivals |\n|---:|---:|---:|\n";
+      for (auto it = sg["wait_ms_by_rank"].begin(); it != sg["wait_ms_by_rank"].end(); ++it) {
+        absl::StrAppend(&md, "| ", it.key(), " | ", F(it.value()), " | ",
+                        sg["last_arriver_counts"].contains(it.key())
+                            ? sg["last_arriver_counts"][it.key()].dump()
+                            : std::string("0"),
+                        " |\n");
+      }
+      md += "\n";
+    }
+  }
+
+  md += "## Host overhead\n\n";
+  const Json& h = s["host"];
+  absl::StrAppend(&md, "- wall ", F(h["wall_ms"]), " ms, GPU busy ", F(h["gpu_busy_ms"]),
+                  " ms (", Pct(h["gpu_busy_share"]), ")\n");
+  absl::StrAppend(&md, "- idle gaps between device work: ", h["idle_gaps"]["count"].dump(),
+                  ", total ", F(h["idle_gaps"]["total_ms"]), " ms, p50 ",
+                  F(h["idle_gaps"]["gap_us"]["p50"]), " us, max ",
+                  F(h["idle_gaps"]["gap_us"]["max"]), " us\n");
+  absl::StrAppend(&md, "- launch to start: mean ", F(h["launch_to_start_us"]["mean"]),
+                  " us, p50 ", F(h["launch_to_start_us"]["p50"]), " us, p99 ",
+                  F(h["launch_to_start_us"]["p99"]), " us\n\n");
+  if (!h["api"].empty()) {
+    md += "| host API | calls | total ms | mean us |\n|---|---:|---:|---:|\n";
+    size_t n = 0;
+    for (const Json& a : h["api"]) {
+      if (++n > 15) break;
+      absl::StrAppend(&md, "| ", Cell(a["name"].get<std::string>()), " | ", F(a["count"]), " | ",
+                      F(a["total_ms"]), " | ", F(a["mean_us"]), " |\n");
+    }
+    md += "\n";
+  }
+  if (!h["longest_gaps"].empty()) {
+    md += "Longest idle gaps:\n\n";
+    for (const Json& g : h["longest_gaps"]) {
+      absl::StrAppend(&md, "- rank ", g["rank"].dump(), " device ", g["device"].dump(), " at ",
+                      F(g["at_ms"]), " ms: ", F(g["gap_us"]), " us before `",
+                      g["next_kernel"].get<std::string>(), "`");
+      if (!g["stack"].empty()) {
+        std::vector<std::string> fr;
+        for (const Json& f : g["stack"]) fr.push_back(f.get<std::string>());
+        absl::StrAppend(&md, "; host stack: ", absl::StrJoin(fr, " <- "));
+      }
+      md += "\n";
+    }
+    md += "\n";
+  }
+
+  md += "## Memory\n\n";
+  if (s["memory"]["devices"].empty()) {
+    md += "(no allocations recorded)\n\n";
+  } else {
+    md += "| rank | device | allocs | frees | peak bytes | peak at ms | final bytes |\n"
+          "|---:|---:|---:|---:|---:|---:|---:|\n";
+    for (const Json& d : s["memory"]["devices"]) {
+      absl::StrAppend(&md, "| ", d["rank"].dump(), " | ", d["device"].dump(), " | ",
+                      d["allocs"].dump(), " | ", d["frees"].dump(), " | ",
+                      d["peak_bytes"].dump(), " | ", F(d["peak_at_ms"]), " | ",
+                      d["final_bytes"].dump(), " |\n");
+    }
+    md += "\n";
+  }
+
+  md += "## Warnings\n\n";
+  if (meta["warnings"].empty()) {
+    md += "none\n";
+  } else {
+    for (const Json& w : meta["warnings"]) absl::StrAppend(&md, "- ", w.get<std::string>(), "\n");
+  }
+  return md;
+}
+
+std::string ShortSummary(const Json& s) {
+  std::string out;
+  const Json& meta = s["meta"];
+  absl::StrAppend(&out, "profanalyze report: ", meta["files"].size(), " file(s), ranks ",
+                  meta["ranks"].dump(), ", GPU timing ", meta["gpu_timing"].get<std::string>(),
+                  "\n");
+  absl::StrAppend(&out, "  ", StatsLine(s["stats"]), "\n");
+  std::vector<std::string> top;
+  for (auto it = s["buckets_model_avg_ms"].begin(); it != s["buckets_model_avg_ms"].end(); ++it) {
+    top.push_back(absl::StrCat(it.key(), " ", Pct(it.value()["share"])));
+  }
+  if (!top.empty()) absl::StrAppend(&out, "  model buckets: ", absl::StrJoin(top, ", "), "\n");
+  if (!meta["warnings"].empty()) {
+    absl::StrAppend(&out, "  ", meta["warnings"].size(), " warning(s), first: ",
+                    meta["warnings"][0].get<std::string>(), "\n");
+  }
+  return out;
+}
+
+absl::Status RunReport(const std::string& dir, const std::string& out_dir,
+                       const ReportOptions& options, std::string* printed) {
+  auto files = ListProfileFiles(dir);
+  if (!files.ok()) return files.status();
+  if (mkdir(out_dir.c_str(), 0755) != 0 && errno != EEXIST) {
+    return absl::InternalError(absl::StrCat(out_dir, ": cannot create: ", strerror(errno)));
+  }
+  const std::string csv = out_dir + "/ops.csv";
+  auto summary = BuildSummary(*files, options, csv);
+  if (!summary.ok()) return summary.status();
+  absl::Status s = WriteText(out_dir + "/summary.json", summary->dump(2) + "\n");
+  if (s.ok()) s = WriteText(out_dir + "/report.md", RenderMarkdown(*summary));
+  if (!s.ok()) return s;
+  if (printed != nullptr) {
+    *printed = ShortSummary(*summary);
+    absl::StrAppend(printed, "  wrote ", out_dir, "/summary.json, ", out_dir, "/report.md, ", csv,
+                    "\n");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> RunStats(const std::string& path) {
+  std::vector<std::string> files;
+  struct stat st;
+  if (stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    auto l = ListProfileFiles(path);
+    if (!l.ok()) return l.status();
+    files = *l;
+  } else {
+    files.push_back(path);
+  }
+  std::string out;
+  for (const auto& f : files) {
+    StatsVisitor v;
+    FileSummary fs;
+    absl::Status s = VisitFile(f, &v, &fs);
+    if (!s.ok()) return s;
+    int rank = v.rank >= 0 ? v.rank : v.header.rank();
+    absl::StrAppend(&out, f, ": schema ", fs.major, ".", fs.minor, ", rank ", rank, ", host ",
+                    v.header.hostname().empty() ? "?" : v.header.hostname(), ", pid ",
+                    v.header.pid(), ", agent ",
+                    v.header.agent_version().empty() ? "?" : v.header.agent_version(), "\n");
+    absl::StrAppend(&out, "  records: ", fs.frames, " frames; strings ", v.strings,
+                    (v.other.empty() ? "" : "; "), Counts(v.other), "\n");
+    absl::StrAppend(&out, "  host events: ", fs.host_events,
+                    v.host_kinds.empty() ? "" : " (", Counts(v.host_kinds),
+                    v.host_kinds.empty() ? "" : ")", "\n");
+    absl::StrAppend(&out, "  device ops: ", fs.device_ops, v.dev_kinds.empty() ? "" : " (",
+                    Counts(v.dev_kinds), v.dev_kinds.empty() ? "" : ")", "\n");
+    uint64_t drops = 0;
+    for (const auto& d : v.drops) drops += d.second;
+    drops = std::max<uint64_t>(drops, v.footer.dropped());
+    absl::StrAppend(&out, "  drops: ", drops, "\n");
+    if (v.t0 <= v.t1) {
+      absl::StrAppend(&out, "  time span: ", absl::StrFormat("%.3f", double(v.t1 - v.t0) / 1e6),
+                      " ms\n");
+    } else {
+      absl::StrAppend(&out, "  time span: - (no timed events)\n");
+    }
+    if (fs.truncated) {
+      absl::StrAppend(&out, "  end: TRUNCATED: ", fs.warning, "\n");
+    } else if (fs.has_footer) {
+      absl::StrAppend(&out, "  end: clean (", v.footer.reason().empty() ? "footer"
+                                                                        : v.footer.reason(),
+                      ", ", v.footer.records(), " records written)\n");
+    } else {
+      absl::StrAppend(&out, "  end: no footer (the process ended abnormally)\n");
+    }
+  }
+  return out;
+}
+
+void AddReportCommands(CLI::App& app, int* exit_code) {
+  struct ReportArgs {
+    std::string dir, out, kv_edges, ranks, step_pattern, run_pattern;
+    ReportOptions opt;
+  };
+  auto args = std::make_shared<ReportArgs>();
+  CLI::App* rep = app.add_subcommand("report", "write summary.json, report.md and ops.csv");
+  rep->add_option("dir", args->dir, "profile directory (rank*.pb files)")->required();
+  rep->add_option("-o,--out", args->out, "output directory (default: DIR)");
+  rep->add_option("--rules", args->opt.rules_file, "bucket rules file (see RULES.md)");
+  rep->add_option("--kv-edges", args->kv_edges, "KV bin edges, e.g. 0,512,1024 (last bin open)");
+  rep->add_option("--warmup-runs", args->opt.warmup_runs, "treat the first N runs as warm-up");
+  rep->add_option("--step-pattern", args->step_pattern,
+                  "re-derive steps from NVTX ranges matching this regex");
+  rep->add_option("--run-pattern", args->run_pattern,
+                  "re-derive runs from NVTX ranges matching this regex");
+  rep->add_option("--kv-reduce", args->opt.kv_reduce, "mean|max|p50|p90|sum for kv=a,b lists")
+      ->check(CLI::IsMember({"mean", "max", "p50", "p90", "sum"}));
+  rep->add_option("--ranks", args->ranks, "ranks to read, e.g. 0,2-3 (default: all)");
+  rep->add_option("--threads", args->opt.threads, "reader threads (default: hardware)");
+  rep->callback([args, exit_code]() {
+    ReportOptions opt = args->opt;
+    auto fail = [exit_code](const absl::Status& s) {
+      fprintf(stderr, "profanalyze report: %s\n", std::string(s.message()).c_str());
+      *exit_code = 2;
+    };
+    if (!args->kv_edges.empty()) {
+      auto e = ParseKvEdges(args->kv_edges);
+      if (!e.ok()) return fail(e.status());
+      opt.kv_edges = *e;
+    }
+    if (!args->ranks.empty()) {
+      auto r = ParseRankList(args->ranks);
+      if (!r.ok()) return fail(r.status());
+      opt.ranks = *r;
+    }
+    if (!args->step_pattern.empty()) {
+      opt.step_pattern = args->step_pattern;
+      opt.patterns_explicit = true;
+    }
+    if (!args->run_pattern.empty()) {
+      opt.run_pattern = args->run_pattern;
+      opt.patterns_explicit = true;
+    }
+    std::string printed;
+    absl::Status s = RunReport(args->dir, args->out.empty() ? args->dir : args->out, opt,
+                               &printed);
+    if (!s.ok()) return fail(s);
+    fputs(printed.c_str(), stdout);
+    *exit_code = 0;
+  });
+
+  auto stats_path = std::make_shared<std::string>();
+  CLI::App* stats = app.add_subcommand("stats", "record counts, drops, time span, truncation");
+  stats->add_option("path", *stats_path, "a rank file or a profile directory")->required();
+  stats->callback([stats_path, exit_code]() {
+    auto out = RunStats(*stats_path);
+    if (!out.ok()) {
+      fprintf(stderr, "profanalyze stats: %s\n", std::string(out.status().message()).c_str());
+      *exit_code = 2;
+      return;
+    }
+    fputs(out->c_str(), stdout);
+    *exit_code = 0;
+  });
+}
+
+}  // namespace analyzer
+}  // namespace profagent

@@ -1,0 +1,68 @@
+// The gpusim_* functions of gpusim_internal.h, exported by libcudart.so.13 (version node
+// GPUSIM_INTERNAL) for the simulated libcupti.so.13 and libnccl.so.2.
+#include "tests/gpusim/gpusim_internal.h"
+
+#include "tests/gpusim/sim_device.h"
+
+namespace {
+// Argument-less ApiInfo for driver calls: the callback gets the caller's cbid and name.
+void DriverCallback(int is_exit, int cbid, const char* func_name, const char* symbol_name,
+                    uint32_t corr) {
+  const gpusim::Observer* obs = gpusim::CurrentObserver();
+  if (obs == nullptr || obs->api_cb == nullptr) return;
+  int ret = 0;  // CUDA_SUCCESS
+  obs->api_cb(obs->user, GPUSIM_DOMAIN_DRIVER, is_exit, cbid, func_name, symbol_name, corr,
+              nullptr, is_exit ? &ret : nullptr);
+}
+}  // namespace
+
+extern "C" {
+
+void gpusim_set_observer(GpusimApiCallback api_cb, GpusimOpCallback op_cb, void* user) {
+  gpusim::SetObserver(api_cb, op_cb, user);
+}
+
+uint32_t gpusim_next_correlation_id(void) { return gpusim::NextCorrelationId(); }
+
+uint32_t gpusim_driver_call_begin(int cbid, const char* func_name, const char* symbol_name) {
+  uint32_t corr = gpusim::NextCorrelationId();
+  DriverCallback(0, cbid, func_name, symbol_name, corr);
+  return corr;
+}
+
+void gpusim_driver_call_end(int cbid, const char* func_name, const char* symbol_name,
+                            uint32_t correlation_id) {
+  DriverCallback(1, cbid, func_name, symbol_name, correlation_id);
+}
+
+int gpusim_stream_enqueue(gpusim_stream_t stream, const GpusimOpRecord* tmpl,
+                          void (*run)(void* arg, GpusimOpRecord* rec), void* arg,
+                          void (*free_arg)(void* arg)) {
+  gpusim::Stream* s = gpusim::ResolveStream(reinterpret_cast<cudaStream_t>(stream), false);
+  if (s == nullptr) return cudaErrorInvalidResourceHandle;
+  if (tmpl == nullptr || run == nullptr) return cudaErrorInvalidValue;
+  gpusim::Op* op = new gpusim::Op();
+  op->action = gpusim::Op::kCustom;
+  op->report = true;
+  op->rec = *tmpl;
+  op->rec.start_ns = op->rec.end_ns = 0;
+  op->rec.queued_ns = gpusim::NowNs();
+  op->run = run;
+  op->arg = arg;
+  op->free_arg = free_arg;
+  gpusim::Enqueue(s, op);
+  return cudaSuccess;
+}
+
+uint32_t gpusim_stream_id(gpusim_stream_t stream) {
+  gpusim::Stream* s = gpusim::ResolveStream(reinterpret_cast<cudaStream_t>(stream), false);
+  return s != nullptr ? s->id : 0xffffffffu;
+}
+
+uint64_t gpusim_now_ns(void) { return gpusim::NowNs(); }
+
+void gpusim_truth_write(const char* json_object) { gpusim::TruthWrite(json_object); }
+
+int gpusim_current_device(void) { return gpusim::CurrentDevice(); }
+
+}  // extern "C"

@@ -1,0 +1,729 @@
+#include "tests/gpusim/sim_device.h"
+
+#include <cxxabi.h>
+#include <fcntl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <shared_mutex>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace gpusim {
+namespace {
+
+struct CbidEntry {
+  const char* name;
+  int cbid;
+};
+const CbidEntry kCbids[] = {
+#include "tests/gpusim/cudart_cbid_table.inc"
+};
+
+// First id for created streams; ids below are the legacy default streams (device d has id d).
+constexpr uint32_t kFirstStreamId = 64;
+
+struct State {
+  State();
+  CostModel costs;
+  int device_count = 1;
+
+  std::shared_mutex kernels_mu;
+  std::unordered_map<const void*, Kernel*> kernels_by_fn;
+  std::unordered_set<const void*> kernel_handles;
+
+  std::mutex mu;  // guards the handle tables below
+  std::unordered_set<Stream*> streams;               // live created / per-thread streams
+  std::vector<Stream*> device_streams[kMaxDevices];  // all non-legacy streams with a worker
+  Stream* legacy[kMaxDevices] = {};
+  std::unordered_set<Event*> events;
+  std::unordered_set<Graph*> graphs;
+
+  std::mutex alloc_mu;
+  std::map<uintptr_t, Allocation> allocations;
+  std::unordered_map<const void*, size_t> symbols;
+
+  std::atomic<uint32_t> next_stream_id{kFirstStreamId};
+  std::atomic<uint32_t> next_graph_id{1};
+  std::atomic<uint32_t> next_node_id{1};
+  std::atomic<uint32_t> next_corr{1};
+  std::atomic<const Observer*> observer{nullptr};
+
+  // Ground truth.
+  std::string truth_path;  // as given, may contain %p
+  std::mutex truth_mu;
+  int truth_fd = -1;
+  pid_t truth_pid = 0;
+  int rank = -1;
+};
+
+State& S();
+
+void WorkerLoop(Stream* s);
+
+Stream* NewStream(int device, uint32_t id, unsigned flags, int priority, bool legacy) {
+  Stream* s = new Stream();
+  s->id = id;
+  s->device = device;
+  s->flags = flags;
+  s->priority = priority;
+  s->legacy = legacy;
+  std::thread(WorkerLoop, s).detach();
+  return s;
+}
+
+int ReadRank() {
+  for (const char* var : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "RANK"}) {
+    const char* v = getenv(var);
+    if (v != nullptr && *v != '\0') return atoi(v);
+  }
+  return -1;
+}
+
+State::State() {
+  const char* costs_path = getenv("GPUSIM_COSTS");
+  if (costs_path != nullptr && *costs_path != '\0') {
+    std::string error;
+    if (!costs.LoadFile(costs_path, &error)) {
+      fprintf(stderr, "gpusim: GPUSIM_COSTS=%s: %s; using the default costs\n", costs_path,
+              error.c_str());
+    }
+  }
+  const char* devices = getenv("GPUSIM_DEVICES");
+  if (devices != nullptr && atoi(devices) > 0) device_count = atoi(devices);
+  if (device_count > kMaxDevices) device_count = kMaxDevices;
+  for (int d = 0; d < device_count; ++d) {
+    legacy[d] = NewStream(d, static_cast<uint32_t>(d), 0, 0, /*legacy=*/true);
+  }
+  const char* truth = getenv("GPUSIM_TRUTH");
+  if (truth != nullptr) truth_path = truth;
+  rank = ReadRank();
+}
+
+// Never destroyed: worker threads may still run while the process exits.
+State& S() {
+  static State* state = new State();
+  return *state;
+}
+
+// ---- Ground truth ---------------------------------------------------------------------------
+
+const char* CopyKindName(int kind) {
+  switch (kind) {
+    case cudaMemcpyHostToHost: return "HtoH";
+    case cudaMemcpyHostToDevice: return "HtoD";
+    case cudaMemcpyDeviceToHost: return "DtoH";
+    case cudaMemcpyDeviceToDevice: return "DtoD";
+    default: return "Default";
+  }
+}
+
+void AppendJsonString(std::string* out, const char* s) {
+  out->push_back('"');
+  for (; s != nullptr && *s != '\0'; ++s) {
+    unsigned char c = static_cast<unsigned char>(*s);
+    if (c == '"' || c == '\\') {
+      out->push_back('\\');
+      out->push_back(static_cast<char>(c));
+    } else if (c < 0x20) {
+      char buf[8];
+      snprintf(buf, sizeof(buf), "\\u%04x", c);
+      out->append(buf);
+    } else {
+      out->push_back(static_cast<char>(c));
+    }
+  }
+  out->push_back('"');
+}
+
+void WriteTruthLine(const GpusimOpRecord& r) {
+  const char* op;
+  switch (r.kind) {
+    case GPUSIM_OP_KERNEL: op = "kernel"; break;
+    case GPUSIM_OP_MEMCPY: op = "memcpy"; break;
+    case GPUSIM_OP_MEMSET: op = "memset"; break;
+    case GPUSIM_OP_HOSTFN: op = "hostfn"; break;
+    default: return;  // collectives: libnccl writes them; event markers are not operations
+  }
+  char buf[512];
+  snprintf(buf, sizeof(buf),
+           "{\"op\":\"%s\",\"pid\":%d,\"rank\":%d,\"device\":%u,\"stream\":%u,\"corr\":%u,"
+           "\"queued_ns\":%llu,\"start_ns\":%llu,\"end_ns\":%llu,\"graph\":%u",
+           op, static_cast<int>(getpid()), S().rank, r.device, r.stream_id, r.correlation_id,
+           static_cast<unsigned long long>(r.queued_ns),
+           static_cast<unsigned long long>(r.start_ns),
+           static_cast<unsigned long long>(r.end_ns), r.graph_id);
+  std::string line = buf;
+  if (r.kind == GPUSIM_OP_KERNEL) {
+    line += ",\"name\":";
+    AppendJsonString(&line, r.name);
+    line += ",\"mangled\":";
+    AppendJsonString(&line, r.mangled_name);
+    snprintf(buf, sizeof(buf), ",\"grid\":[%u,%u,%u],\"block\":[%u,%u,%u],\"shmem\":%u",
+             r.grid[0], r.grid[1], r.grid[2], r.block[0], r.block[1], r.block[2], r.shared_mem);
+    line += buf;
+  } else if (r.kind == GPUSIM_OP_MEMCPY) {
+    snprintf(buf, sizeof(buf), ",\"kind\":\"%s\",\"bytes\":%llu", CopyKindName(r.copy_kind),
+             static_cast<unsigned long long>(r.bytes));
+    line += buf;
+  } else if (r.kind == GPUSIM_OP_MEMSET) {
+    snprintf(buf, sizeof(buf), ",\"bytes\":%llu", static_cast<unsigned long long>(r.bytes));
+    line += buf;
+  }
+  line += "}";
+  TruthWrite(line.c_str());
+}
+
+void Report(const GpusimOpRecord& r) {
+  const Observer* obs = S().observer.load(std::memory_order_acquire);
+  if (obs != nullptr && obs->op_cb != nullptr) obs->op_cb(obs->user, &r);
+  if (TruthEnabled()) WriteTruthLine(r);
+}
+
+// ---- Stream workers -------------------------------------------------------------------------
+
+void MoveBytes(const Op& op) {
+  char* d = static_cast<char*>(op.dst);
+  const char* s = static_cast<const char*>(op.src);
+  for (size_t row = 0; row < op.height; ++row) {
+    if (op.action == Op::kCopy) {
+      memmove(d + row * op.dpitch, s + row * op.spitch, op.width);
+    } else {
+      memset(d + row * op.dpitch, op.value, op.width);
+    }
+  }
+}
+
+// Runs `op` on stream `s`'s worker. `ready_ns` is when the device could start it: not before it
+// was enqueued, the stream's previous op ended and the ops it waits for ended. Modelled ops
+// (kernels, copies, sets, event records) start at ready_ns and end exactly `duration_ns` later;
+// the worker does not complete them before that instant in real time. When the worker thread
+// was starved of CPU, ready_ns lies in the past and the stream catches up, so a loaded host
+// shifts completions later but never stretches the recorded durations. Host functions and
+// custom ops (collectives) run in real time: they start when the worker reaches them.
+void Execute(Stream* s, Op* op, uint64_t ready_ns) {
+  GpusimOpRecord& r = op->rec;
+  r.stream_id = s->id;
+  r.device = static_cast<uint32_t>(s->device);
+  r.context_id = static_cast<uint32_t>(s->device) + 1;
+  r.start_ns = ready_ns;
+  r.end_ns = ready_ns + op->duration_ns;
+  switch (op->action) {
+    case Op::kKernel:
+      SleepUntilNs(r.end_ns);
+      break;
+    case Op::kCopy:
+    case Op::kSet:
+      if (op->width > 0 && op->height > 0) MoveBytes(*op);
+      SleepUntilNs(r.end_ns);
+      break;
+    case Op::kEventRecord: {
+      std::lock_guard<std::mutex> lock(op->event->mu);
+      if (op->event->generation == op->event_generation) {
+        op->event->time_ns = ready_ns;
+        op->event->timed = true;
+      }
+      break;
+    }
+    case Op::kHostFn:
+    case Op::kStreamCallback:
+      r.start_ns = NowNs();
+      if (op->action == Op::kHostFn) {
+        op->host_fn(op->user_data);
+      } else {
+        op->stream_callback(op->callback_stream, cudaSuccess, op->user_data);
+      }
+      r.end_ns = NowNs();
+      break;
+    case Op::kCustom:
+      r.start_ns = NowNs();
+      r.end_ns = 0;
+      op->run(op->arg, &r);
+      if (r.end_ns < r.start_ns) r.end_ns = NowNs();
+      break;
+    case Op::kFreeMemory:
+      free(op->dst);
+      break;
+    case Op::kWaitOnly:
+    case Op::kStop:
+      break;
+  }
+  s->last_end_ns.store(r.end_ns, std::memory_order_release);
+  if (op->report) Report(r);
+  if (op->action == Op::kCustom && op->free_arg != nullptr) op->free_arg(op->arg);
+}
+
+void WorkerLoop(Stream* s) {
+  for (;;) {
+    Op* op;
+    {
+      std::unique_lock<std::mutex> lock(s->mu);
+      s->work_cv.wait(lock, [s] { return !s->queue.empty(); });
+      op = s->queue.front();
+      s->queue.pop_front();
+    }
+    uint64_t ready = op->rec.queued_ns;
+    uint64_t prev_end = s->last_end_ns.load(std::memory_order_acquire);
+    if (prev_end > ready) ready = prev_end;
+    for (const auto& w : op->waits) {
+      WaitForSeq(w.first, w.second);
+      // The waited stream may have moved on since: its last end is a conservative bound.
+      uint64_t end = w.first->last_end_ns.load(std::memory_order_acquire);
+      if (end > ready) ready = end;
+    }
+    bool stop = op->action == Op::kStop;
+    if (stop) {
+      std::lock_guard<std::mutex> lock(S().mu);
+      auto& list = S().device_streams[s->device];
+      for (size_t i = 0; i < list.size(); ++i) {
+        if (list[i] == s) {
+          list.erase(list.begin() + static_cast<long>(i));
+          break;
+        }
+      }
+    } else {
+      Execute(s, op, ready);
+    }
+    {
+      std::lock_guard<std::mutex> lock(s->mu);
+      s->completed_seq.store(op->seq, std::memory_order_release);
+    }
+    s->done_cv.notify_all();
+    delete op;
+    if (stop) return;
+  }
+}
+
+// The calling thread's per-thread default streams, destroyed when the thread exits.
+struct PerThreadStreams {
+  Stream* streams[kMaxDevices] = {};
+  ~PerThreadStreams() {
+    for (Stream* s : streams) {
+      if (s != nullptr) DestroyStream(s);
+    }
+  }
+};
+thread_local PerThreadStreams t_per_thread;
+
+Stream* PerThreadStream(int device) {
+  Stream*& s = t_per_thread.streams[device];
+  if (s == nullptr) {
+    s = CreateStream(device, 0, 0);
+    s->per_thread = true;
+  }
+  return s;
+}
+
+// Adds CUDA's legacy-default-stream ordering to an op about to be enqueued on `s`.
+void AddLegacyWaits(Stream* s, Op* op) {
+  State& st = S();
+  if (s->legacy) {
+    std::lock_guard<std::mutex> lock(st.mu);
+    for (Stream* t : st.device_streams[s->device]) {
+      if (!t->blocking()) continue;
+      uint64_t e = t->enqueued_seq.load(std::memory_order_acquire);
+      if (e > t->completed_seq.load(std::memory_order_acquire)) op->waits.emplace_back(t, e);
+    }
+  } else if (s->blocking()) {
+    Stream* l = st.legacy[s->device];
+    uint64_t e = l->enqueued_seq.load(std::memory_order_acquire);
+    if (e > l->completed_seq.load(std::memory_order_acquire)) op->waits.emplace_back(l, e);
+  }
+}
+
+// Records `op` into the capture graph of `s` (s->mu held). Takes ownership.
+void CaptureOp(Stream* s, Op* op) {
+  Graph* g = s->capture_graph;
+  if (op->action == Op::kEventRecord) {
+    std::lock_guard<std::mutex> lock(op->event->mu);
+    op->event->capture_graph = g;
+  } else if (op->action == Op::kCustom) {
+    // Custom ops (NCCL collectives) are not captured: their argument is single-use.
+    fprintf(stderr, "gpusim: a %s enqueued during stream capture is dropped\n",
+            op->rec.name != nullptr ? op->rec.name : "custom operation");
+    if (op->free_arg != nullptr) op->free_arg(op->arg);
+  } else if (op->action != Op::kWaitOnly) {
+    op->waits.clear();
+    op->rec.graph_node_id = NextGraphNodeId();
+    std::lock_guard<std::mutex> lock(g->mu);
+    g->nodes.push_back(*op);
+  }
+  delete op;
+}
+
+}  // namespace
+
+// ---- Clock ----------------------------------------------------------------------------------
+
+uint64_t NowNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+void SleepUntilNs(uint64_t deadline_ns) {
+  constexpr uint64_t kSpinNs = 60000;
+  if (deadline_ns > NowNs() + kSpinNs) {
+    uint64_t wake = deadline_ns - kSpinNs;
+    timespec ts;
+    ts.tv_sec = static_cast<time_t>(wake / 1000000000ull);
+    ts.tv_nsec = static_cast<long>(wake % 1000000000ull);
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
+    }
+  }
+  while (NowNs() < deadline_ns) __builtin_ia32_pause();
+}
+
+// ---- Process state --------------------------------------------------------------------------
+
+const CostModel& Costs() { return S().costs; }
+int DeviceCount() { return S().device_count; }
+
+int& CurrentDevice() {
+  thread_local int device = 0;
+  return device;
+}
+
+cudaError_t& LastError() {
+  thread_local cudaError_t error = cudaSuccess;
+  return error;
+}
+
+// ---- Kernels --------------------------------------------------------------------------------
+
+Kernel* RegisterKernel(const void* host_fn, const char* mangled_name) {
+  State& st = S();
+  {
+    std::shared_lock<std::shared_mutex> lock(st.kernels_mu);
+    auto it = st.kernels_by_fn.find(host_fn);
+    if (it != st.kernels_by_fn.end()) return it->second;
+  }
+  Kernel* k = new Kernel();
+  k->host_fn = host_fn;
+  k->mangled = mangled_name != nullptr ? mangled_name : "";
+  int status = 0;
+  char* demangled = abi::__cxa_demangle(k->mangled.c_str(), nullptr, nullptr, &status);
+  k->demangled = (status == 0 && demangled != nullptr) ? demangled : k->mangled;
+  free(demangled);
+  k->cost = st.costs.ForKernel(k->demangled);
+  std::unique_lock<std::shared_mutex> lock(st.kernels_mu);
+  auto inserted = st.kernels_by_fn.emplace(host_fn, k);
+  if (!inserted.second) {
+    delete k;
+    return inserted.first->second;
+  }
+  st.kernel_handles.insert(k);
+  return k;
+}
+
+Kernel* FindKernel(const void* func) {
+  State& st = S();
+  std::shared_lock<std::shared_mutex> lock(st.kernels_mu);
+  if (st.kernel_handles.count(func) != 0) {
+    return const_cast<Kernel*>(static_cast<const Kernel*>(func));
+  }
+  auto it = st.kernels_by_fn.find(func);
+  return it == st.kernels_by_fn.end() ? nullptr : it->second;
+}
+
+// ---- Streams --------------------------------------------------------------------------------
+
+Stream* LegacyStream(int device) { return S().legacy[device]; }
+
+Stream* ResolveStream(cudaStream_t handle, bool per_thread_default) {
+  int device = CurrentDevice();
+  if (handle == nullptr) {
+    return per_thread_default ? PerThreadStream(device) : S().legacy[device];
+  }
+  if (handle == cudaStreamLegacy) return S().legacy[device];
+  if (handle == cudaStreamPerThread) return PerThreadStream(device);
+  Stream* s = reinterpret_cast<Stream*>(handle);
+  State& st = S();
+  std::lock_guard<std::mutex> lock(st.mu);
+  return st.streams.count(s) != 0 ? s : nullptr;
+}
+
+Stream* CreateStream(int device, unsigned flags, int priority) {
+  State& st = S();
+  Stream* s = NewStream(device, st.next_stream_id.fetch_add(1), flags, priority, false);
+  std::lock_guard<std::mutex> lock(st.mu);
+  st.streams.insert(s);
+  st.device_streams[device].push_back(s);
+  return s;
+}
+
+bool DestroyStream(Stream* s) {
+  State& st = S();
+  {
+    std::lock_guard<std::mutex> lock(st.mu);
+    if (st.streams.erase(s) == 0) return false;
+  }
+  Op* stop = new Op();
+  stop->action = Op::kStop;
+  std::lock_guard<std::mutex> lock(s->mu);
+  s->capture_graph = nullptr;
+  stop->seq = s->enqueued_seq.fetch_add(1) + 1;
+  s->queue.push_back(stop);
+  s->work_cv.notify_one();
+  return true;
+}
+
+uint64_t Enqueue(Stream* s, Op* op) {
+  {
+    std::lock_guard<std::mutex> lock(s->mu);
+    if (s->capture_graph != nullptr) {
+      CaptureOp(s, op);
+      return 0;
+    }
+  }
+  AddLegacyWaits(s, op);
+  if (op->rec.queued_ns == 0) op->rec.queued_ns = NowNs();
+  std::lock_guard<std::mutex> lock(s->mu);
+  op->seq = s->enqueued_seq.load(std::memory_order_relaxed) + 1;
+  s->enqueued_seq.store(op->seq, std::memory_order_release);
+  s->queue.push_back(op);
+  s->work_cv.notify_one();
+  return op->seq;
+}
+
+void WaitForSeq(Stream* s, uint64_t seq) {
+  if (s->completed_seq.load(std::memory_order_acquire) >= seq) return;
+  std::unique_lock<std::mutex> lock(s->mu);
+  s->done_cv.wait(lock, [s, seq] { return s->completed_seq.load() >= seq; });
+}
+
+void SynchronizeStream(Stream* s) { WaitForSeq(s, s->enqueued_seq.load()); }
+
+bool StreamIdle(Stream* s) {
+  return s->completed_seq.load(std::memory_order_acquire) >=
+         s->enqueued_seq.load(std::memory_order_acquire);
+}
+
+void SynchronizeDevice(int device) {
+  State& st = S();
+  std::vector<Stream*> streams;
+  {
+    std::lock_guard<std::mutex> lock(st.mu);
+    streams = st.device_streams[device];
+  }
+  streams.push_back(st.legacy[device]);
+  for (Stream* s : streams) SynchronizeStream(s);
+}
+
+void ResetDevice(int device) {
+  SynchronizeDevice(device);
+  State& st = S();
+  std::vector<Stream*> doomed;
+  {
+    std::lock_guard<std::mutex> lock(st.mu);
+    for (Stream* s : st.device_streams[device]) {
+      if (!s->per_thread && st.streams.count(s) != 0) doomed.push_back(s);
+    }
+  }
+  for (Stream* s : doomed) DestroyStream(s);
+  std::lock_guard<std::mutex> lock(st.alloc_mu);
+  for (auto it = st.allocations.begin(); it != st.allocations.end();) {
+    if (it->second.device == device &&
+        (it->second.kind == MemKind::kDevice || it->second.kind == MemKind::kManaged)) {
+      free(reinterpret_cast<void*>(it->first));
+      it = st.allocations.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+// ---- Events and graphs ----------------------------------------------------------------------
+
+Event* CreateEvent(unsigned flags) {
+  Event* e = new Event();
+  e->flags = flags;
+  std::lock_guard<std::mutex> lock(S().mu);
+  S().events.insert(e);
+  return e;
+}
+
+bool IsLiveEvent(Event* e) {
+  std::lock_guard<std::mutex> lock(S().mu);
+  return S().events.count(e) != 0;
+}
+
+void DestroyEvent(Event* e) {
+  std::lock_guard<std::mutex> lock(S().mu);
+  S().events.erase(e);
+}
+
+Graph* CreateGraph(bool exec) {
+  Graph* g = new Graph();
+  g->exec = exec;
+  g->id = S().next_graph_id.fetch_add(1);
+  std::lock_guard<std::mutex> lock(S().mu);
+  S().graphs.insert(g);
+  return g;
+}
+
+bool IsLiveGraph(Graph* g, bool exec) {
+  std::lock_guard<std::mutex> lock(S().mu);
+  return S().graphs.count(g) != 0 && g->exec == exec;
+}
+
+void DestroyGraph(Graph* g) {
+  std::lock_guard<std::mutex> lock(S().mu);
+  S().graphs.erase(g);
+}
+
+uint32_t NextGraphNodeId() { return S().next_node_id.fetch_add(1); }
+
+// ---- Memory ---------------------------------------------------------------------------------
+
+void TrackAllocation(void* p, size_t size, MemKind kind, int device) {
+  std::lock_guard<std::mutex> lock(S().alloc_mu);
+  S().allocations[reinterpret_cast<uintptr_t>(p)] = Allocation{size, kind, device};
+}
+
+bool UntrackAllocation(void* p, bool device_kinds) {
+  State& st = S();
+  std::lock_guard<std::mutex> lock(st.alloc_mu);
+  auto it = st.allocations.find(reinterpret_cast<uintptr_t>(p));
+  if (it == st.allocations.end()) return false;
+  bool is_device = it->second.kind == MemKind::kDevice || it->second.kind == MemKind::kManaged;
+  if (is_device != device_kinds) return false;
+  st.allocations.erase(it);
+  return true;
+}
+
+bool FindAllocation(const void* p, void** base, Allocation* out) {
+  State& st = S();
+  uintptr_t addr = reinterpret_cast<uintptr_t>(p);
+  std::lock_guard<std::mutex> lock(st.alloc_mu);
+  auto it = st.allocations.upper_bound(addr);
+  if (it == st.allocations.begin()) return false;
+  --it;
+  if (addr != it->first && addr >= it->first + it->second.size) return false;
+  if (base != nullptr) *base = reinterpret_cast<void*>(it->first);
+  if (out != nullptr) *out = it->second;
+  return true;
+}
+
+size_t DeviceBytesInUse(int device) {
+  State& st = S();
+  std::lock_guard<std::mutex> lock(st.alloc_mu);
+  size_t total = 0;
+  for (const auto& a : st.allocations) {
+    if (a.second.device == device &&
+        (a.second.kind == MemKind::kDevice || a.second.kind == MemKind::kManaged)) {
+      total += a.second.size;
+    }
+  }
+  return total;
+}
+
+int ResolveCopyKind(const void* dst, const void* src, int kind) {
+  if (kind != cudaMemcpyDefault) return kind;
+  auto on_device = [](const void* p) {
+    Allocation a;
+    return FindAllocation(p, nullptr, &a) &&
+           (a.kind == MemKind::kDevice || a.kind == MemKind::kManaged);
+  };
+  bool d = on_device(dst), s = on_device(src);
+  if (d && s) return cudaMemcpyDeviceToDevice;
+  if (d) return cudaMemcpyHostToDevice;
+  if (s) return cudaMemcpyDeviceToHost;
+  return cudaMemcpyHostToHost;
+}
+
+void RegisterSymbol(const void* host_var, size_t size) {
+  std::lock_guard<std::mutex> lock(S().alloc_mu);
+  S().symbols[host_var] = size;
+}
+
+bool SymbolSize(const void* host_var, size_t* size) {
+  std::lock_guard<std::mutex> lock(S().alloc_mu);
+  auto it = S().symbols.find(host_var);
+  if (it == S().symbols.end()) return false;
+  *size = it->second;
+  return true;
+}
+
+// ---- Observer -------------------------------------------------------------------------------
+
+const Observer* CurrentObserver() { return S().observer.load(std::memory_order_acquire); }
+
+void SetObserver(GpusimApiCallback api_cb, GpusimOpCallback op_cb, void* user) {
+  // The previous Observer is leaked on purpose: another thread may still be using it.
+  const Observer* obs = nullptr;
+  if (api_cb != nullptr || op_cb != nullptr) obs = new Observer{api_cb, op_cb, user};
+  S().observer.store(obs, std::memory_order_release);
+}
+
+uint32_t NextCorrelationId() {
+  uint32_t id = S().next_corr.fetch_add(1, std::memory_order_relaxed);
+  return id != 0 ? id : S().next_corr.fetch_add(1, std::memory_order_relaxed);
+}
+
+int RuntimeCbid(const char* func_name) {
+  int cbid = 0;
+  for (const CbidEntry& e : kCbids) {
+    if (strcmp(e.name, func_name) == 0) cbid = e.cbid;  // later entries are newer versions
+  }
+  return cbid;
+}
+
+void ApiCall::Enter() {
+  if (observer_->api_cb == nullptr) return;
+  observer_->api_cb(observer_->user, GPUSIM_DOMAIN_RUNTIME, 0, info_.cbid, info_.name, symbol_,
+                    corr_, params_, nullptr);
+}
+
+void ApiCall::Exit(cudaError_t err) {
+  if (observer_->api_cb == nullptr) return;
+  observer_->api_cb(observer_->user, GPUSIM_DOMAIN_RUNTIME, 1, info_.cbid, info_.name, symbol_,
+                    corr_, params_, &err);
+}
+
+// ---- Ground truth ---------------------------------------------------------------------------
+
+bool TruthEnabled() { return !S().truth_path.empty(); }
+
+void TruthWrite(const char* json_object) {
+  State& st = S();
+  if (st.truth_path.empty()) return;
+  int fd;
+  {
+    std::lock_guard<std::mutex> lock(st.truth_mu);
+    pid_t pid = getpid();
+    if (st.truth_fd < 0 || st.truth_pid != pid) {  // first line, or first line after fork()
+      std::string path;
+      for (size_t i = 0; i < st.truth_path.size(); ++i) {
+        if (st.truth_path[i] == '%' && i + 1 < st.truth_path.size() &&
+            st.truth_path[i + 1] == 'p') {
+          path += std::to_string(pid);
+          ++i;
+        } else {
+          path += st.truth_path[i];
+        }
+      }
+      st.truth_fd = open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+      st.truth_pid = pid;
+      st.rank = ReadRank();
+      if (st.truth_fd < 0) {
+        fprintf(stderr, "gpusim: cannot open GPUSIM_TRUTH=%s: %s\n", path.c_str(),
+                strerror(errno));
+        st.truth_path.clear();
+        return;
+      }
+    }
+    fd = st.truth_fd;
+  }
+  std::string line(json_object);
+  if (line.empty() || line.back() != '\n') line.push_back('\n');
+  ssize_t n = write(fd, line.data(), line.size());  // one write(2): lines never interleave
+  (void)n;
+}
+
+}  // namespace gpusim

@@ -1,0 +1,272 @@
+// The engine of gpusim's libcudart.so.13: simulated devices, streams with FIFO worker threads,
+// events, captured graphs, the allocation table, the observer hooks and the ground-truth log.
+//
+// The CUDA entry points (cudart_*.cc) translate API calls into Ops and enqueue them here. A
+// stream's worker thread executes its Ops in order, in real time: an op starts when the device
+// could start it (enqueued, previous op of the stream ended, awaited ops ended) and the worker
+// does not complete it before start + cost (clock_nanosleep to an absolute deadline, then a
+// short spin), so host/device overlap and synchronization are real. A copy moves its bytes at
+// its start. After each reported Op the worker calls the observer's op callback and writes one
+// ground-truth line. On a CPU-starved host a worker may wake late; the recorded start/end keep
+// the modelled durations and the stream catches up (see Execute in sim_device.cc).
+//
+// Ordering rules (CUDA's): an Op may carry waits (stream, sequence number) that must be
+// complete before it starts. The legacy default stream of a device waits for all work already
+// enqueued on the device's blocking streams, and an Op on a blocking stream waits for the work
+// already enqueued on the legacy default stream. cudaStreamWaitEvent enqueues a wait-only Op.
+//
+// Thread safety: every function here may be called from any number of host threads. Handles
+// (Stream, Event, Graph) are never freed, so a stale pointer is detected through the live-handle
+// sets instead of crashing. Nothing here is hot-path safe in the profiler's sense (locks,
+// allocation): the launch path costs a few hundred ns, measured by gpusim_bench.
+#ifndef PROFAGENT_TESTS_GPUSIM_SIM_DEVICE_H_
+#define PROFAGENT_TESTS_GPUSIM_SIM_DEVICE_H_
+
+#include <cuda_runtime_api.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tests/gpusim/cost_model.h"
+#include "tests/gpusim/gpusim_internal.h"
+
+namespace gpusim {
+
+constexpr int kMaxDevices = 16;
+
+uint64_t NowNs();
+// Blocks until CLOCK_MONOTONIC >= deadline_ns: sleeps to ~60 us before it, then spins.
+void SleepUntilNs(uint64_t deadline_ns);
+
+struct Stream;
+struct Event;
+struct Graph;
+
+// A registered kernel (from __cudaRegisterFunction). Its address is the cudaKernel_t handle
+// returned by __cudaGetKernel. Lives forever.
+struct Kernel {
+  const void* host_fn;
+  std::string mangled;
+  std::string demangled;
+  KernelCost cost;
+};
+
+// One unit of work of a stream.
+struct Op {
+  enum Action {
+    kKernel, kCopy, kSet, kHostFn, kStreamCallback, kEventRecord, kWaitOnly, kFreeMemory,
+    kCustom, kStop
+  };
+  Action action = kWaitOnly;
+  bool report = false;          // observer + ground truth when done
+  GpusimOpRecord rec = {};      // identity of the op; times filled by the worker
+  uint64_t duration_ns = 0;     // modelled duration (kernels, copies, sets)
+  // kCopy / kSet (2D: height rows of width bytes; 1D: height 1).
+  void* dst = nullptr;
+  const void* src = nullptr;
+  size_t dpitch = 0, spitch = 0, width = 0, height = 1;
+  int value = 0;
+  // kHostFn / kStreamCallback.
+  cudaHostFn_t host_fn = nullptr;
+  cudaStreamCallback_t stream_callback = nullptr;
+  void* user_data = nullptr;
+  cudaStream_t callback_stream = nullptr;  // the handle the app passed, given back to it
+  // kEventRecord.
+  Event* event = nullptr;
+  uint64_t event_generation = 0;
+  // kCustom (gpusim_stream_enqueue).
+  void (*run)(void*, GpusimOpRecord*) = nullptr;
+  void* arg = nullptr;
+  void (*free_arg)(void*) = nullptr;
+  // Must be complete before this op starts: (stream, sequence number).
+  std::vector<std::pair<Stream*, uint64_t>> waits;
+  uint64_t seq = 0;  // set by Enqueue
+};
+
+struct Stream {
+  uint32_t id = 0;
+  int device = 0;
+  unsigned flags = 0;  // cudaStreamNonBlocking or 0
+  int priority = 0;
+  bool legacy = false;
+  bool per_thread = false;
+
+  std::mutex mu;
+  std::condition_variable work_cv;  // worker waits for ops
+  std::condition_variable done_cv;  // host threads wait for completion
+  std::deque<Op*> queue;
+  std::atomic<uint64_t> enqueued_seq{0};
+  std::atomic<uint64_t> completed_seq{0};
+  std::atomic<uint64_t> last_end_ns{0};  // device end time of the last executed op
+  // Capture state (guarded by mu).
+  Graph* capture_graph = nullptr;
+  cudaStreamCaptureMode capture_mode = cudaStreamCaptureModeGlobal;
+  bool capture_origin = false;
+
+  bool blocking() const { return legacy || !(flags & cudaStreamNonBlocking); }
+};
+
+struct Event {
+  unsigned flags = 0;
+  std::mutex mu;
+  Stream* stream = nullptr;  // of the last record, nullptr if never recorded
+  uint64_t seq = 0;          // sequence number of that record op
+  uint64_t generation = 0;
+  uint64_t time_ns = 0;      // set by the worker when the record op executes
+  bool timed = false;        // time_ns belongs to `generation`
+  Graph* capture_graph = nullptr;  // recorded during a capture into this graph
+};
+
+// A captured (or empty) graph; instantiation copies the nodes.
+struct Graph {
+  uint32_t id = 0;
+  std::mutex mu;
+  std::vector<Op> nodes;
+  std::vector<Stream*> capturing_streams;
+  bool exec = false;  // a cudaGraphExec_t
+};
+
+// What an allocation is, for cudaMemcpyDefault, cudaPointerGetAttributes and cudaFree checks.
+enum class MemKind { kDevice, kHost, kManaged, kRegistered };
+
+struct Allocation {
+  size_t size;
+  MemKind kind;
+  int device;
+};
+
+// ---- Process state --------------------------------------------------------------------------
+
+const CostModel& Costs();
+int DeviceCount();
+int& CurrentDevice();  // thread-local
+
+// The calling thread's last error (cudaGetLastError semantics).
+cudaError_t& LastError();
+inline cudaError_t SetError(cudaError_t e) {
+  if (e != cudaSuccess && e != cudaErrorNotReady) LastError() = e;
+  return e;
+}
+
+// ---- Kernels ------------------------------------------------------------------------------
+
+Kernel* RegisterKernel(const void* host_fn, const char* mangled_name);
+// Finds a kernel by host stub address or by its Kernel* handle; nullptr if unknown.
+Kernel* FindKernel(const void* func);
+
+// ---- Streams ------------------------------------------------------------------------------
+
+// Resolves an API stream handle (0, cudaStreamLegacy, cudaStreamPerThread or a created stream).
+// `per_thread_default`: the _ptsz/_ptds entry points map 0 to the per-thread stream.
+// Returns nullptr for a handle that is not a live stream.
+Stream* ResolveStream(cudaStream_t handle, bool per_thread_default);
+Stream* CreateStream(int device, unsigned flags, int priority);
+// Invalidates the handle; the stream finishes its queued work, then its worker exits.
+bool DestroyStream(Stream* s);
+Stream* LegacyStream(int device);
+
+// Enqueues `op` (takes ownership) unless the stream is capturing, in which case the op becomes a
+// node of the capture graph. Adds the legacy-stream ordering waits. Returns the op's sequence
+// number, or 0 when it was captured.
+uint64_t Enqueue(Stream* s, Op* op);
+// Blocks until every op with sequence number <= seq of `s` has completed.
+void WaitForSeq(Stream* s, uint64_t seq);
+void SynchronizeStream(Stream* s);
+bool StreamIdle(Stream* s);
+void SynchronizeDevice(int device);
+// Streams of `device` (created and default), for DeviceReset.
+void ResetDevice(int device);
+
+// ---- Events and graphs -----------------------------------------------------------------------
+
+Event* CreateEvent(unsigned flags);
+bool IsLiveEvent(Event* e);
+void DestroyEvent(Event* e);
+Graph* CreateGraph(bool exec);
+bool IsLiveGraph(Graph* g, bool exec);
+void DestroyGraph(Graph* g);
+uint32_t NextGraphNodeId();
+
+// ---- Memory ---------------------------------------------------------------------------------
+
+void TrackAllocation(void* p, size_t size, MemKind kind, int device);
+// Removes an allocation that starts exactly at p; false if there is none of an accepted kind.
+bool UntrackAllocation(void* p, bool device_kinds);
+// The allocation containing p, if any.
+bool FindAllocation(const void* p, void** base, Allocation* out);
+size_t DeviceBytesInUse(int device);
+// The effective cudaMemcpyKind of a copy (resolves cudaMemcpyDefault from the pointers).
+int ResolveCopyKind(const void* dst, const void* src, int kind);
+
+// __device__ variables (from __cudaRegisterVar): their host shadow is their device storage.
+void RegisterSymbol(const void* host_var, size_t size);
+bool SymbolSize(const void* host_var, size_t* size);
+
+// ---- Observer -------------------------------------------------------------------------------
+
+struct Observer {
+  GpusimApiCallback api_cb;
+  GpusimOpCallback op_cb;
+  void* user;
+};
+const Observer* CurrentObserver();
+void SetObserver(GpusimApiCallback api_cb, GpusimOpCallback op_cb, void* user);
+uint32_t NextCorrelationId();
+
+// The CUPTI runtime callback id of a runtime function name (highest version), or 0.
+int RuntimeCbid(const char* func_name);
+
+// Static description of one API entry point: its name and CUPTI cbid (looked up once).
+struct ApiInfo {
+  explicit ApiInfo(const char* func_name) : name(func_name), cbid(RuntimeCbid(func_name)) {}
+  ApiInfo(const char* func_name, const char* cbid_name)
+      : name(func_name), cbid(RuntimeCbid(cbid_name)) {}
+  const char* name;
+  int cbid;
+};
+
+// One runtime API call: allocates its correlation id, calls the observer at enter (in the
+// constructor) and exit (in Return), and records errors as the thread's last error.
+class ApiCall {
+ public:
+  explicit ApiCall(const ApiInfo& info, const void* params = nullptr,
+                   const char* symbol = nullptr)
+      : info_(info), symbol_(symbol), params_(params),
+        corr_(NextCorrelationId()), observer_(CurrentObserver()) {
+    if (observer_ != nullptr) Enter();
+  }
+  ApiCall(const ApiCall&) = delete;
+  ApiCall& operator=(const ApiCall&) = delete;
+
+  uint32_t corr() const { return corr_; }
+  void set_symbol(const char* symbol) { symbol_ = symbol; }
+  cudaError_t Return(cudaError_t err) {
+    SetError(err);
+    if (observer_ != nullptr) Exit(err);
+    return err;
+  }
+
+ private:
+  void Enter();
+  void Exit(cudaError_t err);
+  const ApiInfo& info_;
+  const char* symbol_;
+  const void* params_;
+  uint32_t corr_;
+  const Observer* observer_;
+};
+
+// ---- Ground truth ---------------------------------------------------------------------------
+
+bool TruthEnabled();
+void TruthWrite(const char* json_object);
+
+}  // namespace gpusim
+
+#endif  // PROFAGENT_TESTS_GPUSIM_SIM_DEVICE_H_
