@@ -38,6 +38,7 @@ std::atomic<uint32_t> g_runs{0};           // runs started so far (= index of th
 std::atomic<uint32_t> g_current_run{0};    // innermost open run, 0 = none
 std::atomic<uint64_t> g_last_boundary{0};  // step rules: tick of the previous boundary
 std::atomic<uint64_t> g_bad_values{0};
+std::atomic<bool> g_shutdown_done{false};
 
 State* BuildState(const Config& c) {
   State* s = new State;
@@ -170,6 +171,7 @@ void OnHostSync(uint64_t /*t0*/, uint64_t t1, uint64_t stream) {
 void SetOpenRangeFlusher(void (*fn)()) { g_flusher.store(fn, std::memory_order_release); }
 
 void Shutdown() {
+  if (g_shutdown_done.exchange(true)) return;  // the core and the NVTX surface may both call it
   if (auto fn = g_flusher.load(std::memory_order_acquire)) fn();
   const uint64_t bad = g_bad_values.load(std::memory_order_relaxed);
   if (bad != 0) {
@@ -197,6 +199,7 @@ void ResetForTest(const Config& config) {
   g_current_run = 0;
   g_last_boundary = 0;
   g_bad_values = 0;
+  g_shutdown_done = false;
   if (s->schedule.is_set()) SetScheduleActive(s->schedule.Recorded(0));
   g_state.store(s, std::memory_order_release);  // the previous state is leaked on purpose
 }

@@ -56,7 +56,8 @@ void OnGraphLaunch(uint64_t t0, uint64_t t1, uint64_t stream);
 void OnHostSync(uint64_t t0, uint64_t t1, uint64_t stream);
 
 // At shutdown: runs the registered open-range flusher (NVTX ranges still open become kNvtxPush)
-// and writes a note when step/run messages had bad values. Slow path.
+// and writes a note when step/run messages had bad values. Slow path; runs once (later calls do
+// nothing). The NVTX surface registers it with AtShutdown; the core may call it too.
 void Shutdown();
 
 // The NVTX surface registers the function that emits its still-open ranges (kNvtxPush).

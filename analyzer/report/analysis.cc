@@ -629,7 +629,7 @@ void FileAnalysis::Finish1() {
     const Range& r = ranges_[i];
     if (r.engine < 0 || excl[i] <= 0) continue;
     int k = StepOf(r.start);
-    if (k < 0 || steps_[k].excluded) continue;
+    if (k < 0 || steps_[k].warmup) continue;
     run_buckets_[steps_[k].run].engine_ns[r.engine] += uint64_t(excl[i]);
   }
 }
@@ -867,7 +867,9 @@ void FileAnalysis::Emit(const PendingOp& op, const PendingLaunch* l) {
   int s = StepOf(op.start);
   if (s >= 0) {
     StepRec& st = steps_[s];
-    if (!st.excluded) run_buckets_[st.run].model_ns[bucket] += dur;
+    // Per run slot, warm-up steps of warm-up runs included (the run's own table); the global
+    // table sums the slots of non-warm-up runs only.
+    if (!st.warmup) run_buckets_[st.run].model_ns[bucket] += dur;
     uint64_t from = std::max(op.start, st.busy_end);
     if (op.end > from) st.busy_ns += op.end - from;
     st.busy_end = std::max(st.busy_end, op.end);
@@ -1340,15 +1342,18 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
   std::vector<const StepRec*> all_steps;
   std::vector<std::vector<const StepRec*>> run_steps(ref->runs_.size() + 1);
   for (const StepRec& s : ref->steps_) {
+    if (s.warmup) continue;
+    AddStep(&per_run[s.run], s);
+    run_steps[s.run].push_back(&s);
     if (s.excluded) continue;
     AddStep(&all, s);
-    AddStep(&per_run[s.run], s);
     all_steps.push_back(&s);
-    run_steps[s.run].push_back(&s);
   }
   const size_t nb = ctx.buckets.size();
   std::vector<uint64_t> model_all(nb, 0), engine_all(nb, 0);
-  for (const auto& rb : ref->run_buckets_) {
+  for (size_t r = 0; r < ref->run_buckets_.size(); ++r) {
+    if (r > 0 && ref->runs_[r - 1].warmup) continue;
+    const BucketAcc& rb = ref->run_buckets_[r];
     for (size_t i = 0; i < nb; ++i) {
       model_all[i] += rb.model_ns[i];
       engine_all[i] += rb.engine_ns[i];

@@ -373,24 +373,38 @@ struct Fp8 {
   static void Store(void* p, size_t i, Acc v) { static_cast<F8*>(p)[i] = F8(v); }
 };
 
-template <typename E>
-void ReduceTyped(const std::vector<const void*>& in, void* out, size_t count, ncclRedOp_t op) {
+template <typename E, typename F>
+void ReduceWith(const std::vector<const void*>& in, void* out, size_t count, F f, bool avg) {
   using Acc = typename E::Acc;
   const size_t n = in.size();
   for (size_t i = 0; i < count; ++i) {
     Acc acc = E::Load(in[0], i);
-    for (size_t r = 1; r < n; ++r) {
-      Acc v = E::Load(in[r], i);
-      switch (op) {
-        case ncclSum: case ncclAvg: acc = static_cast<Acc>(acc + v); break;
-        case ncclProd: acc = static_cast<Acc>(acc * v); break;
-        case ncclMax: acc = std::max(acc, v); break;
-        case ncclMin: acc = std::min(acc, v); break;
-        default: break;
-      }
-    }
-    if (op == ncclAvg) acc = static_cast<Acc>(acc / static_cast<Acc>(n));
+    for (size_t r = 1; r < n; ++r) acc = f(acc, E::Load(in[r], i));
+    if (avg) acc = static_cast<Acc>(acc / static_cast<Acc>(n));
     E::Store(out, i, acc);
+  }
+}
+
+template <typename E>
+void ReduceTyped(const std::vector<const void*>& in, void* out, size_t count, ncclRedOp_t op) {
+  using Acc = typename E::Acc;
+  switch (op) {
+    case ncclSum:
+    case ncclAvg:
+      ReduceWith<E>(in, out, count, [](Acc a, Acc b) { return static_cast<Acc>(a + b); },
+                    op == ncclAvg);
+      break;
+    case ncclProd:
+      ReduceWith<E>(in, out, count, [](Acc a, Acc b) { return static_cast<Acc>(a * b); }, false);
+      break;
+    case ncclMax:
+      ReduceWith<E>(in, out, count, [](Acc a, Acc b) { return std::max(a, b); }, false);
+      break;
+    case ncclMin:
+      ReduceWith<E>(in, out, count, [](Acc a, Acc b) { return std::min(a, b); }, false);
+      break;
+    default:
+      break;
   }
 }
 

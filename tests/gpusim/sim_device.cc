@@ -258,15 +258,31 @@ void Execute(Stream* s, Op* op, uint64_t ready_ns) {
   if (op->action == Op::kCustom && op->free_arg != nullptr) op->free_arg(op->arg);
 }
 
+// How long an idle worker polls for new work before parking on its condition variable. A
+// host thread launching back to back then rarely pays a futex wake-up per launch.
+constexpr uint64_t kWorkerPollNs = 10000;
+
 void WorkerLoop(Stream* s) {
+  std::deque<Op*> batch;
+  uint64_t taken_seq = 0;  // sequence number of the last op moved into `batch`
   for (;;) {
-    Op* op;
-    {
+    if (batch.empty()) {
+      uint64_t poll_until = NowNs() + kWorkerPollNs;
+      for (int i = 0; s->enqueued_seq.load(std::memory_order_acquire) == taken_seq; ++i) {
+        if ((i & 15) == 15 && NowNs() > poll_until) break;
+        __builtin_ia32_pause();
+      }
       std::unique_lock<std::mutex> lock(s->mu);
-      s->work_cv.wait(lock, [s] { return !s->queue.empty(); });
-      op = s->queue.front();
-      s->queue.pop_front();
+      while (s->queue.empty()) {
+        s->worker_waiting = true;
+        s->work_cv.wait(lock);
+        s->worker_waiting = false;
+      }
+      batch.swap(s->queue);
+      taken_seq = batch.back()->seq;
     }
+    Op* op = batch.front();
+    batch.pop_front();
     uint64_t ready = op->rec.queued_ns;
     uint64_t prev_end = s->last_end_ns.load(std::memory_order_acquire);
     if (prev_end > ready) ready = prev_end;
@@ -289,11 +305,12 @@ void WorkerLoop(Stream* s) {
     } else {
       Execute(s, op, ready);
     }
-    {
-      std::lock_guard<std::mutex> lock(s->mu);
-      s->completed_seq.store(op->seq, std::memory_order_release);
+    // Publish, then wake host threads only if one waits (seq_cst pairs with WaitForSeq).
+    s->completed_seq.store(op->seq, std::memory_order_seq_cst);
+    if (s->sync_waiters.load(std::memory_order_seq_cst) > 0) {
+      { std::lock_guard<std::mutex> lock(s->mu); }
+      s->done_cv.notify_all();
     }
-    s->done_cv.notify_all();
     delete op;
     if (stop) return;
   }
@@ -465,36 +482,44 @@ bool DestroyStream(Stream* s) {
   }
   Op* stop = new Op();
   stop->action = Op::kStop;
-  std::lock_guard<std::mutex> lock(s->mu);
-  s->capture_graph = nullptr;
-  stop->seq = s->enqueued_seq.fetch_add(1) + 1;
-  s->queue.push_back(stop);
-  s->work_cv.notify_one();
+  bool wake;
+  {
+    std::lock_guard<std::mutex> lock(s->mu);
+    s->capture_graph = nullptr;
+    stop->seq = s->enqueued_seq.load(std::memory_order_relaxed) + 1;
+    s->enqueued_seq.store(stop->seq, std::memory_order_release);
+    s->queue.push_back(stop);
+    wake = s->worker_waiting;
+  }
+  if (wake) s->work_cv.notify_one();
   return true;
 }
 
 uint64_t Enqueue(Stream* s, Op* op) {
+  AddLegacyWaits(s, op);
+  if (op->rec.queued_ns == 0) op->rec.queued_ns = NowNs();
+  bool wake;
   {
     std::lock_guard<std::mutex> lock(s->mu);
     if (s->capture_graph != nullptr) {
       CaptureOp(s, op);
       return 0;
     }
+    op->seq = s->enqueued_seq.load(std::memory_order_relaxed) + 1;
+    s->queue.push_back(op);
+    s->enqueued_seq.store(op->seq, std::memory_order_release);
+    wake = s->worker_waiting;
   }
-  AddLegacyWaits(s, op);
-  if (op->rec.queued_ns == 0) op->rec.queued_ns = NowNs();
-  std::lock_guard<std::mutex> lock(s->mu);
-  op->seq = s->enqueued_seq.load(std::memory_order_relaxed) + 1;
-  s->enqueued_seq.store(op->seq, std::memory_order_release);
-  s->queue.push_back(op);
-  s->work_cv.notify_one();
+  if (wake) s->work_cv.notify_one();
   return op->seq;
 }
 
 void WaitForSeq(Stream* s, uint64_t seq) {
   if (s->completed_seq.load(std::memory_order_acquire) >= seq) return;
   std::unique_lock<std::mutex> lock(s->mu);
-  s->done_cv.wait(lock, [s, seq] { return s->completed_seq.load() >= seq; });
+  s->sync_waiters.fetch_add(1, std::memory_order_seq_cst);
+  while (s->completed_seq.load(std::memory_order_seq_cst) < seq) s->done_cv.wait(lock);
+  s->sync_waiters.fetch_sub(1, std::memory_order_relaxed);
 }
 
 void SynchronizeStream(Stream* s) { WaitForSeq(s, s->enqueued_seq.load()); }

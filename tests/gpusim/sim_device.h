@@ -101,6 +101,8 @@ struct Stream {
   std::condition_variable work_cv;  // worker waits for ops
   std::condition_variable done_cv;  // host threads wait for completion
   std::deque<Op*> queue;
+  bool worker_waiting = false;        // the worker is parked on work_cv (guarded by mu)
+  std::atomic<int> sync_waiters{0};   // host threads blocked on done_cv
   std::atomic<uint64_t> enqueued_seq{0};
   std::atomic<uint64_t> completed_seq{0};
   std::atomic<uint64_t> last_end_ns{0};  // device end time of the last executed op

@@ -454,6 +454,7 @@ void SetSlot(NvtxFunctionTable table, unsigned int size, unsigned int id, Fn fn)
 __attribute__((constructor)) void NvtxSurfaceLoad() {
   InstallEnv();
   model::SetOpenRangeFlusher(&FlushOpenRanges);
+  AtShutdown(&model::Shutdown);  // idempotent: harmless if the core calls it as well
 }
 
 }  // namespace

@@ -1,11 +1,15 @@
 // gpusim timing scenario: every kernel has a unique name so cudart_sim_test can find it in the
 // ground-truth log and check order, overlap, legacy-stream synchronization, host functions,
 // cross-stream events, graph replay and GPUSIM_COSTS durations. Prints "elapsed_ms <v>" (event
-// timing around p1_long) and "hostfn_ran <n>"; exit code 0 unless a CUDA call failed.
+// timing around p1_long), "phase1_synced_ns <t>" (host CLOCK_MONOTONIC when
+// cudaDeviceSynchronize returned), "hostfn_ran <n>"; exit code 0 unless a CUDA call failed.
 #include <cuda_runtime.h>
+
+#include <time.h>
 
 #include <cstdio>
 
+__global__ void p1_warm() {}
 __global__ void p1_long() {}
 __global__ void p1_mid() {}
 __global__ void p1_other() {}
@@ -40,7 +44,9 @@ int main() {
   CHECK(cudaEventCreate(&ev1));
   CHECK(cudaEventCreateWithFlags(&ev2, cudaEventDisableTiming));
 
-  // Phase 1: order within s1, overlap of s1 and s2, event timing.
+  // Phase 1: order within s1, overlap of s1 and s2, event timing. p1_warm keeps s1 busy so
+  // that ev0, p1_long and ev1 follow each other without gaps on the device.
+  p1_warm<<<1, 32, 0, s1>>>();
   CHECK(cudaEventRecord(ev0, s1));
   p1_long<<<1, 32, 0, s1>>>();
   CHECK(cudaEventRecord(ev1, s1));
@@ -48,6 +54,9 @@ int main() {
   p1_other<<<1, 32, 0, s2>>>();
   CHECK(cudaGetLastError());
   CHECK(cudaDeviceSynchronize());
+  timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  printf("phase1_synced_ns %lld\n", now.tv_sec * 1000000000ll + now.tv_nsec);
   float ms = -1;
   CHECK(cudaEventElapsedTime(&ms, ev0, ev1));
   printf("elapsed_ms %.6f\n", ms);

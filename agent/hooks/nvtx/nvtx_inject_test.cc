@@ -1,0 +1,373 @@
+// In-process tests of the NVTX surface: a program calling the real NVTX v3 API (CUDA 13 headers),
+// injected statically (static_injection_for_test.cc), recording into the fake core. Checks every
+// captured event against what the program did and the times it read around each call.
+#include <nvtx3/nvToolsExt.h>
+
+#include <catch2/catch.hpp>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "agent/core/agent.h"
+#include "agent/core/clock.h"
+#include "agent/hooks/nvtx/nvtx_hooks.h"
+#include "agent/model/steps.h"
+#include "agent/model/testing/fake_core.h"
+
+namespace profagent {
+namespace nvtx {
+namespace {
+
+void Fresh(const Config& c = Config()) {
+  fake::Reset(c);
+  model::ResetForTest(c);
+}
+
+nvtxEventAttributes_t Attr(const char* msg) {
+  nvtxEventAttributes_t a;
+  std::memset(&a, 0, sizeof(a));
+  a.version = NVTX_VERSION;
+  a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+  a.messageType = NVTX_MESSAGE_TYPE_ASCII;
+  a.message.ascii = msg;
+  return a;
+}
+
+TEST_CASE("the injection installs handlers") {
+  Fresh();
+  nvtxMarkA("hello");  // the first NVTX call initializes the injection
+  CHECK(GetStats().inits >= 1);
+  auto marks = fake::EventsOfType(EvType::kNvtxMark);
+  REQUIRE(marks.size() == 1);
+  CHECK(marks[0].bytes == "hello");
+  CHECK(marks[0].e.t0 == marks[0].e.t1);
+}
+
+TEST_CASE("nested push/pop: messages, depth, return levels and true time bounds") {
+  Fresh();
+  const uint64_t a0 = Now();
+  CHECK(nvtxRangePushA("outer") == 0);
+  const uint64_t b0 = Now();
+  CHECK(nvtxRangePushA("inner") == 1);
+  const uint64_t b1 = Now();
+  CHECK(nvtxRangePop() == 1);
+  const uint64_t a1 = Now();
+  CHECK(nvtxRangePop() == 0);
+  const uint64_t a2 = Now();
+  auto r = fake::EventsOfType(EvType::kNvtxRange);
+  REQUIRE(r.size() == 2);
+  CHECK(r[0].bytes == "inner");
+  CHECK(r[0].e.nvtx.depth == 1);
+  CHECK(r[0].e.t0 >= b0);
+  CHECK(r[0].e.t0 <= b1);
+  CHECK(r[0].e.t1 >= b1);
+  CHECK(r[0].e.t1 <= a1);
+  CHECK(r[1].bytes == "outer");
+  CHECK(r[1].e.nvtx.depth == 0);
+  CHECK(r[1].e.t0 >= a0);
+  CHECK(r[1].e.t0 <= b0);
+  CHECK(r[1].e.t1 >= a1);
+  CHECK(r[1].e.t1 <= a2);
+  CHECK(r[1].e.nvtx.domain == 0);
+  CHECK(r[1].e.nvtx.name == 0);
+  CHECK((r[1].e.flags & kFlagHasPayload) == 0);
+}
+
+TEST_CASE("event attributes: color, category and every payload type") {
+  Fresh();
+  struct Case {
+    int32_t type;
+    bool is_double;
+    int64_t i;
+    double f;
+  } cases[] = {
+      {NVTX_PAYLOAD_TYPE_UNSIGNED_INT64, false, 1ll << 40, 0},
+      {NVTX_PAYLOAD_TYPE_INT64, false, -5, 0},
+      {NVTX_PAYLOAD_TYPE_UNSIGNED_INT32, false, 4000000000ll, 0},
+      {NVTX_PAYLOAD_TYPE_INT32, false, -7, 0},
+      {NVTX_PAYLOAD_TYPE_DOUBLE, true, 0, 2.5},
+      {NVTX_PAYLOAD_TYPE_FLOAT, true, 0, 0.25},
+  };
+  for (const Case& c : cases) {
+    nvtxEventAttributes_t a = Attr("attr");
+    a.category = 9;
+    a.colorType = NVTX_COLOR_ARGB;
+    a.color = 0xFF00FF00u;
+    a.payloadType = c.type;
+    switch (c.type) {
+      case NVTX_PAYLOAD_TYPE_UNSIGNED_INT64: a.payload.ullValue = uint64_t(c.i); break;
+      case NVTX_PAYLOAD_TYPE_INT64: a.payload.llValue = c.i; break;
+      case NVTX_PAYLOAD_TYPE_UNSIGNED_INT32: a.payload.uiValue = uint32_t(c.i); break;
+      case NVTX_PAYLOAD_TYPE_INT32: a.payload.iValue = int32_t(c.i); break;
+      case NVTX_PAYLOAD_TYPE_DOUBLE: a.payload.dValue = c.f; break;
+      case NVTX_PAYLOAD_TYPE_FLOAT: a.payload.fValue = float(c.f); break;
+    }
+    nvtxRangePushEx(&a);
+    nvtxRangePop();
+  }
+  auto r = fake::EventsOfType(EvType::kNvtxRange);
+  REQUIRE(r.size() == 6);
+  for (size_t k = 0; k < r.size(); ++k) {
+    INFO("case " << k);
+    CHECK(r[k].bytes == "attr");
+    CHECK(r[k].e.nvtx.category == 9);
+    CHECK(r[k].e.nvtx.color == 0xFF00FF00u);
+    CHECK((r[k].e.flags & kFlagHasPayload) != 0);
+    CHECK(((r[k].e.flags & kFlagPayloadDouble) != 0) == cases[k].is_double);
+    if (cases[k].is_double) {
+      CHECK(r[k].e.nvtx.payload.f == cases[k].f);
+    } else {
+      CHECK(r[k].e.nvtx.payload.i == cases[k].i);
+    }
+  }
+}
+
+TEST_CASE("wide strings are converted to UTF-8") {
+  Fresh();
+  nvtxRangePushW(L"h\u00e9llo \u2713 \U0001D11E");
+  nvtxRangePop();
+  nvtxMarkW(L"w-mark");
+  auto r = fake::EventsOfType(EvType::kNvtxRange);
+  REQUIRE(r.size() == 1);
+  CHECK(r[0].bytes == "h\xc3\xa9llo \xe2\x9c\x93 \xf0\x9d\x84\x9e");
+  CHECK((r[0].e.flags & kFlagMessageWide) != 0);
+  auto m = fake::EventsOfType(EvType::kNvtxMark);
+  REQUIRE(m.size() == 1);
+  CHECK(m[0].bytes == "w-mark");
+}
+
+TEST_CASE("long messages are cut at kMaxMessageBytes - 1") {
+  Fresh();
+  std::string big(1000, 'x');
+  nvtxRangePushA(big.c_str());
+  nvtxRangePop();
+  auto r = fake::EventsOfType(EvType::kNvtxRange);
+  REQUIRE(r.size() == 1);
+  CHECK(r[0].bytes == std::string(kMaxMessageBytes - 1, 'x'));
+}
+
+TEST_CASE("domains and registered strings") {
+  Fresh();
+  nvtxDomainHandle_t d = nvtxDomainCreateA("engine");
+  REQUIRE(d != nullptr);
+  CHECK(nvtxDomainCreateA("engine") == d);  // same name, same handle
+  nvtxDomainHandle_t dw = nvtxDomainCreateW(L"wide-dom\u00e9");
+  nvtxStringHandle_t s = nvtxDomainRegisterStringA(d, "registered message");
+  nvtxStringHandle_t sw = nvtxDomainRegisterStringW(d, L"wide registered");
+  REQUIRE(s != nullptr);
+  REQUIRE(sw != nullptr);
+
+  nvtxEventAttributes_t a = Attr(nullptr);
+  a.messageType = NVTX_MESSAGE_TYPE_REGISTERED;
+  a.message.registered = s;
+  CHECK(nvtxDomainRangePushEx(d, &a) == 0);
+  nvtxEventAttributes_t b = Attr("plain in dom");
+  CHECK(nvtxDomainRangePushEx(dw, &b) == 1);
+  CHECK(nvtxDomainRangePop(dw) == 1);
+  CHECK(nvtxDomainRangePop(d) == 0);
+  a.message.registered = sw;
+  nvtxDomainMarkEx(d, &a);
+
+  auto r = fake::EventsOfType(EvType::kNvtxRange);
+  REQUIRE(r.size() == 2);
+  CHECK(r[0].bytes == "plain in dom");
+  CHECK(fake::StringOf(uint32_t(r[0].e.nvtx.domain)) == "wide-dom\xc3\xa9");
+  CHECK(r[1].bytes.empty());  // registered: by id, no bytes
+  CHECK(fake::StringOf(r[1].e.nvtx.name) == "registered message");
+  CHECK(fake::StringOf(uint32_t(r[1].e.nvtx.domain)) == "engine");
+  auto m = fake::EventsOfType(EvType::kNvtxMark);
+  REQUIRE(m.size() == 1);
+  CHECK(fake::StringOf(m[0].e.nvtx.name) == "wide registered");
+}
+
+TEST_CASE("a domain pop ends the innermost range of that domain, even out of order") {
+  Fresh();
+  nvtxDomainHandle_t d = nvtxDomainCreateA("other");
+  nvtxRangePushA("default-1");
+  nvtxEventAttributes_t a = Attr("dom-1");
+  nvtxDomainRangePushEx(d, &a);
+  CHECK(nvtxRangePop() == 0);  // ends default-1, below dom-1
+  nvtxRangePushA("default-2");
+  CHECK(nvtxDomainRangePop(d) == 0);  // dom-1 is now at the bottom
+  CHECK(nvtxRangePop() == 0);
+  CHECK(nvtxRangePop() < 0);  // nothing open
+  auto r = fake::EventsOfType(EvType::kNvtxRange);
+  REQUIRE(r.size() == 3);
+  CHECK(r[0].bytes == "default-1");
+  CHECK(r[1].bytes == "dom-1");
+  CHECK(r[2].bytes == "default-2");
+  CHECK(GetStats().unmatched_pops >= 1);
+}
+
+TEST_CASE("start/end ranges may end on another thread") {
+  Fresh();
+  const uint64_t t_before = Now();
+  nvtxRangeId_t id = nvtxRangeStartA("cross-thread");
+  nvtxEventAttributes_t a = Attr("started-ex");
+  a.payloadType = NVTX_PAYLOAD_TYPE_INT64;
+  a.payload.llValue = 42;
+  nvtxRangeId_t id2 = nvtxRangeStartEx(&a);
+  nvtxRangeId_t id3 = nvtxRangeStartW(L"wide-start");
+  CHECK(id != id2);
+  uint64_t t_end_before = 0, t_end_after = 0;
+  std::thread th([&] {
+    t_end_before = Now();
+    nvtxRangeEnd(id);
+    t_end_after = Now();
+    nvtxRangeEnd(id3);
+  });
+  th.join();
+  nvtxRangeEnd(id2);
+  nvtxRangeEnd(123456789);  // unknown id: ignored, counted
+  auto r = fake::EventsOfType(EvType::kNvtxRange);
+  REQUIRE(r.size() == 3);
+  CHECK(r[0].bytes == "cross-thread");
+  CHECK(r[0].e.t0 >= t_before);
+  CHECK(r[0].e.t1 >= t_end_before);
+  CHECK(r[0].e.t1 <= t_end_after);
+  CHECK(r[1].bytes == "wide-start");
+  CHECK(r[2].bytes == "started-ex");
+  CHECK(r[2].e.nvtx.payload.i == 42);
+  CHECK(GetStats().unknown_ends >= 1);
+}
+
+TEST_CASE("many concurrent start/end ranges on several threads") {
+  Fresh();
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([] {
+      for (int i = 0; i < 500; ++i) {
+        nvtxRangeId_t a = nvtxRangeStartA("a");
+        nvtxRangeId_t b = nvtxRangeStartA("b");
+        nvtxRangeEnd(a);
+        nvtxRangeEnd(b);
+        nvtxRangePushA("p");
+        nvtxRangePop();
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  auto r = fake::EventsOfType(EvType::kNvtxRange);
+  size_t a = 0, b = 0, p = 0;
+  for (const auto& c : r) {
+    a += c.bytes == "a";
+    b += c.bytes == "b";
+    p += c.bytes == "p";
+    CHECK(c.e.t1 >= c.e.t0);
+  }
+  CHECK(a == 2000);
+  CHECK(b == 2000);
+  CHECK(p == 2000);
+}
+
+TEST_CASE("step and run ranges reach the model") {
+  Fresh();
+  nvtxRangePushA("run label=bench");
+  for (int i = 0; i < 3; ++i) {
+    nvtxRangePushA("step phase=decode tokens=8 kv=10,20,30 bsz=8");
+    nvtxRangePushA("sampler");
+    nvtxRangePop();
+    nvtxRangePop();
+  }
+  nvtxRangePop();
+  auto steps = fake::EventsOfType(EvType::kStep);
+  REQUIRE(steps.size() == 3);
+  auto ranges = fake::EventsOfType(EvType::kNvtxRange);
+  REQUIRE(ranges.size() == 7);
+  for (size_t i = 0; i < 3; ++i) {
+    CHECK(steps[i].e.step.index == i);
+    CHECK(steps[i].e.step.run == 1);
+    CHECK(steps[i].e.step.tokens == 8);
+    CHECK(steps[i].e.step.kv == 20);
+    CHECK(steps[i].e.step.bsz == 8);
+    // The step's times are those of its NVTX range.
+    CHECK(steps[i].e.t0 == ranges[2 * i + 1].e.t0);
+    CHECK(steps[i].e.t1 == ranges[2 * i + 1].e.t1);
+  }
+  auto runs = fake::EventsOfType(EvType::kRun);
+  REQUIRE(runs.size() == 1);
+  CHECK(fake::StringOf(runs[0].e.step.label) == "bench");
+  CHECK(runs[0].e.t0 == ranges[6].e.t0);
+}
+
+TEST_CASE("ranges are tracked while the schedule is inactive; only active steps are emitted") {
+  Config c;
+  c.schedule_set = true;
+  c.sched_wait = 1;
+  c.sched_active = 1;
+  c.sched_repeat = 1;
+  Fresh(c);
+  REQUIRE_FALSE(Recording());
+  nvtxRangePushA("step tokens=1");  // step 0: wait
+  nvtxRangePushA("inside-0");
+  nvtxRangePop();
+  nvtxRangePop();
+  REQUIRE(Recording());
+  nvtxRangePushA("step tokens=2");  // step 1: active
+  nvtxRangePushA("inside-1");
+  nvtxRangePop();
+  nvtxRangePop();
+  REQUIRE_FALSE(Recording());
+  nvtxMarkA("after");
+  auto r = fake::EventsOfType(EvType::kNvtxRange);
+  REQUIRE(r.size() == 2);
+  CHECK(r[0].bytes == "inside-1");
+  CHECK(r[1].bytes == "step tokens=2");
+  auto steps = fake::EventsOfType(EvType::kStep);
+  REQUIRE(steps.size() == 1);
+  CHECK(steps[0].e.step.index == 1);
+  CHECK(steps[0].e.step.tokens == 2);
+  CHECK(fake::EventsOfType(EvType::kNvtxMark).empty());
+  Fresh();
+}
+
+TEST_CASE("pushes deeper than kMaxDepth are counted and their pops matched") {
+  Fresh();
+  const uint64_t before = GetStats().depth_overflow;
+  const int n = kMaxDepth + 6;
+  for (int i = 0; i < n; ++i) nvtxRangePushA(("level " + std::to_string(i)).c_str());
+  for (int i = 0; i < n; ++i) nvtxRangePop();
+  CHECK(nvtxRangePop() < 0);
+  CHECK(GetStats().depth_overflow - before == 6);
+  auto r = fake::EventsOfType(EvType::kNvtxRange);
+  REQUIRE(r.size() == size_t(kMaxDepth));
+  for (int k = 0; k < kMaxDepth; ++k) {
+    CHECK(r[size_t(k)].e.nvtx.depth == uint32_t(kMaxDepth - 1 - k));
+    CHECK(r[size_t(k)].bytes == "level " + std::to_string(kMaxDepth - 1 - k));
+  }
+}
+
+TEST_CASE("ranges still open are flushed as kNvtxPush") {
+  Fresh();
+  std::thread th([] {
+    nvtxRangePushA("left open");
+    nvtxRangePushA("left open inner");
+  });
+  th.join();
+  nvtxRangeId_t id = nvtxRangeStartA("started, never ended");
+  (void)id;
+  FlushOpenRanges();
+  auto p = fake::EventsOfType(EvType::kNvtxPush);
+  REQUIRE(p.size() == 3);
+  CHECK(p[0].bytes == "left open");
+  CHECK(p[0].e.nvtx.depth == 0);
+  CHECK(p[1].bytes == "left open inner");
+  CHECK(p[1].e.nvtx.depth == 1);
+  CHECK(p[2].bytes == "started, never ended");
+  CHECK(p[2].e.t1 == p[2].e.t0);
+}
+
+TEST_CASE("naming calls become notes") {
+  Fresh();
+  nvtxNameCategoryA(3, "memory");
+  nvtxNameOsThreadA(1234, "worker");
+  auto notes = fake::Notes();
+  REQUIRE(notes.size() == 2);
+  CHECK(notes[0].find("category 3 named 'memory'") != std::string::npos);
+  CHECK(notes[1].find("OS thread 1234 named 'worker'") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace nvtx
+}  // namespace profagent

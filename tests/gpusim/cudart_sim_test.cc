@@ -1,0 +1,419 @@
+// End-to-end tests of gpusim's libcudart.so.13: runs nvcc-built programs (testdata/*.cu) as
+// child processes with LD_LIBRARY_PATH pointing at the simulated runtime, then checks what they
+// printed and the ground-truth log (GPUSIM_TRUTH) they left.
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+struct RunResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string TmpDir() {
+  const char* t = getenv("TEST_TMPDIR");
+  return t != nullptr ? t : "/tmp";
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// Runs a program of this package (a runfiles path relative to the workspace root) against
+// gpusim's libcudart.so.13, with extra environment variables.
+RunResult Run(const std::string& program, const std::vector<std::string>& args,
+              const std::vector<std::string>& env) {
+  char lib_dir[PATH_MAX];
+  REQUIRE(realpath("tests/gpusim", lib_dir) != nullptr);
+  std::string out_path = TmpDir() + "/child.out", err_path = TmpDir() + "/child.err";
+  pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    int out = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int err = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(out, 1);
+    dup2(err, 2);
+    setenv("LD_LIBRARY_PATH", lib_dir, 1);
+    unsetenv("GPUSIM_COSTS");
+    unsetenv("GPUSIM_TRUTH");
+    for (const std::string& kv : env) putenv(const_cast<char*>(kv.c_str()));
+    std::vector<char*> argv;
+    argv.push_back(const_cast<char*>(program.c_str()));
+    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execv(program.c_str(), argv.data());
+    _exit(127);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  RunResult r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = ReadFile(out_path);
+  r.err = ReadFile(err_path);
+  return r;
+}
+
+// One ground-truth line. Only the keys the tests use.
+struct TruthOp {
+  std::string op, name, kind;
+  int64_t stream = -1, corr = -1, graph = -1, pid = -1, device = -1, rank = -2;
+  int64_t queued_ns = 0, start_ns = 0, end_ns = 0, bytes = -1;
+  std::vector<int64_t> grid, block;
+  int64_t duration() const { return end_ns - start_ns; }
+};
+
+// Value of "key" in a flat JSON object line: the raw text up to the next ',' or '}' (strings
+// without their quotes, arrays as "[..]").
+bool RawValue(const std::string& line, const std::string& key, std::string* out) {
+  std::string pat = "\"" + key + "\":";
+  size_t p = line.find(pat);
+  if (p == std::string::npos) return false;
+  p += pat.size();
+  if (line[p] == '"') {
+    size_t e = p + 1;
+    std::string v;
+    for (; e < line.size() && line[e] != '"'; ++e) {
+      if (line[e] == '\\') ++e;
+      v += line[e];
+    }
+    *out = v;
+  } else if (line[p] == '[') {
+    *out = line.substr(p, line.find(']', p) - p + 1);
+  } else {
+    size_t e = line.find_first_of(",}", p);
+    *out = line.substr(p, e - p);
+  }
+  return true;
+}
+
+int64_t IntValue(const std::string& line, const std::string& key) {
+  std::string v;
+  return RawValue(line, key, &v) ? std::stoll(v) : -1;
+}
+
+std::vector<int64_t> ArrayValue(const std::string& line, const std::string& key) {
+  std::string v;
+  std::vector<int64_t> out;
+  if (!RawValue(line, key, &v)) return out;
+  std::stringstream ss(v.substr(1, v.size() - 2));
+  std::string item;
+  while (std::getline(ss, item, ',')) out.push_back(std::stoll(item));
+  return out;
+}
+
+std::vector<TruthOp> ReadTruth(const std::string& path) {
+  std::vector<TruthOp> ops;
+  std::ifstream f(path);
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.empty()) continue;
+    INFO(line);
+    REQUIRE(line.front() == '{');
+    REQUIRE(line.back() == '}');
+    TruthOp t;
+    RawValue(line, "op", &t.op);
+    RawValue(line, "name", &t.name);
+    RawValue(line, "kind", &t.kind);
+    t.pid = IntValue(line, "pid");
+    t.rank = IntValue(line, "rank");
+    t.device = IntValue(line, "device");
+    t.stream = IntValue(line, "stream");
+    t.corr = IntValue(line, "corr");
+    t.graph = IntValue(line, "graph");
+    t.queued_ns = IntValue(line, "queued_ns");
+    t.start_ns = IntValue(line, "start_ns");
+    t.end_ns = IntValue(line, "end_ns");
+    t.bytes = IntValue(line, "bytes");
+    t.grid = ArrayValue(line, "grid");
+    t.block = ArrayValue(line, "block");
+    REQUIRE(t.start_ns >= t.queued_ns);
+    REQUIRE(t.end_ns >= t.start_ns);
+    ops.push_back(t);
+  }
+  return ops;
+}
+
+// The single kernel whose demangled name starts with `name`.
+const TruthOp& Kernel(const std::vector<TruthOp>& ops, const std::string& name) {
+  const TruthOp* found = nullptr;
+  int n = 0;
+  for (const TruthOp& t : ops) {
+    if (t.op == "kernel" && t.name.rfind(name + "(", 0) == 0) {
+      found = &t;
+      ++n;
+    }
+  }
+  INFO("kernel " << name);
+  REQUIRE(n == 1);
+  return *found;
+}
+
+// Value printed by a test program as "<key> <value>".
+double Printed(const std::string& out, const std::string& key) {
+  size_t p = out.find(key + " ");
+  INFO(out);
+  REQUIRE(p != std::string::npos);
+  return std::stod(out.substr(p + key.size() + 1));
+}
+
+void WriteFile(const std::string& path, const std::string& text) {
+  std::ofstream f(path);
+  f << text;
+}
+
+// Within each stream, ops run in the order they were enqueued (correlation ids increase) and
+// never overlap.
+void CheckStreamsSerial(const std::vector<TruthOp>& ops) {
+  std::map<int64_t, std::vector<const TruthOp*>> by_stream;
+  for (const TruthOp& t : ops) by_stream[t.stream].push_back(&t);
+  for (auto& kv : by_stream) {
+    auto& v = kv.second;
+    std::stable_sort(v.begin(), v.end(), [](const TruthOp* a, const TruthOp* b) {
+      return a->start_ns < b->start_ns;
+    });
+    for (size_t i = 1; i < v.size(); ++i) {
+      INFO("stream " << kv.first << " op " << i << " " << v[i]->name);
+      CHECK(v[i]->start_ns >= v[i - 1]->end_ns);
+      CHECK(v[i]->corr >= v[i - 1]->corr);
+    }
+  }
+}
+
+const char kCosts[] =
+    "# gpusim costs for sim_timing (us)\n"
+    "^p1_warm 1000\n"
+    "^p1_long 2000\n"
+    "^p1_mid 500 + 0.001*threads\n"
+    "^p1_other 2000\n"
+    "^p2_long 2000\n"
+    "^p2_ 300\n"
+    "^p3_first 300\n"
+    "^p3_waiter 100\n"
+    "^g_ 200\n";
+
+// The checks of sim_timing's scenario; `legacy` is false for the per-thread-default-stream
+// build, where <<<>>> without a stream goes to the per-thread stream (no legacy semantics).
+void CheckTimingScenario(const std::string& program, bool legacy) {
+  std::string costs = TmpDir() + "/costs.txt", truth = TmpDir() + "/truth_timing.jsonl";
+  WriteFile(costs, kCosts);
+  remove(truth.c_str());
+  RunResult r = Run(program, {}, {"GPUSIM_COSTS=" + costs, "GPUSIM_TRUTH=" + truth});
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.err.empty());
+  std::vector<TruthOp> ops = ReadTruth(truth);
+  CheckStreamsSerial(ops);
+
+  // GPUSIM_COSTS durations are honoured (first matching rule; threads term).
+  const TruthOp& warm = Kernel(ops, "p1_warm");
+  const TruthOp& lng = Kernel(ops, "p1_long");
+  const TruthOp& mid = Kernel(ops, "p1_mid");
+  const TruthOp& other = Kernel(ops, "p1_other");
+  CHECK(warm.duration() == Approx(1000000).margin(30000).epsilon(0.05));
+  CHECK(lng.duration() == Approx(2000000).margin(30000).epsilon(0.05));
+  CHECK(mid.duration() == Approx(500000 + 1024 * 256 * 1000 / 1000).margin(30000).epsilon(0.05));
+  CHECK(Kernel(ops, "p2_legacy").duration() == Approx(300000).margin(30000).epsilon(0.05));
+  CHECK(Kernel(ops, "p3_waiter").duration() == Approx(100000).margin(30000).epsilon(0.05));
+  CHECK(mid.grid == std::vector<int64_t>{1024, 1, 1});
+  CHECK(mid.block == std::vector<int64_t>{256, 1, 1});
+
+  // Order in s1, overlap of s1 and s2, events time exactly what ran between them.
+  CHECK(lng.stream == mid.stream);
+  CHECK(lng.stream != other.stream);
+  CHECK(mid.start_ns >= lng.end_ns);
+  CHECK(std::max(lng.start_ns, other.start_ns) < std::min(lng.end_ns, other.end_ns));
+  double elapsed_ms = Printed(r.out, "elapsed_ms");
+  CHECK(elapsed_ms * 1e6 == Approx(static_cast<double>(lng.duration())).margin(2000));
+  // Synchronization is real: the host returned from cudaDeviceSynchronize after the ends.
+  double synced = Printed(r.out, "phase1_synced_ns");
+  CHECK(synced >= static_cast<double>(std::max(mid.end_ns, other.end_ns)));
+
+  // Legacy default stream: waits for blocking s1, holds back s2, not the non-blocking s3.
+  const TruthOp& p2_long = Kernel(ops, "p2_long");
+  const TruthOp& p2_legacy = Kernel(ops, "p2_legacy");
+  const TruthOp& p2_nb = Kernel(ops, "p2_nonblocking");
+  const TruthOp& p2_after = Kernel(ops, "p2_after");
+  CHECK(p2_nb.start_ns < p2_long.end_ns);
+  if (legacy) {
+    CHECK(p2_legacy.stream == 0);
+    CHECK(p2_legacy.start_ns >= p2_long.end_ns);
+    CHECK(p2_after.start_ns >= p2_legacy.end_ns);
+  } else {
+    CHECK(p2_legacy.stream != 0);
+    CHECK(p2_legacy.start_ns < p2_long.end_ns);
+  }
+
+  // Host function in stream order; cross-stream event wait.
+  CHECK(Printed(r.out, "hostfn_ran") == 1);
+  const TruthOp& p3_first = Kernel(ops, "p3_first");
+  const TruthOp& p3_waiter = Kernel(ops, "p3_waiter");
+  const TruthOp* hostfn = nullptr;
+  for (const TruthOp& t : ops) {
+    if (t.op == "hostfn") hostfn = &t;
+  }
+  REQUIRE(hostfn != nullptr);
+  CHECK(hostfn->stream == p3_first.stream);
+  CHECK(hostfn->start_ns >= p3_first.end_ns);
+  CHECK(p3_waiter.stream != p3_first.stream);
+  CHECK(p3_waiter.start_ns >= hostfn->end_ns);
+
+  // Graph: captured ops did not run at capture; two replays, each op with the graph id and the
+  // correlation id of its cudaGraphLaunch.
+  CHECK(Printed(r.out, "capturing") == 1);
+  std::vector<const TruthOp*> graph_ops;
+  for (const TruthOp& t : ops) {
+    if (t.name.rfind("g_", 0) == 0 || (t.op == "memset" && t.graph != 0)) {
+      graph_ops.push_back(&t);
+    }
+  }
+  REQUIRE(graph_ops.size() == 6);
+  std::map<int64_t, int> per_launch;
+  for (const TruthOp* t : graph_ops) {
+    CHECK(t->graph > 0);
+    CHECK(t->graph == graph_ops[0]->graph);
+    ++per_launch[t->corr];
+  }
+  CHECK(per_launch.size() == 2);
+  for (auto& kv : per_launch) CHECK(kv.second == 3);
+  for (const TruthOp& t : ops) {
+    if (t.name.rfind("p", 0) == 0) CHECK(t.graph == 0);
+  }
+}
+
+TEST_CASE("sim_basic: bytes move, error codes, unsupported functions, truth of copies") {
+  std::string truth = TmpDir() + "/truth_basic.jsonl";
+  remove(truth.c_str());
+  RunResult r = Run("tests/gpusim/sim_basic", {}, {"GPUSIM_TRUTH=" + truth});
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("FAIL") == std::string::npos);
+  CHECK(r.out.find("failures 0") != std::string::npos);
+  // Printed once although called twice.
+  size_t first = r.err.find("gpusim: cudaMallocArray is not supported\n");
+  CHECK(first != std::string::npos);
+  CHECK(r.err.find("cudaMallocArray", first + 1) == std::string::npos);
+
+  std::vector<TruthOp> ops = ReadTruth(truth);
+  REQUIRE(ops.size() >= 6);
+  CheckStreamsSerial(ops);
+  // The first four ops: HtoD, DtoD, memset 64 B, DtoH on the legacy stream, in this order.
+  CHECK(ops[0].op == "memcpy");
+  CHECK(ops[0].kind == "HtoD");
+  CHECK(ops[0].bytes == (1 << 16) * 4);
+  CHECK(ops[0].stream == 0);
+  CHECK(ops[1].kind == "DtoD");
+  CHECK(ops[2].op == "memset");
+  CHECK(ops[2].bytes == 64);
+  CHECK(ops[3].kind == "DtoH");
+  CHECK(ops[0].pid == ops[3].pid);
+  CHECK(ops[0].rank == -1);
+  // cudaMemcpyDefault is resolved from the pointers (device -> pinned host).
+  bool default_resolved = false;
+  for (const TruthOp& t : ops) {
+    default_resolved |= t.op == "memcpy" && t.stream != 0 && t.kind == "DtoH";
+  }
+  CHECK(default_resolved);
+  const TruthOp& k = Kernel(ops, "noop_kernel");
+  CHECK(k.grid == std::vector<int64_t>{2, 1, 1});
+  CHECK(k.block == std::vector<int64_t>{32, 1, 1});
+  CHECK(k.duration() == Approx(2000).margin(1));  // default model: 2 us + 64/256 ns
+  std::string line = ReadFile(truth);
+  CHECK(line.find("\"mangled\":\"_Z11noop_kernelPi\"") != std::string::npos);
+}
+
+TEST_CASE("sim_timing: costs, order, overlap, events, legacy stream, host fn, graphs") {
+  CheckTimingScenario("tests/gpusim/sim_timing", /*legacy=*/true);
+}
+
+TEST_CASE("sim_timing built with --default-stream per-thread (_ptsz entry points)") {
+  CheckTimingScenario("tests/gpusim/sim_timing_ptsz", /*legacy=*/false);
+}
+
+TEST_CASE("a bad GPUSIM_COSTS file: one line on stderr, default costs") {
+  std::string costs = TmpDir() + "/bad_costs.txt", truth = TmpDir() + "/truth_bad.jsonl";
+  WriteFile(costs, "^p1_long 2000\n^p1_mid fast\n");
+  remove(truth.c_str());
+  RunResult r = Run("tests/gpusim/sim_timing", {}, {"GPUSIM_COSTS=" + costs,
+                                                     "GPUSIM_TRUTH=" + truth});
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  CHECK(r.err.find("GPUSIM_COSTS") != std::string::npos);
+  CHECK(r.err.find("line 2") != std::string::npos);
+  std::vector<TruthOp> ops = ReadTruth(truth);
+  CHECK(Kernel(ops, "p1_long").duration() == Approx(2000).margin(1));
+}
+
+TEST_CASE("%p in GPUSIM_TRUTH names one file per process") {
+  std::string pattern = TmpDir() + "/truth.%p.jsonl";
+  RunResult r = Run("tests/gpusim/sim_basic", {}, {"GPUSIM_TRUTH=" + pattern});
+  REQUIRE(r.exit_code == 0);
+  // The pid in the lines names the file.
+  std::string any = TmpDir() + "/truth_basic_probe.jsonl";
+  std::vector<TruthOp> none;
+  bool found = false;
+  for (int i = 0; i < 1; ++i) {
+    FILE* ls = popen(("ls " + TmpDir() + " | grep '^truth\\.[0-9]*\\.jsonl$'").c_str(), "r");
+    char name[256];
+    while (ls != nullptr && fgets(name, sizeof(name), ls) != nullptr) {
+      std::string file = TmpDir() + "/" + std::string(name, strcspn(name, "\n"));
+      std::vector<TruthOp> ops = ReadTruth(file);
+      REQUIRE(!ops.empty());
+      CHECK(file == TmpDir() + "/truth." + std::to_string(ops[0].pid) + ".jsonl");
+      found = true;
+    }
+    if (ls != nullptr) pclose(ls);
+  }
+  CHECK(found);
+}
+
+TEST_CASE("concurrent host threads: every op once, streams serial, bytes right") {
+  std::string truth = TmpDir() + "/truth_threads.jsonl";
+  remove(truth.c_str());
+  RunResult r = Run("tests/gpusim/sim_threads", {}, {"GPUSIM_TRUTH=" + truth});
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("failures 0") != std::string::npos);
+  std::vector<TruthOp> ops = ReadTruth(truth);
+  std::map<int64_t, int> kernels_per_stream;
+  std::map<int64_t, int> corr_seen;
+  for (const TruthOp& t : ops) {
+    if (t.op == "kernel") ++kernels_per_stream[t.stream];
+    ++corr_seen[t.corr];
+  }
+  CHECK(kernels_per_stream.size() == 4);
+  for (auto& kv : kernels_per_stream) CHECK(kv.second == 200);
+  for (auto& kv : corr_seen) CHECK(kv.second == 1);  // correlation ids are unique
+  CheckStreamsSerial(ops);
+}
+
+TEST_CASE("gpusim_bench runs and reports a per-launch overhead") {
+  RunResult r = Run("tests/gpusim/gpusim_bench", {"20000"}, {});
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  double cpu_ns = Printed(r.out, "host_cpu_ns_per_launch");
+  CHECK(cpu_ns > 0);
+  CHECK(cpu_ns < 20000);  // a loaded 2-core CI box; typically ~0.5 us
+  CHECK(r.out.find("noop_observer") != std::string::npos);
+}
+
+}  // namespace

@@ -1,0 +1,73 @@
+// Helpers for the MPI and NCCL integration tests: run a command, find runfiles, and load a
+// profagent rank file (through analyzer/reader.h) into plain structs the tests can assert on.
+//
+// Test-only code; not thread-safe (tests call it from one thread).
+#ifndef PROFAGENT_TESTS_INTEGRATION_MPI_TESTUTIL_H_
+#define PROFAGENT_TESTS_INTEGRATION_MPI_TESTUTIL_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "proto/profagent.pb.h"
+
+namespace profagent {
+namespace testing {
+
+struct CollRecord {
+  std::string api;    // "MPI_Allreduce", "ncclAllReduce"
+  std::string op;     // Collective.op: API name without the library prefix
+  std::string dtype;
+  std::string redop;
+  uint64_t count = 0, bytes = 0, recv_bytes = 0;
+  int peer = -1;
+  uint64_t comm = 0, seq = 0, group = 0, corr = 0, complete_ns = 0;
+  bool nonblocking = false;
+  uint64_t start_ns = 0, end_ns = 0;
+  uint32_t stream = 0;
+  int ret = 0;
+  int lib = 0;
+};
+
+struct OtherEvent {  // EV_GROUP, EV_COMM, EV_API
+  EventKind kind;
+  std::string name;
+  uint64_t start_ns = 0, end_ns = 0;
+  uint64_t handle = 0, graph = 0;
+};
+
+struct RankProfile {
+  std::string path;
+  int rank = -1, local_rank = -1, world_size = -1;
+  std::string rank_source;
+  std::vector<CollRecord> colls;        // in file order
+  std::vector<OtherEvent> others;
+  std::vector<ClockOffset> offsets;
+  std::map<uint64_t, CommDef> comms;    // last CommDef per id
+  struct Dev {
+    uint64_t start_ns, end_ns, corr;
+    std::string name;
+  };
+  std::vector<Dev> device_ops;
+  bool has_footer = false;
+  uint64_t dropped = 0;
+  std::string error;  // non-empty when the file could not be read
+};
+
+RankProfile LoadProfile(const std::string& path);
+// All *.pb files of `dir`, loaded, indexed by rank (files without a rank are appended at the end).
+std::vector<RankProfile> LoadProfileDir(const std::string& dir);
+
+// Absolute path of a runfile given its workspace-relative path ("agent/libprofagent.so").
+std::string Runfile(const std::string& rel);
+// A fresh empty directory under TEST_TMPDIR (or /tmp).
+std::string FreshDir(const std::string& name);
+// Runs `cmd` with /bin/sh, returns its exit status (or -1), appends its output to *out.
+int Run(const std::string& cmd, std::string* out);
+bool HaveMpirun();
+
+}  // namespace testing
+}  // namespace profagent
+
+#endif  // PROFAGENT_TESTS_INTEGRATION_MPI_TESTUTIL_H_
