@@ -4,6 +4,8 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <array>
+#include <unordered_map>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -117,6 +119,7 @@ absl::Status VisitFile(const std::string& path, Visitor* v, FileSummary* summary
   s->major = reader.major();
   s->minor = reader.minor();
   Record rec;
+  std::unordered_map<uint32_t, std::array<uint32_t, 7>> shapes;  // launch shape per kernel name
   for (;;) {
     auto more = reader.Next(&rec);
     if (!more.ok()) {
@@ -136,6 +139,7 @@ absl::Status VisitFile(const std::string& path, Visitor* v, FileSummary* summary
         uint64_t t = b->base_ns();
         uint64_t corr = b->corr_base();
         uint32_t launch_stream = 0, launch_api = 0;
+        shapes.clear();
         HostEvent he;
         he.thread = b->thread();
         for (Event& e : *b->mutable_events()) {
@@ -152,10 +156,26 @@ absl::Status VisitFile(const std::string& path, Visitor* v, FileSummary* summary
             // Undo the launch encodings (sticky stream/api, value-1 dimensions).
             if (e.stream() != 0) launch_stream = e.stream(); else e.set_stream(launch_stream);
             if (e.api() != 0) launch_api = e.api(); else e.set_api(launch_api);
-            e.set_grid_y(e.grid_y() + 1);
-            e.set_grid_z(e.grid_z() + 1);
-            e.set_block_y(e.block_y() + 1);
-            e.set_block_z(e.block_z() + 1);
+            if (e.has_grid_x()) {
+              e.set_grid_y(e.grid_y() + 1);
+              e.set_grid_z(e.grid_z() + 1);
+              e.set_block_y(e.block_y() + 1);
+              e.set_block_z(e.block_z() + 1);
+              shapes[e.name()] = {e.grid_x(), e.grid_y(), e.grid_z(), e.block_x(),
+                                  e.block_y(), e.block_z(), e.shmem()};
+            } else {
+              auto it = shapes.find(e.name());
+              if (it != shapes.end()) {
+                const auto& sh = it->second;
+                e.set_grid_x(sh[0]);
+                e.set_grid_y(sh[1]);
+                e.set_grid_z(sh[2]);
+                e.set_block_x(sh[3]);
+                e.set_block_y(sh[4]);
+                e.set_block_z(sh[5]);
+                e.set_shmem(sh[6]);
+              }
+            }
           }
           he.ev = &e;
           v->OnHostEvent(he);

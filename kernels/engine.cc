@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -315,8 +314,8 @@ void Engine::ReplayDecodeGraphs() {
   }
 }
 
-void Engine::UploadInputs(int n_tokens) {
-  (void)n_tokens;  // the block is copied whole: graph replays read fixed addresses
+// The block is copied whole (a few KB): graph replays read fixed addresses.
+void Engine::UploadInputs() {
   LLM_CUDA_CHECK(cudaMemcpyAsync(inputs_d_, inputs_h_, inputs_ints_ * sizeof(int32_t),
                                  cudaMemcpyHostToDevice, stream_));
 }
@@ -380,7 +379,7 @@ RunResult Engine::Run(int run_index, bool warmup, const std::string& label) {
           slots_h[t] = b * max_kv_ + i;
         }
       }
-      UploadInputs(b_n * p);
+      UploadInputs();
     }
     {
       Range r("prefill");
@@ -429,7 +428,7 @@ RunResult Engine::Run(int run_index, bool warmup, const std::string& label) {
           slots_h[t] = b * max_kv_ + ctx_len_[b] + i;
         }
       }
-      UploadInputs(b_n * q);
+      UploadInputs();
     }
     {
       Range r("decode");

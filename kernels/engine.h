@@ -109,7 +109,7 @@ class Engine {
   void CaptureDecodeGraphs(int q_len);
   void ReplayDecodeGraphs();
   // Copies the staged inputs (seed, seq_lens, tokens, positions, slots) to the device.
-  void UploadInputs(int n_tokens);
+  void UploadInputs();
   void Sample(int rows);
   void DownloadTokens(int rows);
 

@@ -90,6 +90,28 @@ class WireBuf {
     if (!v.empty()) Bytes(field, v.data(), v.size());
   }
   void StrAlways(uint32_t field, const std::string& v) { Bytes(field, v.data(), v.size()); }
+  // Nested message written in place: BeginMsg reserves one length byte, EndMsg fills it in (and
+  // moves the body when the length needs more bytes). Avoids a copy per event.
+  size_t BeginMsg(uint32_t field) {
+    Tag(field, kLen);
+    s_.push_back('\0');
+    return s_.size();
+  }
+  void EndMsg(size_t start) {
+    size_t len = s_.size() - start;
+    if (len < 0x80) {
+      s_[start - 1] = char(len);
+      return;
+    }
+    size_t n = VarintSize(len);
+    s_.insert(start, n - 1, '\0');
+    char* p = &s_[start - 1];
+    while (len >= 0x80) {
+      *p++ = char(len | 0x80);
+      len >>= 7;
+    }
+    *p = char(len);
+  }
   // A nested message whose bytes are already encoded in `m`.
   void Msg(uint32_t field, const WireBuf& m) { Bytes(field, m.data(), m.size()); }
   void Append(const WireBuf& m) { s_.append(m.data(), m.size()); }

@@ -26,6 +26,8 @@
 
 namespace profagent {
 namespace internal {
+std::atomic<uint64_t> g_writer_cpu_ns{0};
+
 namespace {
 
 using wire::WireBuf;
@@ -60,6 +62,8 @@ struct WriterState {
   std::unordered_map<const void*, uint32_t> func_ids;
   std::vector<uint32_t> api_ids;        // api id -> string id (0 = not interned yet)
   std::unordered_map<uint64_t, uint32_t> stream_idx;
+  uint64_t last_stream = 0;
+  uint32_t last_stream_idx = 0;
   std::map<std::vector<uint64_t>, uint32_t> stack_ids;
   std::unordered_map<uint64_t, std::pair<uint32_t, uint64_t>> module_cache;  // ip page -> (module id, base)
   uint64_t records = 0;
@@ -366,7 +370,15 @@ uint32_t ApiStringId(WriterState* w, uint16_t api) {
   return id;
 }
 
+uint32_t StreamIndexSlow(WriterState* w, uint64_t handle);
 uint32_t StreamIndex(WriterState* w, uint64_t handle) {
+  if (handle == w->last_stream && w->last_stream_idx != 0) return w->last_stream_idx;
+  w->last_stream = handle;
+  w->last_stream_idx = StreamIndexSlow(w, handle);
+  return w->last_stream_idx;
+}
+
+uint32_t StreamIndexSlow(WriterState* w, uint64_t handle) {
   auto it = w->stream_idx.find(handle);
   if (it != w->stream_idx.end()) return it->second;
   uint32_t idx = uint32_t(w->stream_idx.size() + 1);
@@ -430,10 +442,20 @@ struct BatchBuilder {
   // Sticky EV_LAUNCH fields (see proto: stream and api carry forward between launches).
   uint32_t launch_stream = 0;
   uint32_t launch_api = 0;
+  // Launch shape per kernel name in this batch (see proto: an EV_LAUNCH without grid_x repeats
+  // the previous shape of the same kernel).
+  struct Shape {
+    uint32_t gx, gy, gz, block, shmem;
+    bool operator==(const Shape& o) const {
+      return gx == o.gx && gy == o.gy && gz == o.gz && block == o.block && shmem == o.shmem;
+    }
+  };
+  std::unordered_map<uint32_t, Shape> shapes;
   void Reset() {
     events.Clear();
     any = false;
     launch_stream = launch_api = 0;
+    shapes.clear();
   }
 };
 
@@ -463,8 +485,8 @@ void EncodeEvent(WriterState* w, BatchBuilder* b, const RawEvent& e, const uint8
     b->corr_base = corr != 0 ? corr - 1 : 0;
     b->prev_corr = b->corr_base;
   }
-  WireBuf& m = w->ev;
-  m.Clear();
+  WireBuf& m = b->events;
+  const size_t start = m.BeginMsg(4);
   m.S64(1, int64_t(t0 - b->prev_ns));
   b->prev_ns = t0;
   m.U64(2, t1 - t0);
@@ -478,7 +500,8 @@ void EncodeEvent(WriterState* w, BatchBuilder* b, const RawEvent& e, const uint8
   switch (e.type) {
     case EvType::kLaunch: {
       const LaunchPayload& l = e.launch;
-      m.U64(4, l.name != 0 ? l.name : FuncNameId(w, l.func));
+      const uint32_t name = l.name != 0 ? l.name : FuncNameId(w, l.func);
+      m.U64(4, name);
       uint32_t s = StreamIndex(w, l.stream);
       if (s != b->launch_stream) {
         m.U64(7, s);
@@ -488,7 +511,12 @@ void EncodeEvent(WriterState* w, BatchBuilder* b, const RawEvent& e, const uint8
         m.U64(9, api_sid);
         b->launch_api = api_sid;
       }
-      m.U64(11, l.grid_x);
+      const BatchBuilder::Shape shape{l.grid_x, l.grid_y, l.grid_z, l.block, l.shmem};
+      auto it = b->shapes.find(name);
+      if (it != b->shapes.end() && it->second == shape) break;  // same shape as last time
+      b->shapes[name] = shape;
+      m.Tag(11, wire::kVarint);  // always present when the shape is given (even 0)
+      m.Varint(l.grid_x);
       m.U64(12, l.grid_y > 0 ? l.grid_y - 1u : 0);
       m.U64(13, l.grid_z > 0 ? l.grid_z - 1u : 0);
       m.U64(14, BlockX(l.block));
@@ -603,7 +631,7 @@ void EncodeEvent(WriterState* w, BatchBuilder* b, const RawEvent& e, const uint8
     }
   }
   if (stack_id != 0) m.U64(30, stack_id);
-  b->events.Msg(4, m);
+  m.EndMsg(start);
   ++w->records;
 }
 
@@ -623,8 +651,8 @@ void EncodeDeviceOp(WriterState* w, DeviceBuilder* d, const RawEvent& e) {
     d->base_ns = d->prev_ns = t0;
     d->corr_base = d->prev_corr = p.corr != 0 ? p.corr - 1 : 0;
   }
-  WireBuf& m = w->ev;
-  m.Clear();
+  WireBuf& m = d->ops;
+  const size_t start = m.BeginMsg(4);
   m.S64(1, int64_t(t0 - d->prev_ns));
   d->prev_ns = t0;
   m.U64(2, t1 - t0);
@@ -642,7 +670,7 @@ void EncodeDeviceOp(WriterState* w, DeviceBuilder* d, const RawEvent& e) {
   m.U64(13, BlockX(p.block));
   m.U64(14, BlockY(p.block));
   m.U64(15, BlockZ(p.block));
-  d->ops.Msg(4, m);
+  m.EndMsg(start);
   ++w->records;
 }
 
@@ -837,6 +865,9 @@ void* WriterMain(void*) {
     g.flush_done.store(req);
     if (stop) break;
   }
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  g_writer_cpu_ns.store(uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec));
   return nullptr;
 }
 
@@ -930,6 +961,7 @@ void WriterAfterForkChild() {
   w->func_ids.clear();
   w->api_ids.clear();
   w->stream_idx.clear();
+  w->last_stream_idx = 0;
   g.threads.clear();
   g.free_threads.clear();
   g.writer_running.store(false);
@@ -938,6 +970,11 @@ void WriterAfterForkChild() {
 }
 
 }  // namespace internal
+
+// CPU time the writer thread used, known after it stopped (benchmarks).
+extern "C" __attribute__((visibility("default"))) uint64_t profagent_writer_cpu_ns() {
+  return internal::g_writer_cpu_ns.load();
+}
 
 void Flush(int timeout_ms) {
   auto& g = internal::G();

@@ -162,9 +162,12 @@ class FileConverter : public Visitor {
         name = e.api() != 0 ? StringName(e.api()) : launch_name_;
         args[n++] = Arg::Uint(pi::kArgCorrelation, he.corr);
         if (e.grid_x() != 0) {
-          size_t gl = FormatDims(grid, e.grid_x(), e.grid_y() + 1, e.grid_z() + 1);
+          // The reader has undone the value-1 and sticky-shape encodings.
+          size_t gl = FormatDims(grid, e.grid_x(), std::max(e.grid_y(), 1u),
+                                 std::max(e.grid_z(), 1u));
           args[n++] = Arg::Str(pi::kArgGrid, std::string_view(grid, gl));
-          size_t bl = FormatDims(block, e.block_x(), e.block_y() + 1, e.block_z() + 1);
+          size_t bl = FormatDims(block, e.block_x(), std::max(e.block_y(), 1u),
+                                 std::max(e.block_z(), 1u));
           args[n++] = Arg::Str(pi::kArgBlock, std::string_view(block, bl));
         }
         if (e.shmem() != 0) args[n++] = Arg::Uint(pi::kArgShmem, e.shmem());

@@ -57,7 +57,7 @@ engine nvtx decode            decode
 engine nvtx sampler           sampl
 engine nvtx postproc          postproc|post_proc|detoken|process_output|output_proc
 engine nvtx kv.swap           swap
-engine nvtx kv.cache          \bkv|cache
+engine nvtx kv.cache          kv_?cache|kvcache|cache_engine|block_manager
 engine nvtx comm.collective   allreduce|all_reduce|allgather|all_gather|nccl|collective
 engine api  comm.nccl         ^nccl
 engine api  comm.mpi          ^MPI_

@@ -49,12 +49,23 @@ typedef struct GpusimOpRecord {
   uint32_t graph_id;          // non-zero when executed as part of a graph launch
   uint32_t graph_node_id;
 } GpusimOpRecord;
+// (libcudart, additive note) The op callback also receives GPUSIM_OP_EVENT records for
+// cudaEventRecord markers (name NULL, start_ns == end_ns == the event's timestamp); they have no
+// ground-truth line. Device times: an op starts when the device could start it (enqueued,
+// previous op of its stream ended, awaited ops ended) and lasts exactly its modelled cost; the
+// worker never completes it before end_ns in real time.
 
 // Domains of API callbacks (values equal CUpti_CallbackDomain).
 enum { GPUSIM_DOMAIN_DRIVER = 1, GPUSIM_DOMAIN_RUNTIME = 2 };
 
 // Called on the calling thread at the enter (is_exit = 0) and exit (is_exit = 1) of every
-// simulated runtime API function, and of simulated "driver" calls (e.g. the kernel launch NCCL
+// simulated runtime API function (libcudart, additive note: except the registration and
+// call-configuration functions nvcc's generated code calls, __cudaRegister*, __cudaPush/
+// PopCallConfiguration, __cudaGetKernel, and cudaGetErrorString/Name; a <<<>>> launch is
+// reported as cudaLaunchKernel, cbid CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000 or its
+// _ptsz twin, symbol_name = the mangled kernel name; `params` is the CUPTI params struct of
+// generated_cuda_runtime_api_meta.h for launches, cudaMemcpy(Async), cudaMalloc, cudaFree,
+// NULL elsewhere), and of simulated "driver" calls (e.g. the kernel launch NCCL
 // does inside ncclAllReduce). `cbid` is the CUPTI callback id of the function in that domain
 // (cupti_runtime_cbid.h / cupti_driver_cbid.h), `params` points to the function's parameter
 // struct (or NULL where the simulator has none), `ret` to its return value (valid at exit).
@@ -82,11 +93,18 @@ void gpusim_driver_call_end(int cbid, const char* func_name, const char* symbol_
 // rec->start_ns/end_ns itself; then the op is reported (observer + ground truth) and `arg` freed
 // with free_arg. `tmpl` provides kind/name/bytes/correlation id (copied).
 // Returns 0 on success, else a cudaError_t value (e.g. invalid stream).
+// (libcudart, additive note) rec->start_ns is the worker's clock just before run(); if run()
+// leaves end_ns below start_ns, end_ns is the clock after run(). libcudart writes the ground-
+// truth line for custom ops of every kind except GPUSIM_OP_COLLECTIVE, whose line (with the
+// collective keys) the enqueuer writes with gpusim_truth_write. A custom op enqueued on a
+// capturing stream is not captured: it is dropped (free_arg called, one line on stderr).
 int gpusim_stream_enqueue(gpusim_stream_t stream, const GpusimOpRecord* tmpl,
                           void (*run)(void* arg, GpusimOpRecord* rec), void* arg,
                           void (*free_arg)(void* arg));
 
 // The id the simulator uses for `stream` in op records (and CUPTI streamId).
+// (libcudart, additive note) The legacy default stream of device d has id d; created and
+// per-thread default streams get ids from 64 up; an invalid handle gives 0xffffffff.
 uint32_t gpusim_stream_id(gpusim_stream_t stream);
 
 // CLOCK_MONOTONIC ns (the simulator's clock).

@@ -4,7 +4,9 @@
 // ground-truth log (GPUSIM_TRUTH, one JSON object per completed device operation) against what
 // the flags imply: the number of launches of every kernel, the attention grid growing with the
 // KV length, copies per step, graph and second-stream placement, one AllReduce per layer x2 per
-// forward pass with matching sequence numbers on both ranks, and equal checksums.
+// forward pass with matching sequence numbers on both ranks, and equal checksums. A small NVTX
+// tool (demo_nvtx_recorder.so) records the program's NVTX ranges to check the step/run
+// convention the profiler relies on (tokens, kv, bsz, nesting of engine phases).
 //
 // Paths are relative to the test's runfiles directory (Bazel runs tests there).
 #include <algorithm>
@@ -13,6 +15,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -326,6 +329,10 @@ class Env {
     const std::string nccl = AbsPath("tests/gpusim/libnccl.so.2");
     nccl_dir_ = nccl.substr(0, nccl.rfind('/'));
   }
+  std::string NvtxPrefix(const std::string& out) const {
+    return "env NVTX_INJECTION64_PATH=" + AbsPath("tests/integration/demo_nvtx_recorder.so") +
+           " DEMO_NVTX_OUT=" + out + " ";
+  }
   std::string Prefix(const std::string& truth) const {
     return "env HOME=" + TmpDir() + " LD_LIBRARY_PATH=" + libdir_ + ":" + nccl_dir_ +
            " GPUSIM_COSTS=" + costs_ + " GPUSIM_TRUTH=" + truth + " ";
@@ -374,6 +381,65 @@ std::vector<std::string> FilesWithPrefix(const std::string& dir, const std::stri
   return files;
 }
 
+// kernels/gpusim_costs.txt, read with the grammar of tests/gpusim/cost_model.h.
+struct CostRule {
+  std::regex regex;
+  std::string pattern;
+  double fixed_us = 0.0;
+  double per_thread_us = 0.0;
+};
+
+std::vector<CostRule> ReadCostRules(const std::string& path) {
+  std::ifstream in(path);
+  REQUIRE(in.good());
+  std::vector<CostRule> rules;
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream words(line);
+    std::string pattern;
+    if (!(words >> pattern) || pattern[0] == '#') continue;
+    CostRule rule;
+    rule.pattern = pattern;
+    rule.regex = std::regex(pattern, std::regex::ECMAScript);
+    REQUIRE(words >> rule.fixed_us);
+    std::string plus, per_thread;
+    if (words >> plus) {
+      REQUIRE(plus == "+");
+      REQUIRE(words >> per_thread);
+      const size_t star = per_thread.find("*threads");
+      REQUIRE(star != std::string::npos);
+      rule.per_thread_us = std::stod(per_thread.substr(0, star));
+    }
+    rules.push_back(std::move(rule));
+  }
+  return rules;
+}
+
+// Every kernel of the demo matches a rule of the shipped cost file (not the simulator's 2 us
+// default) and lasted at least what the rule says (the simulator may only run late).
+void CheckKernelCosts(const std::vector<Op>& ops, const std::vector<CostRule>& rules) {
+  for (const Op& op : ops) {
+    if (op.op != "kernel") continue;
+    INFO(op.name);
+    const CostRule* rule = nullptr;
+    for (const CostRule& r : rules) {
+      if (std::regex_search(op.name, r.regex)) {
+        rule = &r;
+        break;
+      }
+    }
+    REQUIRE(rule != nullptr);
+    // The first matching rule is the kernel's own one (e.g. rms_norm must not catch
+    // fused_add_rms_norm).
+    CHECK(rule->pattern.find(ShortName(op.name)) != std::string::npos);
+    long long threads = 1;
+    for (long long v : op.Arr("grid")) threads *= v;
+    for (long long v : op.Arr("block")) threads *= v;
+    const double expected_ns = (rule->fixed_us + rule->per_thread_us * threads) * 1000.0;
+    CHECK(static_cast<double>(op.Int("end_ns") - op.Int("start_ns")) >= 0.99 * expected_ns);
+  }
+}
+
 void CheckKernelCounts(const std::vector<Op>& ops, const Flags& f) {
   const auto counts = KernelCounts(ops);
   for (const auto& [name, expected] : ExpectedKernelCounts(f)) {
@@ -411,6 +477,7 @@ TEST_CASE("single rank: kernel counts, attention grid follows the KV length, cop
 
   const std::vector<Op> ops = ReadTruth(truth);
   CheckKernelCounts(ops, f);
+  CheckKernelCosts(ops, ReadCostRules("kernels/gpusim_costs.txt"));
   for (const Op& op : ops) {
     CHECK(op.Int("rank") == -1);  // not launched by MPI
   }
@@ -630,5 +697,163 @@ TEST_CASE("two ranks under mpirun: tensor-parallel AllReduces line up, checksums
     CHECK(a.Int("start_ns") == b.Int("start_ns"));
     CHECK(a.Int("arrive_ns") <= a.Int("start_ns"));
     CHECK(b.Int("arrive_ns") <= b.Int("start_ns"));
+  }
+}
+
+namespace {
+
+// One recorded NVTX range with its children, from demo_nvtx_recorder's push/pop lines.
+struct Range {
+  std::string message;
+  std::vector<Range> children;
+};
+
+Range ReadNvtxTree(const std::string& path) {
+  std::ifstream in(path);
+  REQUIRE(in.good());
+  Range root;
+  std::vector<Range*> stack{&root};
+  std::string line;
+  while (std::getline(in, line)) {
+    INFO(line);
+    if (line.compare(0, 5, "push ") == 0) {
+      const size_t sp = line.find(' ', 5);
+      REQUIRE(sp != std::string::npos);
+      REQUIRE(std::stoi(line.substr(5, sp - 5)) == static_cast<int>(stack.size()) - 1);
+      stack.back()->children.push_back(Range{line.substr(sp + 1), {}});
+      stack.push_back(&stack.back()->children.back());
+    } else {
+      REQUIRE(line.compare(0, 4, "pop ") == 0);
+      REQUIRE(stack.size() > 1);
+      stack.pop_back();
+      REQUIRE(std::stoi(line.substr(4)) == static_cast<int>(stack.size()) - 1);
+    }
+  }
+  REQUIRE(stack.size() == 1);  // every range was closed
+  return root;
+}
+
+std::vector<long long> SplitInts(const std::string& csv) {
+  std::vector<long long> out;
+  std::istringstream in(csv);
+  std::string item;
+  while (std::getline(in, item, ',')) out.push_back(std::stoll(item));
+  return out;
+}
+
+std::vector<std::string> ChildNames(const Range& r) {
+  std::vector<std::string> names;
+  for (const Range& c : r.children) names.push_back(c.message);
+  return names;
+}
+
+}  // namespace
+
+TEST_CASE("NVTX: run and step ranges carry tokens, kv and bsz consistent with the run") {
+  Env env;
+  Flags f;
+  f.spec = 2;
+  f.steps = 6;
+  const std::string nvtx = TmpDir() + "/nvtx.txt";
+  const std::string truth = TmpDir() + "/nvtx_truth.jsonl";
+  std::remove(nvtx.c_str());
+  const Result r = Run(env.NvtxPrefix(nvtx) + env.Prefix(truth) + env.bin() + f.Args());
+  INFO(r.out);
+  REQUIRE(r.exit_code == 0);
+  const auto run_lines = Lines(r.out, "run ");
+  REQUIRE(run_lines.size() == static_cast<size_t>(f.total_runs()));
+
+  const Range root = ReadNvtxTree(nvtx);
+  REQUIRE(root.children.size() == 1 + static_cast<size_t>(f.total_runs()));
+  CHECK(root.children[0].message == "load_weights");
+  for (int run = 0; run < f.total_runs(); ++run) {
+    const Range& rr = root.children[1 + run];
+    INFO("run " << run);
+    CHECK(rr.message == std::string("run label=bs4") + (run < f.warmup ? " warmup=1" : ""));
+    REQUIRE(rr.children.size() == 1 + static_cast<size_t>(f.steps));
+    long long run_tokens = 0;
+    std::vector<long long> prev_kv;
+    long long prev_tokens = 0;
+    for (size_t s = 0; s < rr.children.size(); ++s) {
+      const Range& step = rr.children[s];
+      INFO(step.message);
+      REQUIRE(step.message.compare(0, 5, "step ") == 0);
+      const bool prefill = s == 0;
+      CHECK(Field(step.message, "phase") == (prefill ? "prefill" : "decode"));
+      CHECK(Field(step.message, "bsz") == std::to_string(f.batch));
+      const long long tokens = std::stoll(Field(step.message, "tokens"));
+      const std::vector<long long> kv = SplitInts(Field(step.message, "kv"));
+      REQUIRE(kv.size() == static_cast<size_t>(f.batch));
+      run_tokens += tokens;
+      if (prefill) {
+        CHECK(tokens == f.batch);
+        for (long long v : kv) CHECK(v == f.prompt);
+      } else {
+        CHECK(tokens >= f.batch);
+        CHECK(tokens <= f.batch * (f.spec + 1LL));
+        // kv = committed length + spec + 1; each sequence grew by the tokens it kept.
+        long long grown = 0;
+        for (int b = 0; b < f.batch; ++b) {
+          const long long committed_before = s == 1 ? f.prompt : prev_kv[b] - (f.spec + 1);
+          const long long delta = kv[b] - (f.spec + 1) - committed_before;
+          if (s == 1) {
+            CHECK(delta == 0);
+          } else {
+            CHECK(delta >= 1);
+            CHECK(delta <= f.spec + 1);
+            grown += delta;
+          }
+        }
+        if (s > 1) CHECK(grown == prev_tokens);
+      }
+      prev_kv = kv;
+      prev_tokens = tokens;
+      // Engine phases, in order.
+      CHECK(ChildNames(step) == std::vector<std::string>{"schedule", prefill ? "prefill" : "decode",
+                                                         "sampler", "postproc"});
+      const Range& fwd = step.children.at(1);
+      REQUIRE(fwd.children.size() == static_cast<size_t>(f.layers) + 1);
+      for (int l = 0; l < f.layers; ++l) {
+        CHECK(fwd.children[l].message == "layer " + std::to_string(l));
+        CHECK(ChildNames(fwd.children[l]) ==
+              std::vector<std::string>{"qkv_proj", "kv.append", "attention", "o_proj",
+                                       "gate_up_proj", "down_proj"});
+      }
+      CHECK(fwd.children.back().message == "lm_head");
+    }
+    CHECK(std::to_string(run_tokens) == Field(run_lines[run], "tokens"));
+  }
+}
+
+TEST_CASE("two ranks with --graph: piecewise graphs, AllReduces between the segments") {
+  Env env;
+  Flags f;
+  f.graph = true;
+  f.streams = true;
+  const std::string dir = TmpDir() + "/tp_graph";
+  REQUIRE(Run("rm -rf " + dir + " && mkdir -p " + dir).exit_code == 0);
+  const Result r = Run(env.Prefix(dir + "/truth_%p.jsonl") +
+                       "mpirun --allow-run-as-root --oversubscribe -np 2 -x LD_LIBRARY_PATH -x "
+                       "GPUSIM_TRUTH -x GPUSIM_COSTS " +
+                       env.bin() + f.Args());
+  INFO(r.out);
+  REQUIRE(r.exit_code == 0);
+  const auto sums = Lines(r.out, "rank=");
+  REQUIRE(sums.size() == 2);
+  CHECK(Field(sums[0], "checksum") == Field(sums[1], "checksum"));
+  const auto files = FilesWithPrefix(dir, "truth_");
+  REQUIRE(files.size() == 2);
+  const long long decode = static_cast<long long>(f.total_runs()) * f.steps;
+  for (const std::string& file : files) {
+    const std::vector<Op> ops = ReadTruth(file);
+    CheckKernelCounts(ops, f);
+    long long from_graph = 0, collectives = 0;
+    for (const Op& op : ops) {
+      if (op.op == "kernel" && op.Int("graph") != 0) ++from_graph;
+      if (op.op == "collective") ++collectives;
+    }
+    CHECK(from_graph == decode * (2 + f.layers * 11LL + 1));
+    // No collective is lost to the capture: they run eagerly between segment replays.
+    CHECK(collectives == 2LL * f.layers * f.forwards());
   }
 }

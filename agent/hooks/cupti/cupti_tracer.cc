@@ -411,6 +411,12 @@ bool StartLocked(const std::string& explicit_path, const void* cudart_symbol,
       if (old_name[0]) *reason += std::string(": held by ") + old_name;
       return false;
     }
+    if (g_subscriber == nullptr) {
+      // A CUPTI that reports success without a handle cannot be configured (and cannot be
+      // unsubscribed either): give up on it.
+      *reason = "CUPTI: cuptiSubscribe_v2 returned CUPTI_SUCCESS but no subscriber handle";
+      return false;
+    }
     how = "cuptiSubscribe_v2";
   } else {
     r = a.subscribe(&g_subscriber, ApiCallback, nullptr);

@@ -14,21 +14,25 @@
 // CollExtra.complete_ticks (from the thread that saw the completion); requests never seen
 // completing are emitted at MPI_Finalize with complete_ticks 0.
 //
-// Byte conventions (s = size of the datatype; n = communicator size):
-//   Allreduce, Reduce, Bcast, Scan, Exscan: count*s / count*s
-//   Allgather: sendcount*s / recvcount*s*n;  Allgatherv: sendcount*s / sum(recvcounts)*s
-//   Gather(v): sendcount*s / (root only) recvcount*s*n or sum(recvcounts)*s
-//   Scatter(v): recvcount*s (the block each rank receives) / the same
-//   Reduce_scatter_block: recvcount*s*n / recvcount*s;  Reduce_scatter: sum(recvcounts)*s /
+// Byte conventions: bytes = count * s, with count as defined here (s = size of the datatype,
+// n = communicator size); recv_bytes = this rank's receive buffer.
+//   Allreduce, Reduce, Bcast, Scan, Exscan: count / count*s
+//   Allgather: sendcount / recvcount*s*n;  Allgatherv: sendcount / sum(recvcounts)*s
+//   Gather(v): sendcount / (root only) recvcount*s*n or sum(recvcounts)*s, else 0
+//   Scatter(v): recvcount (the block each rank receives) / recvcount*s
+//   Reduce_scatter_block: recvcount / recvcount*s;  Reduce_scatter: sum(recvcounts) /
 //     recvcounts[rank]*s
-//   Alltoall: sendcount*s*n / recvcount*s*n;  Alltoallv: sum(sendcounts)*s / sum(recvcounts)*s
-//   Barrier: 0;  Send/Isend: count*s / 0;  Recv/Irecv: count*s (capacity) / the same;
-//   Sendrecv: sendcount*s / recvcount*s.  With MPI_IN_PLACE the receive side stands for both.
+//   Alltoall: sendcount (per peer) / recvcount*s*n;  Alltoallv: sum(sendcounts) /
+//     sum(recvcounts)*s
+//   Barrier: 0;  Send/Isend: count / 0;  Recv/Irecv: count (capacity) / count*s;
+//   Sendrecv: sendcount / recvcount*s.  With MPI_IN_PLACE the receive side stands for the send.
 // Arguments an MPI call ignores (e.g. the send type of a non-root Scatter) are never read.
 // Sequence numbers: collectives (blocking and not) on CommSlot.coll_seq, which MPI's ordering
-// rule makes equal across members for the same call; point-to-point on CommSlot.p2p_seq (n-th
-// p2p call of this rank on the communicator). They are counted even while Recording() is off so
-// they stay aligned across ranks under a schedule.
+// rule makes equal across members for the same call; point-to-point per ordered pair of ranks
+// (NextPeerSeq: A's n-th send to B == B's n-th receive from A, as MPI's non-overtaking rule
+// matches them for one tag; MPI_ANY_SOURCE receives get no number). Sendrecv carries its send's
+// number and also counts as a receive from its source. They are counted even while Recording()
+// is off so they stay aligned across ranks under a schedule.
 //
 // Communicators: MPI_COMM_WORLD is "world" (rank/size from PMPI at MPI_Init); any other
 // communicator is registered at first sight with a unique id hashed from its members' world ranks
@@ -68,6 +72,7 @@ namespace {
 
 constexpr int kLibMpi = 1;  // profagent.CollLibrary LIB_MPI
 constexpr uint8_t kNoRedop = 0xff;
+constexpr uint8_t kNoDtype = 0xff;  // no datatype (Barrier, zero counts): no name in the file
 constexpr int kNoPeer = -1;
 constexpr int kClockRounds = 16;
 constexpr int kClockTag = 0x7a11;
@@ -237,7 +242,7 @@ inline TypeInfo LookupType(H dt) {
 }
 
 // ---- Call descriptions -----------------------------------------------------------------------
-enum Kind : uint8_t { kColl, kP2p };
+enum Kind : uint8_t { kColl, kSend, kRecv };
 
 struct Info {
   H comm;
@@ -245,7 +250,8 @@ struct Info {
   uint64_t bytes = 0;
   uint64_t recv_bytes = 0;
   int32_t peer = kNoPeer;
-  uint8_t dtype = TypeCache::kUnknown;
+  int32_t recv_peer = kNoPeer;  // Sendrecv: its source
+  uint8_t dtype = kNoDtype;
   uint8_t redop = kNoRedop;
   void* request = nullptr;  // MPI_Request* of a non-blocking call
   CommSlot* slot = nullptr;
@@ -319,22 +325,23 @@ inline Info Allgather(const void* sbuf, int sc, H st, int rc, H rt, H comm) {
   return Blocks(sbuf, sc, st, false, rc, rt, true, true, kNoPeer, comm);
 }
 inline Info Alltoall(const void* sbuf, int sc, H st, int rc, H rt, H comm) {
-  return Blocks(sbuf, sc, st, true, rc, rt, true, true, kNoPeer, comm);
+  return Blocks(sbuf, sc, st, false, rc, rt, true, true, kNoPeer, comm);
 }
 inline Info Gather(const void* sbuf, int sc, H st, int rc, H rt, int root, H comm) {
   Info probe = Base(comm, nullptr, root);
   return Blocks(sbuf, sc, st, false, rc, rt, true, IsRoot(probe, root), root, comm);
 }
 inline Info Scatter(int rc, H rt, int root, H comm) { return Same(rc, rt, nullptr, root, comm); }
-inline Info Sendrecv(int sc, H st, int rc, H rt, int peer, H comm) {
+inline Info Sendrecv(int sc, H st, int rc, H rt, int peer, int src, H comm) {
   Info i = Blocks(nullptr, sc, st, false, rc, rt, false, true, peer, comm);
+  i.recv_peer = src;
   return i;
 }
 
 inline Info Allgatherv(const void* sbuf, int sc, H st, const int* rcs, H rt, H comm) {
   Info i = Base(comm, nullptr, kNoPeer);
   const uint64_t total = Sum(rcs, CommSize(i));
-  const TypeInfo r = total > 0 ? LookupType(rt) : TypeInfo{TypeCache::kUnknown, 0};
+  const TypeInfo r = total > 0 ? LookupType(rt) : TypeInfo{kNoDtype, 0};
   i.dtype = r.index;
   i.recv_bytes = total * r.size;
   if (InPlace(sbuf)) {
@@ -391,9 +398,7 @@ inline Info ReduceScatter(const int* rcs, H dt, H op, H comm) {
 }
 
 inline Info ReduceScatterBlock(int rc, H dt, H op, H comm) {
-  Info i = Same(rc, dt, op, kNoPeer, comm);
-  i.bytes *= CommSize(i);
-  return i;
+  return Same(rc, dt, op, kNoPeer, comm);
 }
 
 inline Info Alltoallv(const int* scs, H st, const int* rcs, H rt, H comm) {
@@ -426,7 +431,9 @@ inline Info Nb(Info i, void* request) {
 void EmitPending(const PendingCall& pc) { EmitWithBytes(pc.e, &pc.x, sizeof(pc.x)); }
 
 inline uint32_t Seq(const Info& info, Kind kind) {
-  return kind == kP2p ? NextP2pSeq(info.slot) : NextCollSeq(info.slot);
+  if (kind == kColl) return NextCollSeq(info.slot);
+  if (info.recv_peer != kNoPeer) NextPeerSeq(info.slot, info.recv_peer, true);
+  return NextPeerSeq(info.slot, info.peer, kind == kRecv);
 }
 
 inline void Finish(uint16_t api, uint32_t seq, const Info& info, uint64_t t0, uint64_t t1,
@@ -467,12 +474,6 @@ inline void Finish(uint16_t api, uint32_t seq, const Info& info, uint64_t t0, ui
     }
   }
   EmitPending(pc);
-}
-
-// Counts the call's sequence number without recording it (Recording() off).
-inline void CountOnly(H comm, Kind kind) {
-  CommSlot* s = SlotFor(comm);
-  if (kind == kP2p) NextP2pSeq(s); else NextCollSeq(s);
 }
 
 // A pending request completed at `t_done`.
@@ -598,40 +599,38 @@ using profagent::H;
     Nb(Alltoallv(scs, st, rcs, rt, comm), req))                                                  \
   X(Barrier, kColl, (H comm), (comm), NoData(comm))                                              \
   X(Ibarrier, kColl, (H comm, void* req), (comm, req), Nb(NoData(comm), req))                    \
-  X(Send, kP2p, (const void* buf, int count, H dt, int dest, int tag, H comm),                   \
+  X(Send, kSend, (const void* buf, int count, H dt, int dest, int tag, H comm),                   \
     (buf, count, dt, dest, tag, comm), SendOnly(count, dt, dest, comm))                          \
-  X(Isend, kP2p, (const void* buf, int count, H dt, int dest, int tag, H comm, void* req),       \
+  X(Isend, kSend, (const void* buf, int count, H dt, int dest, int tag, H comm, void* req),       \
     (buf, count, dt, dest, tag, comm, req), Nb(SendOnly(count, dt, dest, comm), req))            \
-  X(Recv, kP2p, (void* buf, int count, H dt, int src, int tag, H comm, void* status),            \
+  X(Recv, kRecv, (void* buf, int count, H dt, int src, int tag, H comm, void* status),            \
     (buf, count, dt, src, tag, comm, status), Same(count, dt, nullptr, src, comm))               \
-  X(Irecv, kP2p, (void* buf, int count, H dt, int src, int tag, H comm, void* req),              \
+  X(Irecv, kRecv, (void* buf, int count, H dt, int src, int tag, H comm, void* req),              \
     (buf, count, dt, src, tag, comm, req), Nb(Same(count, dt, nullptr, src, comm), req))         \
-  X(Sendrecv, kP2p,                                                                              \
+  X(Sendrecv, kSend,                                                                              \
     (const void* sbuf, int sc, H st, int dest, int stag, void* rbuf, int rc, H rt, int src,      \
      int rtag, H comm, void* status),                                                            \
     (sbuf, sc, st, dest, stag, rbuf, rc, rt, src, rtag, comm, status),                           \
-    Sendrecv(sc, st, rc, rt, dest, comm))
+    Sendrecv(sc, st, rc, rt, dest, src, comm))
 
-#define PROFAGENT_MPI_WRAPPER(NAME, KIND, PARAMS, ARGS, INFO)                                   \
-  PROFAGENT_EXPORT int MPI_##NAME PARAMS {                                                       \
-    using namespace profagent;                                                                   \
-    using Fn = int(*) PARAMS;                                                                    \
-    static const Real real = Resolve("PMPI_" #NAME, "MPI_" #NAME);                               \
-    const Fn fn = reinterpret_cast<Fn>(real.fn);                                                 \
-    if (__builtin_expect(fn == nullptr, 0)) return MissingReal("PMPI_" #NAME);                   \
-    HookGuard guard;                                                                             \
-    if (!guard.outermost()) return fn ARGS;                                                      \
-    if (!Recording()) {                                                                          \
-      CountOnly(comm, KIND);                                                                     \
-      return fn ARGS;                                                                            \
-    }                                                                                            \
-    const Info info = INFO;                                                                      \
-    const uint32_t seq = Seq(info, KIND);                                                        \
-    const uint64_t t0 = Now();                                                                   \
-    const int result = fn ARGS;                                                                  \
-    const uint64_t t1 = Now();                                                                   \
-    Finish(real.api, seq, info, t0, t1, result);                                            \
-    return result;                                                                                \
+// Sequence numbers are taken even while Recording() is off (see the top of this file).
+#define PROFAGENT_MPI_WRAPPER(NAME, KIND, PARAMS, ARGS, INFO)                          \
+  PROFAGENT_EXPORT int MPI_##NAME PARAMS {                                              \
+    using namespace profagent;                                                          \
+    using Fn = int(*) PARAMS;                                                           \
+    static const Real real = Resolve("PMPI_" #NAME, "MPI_" #NAME);                      \
+    const Fn fn = reinterpret_cast<Fn>(real.fn);                                        \
+    if (__builtin_expect(fn == nullptr, 0)) return MissingReal("PMPI_" #NAME);          \
+    HookGuard guard;                                                                    \
+    if (!guard.outermost()) return fn ARGS;                                             \
+    const Info info = INFO;                                                             \
+    const uint32_t seq = Seq(info, KIND);                                               \
+    if (!Recording()) return fn ARGS;                                                   \
+    const uint64_t t0 = Now();                                                          \
+    const int result = fn ARGS;                                                         \
+    const uint64_t t1 = Now();                                                          \
+    Finish(real.api, seq, info, t0, t1, result);                                        \
+    return result;                                                                      \
   }
 
 PROFAGENT_MPI_CALLS(PROFAGENT_MPI_WRAPPER)

@@ -4,6 +4,21 @@
 
 namespace profagent {
 
+namespace {
+// Zeroes (or grows) the per-peer counters of `s` for a communicator of `size` ranks.
+void ResetPeerSeq(CommSlot* s, int size) {
+  const int32_t need = size > 0 ? 2 * size : 0;
+  std::atomic<uint32_t>* a = s->peer_seq.load(std::memory_order_relaxed);
+  if (a == nullptr || s->peer_slots.load(std::memory_order_relaxed) < need) {
+    s->peer_slots.store(0, std::memory_order_release);  // readers see "no counters" meanwhile
+    a = need > 0 ? new std::atomic<uint32_t>[need] : nullptr;  // the old array is leaked
+    s->peer_seq.store(a, std::memory_order_release);
+  }
+  for (int32_t i = 0; i < need; ++i) a[i].store(0, std::memory_order_relaxed);
+  s->peer_slots.store(need, std::memory_order_release);
+}
+}  // namespace
+
 size_t CommTable::Home(uint64_t handle) {
   // Fibonacci hashing: handles are pointers (low bits zero) or small tagged integers.
   return static_cast<size_t>((handle * 0x9E3779B97F4A7C15ull) >> 56) & (kSlots - 1);
@@ -35,6 +50,7 @@ CommSlot* CommTable::Insert(uint64_t handle, int rank, int size, uint64_t uid_ha
       s.size = size;
       s.uid_hash = uid_hash;
       s.splits = 0;
+      ResetPeerSeq(&s, size);
       return &s;
     }
     if (k == kTombstone && free_slot == nullptr) free_slot = &s;
@@ -50,6 +66,7 @@ CommSlot* CommTable::Insert(uint64_t handle, int rank, int size, uint64_t uid_ha
   free_slot->size = size;
   free_slot->uid_hash = uid_hash;
   free_slot->splits = 0;
+  ResetPeerSeq(free_slot, size);
   free_slot->key.store(handle, std::memory_order_release);
   live_.fetch_add(1, std::memory_order_relaxed);
   return free_slot;

@@ -25,7 +25,13 @@ namespace profagent {
 struct CommSlot {
   std::atomic<uint64_t> key{0};        // handle; 0 = never used, kTombstone = removed
   std::atomic<uint32_t> coll_seq{0};   // next sequence number of a collective
-  std::atomic<uint32_t> p2p_seq{0};    // next sequence number of a send/recv (see MarkP2p)
+  std::atomic<uint32_t> p2p_seq{0};    // point-to-point calls of this rank, any peer
+  // Per-peer transfer counters, 2 * size entries (sends to peer p at [2p], receives from p at
+  // [2p + 1]), allocated by Insert(); nullptr when size is unknown. Sized for the communicator:
+  // a later Insert() with a larger size allocates a new array and leaks the old one (a reader
+  // may still hold it; communicator churn is rare), see NextSendSeq/NextRecvSeq.
+  std::atomic<std::atomic<uint32_t>*> peer_seq{nullptr};
+  std::atomic<int32_t> peer_slots{0};
   // Written by Insert() before `key` is published (release), read-only afterwards except
   // `splits`, which only slow-path code (under the table's mutex) touches.
   int32_t rank = -1;
@@ -76,6 +82,17 @@ inline uint32_t NextCollSeq(CommSlot* s) {
 }
 inline uint32_t NextP2pSeq(CommSlot* s) {
   return s ? s->p2p_seq.fetch_add(1, std::memory_order_relaxed) : 0xffffffffu;
+}
+
+// The n-th transfer of the ordered pair (this rank -> peer) for a send, (peer -> this rank) for
+// a receive: equal on both sides of a matched send/receive (MPI and NCCL both match in order
+// between a pair of ranks on one communicator). 0xffffffff when the peer is outside the
+// communicator (MPI_ANY_SOURCE, MPI_PROC_NULL) or the slot is unknown.
+inline uint32_t NextPeerSeq(CommSlot* s, int peer, bool recv) {
+  if (s == nullptr || peer < 0 || peer >= s->peer_slots.load(std::memory_order_acquire) / 2)
+    return 0xffffffffu;
+  std::atomic<uint32_t>* a = s->peer_seq.load(std::memory_order_acquire);
+  return a[2 * peer + (recv ? 1 : 0)].fetch_add(1, std::memory_order_relaxed);
 }
 
 // 64-bit FNV-1a, used for unique-id hashes (stable across processes and builds).

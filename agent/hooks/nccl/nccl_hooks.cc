@@ -15,16 +15,14 @@
 // number in RawEvent.aux and no correlation: the fused kernel is launched in ncclGroupEnd, whose
 // kGroup event carries it.
 //
-// Byte convention (Collective.bytes = this rank's send buffer, recv_bytes = its receive buffer):
-//   AllReduce, Reduce, Broadcast, Bcast: count*esize / count*esize
-//   ReduceScatter: recvcount*nranks*esize / recvcount*esize
-//   AllGather: sendcount*esize / sendcount*nranks*esize
-//   AlltoAll: count*nranks*esize / count*nranks*esize (count is per peer)
-//   Gather: count*esize / count*nranks*esize;  Scatter: count*esize / count*esize
-//   Send, Recv: count*esize (both fields)
+// Byte convention: Collective.bytes = count * element size, with count as passed to the call
+// (NCCL's own convention, also the simulator's ground truth); recv_bytes = this rank's receive
+// buffer: AllReduce, Reduce, Broadcast, Bcast, ReduceScatter, Scatter, Recv: count * esize;
+// AllGather, AlltoAll, Gather (every rank, root or not): count * nranks * esize; Send: 0.
 // Sequence numbers: collectives count on CommSlot.coll_seq (equal across members for the same
-// call, since NCCL requires every member to issue collectives in the same order); Send/Recv on
-// CommSlot.p2p_seq (the n-th point-to-point call of this rank on the communicator).
+// call, since NCCL requires every member to issue collectives in the same order). Send/Recv
+// count per ordered pair of ranks (NextPeerSeq): the n-th Send from A to B and B's n-th Recv
+// from A carry the same number.
 //
 // Hot path (every collective): one comm-table probe, two Now(), one EmitWithBytes. No lock, no
 // allocation. Slow path: first call of each function (dlsym, RegisterApi), communicator
@@ -151,7 +149,7 @@ CommSlot* SlotFor(ncclComm_t comm) {
                  "nccl-unknown", nullptr, false);
 }
 
-enum Kind : uint8_t { kColl, kP2p };
+enum Kind : uint8_t { kColl, kSend, kRecv };
 
 // What one call is about, computed before the real call.
 struct CallInfo {
@@ -163,16 +161,16 @@ struct CallInfo {
   uint8_t redop;
 };
 
-// Bytes multipliers of the convention above: send = count*esize*send_mul, recv likewise, where
-// a multiplier of 0 means "times the communicator size".
-CallInfo Info(size_t count, ncclDataType_t dt, int redop, int peer, int send_mul, int recv_mul,
+// The convention above: bytes = count * esize; recv_bytes = count * esize * recv_mul, where a
+// multiplier of 0 means "times the communicator size".
+CallInfo Info(size_t count, ncclDataType_t dt, int redop, int peer, int recv_mul,
               const CommSlot* slot) {
   const uint64_t esize = nccl::DtypeSize(dt);
   const uint64_t n = (slot && slot->size > 0) ? uint64_t(slot->size) : 1;
   CallInfo c;
   c.count = count;
-  c.bytes = uint64_t(count) * esize * (send_mul ? uint64_t(send_mul) : n);
-  c.recv_bytes = uint64_t(count) * esize * (recv_mul ? uint64_t(recv_mul) : n);
+  c.bytes = uint64_t(count) * esize;
+  c.recv_bytes = recv_mul < 0 ? 0 : uint64_t(count) * esize * (recv_mul ? uint64_t(recv_mul) : n);
   c.peer = peer;
   c.dtype = nccl::DtypeIndex(dt);
   c.redop = redop < 0 ? nccl::kNoRedop : nccl::RedopIndex(redop);
@@ -190,10 +188,10 @@ struct Pending {
   uint64_t t0;
 };
 
-inline Pending Before(CommSlot* slot, Kind kind) {
+inline Pending Before(CommSlot* slot, Kind kind, int peer) {
   Pending p;
   p.slot = slot;
-  p.seq = kind == kP2p ? NextP2pSeq(slot) : NextCollSeq(slot);
+  p.seq = kind == kColl ? NextCollSeq(slot) : NextPeerSeq(slot, peer, kind == kRecv);
   p.group = tls_group.depth > 0 ? tls_group.number : 0;
   if (p.group != 0) ++tls_group.members;
   SetLastDriverLaunchCorrelation(0);
@@ -257,54 +255,54 @@ using profagent::HookGuard;
     (const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,                \
      ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream),                                      \
     (sendbuff, recvbuff, count, datatype, op, comm, stream),                                     \
-    Info(count, datatype, op, kNoPeer, 1, 1, slot))                                              \
+    Info(count, datatype, op, kNoPeer, 1, slot))                                              \
   X(Reduce, kColl,                                                                               \
     (const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,                \
      ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream),                            \
     (sendbuff, recvbuff, count, datatype, op, root, comm, stream),                               \
-    Info(count, datatype, op, root, 1, 1, slot))                                                 \
+    Info(count, datatype, op, root, 1, slot))                                                 \
   X(Bcast, kColl,                                                                                \
     (void* buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,               \
      cudaStream_t stream),                                                                       \
-    (buff, count, datatype, root, comm, stream), Info(count, datatype, kNoOp, root, 1, 1, slot)) \
+    (buff, count, datatype, root, comm, stream), Info(count, datatype, kNoOp, root, 1, slot)) \
   X(Broadcast, kColl,                                                                            \
     (const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,      \
      ncclComm_t comm, cudaStream_t stream),                                                      \
     (sendbuff, recvbuff, count, datatype, root, comm, stream),                                   \
-    Info(count, datatype, kNoOp, root, 1, 1, slot))                                              \
+    Info(count, datatype, kNoOp, root, 1, slot))                                              \
   X(ReduceScatter, kColl,                                                                        \
     (const void* sendbuff, void* recvbuff, size_t recvcount, ncclDataType_t datatype,            \
      ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream),                                      \
     (sendbuff, recvbuff, recvcount, datatype, op, comm, stream),                                 \
-    Info(recvcount, datatype, op, kNoPeer, kN, 1, slot))                                         \
+    Info(recvcount, datatype, op, kNoPeer, 1, slot))                                         \
   X(AllGather, kColl,                                                                            \
     (const void* sendbuff, void* recvbuff, size_t sendcount, ncclDataType_t datatype,            \
      ncclComm_t comm, cudaStream_t stream),                                                      \
     (sendbuff, recvbuff, sendcount, datatype, comm, stream),                                     \
-    Info(sendcount, datatype, kNoOp, kNoPeer, 1, kN, slot))                                      \
+    Info(sendcount, datatype, kNoOp, kNoPeer, kN, slot))                                      \
   X(AlltoAll, kColl,                                                                             \
     (const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,                \
      ncclComm_t comm, cudaStream_t stream),                                                      \
     (sendbuff, recvbuff, count, datatype, comm, stream),                                         \
-    Info(count, datatype, kNoOp, kNoPeer, kN, kN, slot))                                         \
+    Info(count, datatype, kNoOp, kNoPeer, kN, slot))                                         \
   X(Gather, kColl,                                                                               \
     (const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,      \
      ncclComm_t comm, cudaStream_t stream),                                                      \
     (sendbuff, recvbuff, count, datatype, root, comm, stream),                                   \
-    Info(count, datatype, kNoOp, root, 1, kN, slot))                                             \
+    Info(count, datatype, kNoOp, root, kN, slot))                                             \
   X(Scatter, kColl,                                                                              \
     (const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,      \
      ncclComm_t comm, cudaStream_t stream),                                                      \
     (sendbuff, recvbuff, count, datatype, root, comm, stream),                                   \
-    Info(count, datatype, kNoOp, root, 1, 1, slot))                                              \
-  X(Send, kP2p,                                                                                  \
+    Info(count, datatype, kNoOp, root, 1, slot))                                              \
+  X(Send, kSend,                                                                                  \
     (const void* sendbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,     \
      cudaStream_t stream),                                                                       \
-    (sendbuff, count, datatype, peer, comm, stream), Info(count, datatype, kNoOp, peer, 1, 1, slot)) \
-  X(Recv, kP2p,                                                                                  \
+    (sendbuff, count, datatype, peer, comm, stream), Info(count, datatype, kNoOp, peer, -1, slot)) \
+  X(Recv, kRecv,                                                                                  \
     (void* recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,           \
      cudaStream_t stream),                                                                       \
-    (recvbuff, count, datatype, peer, comm, stream), Info(count, datatype, kNoOp, peer, 1, 1, slot))
+    (recvbuff, count, datatype, peer, comm, stream), Info(count, datatype, kNoOp, peer, 1, slot))
 
 namespace profagent {
 namespace {
@@ -327,7 +325,7 @@ enum OpIndex : uint8_t {
     if (!guard.outermost()) return fn ARGS;                                                      \
     CommSlot* slot = SlotFor(comm);                                                              \
     const CallInfo info = INFO;                                                                  \
-    const Pending pending = Before(slot, KIND);                                                  \
+    const Pending pending = Before(slot, KIND, info.peer);                                                  \
     const ncclResult_t rc = fn ARGS;                                                             \
     After(real.api, kOp##NAME, comm, stream, info, pending, rc);                                 \
     return rc;                                                                                   \

@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 #include <limits.h>
+#include <pthread.h>
 #include <nvtx3/nvToolsExt.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -68,15 +69,16 @@ std::atomic<ThreadStack*> g_stacks{nullptr};
 thread_local ThreadStack* t_stack __attribute__((tls_model("initial-exec"))) = nullptr;
 
 // Gives the thread's stack back for reuse when the thread exits with no open range (a stack
-// with open ranges stays owned so that FlushOpenRanges can report them).
-struct StackReleaser {
-  ~StackReleaser() {
-    ThreadStack* s = t_stack;
-    t_stack = nullptr;
-    if (s != nullptr && s->depth == 0) s->in_use.store(false, std::memory_order_release);
-  }
-};
-thread_local StackReleaser t_releaser;
+// with open ranges stays owned so that FlushOpenRanges can report them). A pthread key rather
+// than a thread_local with a destructor: every TLS variable of the agent stays initial-exec.
+pthread_key_t g_exit_key;
+std::atomic<bool> g_exit_key_ok{false};
+
+void ReleaseStack(void* p) {
+  auto* s = static_cast<ThreadStack*>(p);
+  t_stack = nullptr;
+  if (s != nullptr && s->depth == 0) s->in_use.store(false, std::memory_order_release);
+}
 
 struct StartSlot {
   std::atomic<uint64_t> key{0};  // kFree, kBusy, or the range id it holds
@@ -98,13 +100,13 @@ std::atomic<uint64_t> g_inits{0};
 
 // ---- Slow paths ---------------------------------------------------------------------------
 __attribute__((noinline)) ThreadStack* GetStackSlow() {
-  (void)&t_releaser;  // registers the thread-exit destructor
   for (ThreadStack* s = g_stacks.load(std::memory_order_acquire); s; s = s->next) {
     bool expected = false;
     if (s->in_use.compare_exchange_strong(expected, true, std::memory_order_acquire)) {
       s->depth = 0;
       s->overflow = 0;
       t_stack = s;
+      if (g_exit_key_ok.load(std::memory_order_acquire)) pthread_setspecific(g_exit_key, s);
       return s;
     }
   }
@@ -116,6 +118,7 @@ __attribute__((noinline)) ThreadStack* GetStackSlow() {
   } while (!g_stacks.compare_exchange_weak(head, s, std::memory_order_release,
                                            std::memory_order_relaxed));
   t_stack = s;
+  if (g_exit_key_ok.load(std::memory_order_acquire)) pthread_setspecific(g_exit_key, s);
   return s;
 }
 
@@ -452,6 +455,9 @@ void SetSlot(NvtxFunctionTable table, unsigned int size, unsigned int id, Fn fn)
 }
 
 __attribute__((constructor)) void NvtxSurfaceLoad() {
+  if (pthread_key_create(&g_exit_key, &ReleaseStack) == 0) {
+    g_exit_key_ok.store(true, std::memory_order_release);
+  }
   InstallEnv();
   model::SetOpenRangeFlusher(&FlushOpenRanges);
   AtShutdown(&model::Shutdown);  // idempotent: harmless if the core calls it as well

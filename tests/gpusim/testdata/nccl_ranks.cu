@@ -4,7 +4,10 @@
 //           compares its results with the expected values, prints "OK <what>" or
 //           "FAIL <what> ..." and exits with the number of failures;
 //   timing  5 AllReduces of 64 KiB of floats (for the straggler test);
-//   skip    rank 1 initializes and exits without the collective rank 0 runs (timeout test).
+//   skip    rank 1 initializes and exits without the collective rank 0 runs (timeout test);
+//   split   ncclCommSplit by rank parity, then an AllReduce of the ranks on each half;
+//   initall no fork: ncclCommInitAll makes <nranks> communicators in this process, and one
+//           grouped AllReduce over them (one stream each) runs.
 // The parent prints "RANK <r> EXIT <code>" per child and exits non-zero if any child failed.
 #include <cuda_runtime.h>
 #include <nccl.h>
@@ -213,6 +216,19 @@ int RunRank(const ncclUniqueId& id, const std::string& mode) {
       NcclOk(ncclAllReduce(d, d, count, ncclFloat, ncclSum, g_comm, g_stream), "allreduce");
     }
     cudaStreamSynchronize(g_stream);
+  } else if (mode == "split") {
+    ncclComm_t half = nullptr;
+    NcclOk(ncclCommSplit(g_comm, g_rank % 2, g_rank, &half, nullptr), "split");
+    int hn = -1, hr = -1;
+    ncclCommCount(half, &hn);
+    ncclCommUserRank(half, &hr);
+    Check(hn == (g_n + 1 - g_rank % 2) / 2 && hr == g_rank / 2, "split_ranks");
+    int32_t* d = ToDevice(std::vector<int32_t>(8, g_rank));
+    NcclOk(ncclAllReduce(d, d, 8, ncclInt32, ncclSum, half, g_stream), "allreduce");
+    int want = 0;
+    for (int q = g_rank % 2; q < g_n; q += 2) want += q;
+    Check(AllEqual(ToHost(d, 8), [&](size_t) { return want; }), "split_allreduce");
+    ncclCommDestroy(half);
   } else if (mode == "skip") {
     if (g_rank != 1) {
       float* d = ToDevice(std::vector<float>(16, 1.f));
@@ -231,11 +247,33 @@ int RunRank(const ncclUniqueId& id, const std::string& mode) {
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    fprintf(stderr, "usage: nccl_ranks <nranks> <check|timing|skip>\n");
+    fprintf(stderr, "usage: nccl_ranks <nranks> <check|timing|skip|split|initall>\n");
     return 2;
   }
   g_n = atoi(argv[1]);
   std::string mode = argv[2];
+  if (mode == "initall") {
+    setvbuf(stdout, nullptr, _IOLBF, 0);
+    std::vector<ncclComm_t> comms(g_n);
+    NcclOk(ncclCommInitAll(comms.data(), g_n, nullptr), "initall");
+    std::vector<cudaStream_t> streams(g_n);
+    std::vector<float*> bufs(g_n);
+    for (int r = 0; r < g_n; ++r) {
+      cudaStreamCreate(&streams[r]);
+      bufs[r] = ToDevice(std::vector<float>(64, float(r + 1)));
+    }
+    NcclOk(ncclGroupStart(), "groupstart");
+    for (int r = 0; r < g_n; ++r) {
+      NcclOk(ncclAllReduce(bufs[r], bufs[r], 64, ncclFloat, ncclSum, comms[r], streams[r]), "ar");
+    }
+    NcclOk(ncclGroupEnd(), "groupend");
+    for (int r = 0; r < g_n; ++r) {
+      g_stream = streams[r];
+      Check(AllEqual(ToHost(bufs[r], 64), [&](size_t) { return float(g_n * (g_n + 1) / 2); }),
+            "initall_allreduce");
+    }
+    return g_fails;
+  }
   ncclUniqueId id;
   if (ncclGetUniqueId(&id) != ncclSuccess) return 3;
   fflush(stdout);

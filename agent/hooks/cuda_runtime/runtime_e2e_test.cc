@@ -1,0 +1,508 @@
+// End-to-end tests of the CUDA-runtime and CUPTI surfaces: real nvcc-built programs run on
+// gpusim (tests/gpusim) under the agent (libprofagent_rt.so), in every GPU timing mode. The
+// record file is parsed with //analyzer:reader (real protobuf) and checked against the
+// simulator's ground-truth log (GPUSIM_TRUTH), never against the agent itself.
+#include <limits.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "analyzer/reader.h"
+
+namespace profagent {
+namespace {
+
+// ---- Running programs ------------------------------------------------------------------------
+std::string MakeTempDir(const char* tag) {
+  const char* base = getenv("TEST_TMPDIR");
+  std::string t = std::string(base ? base : "/tmp") + "/" + tag + ".XXXXXX";
+  std::vector<char> buf(t.begin(), t.end());
+  buf.push_back('\0');
+  char* d = mkdtemp(buf.data());
+  return d ? std::string(d) : std::string();
+}
+
+std::string Abs(const std::string& rel) {
+  char buf[PATH_MAX];
+  return realpath(rel.c_str(), buf) ? std::string(buf) : rel;
+}
+
+const std::string kPkg = "agent/hooks/cuda_runtime/";
+
+std::string AgentPath() { return Abs(kPkg + "libprofagent_rt.so"); }
+// RT_E2E_GPUSIM_DIR overrides where libcudart.so.13/libcupti.so.13 come from (manual runs).
+std::string GpusimDir() {
+  const char* d = getenv("RT_E2E_GPUSIM_DIR");
+  return d ? std::string(d) : Abs("tests/gpusim");
+}
+
+struct RunResult {
+  int code = -1;
+  std::string out, err;
+};
+
+std::string Slurp(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// Runs `cmd` with extra environment `env` ("A=1 B=2"); captures stdout/stderr.
+RunResult Run(const std::string& dir, const std::string& env, const std::string& cmd) {
+  std::string out = dir + "/stdout.txt", err = dir + "/stderr.txt";
+  std::string full = "env LD_LIBRARY_PATH=" + GpusimDir() + " " + env + " " + cmd + " >" + out +
+                     " 2>" + err;
+  int st = system(full.c_str());
+  RunResult r;
+  r.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  r.out = Slurp(out);
+  r.err = Slurp(err);
+  return r;
+}
+
+// ---- Ground truth ----------------------------------------------------------------------------
+struct TruthOp {
+  std::string op, name, mangled, kind;
+  uint64_t corr = 0, start = 0, end = 0, graph = 0, bytes = 0, pid = 0;
+  uint64_t dur() const { return end - start; }
+};
+
+bool Field(const std::string& line, const std::string& key, std::string* s, uint64_t* n) {
+  std::string k = "\"" + key + "\":";
+  size_t p = line.find(k);
+  if (p == std::string::npos) return false;
+  p += k.size();
+  if (line[p] == '"') {
+    size_t e = line.find('"', p + 1);
+    if (s) *s = line.substr(p + 1, e - p - 1);
+  } else if (n) {
+    *n = strtoull(line.c_str() + p, nullptr, 10);
+  }
+  return true;
+}
+
+std::vector<TruthOp> ReadTruth(const std::string& path) {
+  std::vector<TruthOp> ops;
+  std::ifstream f(path);
+  std::string line;
+  while (std::getline(f, line)) {
+    TruthOp t;
+    Field(line, "op", &t.op, nullptr);
+    Field(line, "name", &t.name, nullptr);
+    Field(line, "mangled", &t.mangled, nullptr);
+    Field(line, "kind", &t.kind, nullptr);
+    Field(line, "corr", nullptr, &t.corr);
+    Field(line, "start_ns", nullptr, &t.start);
+    Field(line, "end_ns", nullptr, &t.end);
+    Field(line, "graph", nullptr, &t.graph);
+    Field(line, "bytes", nullptr, &t.bytes);
+    Field(line, "pid", nullptr, &t.pid);
+    ops.push_back(t);
+  }
+  return ops;
+}
+
+// ---- The record file -------------------------------------------------------------------------
+struct HostEv {
+  uint32_t thread;
+  uint64_t start, end, corr;
+  Event ev;
+};
+struct DevOp {
+  uint64_t start, end, corr;
+  DeviceOp op;
+  uint64_t dur() const { return end - start; }
+};
+
+struct Profile : analyzer::Visitor {
+  Header header;
+  int timing = 0;
+  std::string reason;
+  std::map<uint32_t, std::string> strings;
+  std::vector<HostEv> host;
+  std::vector<DevOp> dev;
+  std::vector<StackDef> stacks;
+
+  void OnHeader(const Header& h) override {
+    header = h;
+    timing = h.gpu_timing();
+    reason = h.gpu_timing_reason();
+  }
+  void OnString(uint32_t id, const std::string& v) override { strings[id] = v; }
+  void OnHostEvent(const analyzer::HostEvent& e) override {
+    host.push_back({e.thread, e.start_ns, e.end_ns, e.corr, *e.ev});
+  }
+  void OnDeviceOp(const analyzer::DeviceOpEvent& d) override {
+    dev.push_back({d.start_ns, d.end_ns, d.corr, *d.op});
+  }
+  void OnOther(const Record& r) override {
+    if (r.has_process() && r.process().gpu_timing() != 0) {
+      timing = r.process().gpu_timing();
+      reason = r.process().gpu_timing_reason();
+    }
+    if (r.has_stack()) stacks.push_back(r.stack());
+  }
+  std::string Str(uint32_t id) const {
+    auto it = strings.find(id);
+    return it == strings.end() ? "" : it->second;
+  }
+  std::vector<const HostEv*> Kind(EventKind k) const {
+    std::vector<const HostEv*> v;
+    for (auto& h : host)
+      if (h.ev.kind() == k) v.push_back(&h);
+    return v;
+  }
+};
+
+// Loads the one profile file in `dir` written by process `pid` (any, when 0).
+bool LoadProfile(const std::string& dir, Profile* p, uint64_t pid = 0) {
+  auto files = analyzer::ListProfileFiles(dir);
+  if (!files.ok()) return false;
+  for (const std::string& f : *files) {
+    Profile tmp;
+    analyzer::FileSummary sum;
+    if (!analyzer::VisitFile(f, &tmp, &sum).ok()) continue;
+    if (pid == 0 || tmp.header.pid() == pid) {
+      *p = std::move(tmp);
+      return true;
+    }
+  }
+  return false;
+}
+
+bool SameKernel(const std::string& got, const TruthOp& t) {
+  return got == t.name || got == t.mangled;
+}
+
+bool DurOk(uint64_t got, uint64_t want) {
+  double diff = std::fabs(double(got) - double(want));
+  return diff <= 5000.0 || diff <= 0.02 * double(want);
+}
+
+std::vector<TruthOp> OfPid(const std::vector<TruthOp>& all, const std::string& op, uint64_t pid) {
+  std::vector<TruthOp> v;
+  for (auto& t : all)
+    if (t.op == op && (pid == 0 || t.pid == pid)) v.push_back(t);
+  return v;
+}
+
+// Fixture: runs a program once under the agent and loads what it wrote.
+struct Scenario {
+  std::string dir;
+  RunResult run;
+  std::vector<TruthOp> truth;
+  Profile prof;
+  bool loaded = false;
+
+  Scenario() = default;
+  Scenario(const char* tag, const std::string& env, const std::string& cmd) {
+    dir = MakeTempDir(tag);
+    run = Run(dir, "GPUSIM_TRUTH=" + dir + "/truth.json PROFAGENT_OUTPUT=" + dir +
+                       "/prof LD_PRELOAD=" + AgentPath() + " " + env,
+              cmd);
+    truth = ReadTruth(dir + "/truth.json");
+    loaded = LoadProfile(dir + "/prof", &prof);
+  }
+};
+
+// CUPTI mode is unavailable when gpusim's CUPTI cannot be subscribed (see the reason).
+bool CuptiUnavailable(const Profile& p) {
+  if (p.timing == GPU_TIMING_CUPTI) return false;
+  WARN("CUPTI mode not in force on this gpusim: " << p.reason);
+  return true;
+}
+
+// Kernels launched during stream capture: recorded as launches, executed only as graph nodes.
+const std::map<std::string, int> kWorkloadCaptured = {
+    {"graph_k1()", 1}, {"graph_k2(int)", 1}, {"graph_k3()", 1}};
+
+// Every kernel the simulator ran appears exactly once among the launches (non-graph kernels),
+// with its name; plus the launches made during stream capture (`captured`).
+void CheckLaunchesMatchTruth(const Scenario& s, bool by_corr,
+                             const std::map<std::string, int>& captured = {}) {
+  auto kernels = OfPid(s.truth, "kernel", 0);
+  REQUIRE(!kernels.empty());
+  auto launches = s.prof.Kind(EV_LAUNCH);
+  std::map<std::string, int> want, got;
+  for (auto& t : kernels)
+    if (t.graph == 0) want[t.name]++;
+  for (auto& kv : captured) want[kv.first] += kv.second;
+  for (auto* l : launches) {
+    std::string n = s.prof.Str(l->ev.name());
+    for (auto& t : kernels)
+      if (SameKernel(n, t)) {
+        n = t.name;
+        break;
+      }
+    got[n]++;
+  }
+  CHECK(got == want);
+  if (by_corr) {
+    std::map<uint64_t, const HostEv*> by;
+    for (auto* l : launches) by[l->corr] = l;
+    for (auto& t : kernels) {
+      if (t.graph != 0) continue;
+      INFO("kernel " << t.name << " corr " << t.corr);
+      auto it = by.find(t.corr);
+      REQUIRE(it != by.end());
+      CHECK(SameKernel(s.prof.Str(it->second->ev.name()), t));
+    }
+  }
+}
+
+// Device durations of kernels, copies and sets: per name (kernels) or per bytes (copies/sets),
+// the sorted lists of durations agree within 2% or 5 us.
+void CheckDeviceDurations(const Scenario& s, bool include_graph_kernels) {
+  std::map<std::string, std::vector<uint64_t>> want, got;
+  for (auto& t : s.truth) {
+    if (t.op == "kernel" && (include_graph_kernels || t.graph == 0)) want["k:" + t.name].push_back(t.dur());
+    if (t.op == "memcpy") want["c:" + std::to_string(t.bytes)].push_back(t.dur());
+    if (t.op == "memset") want["s:" + std::to_string(t.bytes)].push_back(t.dur());
+  }
+  for (auto& d : s.prof.dev) {
+    if (d.op.kind() == DOP_KERNEL) {
+      std::string n = s.prof.Str(d.op.name());
+      for (auto& t : s.truth)
+        if (t.op == "kernel" && SameKernel(n, t)) {
+          n = t.name;
+          break;
+        }
+      got["k:" + n].push_back(d.dur());
+    } else if (d.op.kind() == DOP_MEMCPY) {
+      got["c:" + std::to_string(d.op.bytes())].push_back(d.dur());
+    } else if (d.op.kind() == DOP_MEMSET) {
+      got["s:" + std::to_string(d.op.bytes())].push_back(d.dur());
+    }
+  }
+  for (auto& kv : want) {
+    INFO("group " << kv.first);
+    auto w = kv.second;
+    auto g = got[kv.first];
+    REQUIRE(g.size() == w.size());
+    std::sort(w.begin(), w.end());
+    std::sort(g.begin(), g.end());
+    for (size_t i = 0; i < w.size(); ++i) {
+      INFO("duration " << g[i] << " vs truth " << w[i]);
+      CHECK(DurOk(g[i], w[i]));
+    }
+  }
+}
+
+void CheckAllocations(const Profile& p) {
+  std::map<uint64_t, std::pair<uint64_t, uint32_t>> live;
+  int frees = 0;
+  std::map<uint64_t, uint32_t> kind_of_size;
+  for (auto* a : p.Kind(EV_ALLOC)) live[a->ev.ptr()] = {a->ev.bytes(), a->ev.copy_kind()};
+  for (auto* f : p.Kind(EV_FREE)) {
+    INFO("free of " << f->ev.ptr());
+    auto it = live.find(f->ev.ptr());
+    REQUIRE(it != live.end());
+    CHECK(f->ev.bytes() == it->second.first);
+    CHECK(f->ev.copy_kind() == it->second.second);
+    kind_of_size[f->ev.bytes()] = f->ev.copy_kind();
+    ++frees;
+  }
+  CHECK(frees >= 10);  // 3 workers x 2 + 2 + managed, host-alloc, async
+  CHECK(kind_of_size[3000] == MEM_MANAGED);
+  CHECK(kind_of_size[5000] == MEM_HOST_PINNED);
+  CHECK(kind_of_size[7000] == MEM_ASYNC);
+  CHECK(kind_of_size[1 << 20] == MEM_DEVICE);
+}
+
+const std::string kWorkloadOut = "checksums 64512 129024 193536\nhost[0]=1 errors=0\n";
+
+TEST_CASE("CUPTI mode: every kernel, copy and set once, with device times from CUPTI") {
+  Scenario s("cupti", "PROFAGENT_GPU_TIMING=cupti", kPkg + "rt_workload");
+  REQUIRE(s.run.code == 0);
+  CHECK(s.run.out == kWorkloadOut);
+  REQUIRE(s.loaded);
+  if (CuptiUnavailable(s.prof)) return;
+  CheckLaunchesMatchTruth(s, /*by_corr=*/true, kWorkloadCaptured);
+  CheckDeviceDurations(s, /*include_graph_kernels=*/true);
+  // Every kernel device op carries the correlation of its launch (graph kernels: of their
+  // cudaGraphLaunch) and graph kernels carry a graph id.
+  std::set<uint64_t> graph_corrs;
+  for (auto* g : s.prof.Kind(EV_GRAPH_LAUNCH)) graph_corrs.insert(g->corr);
+  CHECK(graph_corrs.size() == 2);
+  int graph_kernels = 0;
+  for (auto& t : s.truth) {
+    if (t.op != "kernel") continue;
+    int n = 0;
+    for (auto& d : s.prof.dev)
+      if (d.op.kind() == DOP_KERNEL && d.corr == t.corr && SameKernel(s.prof.Str(d.op.name()), t))
+        ++n;
+    INFO("kernel " << t.name << " corr " << t.corr);
+    if (t.graph == 0) {
+      CHECK(n == 1);
+    } else {
+      CHECK(n == 1);  // one per (graph launch, node): the corr is the graph launch's
+      CHECK(graph_corrs.count(t.corr) == 1);
+      ++graph_kernels;
+    }
+  }
+  CHECK(graph_kernels == 6);
+  // Copies and sets: host event and device op share the simulator's correlation id.
+  std::map<uint64_t, const HostEv*> host_by_corr;
+  for (auto& h : s.prof.host) host_by_corr[h.corr] = &h;
+  for (auto& t : s.truth) {
+    if (t.op != "memcpy" && t.op != "memset") continue;
+    INFO(t.op << " corr " << t.corr);
+    auto it = host_by_corr.find(t.corr);
+    REQUIRE(it != host_by_corr.end());
+    CHECK(it->second->ev.kind() == (t.op == "memcpy" ? EV_MEMCPY : EV_MEMSET));
+  }
+  // Launches from several threads.
+  std::set<uint32_t> threads;
+  for (auto* l : s.prof.Kind(EV_LAUNCH)) threads.insert(l->thread);
+  CHECK(threads.size() >= 4);
+  CheckAllocations(s.prof);
+}
+
+TEST_CASE("Events mode: launches once each, device durations from CUDA events") {
+  Scenario s("events", "PROFAGENT_GPU_TIMING=events", kPkg + "rt_workload");
+  REQUIRE(s.run.code == 0);
+  CHECK(s.run.out == kWorkloadOut);
+  REQUIRE(s.loaded);
+  CHECK(s.prof.timing == GPU_TIMING_EVENTS);
+  CheckLaunchesMatchTruth(s, /*by_corr=*/false, kWorkloadCaptured);
+  CheckDeviceDurations(s, /*include_graph_kernels=*/false);
+  // Each launch has its device op (same agent correlation id); graph launches get one op each.
+  std::set<uint64_t> dev_corrs;
+  for (auto& d : s.prof.dev) dev_corrs.insert(d.corr);
+  for (auto* l : s.prof.Kind(EV_LAUNCH)) CHECK(dev_corrs.count(l->corr) == 1);
+  for (auto* g : s.prof.Kind(EV_GRAPH_LAUNCH)) CHECK(dev_corrs.count(g->corr) == 1);
+  std::set<uint32_t> threads;
+  for (auto* l : s.prof.Kind(EV_LAUNCH)) threads.insert(l->thread);
+  CHECK(threads.size() >= 4);
+  CheckAllocations(s.prof);
+}
+
+TEST_CASE("Host mode: launches once each, no device ops") {
+  Scenario s("host", "PROFAGENT_GPU_TIMING=host", kPkg + "rt_workload");
+  REQUIRE(s.run.code == 0);
+  REQUIRE(s.loaded);
+  CHECK(s.prof.timing == GPU_TIMING_HOST);
+  CheckLaunchesMatchTruth(s, /*by_corr=*/false, kWorkloadCaptured);
+  CHECK(s.prof.dev.empty());
+  CHECK(s.prof.Kind(EV_GRAPH_LAUNCH).size() == 2);
+  CHECK(s.prof.Kind(EV_SYNC).size() >= 8);
+  CheckAllocations(s.prof);
+}
+
+TEST_CASE("auto falls back from CUPTI to events when CUPTI has no driver") {
+  Scenario s("fallback", "GPUSIM_CUPTI_FAIL=999", kPkg + "rt_workload");
+  REQUIRE(s.run.code == 0);
+  REQUIRE(s.loaded);
+  CHECK(s.prof.timing == GPU_TIMING_EVENTS);
+  CHECK(s.prof.reason.find("CUPTI") != std::string::npos);
+  CHECK(s.prof.reason.find("CUPTI_ERROR_UNKNOWN") != std::string::npos);
+  CheckLaunchesMatchTruth(s, false, kWorkloadCaptured);
+}
+
+TEST_CASE("The application's output and exit code are unchanged, whatever the agent's fate") {
+  std::string dir = MakeTempDir("unchanged");
+  RunResult bare = Run(dir, "", kPkg + "rt_workload 7");
+  REQUIRE(bare.code == 7);
+  REQUIRE(bare.out == kWorkloadOut);
+  const char* envs[] = {
+      "PROFAGENT_GPU_TIMING=cupti",
+      "PROFAGENT_GPU_TIMING=events PROFAGENT_STACKS=1",
+      "PROFAGENT_GPU_TIMING=host",
+      "PROFAGENT_OUTPUT=/proc/profagent_cannot_write_here",  // unwritable output
+      "PROFAGENT_GPU_TIMING=bogus",                           // bad configuration
+      "PROFAGENT_CUPTI_PATH=/nonexistent/libcupti.so",
+  };
+  for (const char* env : envs) {
+    INFO(env);
+    std::string e = std::string("PROFAGENT_OUTPUT=") + dir + "/p LD_PRELOAD=" + AgentPath() + " " + env;
+    RunResult r = Run(dir, e, kPkg + "rt_workload 7");
+    CHECK(r.code == 7);
+    CHECK(r.out == kWorkloadOut);
+  }
+}
+
+TEST_CASE("A forking program: both processes run normally, the parent's kernels are recorded") {
+  Scenario s("fork", "PROFAGENT_GPU_TIMING=events", kPkg + "rt_fork");
+  CHECK(s.run.code == 0);
+  CHECK(s.run.out.find("child pid ok") != std::string::npos);
+  CHECK(s.run.out.find("parent sync=0 child_exit=5") != std::string::npos);
+  Profile parent;
+  REQUIRE(s.truth.size() >= 2);
+  REQUIRE(LoadProfile(s.dir + "/prof", &parent, s.truth[0].pid));
+  std::map<std::string, int> names;
+  for (auto* l : parent.Kind(EV_LAUNCH)) names[parent.Str(l->ev.name())]++;
+  CHECK(names["before_fork()"] == 1);
+  CHECK(names["after_fork()"] == 1);
+  int kernel_ops = 0;
+  for (auto& d : parent.dev) kernel_ops += d.op.kind() == DOP_KERNEL;
+  CHECK(kernel_ops == 2);
+}
+
+TEST_CASE("A program that dlopens the CUDA runtime late is profiled from its first call") {
+  for (const char* mode : {"cupti", "events"}) {
+    INFO(mode);
+    Scenario s("late", std::string("PROFAGENT_GPU_TIMING=") + mode,
+               kPkg + "rt_late " + Abs(kPkg + "librt_plugin.so") + " 5");
+    REQUIRE(s.run.code == 0);
+    CHECK(s.run.out == "plugin_run=5\n");
+    REQUIRE(s.loaded);
+    if (std::string(mode) == "cupti" && CuptiUnavailable(s.prof)) continue;
+    CheckLaunchesMatchTruth(s, std::string(mode) == "cupti");
+    CheckDeviceDurations(s, false);
+  }
+}
+
+TEST_CASE("CUDA_INJECTION64_PATH style: InitializeInjection alone records through CUPTI") {
+  std::string dir = MakeTempDir("inject");
+  RunResult r = Run(dir, "GPUSIM_TRUTH=" + dir + "/truth.json PROFAGENT_OUTPUT=" + dir + "/prof",
+                    kPkg + "rt_inject " + AgentPath());
+  REQUIRE(r.code == 0);
+  CHECK(r.out == "init=1,1 sync=0\n");
+  Profile p;
+  REQUIRE(LoadProfile(dir + "/prof", &p));
+  if (CuptiUnavailable(p)) return;
+  Scenario s;
+  s.truth = ReadTruth(dir + "/truth.json");
+  s.prof = p;
+  CheckLaunchesMatchTruth(s, /*by_corr=*/true);
+  CheckDeviceDurations(s, false);
+  CHECK(p.Kind(EV_MEMSET).size() == 1);
+}
+
+TEST_CASE("PROFAGENT_STACKS=N attaches a host stack to 1 launch in N") {
+  Scenario s1("stacks1", "PROFAGENT_GPU_TIMING=host PROFAGENT_STACKS=1", kPkg + "rt_workload");
+  REQUIRE(s1.loaded);
+  auto l1 = s1.prof.Kind(EV_LAUNCH);
+  REQUIRE(!l1.empty());
+  for (auto* l : l1) CHECK(l->ev.stack() != 0);
+  REQUIRE(!s1.prof.stacks.empty());
+  CHECK(s1.prof.stacks[0].frames_size() >= 2);
+
+  Scenario s0("stacks0", "PROFAGENT_GPU_TIMING=host", kPkg + "rt_workload");
+  REQUIRE(s0.loaded);
+  for (auto* l : s0.prof.Kind(EV_LAUNCH)) CHECK(l->ev.stack() == 0);
+
+  Scenario s3("stacks3", "PROFAGENT_GPU_TIMING=host PROFAGENT_STACKS=3", kPkg + "rt_workload");
+  REQUIRE(s3.loaded);
+  // Counted per thread: each worker's 8 launches give 2 stacks; the main thread makes 7
+  // (first_kernel, 3 captured, 2 graph launches, excl_kernel): 2 stacks.
+  int with = 0;
+  for (auto* l : s3.prof.Kind(EV_LAUNCH)) with += l->ev.stack() != 0;
+  for (auto* l : s3.prof.Kind(EV_GRAPH_LAUNCH)) with += l->ev.stack() != 0;
+  CHECK(with == 8);
+}
+
+}  // namespace
+}  // namespace profagent

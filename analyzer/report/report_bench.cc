@@ -1,0 +1,130 @@
+// report_bench: generates a synthetic profile of N records (default 10 million, split over R
+// rank files, default 2), then times `report` over it and prints records/s.
+//
+//   bazel run //analyzer/report:report_bench -- [records] [ranks] [dir]
+//
+// Each step of the synthetic decode loop has one EV_STEP, 32 layers of NVTX ranges (layer >
+// qkv_proj/o_proj/gate_up_proj/down_proj) and 7 launches per layer with their device ops, so
+// ~half the records are launches and ~half device ops, as in a real CUPTI profile.
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "analyzer/report/analysis.h"
+#include "analyzer/report/profile_builder.h"
+
+namespace profagent {
+namespace analyzer {
+namespace {
+
+constexpr uint64_t kUs = 1000;
+
+uint64_t WriteRank(const std::string& path, int rank, int world, uint64_t records) {
+  ProfileBuilder b(path, 1, 0, 1024);
+  b.WriteHeader(rank, world, "bench", GPU_TIMING_CUPTI);
+  const uint32_t names[7] = {
+      b.Str("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64"),
+      b.Str("void vllm::rotary_embedding_kernel<c10::BFloat16, true>"),
+      b.Str("void flash::flash_fwd_splitkv_kernel<Flash_fwd_kernel_traits<128, 64, 128, 4>>"),
+      b.Str("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize64x128x64"),
+      b.Str("void vllm::rms_norm_kernel<c10::BFloat16>"),
+      b.Str("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x256x64"),
+      b.Str("void vllm::act_and_mul_kernel<c10::BFloat16, &vllm::silu_kernel>")};
+  const uint32_t layer = b.Str("layer"), qkv = b.Str("qkv_proj"), o = b.Str("o_proj"),
+                 gu = b.Str("gate_up_proj"), down = b.Str("down_proj"), decode = b.Str("decode");
+  uint64_t t = 1000 * kUs, corr = 0, step = 0;
+  std::vector<std::pair<uint64_t, uint64_t>> dev;  // (start, corr) of the step's kernels
+  while (b.events() < records) {
+    const uint64_t step_start = t;
+    dev.clear();
+    for (int l = 0; l < 32; ++l) {
+      const uint64_t ls = t;
+      for (int k = 0; k < 7; ++k) {
+        if (k == 0) b.Host(1, t, 0, ProfileBuilder::Nvtx(qkv, 12 * kUs, 2));
+        if (k == 3) b.Host(1, t, 0, ProfileBuilder::Nvtx(o, 12 * kUs, 2));
+        if (k == 5) b.Host(1, t, 0, ProfileBuilder::Nvtx(gu, 12 * kUs, 2));
+        if (k == 6) b.Host(1, t, 0, ProfileBuilder::Nvtx(down, 12 * kUs, 2));
+        b.Host(1, t + 1 * kUs, ++corr, ProfileBuilder::Launch(names[k], 4 * kUs));
+        dev.emplace_back(t + 8 * kUs, corr);
+        t += 15 * kUs;
+      }
+      (void)ls;
+    }
+    // The layer ranges are written after their children, as the agent does at range end.
+    for (int l = 0; l < 32; ++l) {
+      b.Host(2, step_start + uint64_t(l) * 105 * kUs, 0,
+             ProfileBuilder::Nvtx(layer, 105 * kUs, 1));
+    }
+    for (size_t i = 0; i < dev.size(); ++i) {
+      DeviceOp op;
+      op.set_kind(DOP_KERNEL);
+      op.set_dur((5 + (i % 7)) * kUs);
+      op.set_stream(1);
+      op.set_grid_x(132);
+      op.set_block_x(128);
+      b.Device(0, dev[i].first, dev[i].second, op);
+    }
+    b.Host(1, step_start, 0,
+           ProfileBuilder::Step(t - step_start, 8, int64_t(500 + step % 4000), decode, false));
+    t += 200 * kUs;
+    ++step;
+  }
+  b.Close(true);
+  return b.events();
+}
+
+}  // namespace
+}  // namespace analyzer
+}  // namespace profagent
+
+int main(int argc, char** argv) {
+  using namespace profagent::analyzer;
+  uint64_t records = argc > 1 ? strtoull(argv[1], nullptr, 10) : 10000000;
+  int ranks = argc > 2 ? atoi(argv[2]) : 2;
+  std::string dir = argc > 3 ? argv[3] : "/tmp/profagent_report_bench";
+  mkdir(dir.c_str(), 0755);
+  std::vector<std::string> files;
+  std::vector<uint64_t> written(ranks);
+  auto g0 = std::chrono::steady_clock::now();
+  {
+    std::vector<std::thread> th;
+    for (int r = 0; r < ranks; ++r) {
+      files.push_back(absl::StrCat(dir, "/rank", r, ".pb"));
+      th.emplace_back([&, r] { written[r] = WriteRank(files[r], r, ranks, records / ranks); });
+    }
+    for (auto& x : th) x.join();
+  }
+  uint64_t total = 0;
+  for (uint64_t w : written) total += w;
+  double gen_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - g0).count();
+  printf("generated %llu records in %d rank files (%s) in %.2f s\n", (unsigned long long)total,
+         ranks, dir.c_str(), gen_s);
+  unsigned cores = std::min<unsigned>(std::thread::hardware_concurrency(), unsigned(ranks));
+  for (int with_csv = 0; with_csv < 2; ++with_csv) {
+    ReportOptions opt;
+    auto t0 = std::chrono::steady_clock::now();
+    auto s = BuildSummary(files, opt, with_csv ? dir + "/ops.csv" : "");
+    double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (!s.ok()) {
+      fprintf(stderr, "report failed: %s\n", std::string(s.status().message()).c_str());
+      return 2;
+    }
+    printf("report%s: %.2f s, %.2f M records/s total, %.2f M records/s per core (%u cores), "
+           "%llu steps, mean step %.3f ms\n",
+           with_csv ? " with ops.csv" : " (summary only)", sec, total / sec / 1e6,
+           total / sec / 1e6 / cores, cores, (unsigned long long)(*s)["stats"]["steps"].get<uint64_t>(),
+           (*s)["stats"]["step_latency_ms"]["mean"].get<double>());
+  }
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  printf("max RSS %.1f MB\n", ru.ru_maxrss / 1024.0);
+  return 0;
+}

@@ -1,0 +1,510 @@
+// Tests of `profanalyze report`/`stats`: a small two-rank profile built here with the generated
+// protobuf classes goes in; summary.json, report.md and ops.csv must equal the hand-checked
+// goldens in analyzer/testdata/report_golden_*; key numbers are also asserted one by one (they
+// are computed on paper in the comments). Bad inputs must give a one-line error naming the file.
+//
+// To regenerate the goldens after a deliberate change:
+//   PROFAGENT_UPDATE_GOLDEN=$PWD/analyzer/testdata bazel test //analyzer/report:report_test
+// and re-check the diff by hand.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <catch2/catch.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "analyzer/report/analysis.h"
+#include "analyzer/report/profile_builder.h"
+#include "analyzer/report/report.h"
+
+namespace profagent {
+namespace analyzer {
+namespace {
+
+constexpr uint64_t kUs = 1000;  // ns
+
+std::string TmpDir(const std::string& name) {
+  const char* base = getenv("TEST_TMPDIR");
+  std::string d = absl::StrCat(base != nullptr ? base : "/tmp", "/", name);
+  mkdir(d.c_str(), 0755);
+  return d;
+}
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+Event Coll(ProfileBuilder& b, uint64_t dur, uint64_t comm, uint64_t seq) {
+  Event e;
+  e.set_kind(EV_COLLECTIVE);
+  e.set_dur(dur);
+  e.set_api(b.Str("ncclAllReduce"));
+  Collective* c = e.mutable_coll();
+  c->set_lib(LIB_NCCL);
+  c->set_op(b.Str("AllReduce"));
+  c->set_bytes(1 << 20);
+  c->set_count(1 << 19);
+  c->set_comm(comm);
+  c->set_seq(seq);
+  return e;
+}
+
+DeviceOp Kernel(uint64_t dur) {
+  DeviceOp op;
+  op.set_kind(DOP_KERNEL);
+  op.set_dur(dur);
+  op.set_stream(7);
+  return op;
+}
+
+// The golden profile. Times below are in microseconds (x kUs in the file).
+//
+// rank 0 (host h0), thread 1:
+//   run "warm" warmup=1 [1000,3000): step A [1000,2000) tokens 8 kv 100: flash (dev 1200+300)
+//   run "bs8" [10000,40000):
+//     step B [10000,14000) 8 tok kv 600; NVTX decode [10050,13950) > layer 0 [10100,13000) >
+//       qkv_proj [10100,10600), o_proj [11000,11500); decode > sampler [13000,13900)
+//       launches (10 us each, device start = launch + 100 us):
+//         10200 sm90 gemm in qkv_proj -> attn.qkv_proj, dev 200
+//         10700 flash_fwd_splitkv_kernel -> attn.compute, dev 300
+//         11100 sm90 gemm in o_proj -> attn.o_proj, dev 200
+//         11600 vllm::rms_norm_kernel -> norm, dev 100
+//         12000 ampere gemm, no projection range -> others, dev 400
+//         13100 my_custom_kernel in sampler -> sampler (NVTX decides), dev 100
+//       ncclAllReduce 13500 dur 50 (seq 0) inside sampler -> engine comm.nccl
+//     step C [20000,26000) 8 tok kv 700: rms_norm launch 20100 dev 20200+100;
+//       ncclAllReduce 25000 dur 40 (seq 1)
+//     step D [30000,40000) 16 tok kv 1500: flash launch 30100, dev 30500+500;
+//       cudaMemcpy h2d 30200 dur 20, dev 30300+100
+//   memory: alloc 1 MiB @500, alloc 2 MiB @600, free the 1 MiB @700. Drops: 3.
+// rank 1 (host h1, clock 5000 us behind rank 0, ClockOffset +5000 us), thread 1:
+//   nccl kernel launch 8500 (dev 8510+60); ncclAllReduce 8530 dur 20 (seq 0), 20010 dur 30 (seq 1)
+void WriteGoldenProfile(const std::string& dir) {
+  {
+    ProfileBuilder b(dir + "/rank0.pb");
+    b.WriteHeader(0, 2, "h0", GPU_TIMING_CUPTI);
+    Record comm;
+    comm.mutable_comm()->set_id(1);
+    comm.mutable_comm()->set_unique_id("c1");
+    comm.mutable_comm()->set_size(2);
+    b.Write(comm);
+    const uint32_t gemm = b.Str("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64");
+    const uint32_t flash = b.Str("flash_fwd_splitkv_kernel");
+    const uint32_t norm = b.Str("vllm::rms_norm_kernel");
+    const uint32_t ampere = b.Str("ampere_bf16_s16816gemm_bf16_128x64_ldg8_f2f_tn");
+    const uint32_t custom = b.Str("my_custom_kernel");
+    const uint32_t decode = b.Str("decode");
+    Event ev;
+    ev.set_kind(EV_ALLOC);
+    ev.set_dur(5 * kUs);
+    ev.set_bytes(1 << 20);
+    ev.set_ptr(0x1000);
+    b.Host(1, 500 * kUs, 0, ev);
+    ev.set_bytes(2 << 20);
+    ev.set_ptr(0x2000);
+    b.Host(1, 600 * kUs, 0, ev);
+    Event fr;
+    fr.set_kind(EV_FREE);
+    fr.set_dur(5 * kUs);
+    fr.set_ptr(0x1000);
+    b.Host(1, 700 * kUs, 0, fr);
+
+    Event run = ProfileBuilder::Step(2000 * kUs, -1, -1, 0, true);
+    run.set_kind(EV_RUN);
+    run.mutable_step()->set_label(b.Str("warm"));
+    run.mutable_step()->set_index(1);
+    b.Host(1, 1000 * kUs, 0, run);
+    b.Host(1, 1000 * kUs, 0, ProfileBuilder::Step(1000 * kUs, 8, 100, decode, false));
+    b.Host(1, 1100 * kUs, 1, ProfileBuilder::Launch(flash, 10 * kUs));
+
+    Event run2 = ProfileBuilder::Step(30000 * kUs, -1, -1, 0, false);
+    run2.set_kind(EV_RUN);
+    run2.mutable_step()->set_label(b.Str("bs8"));
+    run2.mutable_step()->set_index(2);
+    b.Host(1, 10000 * kUs, 0, run2);
+    b.Host(1, 10000 * kUs, 0, ProfileBuilder::Step(4000 * kUs, 8, 600, decode, false));
+    b.Host(1, 10050 * kUs, 0, ProfileBuilder::Nvtx(decode, 3900 * kUs, 0));
+    b.Host(1, 10100 * kUs, 0, ProfileBuilder::Nvtx(b.Str("layer 0"), 2900 * kUs, 1));
+    b.Host(1, 10100 * kUs, 0, ProfileBuilder::Nvtx(b.Str("qkv_proj"), 500 * kUs, 2));
+    b.Host(1, 10200 * kUs, 2, ProfileBuilder::Launch(gemm, 10 * kUs));
+    b.Host(1, 10700 * kUs, 3, ProfileBuilder::Launch(flash, 10 * kUs));
+    b.Host(1, 11000 * kUs, 0, ProfileBuilder::Nvtx(b.Str("o_proj"), 500 * kUs, 2));
+    b.Host(1, 11100 * kUs, 4, ProfileBuilder::Launch(gemm, 10 * kUs));
+    b.Host(1, 11600 * kUs, 5, ProfileBuilder::Launch(norm, 10 * kUs));
+    b.Host(1, 12000 * kUs, 6, ProfileBuilder::Launch(ampere, 10 * kUs));
+    b.Host(1, 13000 * kUs, 0, ProfileBuilder::Nvtx(b.Str("sampler"), 900 * kUs, 1));
+    b.Host(1, 13100 * kUs, 7, ProfileBuilder::Launch(custom, 10 * kUs));
+    b.Host(1, 13500 * kUs, 0, Coll(b, 50 * kUs, 1, 0));
+    b.Host(1, 20000 * kUs, 0, ProfileBuilder::Step(6000 * kUs, 8, 700, decode, false));
+    b.Host(1, 20100 * kUs, 8, ProfileBuilder::Launch(norm, 10 * kUs));
+    b.Host(1, 25000 * kUs, 0, Coll(b, 40 * kUs, 1, 1));
+    b.Host(1, 30000 * kUs, 0, ProfileBuilder::Step(10000 * kUs, 16, 1500, decode, false));
+    b.Host(1, 30100 * kUs, 9, ProfileBuilder::Launch(flash, 10 * kUs));
+    Event cp;
+    cp.set_kind(EV_MEMCPY);
+    cp.set_dur(20 * kUs);
+    cp.set_bytes(4096);
+    cp.set_copy_kind(1);
+    b.Host(1, 30200 * kUs, 10, cp);
+    b.Flush();
+
+    b.Device(0, 1200 * kUs, 1, Kernel(300 * kUs));
+    b.Device(0, 10300 * kUs, 2, Kernel(200 * kUs));
+    b.Device(0, 10800 * kUs, 3, Kernel(300 * kUs));
+    b.Device(0, 11200 * kUs, 4, Kernel(200 * kUs));
+    b.Device(0, 11700 * kUs, 5, Kernel(100 * kUs));
+    b.Device(0, 12100 * kUs, 6, Kernel(400 * kUs));
+    b.Device(0, 13200 * kUs, 7, Kernel(100 * kUs));
+    b.Device(0, 20200 * kUs, 8, Kernel(100 * kUs));
+    DeviceOp mc;
+    mc.set_kind(DOP_MEMCPY);
+    mc.set_dur(100 * kUs);
+    mc.set_copy_kind(1);
+    mc.set_bytes(4096);
+    // Device order: the copy (corr 10) starts before the flash kernel (corr 9).
+    b.Device(0, 30300 * kUs, 10, mc);
+    DeviceOp fl = Kernel(500 * kUs);
+    b.Device(0, 30500 * kUs, 9, fl);
+    Record drops;
+    drops.mutable_drops()->set_thread(1);
+    drops.mutable_drops()->set_count(3);
+    b.Write(drops);
+    b.Close(true);
+  }
+  {
+    ProfileBuilder b(dir + "/rank1.pb");
+    b.WriteHeader(1, 2, "h1", GPU_TIMING_CUPTI);
+    Record off;
+    off.mutable_clock_offset()->set_offset_ns(5000 * kUs);
+    off.mutable_clock_offset()->set_method("mpi-pingpong");
+    b.Write(off);
+    Record comm;
+    comm.mutable_comm()->set_id(7);
+    comm.mutable_comm()->set_unique_id("c1");
+    comm.mutable_comm()->set_size(2);
+    b.Write(comm);
+    b.Host(1, 8500 * kUs, 1,
+           ProfileBuilder::Launch(b.Str("ncclDevKernel_AllReduce_Sum_bf16_RING_LL"), 10 * kUs));
+    b.Host(1, 8530 * kUs, 0, Coll(b, 20 * kUs, 7, 0));
+    b.Host(1, 20010 * kUs, 0, Coll(b, 30 * kUs, 7, 1));
+    b.Flush();
+    b.Device(0, 8510 * kUs, 1, Kernel(60 * kUs));
+    b.Close(true);
+  }
+}
+
+std::string Normalize(std::string s, const std::string& dir) {
+  return absl::StrReplaceAll(s, {{dir, "<dir>"}});
+}
+
+void CheckGolden(const std::string& got, const std::string& name) {
+  const char* update = getenv("PROFAGENT_UPDATE_GOLDEN");
+  if (update != nullptr) {
+    std::ofstream(absl::StrCat(update, "/", name), std::ios::binary) << got;
+    return;
+  }
+  std::string want = ReadAll("analyzer/testdata/" + name);
+  REQUIRE(!want.empty());
+  CHECK(got == want);
+}
+
+TEST_CASE("golden two-rank profile: summary.json, report.md, ops.csv") {
+  const std::string dir = TmpDir("golden");
+  WriteGoldenProfile(dir);
+  std::string printed;
+  ReportOptions opt;
+  opt.threads = 2;
+  REQUIRE(RunReport(dir, dir, opt, &printed).ok());
+  INFO(printed);
+
+  Json s = Json::parse(ReadAll(dir + "/summary.json"));
+  CHECK(s["schema"] == "profagent.summary/1");
+  CHECK(s["meta"]["ranks"] == Json::array({0, 1}));
+  CHECK(s["meta"]["drops"] == 3);
+  CHECK(s["meta"]["options"]["step_source"] == "agent");
+  // Steps B, C, D (A is in the warm-up run): 4, 6, 10 ms; 32 tokens over 20 ms.
+  const Json& st = s["stats"];
+  CHECK(st["steps"] == 3);
+  CHECK(st["tokens"] == 32);
+  CHECK(st["total_time_ms"] == 20.0);
+  CHECK(st["tokens_per_s"] == 1600.0);
+  CHECK(st["step_latency_ms"]["mean"] == Approx(6.666667));
+  CHECK(st["step_latency_ms"]["std"] == Approx(2.494438));
+  CHECK(st["step_latency_ms"]["p50"] == 6.0);
+  CHECK(st["step_latency_ms"]["p90"] == 10.0);
+  CHECK(st["step_latency_ms_samples"] == Json::array({4.0, 6.0, 10.0}));
+  // Busy per step: B 1.3, C 0.1, D 0.6 ms.
+  CHECK(st["gpu_busy_ms_per_step"] == Approx(0.666667));
+  // Model buckets over B, C, D (2000 us of device time, 3 steps).
+  const Json& bm = s["buckets_model_avg_ms"];
+  std::vector<std::string> order;
+  for (auto it = bm.begin(); it != bm.end(); ++it) order.push_back(it.key());
+  CHECK(order == std::vector<std::string>{"attn.qkv_proj", "attn.compute", "attn.o_proj", "norm",
+                                          "sampler", "memcpy.h2d", "others"});
+  CHECK(bm["attn.qkv_proj"]["ms"] == Approx(0.2 / 3));
+  CHECK(bm["attn.qkv_proj"]["share"] == 0.1);
+  CHECK(bm["attn.compute"]["share"] == 0.4);
+  CHECK(bm["sampler"]["share"] == 0.05);
+  CHECK(bm["others"]["share"] == 0.2);
+  // Engine: decode 3900-900 = 3000 us excl., sampler 900-50 = 850, comm.nccl 50+40,
+  // others = 20000 - 3940 us.
+  const Json& be = s["buckets_engine_avg_ms"];
+  CHECK(be["decode"]["ms"] == 1.0);
+  CHECK(be["sampler"]["ms"] == Approx(0.85 / 3));
+  CHECK(be["comm.nccl"]["ms"] == 0.03);
+  CHECK(be["others"]["ms"] == Approx(16.06 / 3));
+  // Runs: the warm-up run keeps its own stats; the aggregate covers run 2 only.
+  REQUIRE(s["runs"].size() == 2);
+  CHECK(s["runs"][0]["warmup"] == true);
+  CHECK(s["runs"][0]["stats"]["steps"] == 1);
+  CHECK(s["runs"][0]["buckets_model_avg_ms"]["attn.compute"]["ms"] == 0.3);
+  CHECK(s["runs"][1]["label"] == "bs8");
+  CHECK(s["runs"][1]["start_ms"] == 9.5);
+  CHECK(s["runs_aggregate"]["runs"] == 1);
+  CHECK(s["runs_aggregate"]["metrics"]["tokens_per_s"]["mean"] == 1600.0);
+  // KV bins: [512,1024) B and C; [1024,2048) D.
+  const Json& kv = s["decode_length_buckets"];
+  CHECK(kv[1]["lo"] == 512);
+  CHECK(kv[1]["steps"] == 2);
+  CHECK(kv[1]["latency_ms"]["mean"] == 5.0);
+  CHECK(kv[1]["tokens_per_s"] == 1600.0);
+  CHECK(kv[2]["steps"] == 1);
+  CHECK(kv[6]["hi"].is_null());
+  // Kernels over both ranks: 2360 us of device time; flash 3 x (300, 300, 500).
+  const Json& k0 = s["kernels"][0];
+  CHECK(k0["name"] == "flash_fwd_splitkv_kernel");
+  CHECK(k0["count"] == 3);
+  CHECK(k0["total_ms"] == 1.1);
+  CHECK(k0["p50_us"] == 300.0);
+  CHECK(k0["p99_us"] == 500.0);
+  CHECK(k0["share"] == Approx(1100.0 / 2360));
+  CHECK(s["kernels"].back()["bucket"] == "comm.allreduce");
+  // Collectives: 4 calls of 1 MiB, 140 us in all: algbw = 1048576 B / 35000 ns.
+  const Json& co = s["collectives"]["ops"][0];
+  CHECK(co["count"] == 4);
+  CHECK(co["size_class"] == "1MiB-4MiB");
+  CHECK(co["algbw_gbps"] == Approx(1048576.0 / 35000));
+  CHECK(co["busbw_gbps"] == Approx(1048576.0 / 35000));  // n = 2: factor 2(n-1)/n = 1
+  // Stragglers: rank 1 arrives 30 us then 10 us after rank 0 (after the clock offset).
+  const Json& sg = s["collectives"]["stragglers"];
+  CHECK(sg["calls_matched"] == 2);
+  CHECK(sg["skew_us"]["mean"] == 20.0);
+  CHECK(sg["wait_ms_by_rank"]["0"] == 0.04);
+  CHECK(sg["most_frequent_last_arriver"] == 1);
+  // Host: 10 launch-to-start latencies: eight of 90 us, 390 and 80 -> mean 119.
+  const Json& h = s["host"];
+  CHECK(h["launch_to_start_us"]["mean"] == 119.0);
+  CHECK(h["launch_to_start_us"]["p50"] == 90.0);
+  CHECK(h["wall_ms"] == 39.5);
+  CHECK(h["gpu_busy_ms"] == 2.3);
+  CHECK(h["idle_gaps"]["count"] == 9);
+  CHECK(h["idle_gaps"]["total_ms"] == 27.5);
+  // Memory: 1 MiB + 2 MiB live at 600 us (0.1 ms after the first event), 2 MiB at the end.
+  const Json& m = s["memory"]["devices"][0];
+  CHECK(m["peak_bytes"] == 3 << 20);
+  CHECK(m["peak_at_ms"] == 0.1);
+  CHECK(m["final_bytes"] == 2 << 20);
+
+  std::string csv = ReadAll(dir + "/ops.csv");
+  CHECK(std::count(csv.begin(), csv.end(), '\n') == 1 + 11);
+  CheckGolden(Normalize(ReadAll(dir + "/summary.json"), dir), "report_golden_summary.json");
+  CheckGolden(Normalize(ReadAll(dir + "/report.md"), dir), "report_golden_report.md");
+  CheckGolden(Normalize(csv, dir), "report_golden_ops.csv");
+}
+
+TEST_CASE("steps re-derived from NVTX ranges with the report's own patterns") {
+  const std::string dir = TmpDir("nvtx");
+  {
+    ProfileBuilder b(dir + "/rank0.pb");
+    b.WriteHeader(0, 1, "h0", GPU_TIMING_CUPTI);
+    const uint32_t k = b.Str("vllm::act_and_mul_kernel");
+    b.Host(1, 0, 0, ProfileBuilder::Nvtx(b.Str("run label=a warmup=1"), 100 * kUs, 0));
+    b.Host(1, 0, 0, ProfileBuilder::Nvtx(b.Str("step tokens=4 kv=10,20"), 100 * kUs, 1));
+    b.Host(1, 200 * kUs, 0, ProfileBuilder::Nvtx(b.Str("run label=b"), 300 * kUs, 0));
+    b.Host(1, 200 * kUs, 0,
+           ProfileBuilder::Nvtx(b.Str("step phase=decode tokens=8 kv=600,700,900"), 100 * kUs, 1));
+    b.Host(1, 250 * kUs, 1, ProfileBuilder::Launch(k, 5 * kUs));
+    b.Host(1, 300 * kUs, 0, ProfileBuilder::Nvtx(b.Str("iteration tokens=8 kv=3000"), 200 * kUs, 1));
+    b.Flush();
+    b.Device(0, 260 * kUs, 1, Kernel(20 * kUs));
+    b.Close(true);
+  }
+  ReportOptions opt;
+  auto s = BuildSummary({dir + "/rank0.pb"}, opt, "");
+  REQUIRE(s.ok());
+  CHECK((*s)["meta"]["options"]["step_source"] == "nvtx");
+  CHECK((*s)["stats"]["steps"] == 1);  // the run "a" is warm-up; "iteration" is not a step
+  CHECK((*s)["stats"]["tokens"] == 8);
+  CHECK((*s)["decode_length_buckets"][1]["steps"] == 1);  // kv mean(600,700,900) = 733
+  CHECK((*s)["buckets_model_avg_ms"]["mlp.act"]["ms"] == 0.02);
+  CHECK((*s)["runs"][1]["label"] == "b");
+
+  // A different step pattern re-buckets the same file; kv reduced with max.
+  opt.step_pattern = "^(step|iteration)\\b";
+  opt.patterns_explicit = true;
+  opt.kv_reduce = "max";
+  opt.kv_edges = {0, 1000, 2000};
+  s = BuildSummary({dir + "/rank0.pb"}, opt, "");
+  REQUIRE(s.ok());
+  CHECK((*s)["stats"]["steps"] == 2);
+  CHECK((*s)["stats"]["tokens"] == 16);
+  CHECK((*s)["decode_length_buckets"][0]["steps"] == 1);  // max(600,700,900) = 900
+  CHECK((*s)["decode_length_buckets"][2]["steps"] == 1);  // 3000, open bin
+  // --warmup-runs 1 is redundant here (run a is warm-up already); 2 excludes run b too.
+  opt.warmup_runs = 2;
+  s = BuildSummary({dir + "/rank0.pb"}, opt, "");
+  REQUIRE(s.ok());
+  CHECK((*s)["stats"]["steps"] == 0);  // "iteration" lies inside run b, now warm-up too
+}
+
+TEST_CASE("host timing mode uses launch API times and says so") {
+  const std::string dir = TmpDir("hostmode");
+  {
+    ProfileBuilder b(dir + "/rank0.pb");
+    b.WriteHeader(0, 1, "h0", GPU_TIMING_HOST);
+    b.Host(1, 0, 0, ProfileBuilder::Step(1000 * kUs, 1, -1, 0, false));
+    b.Host(1, 100 * kUs, 1, ProfileBuilder::Launch(b.Str("vllm::rms_norm_kernel"), 30 * kUs));
+    b.Close(true);
+  }
+  auto s = BuildSummary({dir + "/rank0.pb"}, ReportOptions(), "");
+  REQUIRE(s.ok());
+  CHECK((*s)["meta"]["gpu_timing"] == "host");
+  CHECK((*s)["buckets_model_avg_ms"]["norm"]["ms"] == 0.03);
+  bool warned = false;
+  for (const auto& w : (*s)["meta"]["warnings"]) {
+    warned |= w.get<std::string>().find("host launch API times") != std::string::npos;
+  }
+  CHECK(warned);
+}
+
+// ----- bad input -----
+
+std::string WriteBytes(const std::string& dir, const std::string& name, const std::string& b) {
+  std::string p = dir + "/" + name;
+  std::ofstream(p, std::ios::binary) << b;
+  return p;
+}
+
+std::string ReportError(const std::string& dir, const ReportOptions& opt = ReportOptions()) {
+  std::string printed;
+  absl::Status s = RunReport(dir, TmpDir("out"), opt, &printed);
+  return s.ok() ? std::string() : std::string(s.message());
+}
+
+TEST_CASE("bad inputs give one-line errors naming the file") {
+  std::string good = ReadAll([] {
+    const std::string d = TmpDir("good");
+    ProfileBuilder b(d + "/rank0.pb");
+    b.WriteHeader(0, 1, "h0", GPU_TIMING_CUPTI);
+    b.Host(1, 0, 0, ProfileBuilder::Step(1000 * kUs, 1, -1, 0, false));
+    b.Close(true);
+    return d + "/rank0.pb";
+  }());
+  REQUIRE(good.size() > 20);
+
+  const std::string empty_dir = TmpDir("emptydir");
+  CHECK(ReportError(empty_dir).find("no profile files") != std::string::npos);
+  CHECK(ReportError(empty_dir + "/missing").find("cannot open directory") != std::string::npos);
+
+  const std::string d1 = TmpDir("empty");
+  WriteBytes(d1, "rank0.pb", "");
+  std::string e = ReportError(d1);
+  CHECK(e.find(d1 + "/rank0.pb") != std::string::npos);
+  CHECK(e.find("empty") != std::string::npos);
+  CHECK(e.find('\n') == std::string::npos);
+
+  const std::string d2 = TmpDir("magic");
+  WriteBytes(d2, "rank0.pb", "NOTAPROFxxxx");
+  CHECK(ReportError(d2).find("bad magic") != std::string::npos);
+
+  const std::string d3 = TmpDir("version");
+  std::string v2 = good;
+  v2[8] = 2;
+  WriteBytes(d3, "rank0.pb", v2);
+  CHECK(ReportError(d3).find("major version 2") != std::string::npos);
+
+  const std::string d4 = TmpDir("corrupt");
+  std::string bad = good + std::string("\xff\xff\xff\xff\x7f", 5) + "junk";
+  WriteBytes(d4, "rank0.pb", bad);
+  e = ReportError(d4);
+  CHECK(e.find(d4 + "/rank0.pb: offset " + std::to_string(good.size())) != std::string::npos);
+  CHECK(e.find("corrupt") != std::string::npos);
+
+  const std::string d5 = TmpDir("ranks");
+  WriteBytes(d5, "rank0.pb", good);
+  ReportOptions opt;
+  opt.ranks = {0, 3};
+  CHECK(ReportError(d5, opt).find("rank 3 was requested") != std::string::npos);
+}
+
+TEST_CASE("a truncated file is a warning and its complete prefix is used") {
+  const std::string d = TmpDir("trunc_src");
+  {
+    ProfileBuilder b(d + "/rank0.pb", 1, 0, 1);  // one event per batch: many frames
+    b.WriteHeader(0, 1, "h0", GPU_TIMING_CUPTI);
+    for (int i = 0; i < 10; ++i) {
+      b.Host(1, uint64_t(i) * 1000 * kUs, 0,
+             ProfileBuilder::Step(500 * kUs, 2, -1, 0, false));
+    }
+    b.Close(false);
+  }
+  std::string all = ReadAll(d + "/rank0.pb");
+  const std::string t = TmpDir("trunc");
+  WriteBytes(t, "rank0.pb", all.substr(0, all.size() - 3));  // cut the last step's frame
+  auto s = BuildSummary({t + "/rank0.pb"}, ReportOptions(), "");
+  REQUIRE(s.ok());
+  CHECK((*s)["stats"]["steps"] == 9);
+  CHECK((*s)["meta"]["files"][0]["truncated"] == true);
+  bool warned = false;
+  for (const auto& w : (*s)["meta"]["warnings"]) {
+    warned |= w.get<std::string>().find("truncated") != std::string::npos;
+  }
+  CHECK(warned);
+  auto st = RunStats(t + "/rank0.pb");
+  REQUIRE(st.ok());
+  CHECK(st->find("TRUNCATED") != std::string::npos);
+  CHECK(st->find("EV_STEP 9") != std::string::npos);
+}
+
+TEST_CASE("CLI: exit code 2 and one stderr line on bad input; stats counts") {
+  const std::string d = TmpDir("cli_golden");
+  WriteGoldenProfile(d);
+  {
+    CLI::App app;
+    int code = -1;
+    AddReportCommands(app, &code);
+    std::vector<std::string> argv = {"stats", d};
+    std::vector<const char*> cargv = {"profanalyze"};
+    for (auto& a : argv) cargv.push_back(a.c_str());
+    app.parse(int(cargv.size()), const_cast<char**>(cargv.data()));
+    CHECK(code == 0);
+  }
+  auto st = RunStats(d);
+  REQUIRE(st.ok());
+  CHECK(st->find("rank0.pb: schema 1.0, rank 0, host h0") != std::string::npos);
+  CHECK(st->find("device ops: 10 (DOP_KERNEL 9, DOP_MEMCPY 1)") != std::string::npos);
+  CHECK(st->find("drops: 3") != std::string::npos);
+  CHECK(st->find("end: clean (exit") != std::string::npos);
+  {
+    CLI::App app;
+    int code = -1;
+    AddReportCommands(app, &code);
+    const std::string empty = TmpDir("cli_empty");
+    std::vector<const char*> cargv = {"profanalyze", "report", empty.c_str()};
+    app.parse(int(cargv.size()), const_cast<char**>(cargv.data()));
+    CHECK(code == 2);
+  }
+}
+
+}  // namespace
+}  // namespace analyzer
+}  // namespace profagent
