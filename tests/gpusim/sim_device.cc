@@ -2,6 +2,7 @@
 
 #include <cxxabi.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -37,8 +38,9 @@ struct State {
   std::unordered_map<const void*, Kernel*> kernels_by_fn;
   std::unordered_set<const void*> kernel_handles;
 
-  std::mutex mu;  // guards the handle tables below
-  std::unordered_set<Stream*> streams;               // live created / per-thread streams
+  std::shared_mutex streams_mu;          // guards `streams` (read on every stream lookup)
+  std::unordered_set<Stream*> streams;   // live created / per-thread streams
+  std::mutex mu;  // guards the tables below
   std::vector<Stream*> device_streams[kMaxDevices];  // all non-legacy streams with a worker
   Stream* legacy[kMaxDevices] = {};
   std::unordered_set<Event*> events;
@@ -46,6 +48,7 @@ struct State {
 
   std::mutex alloc_mu;
   std::map<uintptr_t, Allocation> allocations;
+  size_t device_bytes[kMaxDevices] = {};  // device + managed bytes in `allocations`
   std::unordered_map<const void*, size_t> symbols;
 
   std::atomic<uint32_t> next_stream_id{kFirstStreamId};
@@ -65,6 +68,12 @@ struct State {
 State& S();
 
 void WorkerLoop(Stream* s);
+
+// Set in the child of a fork(): the stream workers did not survive it, so stream operations
+// fail (invalid handle) and synchronizations return at once instead of hanging. A real forked
+// child cannot use its parent's CUDA context either.
+std::atomic<bool> g_forked_child{false};
+void OnForkChild() { g_forked_child.store(true); }
 
 Stream* NewStream(int device, uint32_t id, unsigned flags, int priority, bool legacy) {
   Stream* s = new Stream();
@@ -103,6 +112,7 @@ State::State() {
   const char* truth = getenv("GPUSIM_TRUTH");
   if (truth != nullptr) truth_path = truth;
   rank = ReadRank();
+  pthread_atfork(nullptr, nullptr, OnForkChild);
 }
 
 // Never destroyed: worker threads may still run while the process exits.
@@ -110,6 +120,8 @@ State& S() {
   static State* state = new State();
   return *state;
 }
+
+bool IsDeviceKind(MemKind kind) { return kind == MemKind::kDevice || kind == MemKind::kManaged; }
 
 // ---- Ground truth ---------------------------------------------------------------------------
 
@@ -189,10 +201,12 @@ void Report(const GpusimOpRecord& r) {
 
 void MoveBytes(const Op& op) {
   char* d = static_cast<char*>(op.dst);
-  const char* s = static_cast<const char*>(op.src);
+  bool staged = !op.staging.empty();
+  const char* s = staged ? op.staging.data() : static_cast<const char*>(op.src);
+  size_t spitch = staged ? op.width : op.spitch;
   for (size_t row = 0; row < op.height; ++row) {
     if (op.action == Op::kCopy) {
-      memmove(d + row * op.dpitch, s + row * op.spitch, op.width);
+      memmove(d + row * op.dpitch, s + row * spitch, op.width);
     } else {
       memset(d + row * op.dpitch, op.value, op.width);
     }
@@ -258,6 +272,14 @@ void Execute(Stream* s, Op* op, uint64_t ready_ns) {
   if (op->action == Op::kCustom && op->free_arg != nullptr) op->free_arg(op->arg);
 }
 
+// The device end time of op `seq` of `t`, which has completed. Exact while the op is among the
+// last Stream::kEndRing of its stream; otherwise the stream's latest end (a later bound).
+uint64_t EndOfSeq(Stream* t, uint64_t seq) {
+  uint64_t end = t->end_ring[seq % Stream::kEndRing].load(std::memory_order_acquire);
+  if (t->completed_seq.load(std::memory_order_acquire) < seq + Stream::kEndRing) return end;
+  return t->last_end_ns.load(std::memory_order_acquire);
+}
+
 // How long an idle worker polls for new work before parking on its condition variable. A
 // host thread launching back to back then rarely pays a futex wake-up per launch.
 constexpr uint64_t kWorkerPollNs = 10000;
@@ -288,8 +310,7 @@ void WorkerLoop(Stream* s) {
     if (prev_end > ready) ready = prev_end;
     for (const auto& w : op->waits) {
       WaitForSeq(w.first, w.second);
-      // The waited stream may have moved on since: its last end is a conservative bound.
-      uint64_t end = w.first->last_end_ns.load(std::memory_order_acquire);
+      uint64_t end = EndOfSeq(w.first, w.second);
       if (end > ready) ready = end;
     }
     bool stop = op->action == Op::kStop;
@@ -305,6 +326,8 @@ void WorkerLoop(Stream* s) {
     } else {
       Execute(s, op, ready);
     }
+    s->end_ring[op->seq % Stream::kEndRing].store(
+        op->action == Op::kStop ? ready : op->rec.end_ns, std::memory_order_relaxed);
     // Publish, then wake host threads only if one waits (seq_cst pairs with WaitForSeq).
     s->completed_seq.store(op->seq, std::memory_order_seq_cst);
     if (s->sync_waiters.load(std::memory_order_seq_cst) > 0) {
@@ -453,6 +476,7 @@ Kernel* FindKernel(const void* func) {
 Stream* LegacyStream(int device) { return S().legacy[device]; }
 
 Stream* ResolveStream(cudaStream_t handle, bool per_thread_default) {
+  if (g_forked_child.load(std::memory_order_relaxed)) return nullptr;
   int device = CurrentDevice();
   if (handle == nullptr) {
     return per_thread_default ? PerThreadStream(device) : S().legacy[device];
@@ -461,15 +485,18 @@ Stream* ResolveStream(cudaStream_t handle, bool per_thread_default) {
   if (handle == cudaStreamPerThread) return PerThreadStream(device);
   Stream* s = reinterpret_cast<Stream*>(handle);
   State& st = S();
-  std::lock_guard<std::mutex> lock(st.mu);
+  std::shared_lock<std::shared_mutex> lock(st.streams_mu);
   return st.streams.count(s) != 0 ? s : nullptr;
 }
 
 Stream* CreateStream(int device, unsigned flags, int priority) {
   State& st = S();
   Stream* s = NewStream(device, st.next_stream_id.fetch_add(1), flags, priority, false);
+  {
+    std::unique_lock<std::shared_mutex> lock(st.streams_mu);
+    st.streams.insert(s);
+  }
   std::lock_guard<std::mutex> lock(st.mu);
-  st.streams.insert(s);
   st.device_streams[device].push_back(s);
   return s;
 }
@@ -477,7 +504,7 @@ Stream* CreateStream(int device, unsigned flags, int priority) {
 bool DestroyStream(Stream* s) {
   State& st = S();
   {
-    std::lock_guard<std::mutex> lock(st.mu);
+    std::unique_lock<std::shared_mutex> lock(st.streams_mu);
     if (st.streams.erase(s) == 0) return false;
   }
   Op* stop = new Op();
@@ -499,23 +526,26 @@ uint64_t Enqueue(Stream* s, Op* op) {
   AddLegacyWaits(s, op);
   if (op->rec.queued_ns == 0) op->rec.queued_ns = NowNs();
   bool wake;
+  uint64_t seq;  // read under the lock: the worker may run and delete `op` once it is released
   {
     std::lock_guard<std::mutex> lock(s->mu);
     if (s->capture_graph != nullptr) {
       CaptureOp(s, op);
       return 0;
     }
-    op->seq = s->enqueued_seq.load(std::memory_order_relaxed) + 1;
+    seq = s->enqueued_seq.load(std::memory_order_relaxed) + 1;
+    op->seq = seq;
     s->queue.push_back(op);
-    s->enqueued_seq.store(op->seq, std::memory_order_release);
+    s->enqueued_seq.store(seq, std::memory_order_release);
     wake = s->worker_waiting;
   }
   if (wake) s->work_cv.notify_one();
-  return op->seq;
+  return seq;
 }
 
 void WaitForSeq(Stream* s, uint64_t seq) {
   if (s->completed_seq.load(std::memory_order_acquire) >= seq) return;
+  if (g_forked_child.load(std::memory_order_relaxed)) return;
   std::unique_lock<std::mutex> lock(s->mu);
   s->sync_waiters.fetch_add(1, std::memory_order_seq_cst);
   while (s->completed_seq.load(std::memory_order_seq_cst) < seq) s->done_cv.wait(lock);
@@ -546,6 +576,7 @@ void ResetDevice(int device) {
   std::vector<Stream*> doomed;
   {
     std::lock_guard<std::mutex> lock(st.mu);
+    std::shared_lock<std::shared_mutex> streams_lock(st.streams_mu);
     for (Stream* s : st.device_streams[device]) {
       if (!s->per_thread && st.streams.count(s) != 0) doomed.push_back(s);
     }
@@ -553,8 +584,8 @@ void ResetDevice(int device) {
   for (Stream* s : doomed) DestroyStream(s);
   std::lock_guard<std::mutex> lock(st.alloc_mu);
   for (auto it = st.allocations.begin(); it != st.allocations.end();) {
-    if (it->second.device == device &&
-        (it->second.kind == MemKind::kDevice || it->second.kind == MemKind::kManaged)) {
+    if (it->second.device == device && IsDeviceKind(it->second.kind)) {
+      st.device_bytes[device] -= it->second.size;
       free(reinterpret_cast<void*>(it->first));
       it = st.allocations.erase(it);
     } else {
@@ -607,8 +638,17 @@ uint32_t NextGraphNodeId() { return S().next_node_id.fetch_add(1); }
 // ---- Memory ---------------------------------------------------------------------------------
 
 void TrackAllocation(void* p, size_t size, MemKind kind, int device) {
-  std::lock_guard<std::mutex> lock(S().alloc_mu);
-  S().allocations[reinterpret_cast<uintptr_t>(p)] = Allocation{size, kind, device};
+  State& st = S();
+  std::lock_guard<std::mutex> lock(st.alloc_mu);
+  auto inserted = st.allocations.emplace(reinterpret_cast<uintptr_t>(p),
+                                         Allocation{size, kind, device});
+  if (!inserted.second) {  // the address was reused behind our back (e.g. registered twice)
+    if (IsDeviceKind(inserted.first->second.kind)) {
+      st.device_bytes[inserted.first->second.device] -= inserted.first->second.size;
+    }
+    inserted.first->second = Allocation{size, kind, device};
+  }
+  if (IsDeviceKind(kind)) st.device_bytes[device] += size;
 }
 
 bool UntrackAllocation(void* p, bool device_kinds) {
@@ -616,8 +656,8 @@ bool UntrackAllocation(void* p, bool device_kinds) {
   std::lock_guard<std::mutex> lock(st.alloc_mu);
   auto it = st.allocations.find(reinterpret_cast<uintptr_t>(p));
   if (it == st.allocations.end()) return false;
-  bool is_device = it->second.kind == MemKind::kDevice || it->second.kind == MemKind::kManaged;
-  if (is_device != device_kinds) return false;
+  if (IsDeviceKind(it->second.kind) != device_kinds) return false;
+  if (device_kinds) st.device_bytes[it->second.device] -= it->second.size;
   st.allocations.erase(it);
   return true;
 }
@@ -636,24 +676,15 @@ bool FindAllocation(const void* p, void** base, Allocation* out) {
 }
 
 size_t DeviceBytesInUse(int device) {
-  State& st = S();
-  std::lock_guard<std::mutex> lock(st.alloc_mu);
-  size_t total = 0;
-  for (const auto& a : st.allocations) {
-    if (a.second.device == device &&
-        (a.second.kind == MemKind::kDevice || a.second.kind == MemKind::kManaged)) {
-      total += a.second.size;
-    }
-  }
-  return total;
+  std::lock_guard<std::mutex> lock(S().alloc_mu);
+  return S().device_bytes[device];
 }
 
 int ResolveCopyKind(const void* dst, const void* src, int kind) {
   if (kind != cudaMemcpyDefault) return kind;
   auto on_device = [](const void* p) {
     Allocation a;
-    return FindAllocation(p, nullptr, &a) &&
-           (a.kind == MemKind::kDevice || a.kind == MemKind::kManaged);
+    return FindAllocation(p, nullptr, &a) && IsDeviceKind(a.kind);
   };
   bool d = on_device(dst), s = on_device(src);
   if (d && s) return cudaMemcpyDeviceToDevice;
