@@ -2,6 +2,7 @@
 // start-up (constructor), fork and signal handling.
 #include "agent/core/agent.h"
 
+#include <dlfcn.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/syscall.h>
@@ -425,6 +426,20 @@ extern "C" __attribute__((visibility("default"))) int profagent_init() {
 }
 
 }  // namespace profagent
+
+// _exit() skips atexit handlers, so a process ending with it (e.g. a forked worker) would lose its
+// last flush period: finish the file first. Not in a vfork child, which shares the parent's
+// memory (the writer belongs to the parent then).
+extern "C" __attribute__((visibility("default"), noreturn)) void _exit(int status) {
+  if (profagent::internal::WriterOwnedByThisProcess()) {
+    profagent::internal::StopWriter("_exit");
+  }
+  using ExitFn = void (*)(int);
+  static ExitFn real = reinterpret_cast<ExitFn>(dlsym(RTLD_NEXT, "_exit"));
+  if (real != nullptr) real(status);
+  syscall(SYS_exit_group, status);
+  __builtin_unreachable();
+}
 
 // Stops recording: runs the shutdown hooks, drains every ring, writes the footer and closes the
 // file. Later events are dropped silently. Used at exit and by tests.

@@ -71,11 +71,21 @@ TEST_CASE("fork gives parent and child complete separate files; SIGTERM flushes"
   REQUIRE(WIFSIGNALED(status));
   CHECK(WTERMSIG(status) == SIGTERM);
 
+  pid_t quitter = fork();
+  REQUIRE(quitter >= 0);
+  if (quitter == 0) {
+    for (int i = 0; i < 7; ++i) EmitMarker(5);
+    _exit(3);  // no atexit handlers: the agent's _exit still finishes the file
+  }
+  REQUIRE(waitpid(quitter, &status, 0) == quitter);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 3);
+
   EmitMarker(4);  // parent, after both
   profagent_shutdown("test");
 
   auto files = testing::ListDir(dir);
-  REQUIRE(files.size() == 3);
+  REQUIRE(files.size() == 4);
   std::map<uint32_t, Markers> by_pid;
   for (const auto& f : files) {
     Markers m;
@@ -97,6 +107,9 @@ TEST_CASE("fork gives parent and child complete separate files; SIGTERM flushes"
   Markers& c2 = by_pid[uint32_t(victim)];
   CHECK(c2.count[3] == 10);
   CHECK(c2.footer_reason == "signal 15 (SIGTERM)");
+  Markers& c3 = by_pid[uint32_t(quitter)];
+  CHECK(c3.count[5] == 7);
+  CHECK(c3.footer_reason == "_exit");
 }
 
 }  // namespace

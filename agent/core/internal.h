@@ -107,6 +107,8 @@ Global& G();
 void StartWriterLocked();
 // Stops the writer after a final drain; writes the footer. Idempotent.
 void StopWriter(const char* reason);
+// True when this process started the writer (false in a vfork child sharing our memory).
+bool WriterOwnedByThisProcess();
 // Wakes the writer (flush request).
 void WakeWriter();
 // Child side of fork(): forget the parent's writer, rings and file.

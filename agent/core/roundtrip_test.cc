@@ -209,6 +209,7 @@ TEST_CASE("every event kind round-trips through a file", "[roundtrip]") {
   CHECK(col.header.pid() == uint32_t(getpid()));
   CHECK(col.header.rank() == 3);
   CHECK(col.header.world_size() == 4);
+  CHECK(col.header.rank_source() == "env:OMPI_COMM_WORLD_RANK");
   CHECK(col.header.local_rank() == -1);
   CHECK(col.header.start_monotonic_ns() > 0);
   CHECK(col.header.start_realtime_ns() > col.header.start_monotonic_ns());

@@ -62,6 +62,9 @@ struct WriterState {
   std::unordered_map<const void*, uint32_t> func_ids;
   std::vector<uint32_t> api_ids;        // api id -> string id (0 = not interned yet)
   std::unordered_map<uint64_t, uint32_t> stream_idx;
+  uint32_t coll_names[2][2][256] = {};  // [lib][dtype|redop][index] -> string id
+  std::vector<uint32_t> coll_ops;         // api id -> string id of the op name
+  pid_t owner_pid = 0;                    // process whose writer this is
   uint64_t last_stream = 0;
   uint32_t last_stream_idx = 0;
   std::map<std::vector<uint64_t>, uint32_t> stack_ids;
@@ -177,6 +180,7 @@ void EncodeHeader(WriterState* w) {
   ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
   if (n > 0) m.Str(14, std::string(exe, size_t(n)));
   m.U64(15, Fnv1a(ReadFileString("/proc/sys/kernel/random/boot_id", 64)));
+  m.Str(16, g.rank_source);
   Frame(w, kRecHeader, m);
 }
 
@@ -386,7 +390,7 @@ uint32_t StreamIndexSlow(WriterState* w, uint64_t handle) {
   return idx;
 }
 
-uint32_t CollName(int lib, int table, uint8_t idx) {
+uint32_t CollNameSlow(int lib, int table, uint8_t idx) {
   const char* name = nullptr;
   {
     auto& g = G();
@@ -397,6 +401,25 @@ uint32_t CollName(int lib, int table, uint8_t idx) {
     }
   }
   return name ? InternString(name) : 0;
+}
+
+// Cached: collectives are frequent, the tables are static.
+uint32_t CollName(WriterState* w, int lib, int table, uint8_t idx) {
+  if (lib < 0 || lib > 1) return 0;
+  uint32_t& slot = w->coll_names[lib][table][idx];
+  if (slot == 0) slot = CollNameSlow(lib, table, idx);
+  return slot;
+}
+
+uint32_t CollOpName(WriterState* w, uint16_t api) {
+  if (api < w->coll_ops.size() && w->coll_ops[api] != 0) return w->coll_ops[api];
+  std::string name = ApiName(api);
+  if (name.compare(0, 4, "nccl") == 0) name = name.substr(4);
+  else if (name.compare(0, 4, "MPI_") == 0) name = name.substr(4);
+  uint32_t id = name.empty() ? 0 : InternString(name);
+  if (w->coll_ops.size() <= api) w->coll_ops.resize(size_t(api) + 1, 0);
+  w->coll_ops[api] = id;
+  return id;
 }
 
 uint32_t StackId(WriterState* w, const uint64_t* ips, size_t n) {
@@ -574,14 +597,11 @@ void EncodeEvent(WriterState* w, BatchBuilder* b, const RawEvent& e, const uint8
       WireBuf& s = w->sub;
       s.Clear();
       s.U64(1, c.lib);
-      std::string api = ApiName(e.api);
-      if (api.compare(0, 4, "nccl") == 0) api = api.substr(4);
-      else if (api.compare(0, 4, "MPI_") == 0) api = api.substr(4);
-      s.U64(2, api.empty() ? 0 : InternString(api));
+      s.U64(2, CollOpName(w, e.api));
       s.U64(3, c.count);
       s.U64(4, c.bytes);
-      s.U64(5, CollName(c.lib, 0, c.dtype));
-      if (c.redop != 0xff) s.U64(6, CollName(c.lib, 1, c.redop));
+      s.U64(5, CollName(w, c.lib, 0, c.dtype));
+      if (c.redop != 0xff) s.U64(6, CollName(w, c.lib, 1, c.redop));
       s.S64(7, c.peer);
       s.U64(8, c.comm);
       s.U64(9, c.seq);
@@ -886,6 +906,7 @@ void StartWriterLocked() {
   auto& g = G();
   if (w->thread_started || g.shutting_down.load()) return;
   w->thread_started = true;
+  w->owner_pid = getpid();
   pthread_attr_t attr;
   pthread_attr_init(&attr);
   if (pthread_create(&w->thread, &attr, WriterMain, nullptr) != 0) {
@@ -896,6 +917,11 @@ void StartWriterLocked() {
     g.writer_running.store(true);
   }
   pthread_attr_destroy(&attr);
+}
+
+bool WriterOwnedByThisProcess() {
+  WriterState* w = W();
+  return w->thread_started && w->owner_pid == getpid();
 }
 
 void WakeWriter() {
@@ -962,6 +988,9 @@ void WriterAfterForkChild() {
   w->api_ids.clear();
   w->stream_idx.clear();
   w->last_stream_idx = 0;
+  memset(w->coll_names, 0, sizeof(w->coll_names));
+  w->coll_ops.clear();
+  w->owner_pid = 0;
   g.threads.clear();
   g.free_threads.clear();
   g.writer_running.store(false);
