@@ -72,3 +72,22 @@ TEST_CASE("multi-slot push is all or nothing and keeps bytes", "[ring]") {
 
 }  // namespace
 }  // namespace profagent
+
+#include "agent/core/wire.h"
+
+namespace profagent {
+namespace {
+
+TEST_CASE("strings are made valid UTF-8 for proto3", "[wire]") {
+  CHECK(wire::ValidUtf8("plain ascii") == "plain ascii");
+  CHECK(wire::ValidUtf8("gr\xc3\xbc\xc3\x9f") == "gr\xc3\xbc\xc3\x9f");       // 2-byte
+  CHECK(wire::ValidUtf8("\xe2\x82\xac \xf0\x9f\x98\x80") == "\xe2\x82\xac \xf0\x9f\x98\x80");
+  CHECK(wire::ValidUtf8("cut \xe2\x82") == "cut ??");                         // truncated
+  CHECK(wire::ValidUtf8("\xff\xfe x") == "?? x");
+  CHECK(wire::ValidUtf8("\xc0\xaf") == "??");                                 // overlong
+  CHECK(wire::ValidUtf8("\xed\xa0\x80") == "???");                            // surrogate
+  CHECK(wire::ValidUtf8(std::string("a\0b", 3)) == std::string("a\0b", 3));
+}
+
+}  // namespace
+}  // namespace profagent

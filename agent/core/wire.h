@@ -29,6 +29,44 @@ inline size_t VarintSize(uint64_t v) {
 
 inline uint64_t ZigZag(int64_t v) { return (uint64_t(v) << 1) ^ uint64_t(v >> 63); }
 
+// proto3 `string` fields must hold valid UTF-8 (parsers reject the whole record otherwise).
+// Returns `s` with every byte that is not part of a valid UTF-8 sequence replaced by '?'.
+inline std::string ValidUtf8(const std::string& s) {
+  std::string out;
+  const unsigned char* p = reinterpret_cast<const unsigned char*>(s.data());
+  const size_t n = s.size();
+  size_t i = 0;
+  bool clean = true;
+  while (i < n) {
+    unsigned char c = p[i];
+    size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
+    bool ok = len != 0 && i + len <= n;
+    for (size_t k = 1; ok && k < len; ++k) ok = (p[i + k] & 0xc0) == 0x80;
+    if (ok && len == 2) ok = c >= 0xc2;                                        // overlong
+    if (ok && len == 3) {
+      unsigned cp = ((c & 0x0fu) << 12) | ((p[i + 1] & 0x3fu) << 6) | (p[i + 2] & 0x3fu);
+      ok = cp >= 0x800 && (cp < 0xd800 || cp > 0xdfff);                       // overlong, surrogate
+    }
+    if (ok && len == 4) {
+      unsigned cp = ((c & 0x07u) << 18) | ((p[i + 1] & 0x3fu) << 12) | ((p[i + 2] & 0x3fu) << 6) |
+                    (p[i + 3] & 0x3fu);
+      ok = cp >= 0x10000 && cp <= 0x10ffff;
+    }
+    if (!ok) {
+      if (clean) {
+        out.assign(s, 0, i);
+        clean = false;
+      }
+      out.push_back('?');
+      ++i;
+      continue;
+    }
+    if (!clean) out.append(s, i, len);
+    i += len;
+  }
+  return clean ? s : out;
+}
+
 class WireBuf {
  public:
   void Clear() { s_.clear(); }
@@ -86,10 +124,14 @@ class WireBuf {
     Varint(n);
     s_.append(static_cast<const char*>(p), n);
   }
+  // String fields: made valid UTF-8 (see ValidUtf8).
   void Str(uint32_t field, const std::string& v) {
-    if (!v.empty()) Bytes(field, v.data(), v.size());
+    if (!v.empty()) StrAlways(field, v);
   }
-  void StrAlways(uint32_t field, const std::string& v) { Bytes(field, v.data(), v.size()); }
+  void StrAlways(uint32_t field, const std::string& v) {
+    const std::string clean = ValidUtf8(v);
+    Bytes(field, clean.data(), clean.size());
+  }
   // Nested message written in place: BeginMsg reserves one length byte, EndMsg fills it in (and
   // moves the body when the length needs more bytes). Avoids a copy per event.
   size_t BeginMsg(uint32_t field) {
