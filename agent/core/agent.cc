@@ -365,6 +365,12 @@ void RecordDeviceInfo(uint32_t device, const std::string& name, uint64_t total_m
   g.devices.push_back({device, name, total_mem, sm_count, uuid});
 }
 
+void RecordDeviceClockSync(uint64_t device_ns, uint64_t monotonic_ns, uint64_t uncertainty_ns) {
+  auto& g = G();
+  std::lock_guard<std::mutex> lock(g.mu);
+  g.device_syncs.push_back({device_ns, monotonic_ns, uncertainty_ns});
+}
+
 void AddNote(const char* level, const std::string& text) {
   auto& g = G();
   {

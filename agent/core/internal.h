@@ -52,6 +52,10 @@ struct OffsetItem {
   uint32_t rounds;
 };
 
+struct DeviceSyncItem {
+  uint64_t device_ns, mono_ns, uncertainty_ns;
+};
+
 struct DeviceItem {
   uint32_t device;
   std::string name;
@@ -94,6 +98,7 @@ struct Global {
   std::vector<CommItem> comms;
   std::vector<OffsetItem> offsets;
   std::vector<DeviceItem> devices;
+  std::vector<DeviceSyncItem> device_syncs;
   std::vector<void (*)()> shutdown_fns;
 
   // Flush handshake.

@@ -72,6 +72,8 @@ struct WriterState {
   uint64_t records = 0;
   uint64_t last_sync_ns = 0;
   size_t notes_written = 0, comms_written = 0, offsets_written = 0, devices_written = 0;
+  size_t device_syncs_written = 0;
+  std::unordered_map<const void*, uint32_t> unknown_funcs;  // resolver said no: fallback id
   std::vector<uint8_t> bytes_tmp;
 };
 
@@ -309,6 +311,14 @@ void EncodePendingLocked(WriterState* w) {
     w->msg.U64(5, o.rounds);
     Frame(w, kRecClockOffset, w->msg);
   }
+  for (; w->device_syncs_written < g.device_syncs.size(); ++w->device_syncs_written) {
+    const DeviceSyncItem& d = g.device_syncs[w->device_syncs_written];
+    w->msg.Clear();
+    w->msg.U64(1, d.mono_ns);
+    w->msg.U64(4, d.device_ns);
+    w->msg.U64(5, d.uncertainty_ns);
+    Frame(w, kRecClockSync, w->msg);
+  }
   for (; w->devices_written < g.devices.size(); ++w->devices_written) {
     const DeviceItem& d = g.devices[w->devices_written];
     w->msg.Clear();
@@ -338,6 +348,9 @@ std::string Demangle(const std::string& mangled) {
 uint32_t FuncNameId(WriterState* w, const void* func) {
   auto it = w->func_ids.find(func);
   if (it != w->func_ids.end()) return it->second;
+  // Unknown ones are retried at most once per writer pass (a registration may come later).
+  auto u = w->unknown_funcs.find(func);
+  if (u != w->unknown_funcs.end()) return u->second;
   std::string name;
   FuncNameResolver resolver = nullptr;
   {
@@ -360,7 +373,11 @@ uint32_t FuncNameId(WriterState* w, const void* func) {
   }
   uint32_t id = InternString(name);
   // Only cache names that came from a registration; unknown ones may be registered later.
-  if (name.compare(0, 7, "kernel@") != 0) w->func_ids[func] = id;
+  if (name.compare(0, 7, "kernel@") != 0) {
+    w->func_ids[func] = id;
+  } else {
+    w->unknown_funcs[func] = id;
+  }
   return id;
 }
 
@@ -773,6 +790,7 @@ void Pass(WriterState* w, bool final_pass) {
     }
     MaybeRenameLocked(w);
   }
+  w->unknown_funcs.clear();
   BatchBuilder b;
   std::map<uint32_t, DeviceBuilder> devs;
   std::vector<ThreadState*> recycle;
@@ -983,6 +1001,8 @@ void WriterAfterForkChild() {
   w->records = 0;
   w->last_sync_ns = 0;
   w->notes_written = w->comms_written = w->offsets_written = w->devices_written = 0;
+  w->device_syncs_written = 0;
+  w->unknown_funcs.clear();
   w->stack_ids.clear();
   w->func_ids.clear();
   w->api_ids.clear();

@@ -26,6 +26,8 @@ namespace analyzer {
 namespace {
 
 constexpr size_t kTopGaps = 10;
+constexpr uint32_t kDirectDevices = 64;
+constexpr uint32_t kMaxStringId = 1u << 24;  // larger ids are treated as corrupt
 
 // ---------------------------------------------------------------------------------------------
 // Small helpers.
@@ -118,7 +120,9 @@ double BusFactor(const std::string& op, int n) {
 }
 
 void CsvField(std::string* out, const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) {
+  bool plain = true;
+  for (char c : s) plain &= c != ',' && c != '"' && c != '\n';
+  if (plain) {
     out->append(s);
     return;
   }
@@ -193,6 +197,56 @@ StepFields ParseStepFields(const std::string& msg, const std::string& kv_reduce)
 }
 
 // ---------------------------------------------------------------------------------------------
+// Protobuf wire format, for the first pass's fast scan of event/device batches (only a few
+// fields of each event are needed there; the full decode is VisitFile's, in pass 2).
+
+class Wire {
+ public:
+  explicit Wire(absl::string_view s)
+      : p_(reinterpret_cast<const uint8_t*>(s.data())), end_(p_ + s.size()) {}
+  bool AtEnd() const { return p_ >= end_; }
+  bool Varint(uint64_t* v) {
+    uint64_t r = 0;
+    for (int shift = 0; shift < 64 && p_ < end_; shift += 7) {
+      const uint8_t b = *p_++;
+      r |= uint64_t(b & 0x7f) << shift;
+      if ((b & 0x80) == 0) {
+        *v = r;
+        return true;
+      }
+    }
+    return false;
+  }
+  bool Bytes(absl::string_view* out) {
+    uint64_t n;
+    if (!Varint(&n) || n > uint64_t(end_ - p_)) return false;
+    *out = absl::string_view(reinterpret_cast<const char*>(p_), n);
+    p_ += n;
+    return true;
+  }
+  bool Skip(uint32_t wire_type) {
+    uint64_t v;
+    absl::string_view s;
+    switch (wire_type) {
+      case 0: return Varint(&v);
+      case 1: return Advance(8);
+      case 2: return Bytes(&s);
+      case 5: return Advance(4);
+      default: return false;
+    }
+  }
+
+ private:
+  bool Advance(size_t n) {
+    if (n > size_t(end_ - p_)) return false;
+    p_ += n;
+    return true;
+  }
+  const uint8_t* p_;
+  const uint8_t* end_;
+};
+
+// ---------------------------------------------------------------------------------------------
 // Shared, immutable analysis context.
 
 struct Context {
@@ -264,9 +318,10 @@ struct CollAgg {
 };
 
 struct Arrival {
-  std::string uid;
+  uint32_t uid;  // index into FileAnalysis::comm_uids_
   uint64_t seq;
   int64_t at;  // rank-0 clock
+  int lib;     // CollLibrary
 };
 
 struct MemDev {
@@ -300,6 +355,8 @@ class FileAnalysis : public Visitor {
   FileSummary fsum_;
   Header header_;
   int rank_ = -1, world_ = 0;
+  bool rank_guessed_ = false;
+  uint64_t bad_string_ids_ = 0;
   int timing_ = 0;
   std::string timing_reason_;
   int64_t clock_offset_ = 0;
@@ -314,17 +371,22 @@ class FileAnalysis : public Visitor {
   std::vector<StepRec> steps_;
   std::vector<RunRec> runs_;
   std::vector<BucketAcc> run_buckets_;  // [0] = outside any run, [i] = run i
-  std::unordered_map<std::string, KernelAgg> kernels_;  // key: name + '\0' + bucket
+  // Key: (name string id << 16) | bucket; name id 0 = unnamed (copies): named by the bucket.
+  absl::flat_hash_map<uint64_t, KernelAgg> kernels_;
   uint64_t device_total_ns_ = 0;
   std::map<std::string, CollAgg> colls_;  // key: lib\0op\0class
   std::vector<Arrival> arrivals_;
+  std::vector<std::string> comm_uids_;
+  absl::flat_hash_map<std::string, uint32_t> comm_uid_index_;
   uint64_t coll_calls_ = 0, coll_ns_ = 0;
   std::map<uint32_t, MemDev> mem_;
   Distribution gaps_, launch_to_start_;
   std::vector<Gap> top_gaps_;
-  std::unordered_map<std::string, std::pair<uint64_t, uint64_t>> api_;  // name -> count, ns
+  // Key: API name string id, or (1 << 32 | kind) for calls without a name: count, ns.
+  absl::flat_hash_map<uint64_t, std::pair<uint64_t, uint64_t>> api_;
   uint64_t busy_ns_ = 0;
   uint64_t unmatched_ops_ = 0, unmatched_launches_ = 0;
+  const std::string& StrPublic(uint32_t id) const { return Str(id); }
 
  private:
   void OnHeader(const Header& h) override;
@@ -337,7 +399,18 @@ class FileAnalysis : public Visitor {
     static const std::string kEmpty;
     return id < strings_.size() ? strings_[id] : kEmpty;
   }
-  void Host1(const HostEvent& e);
+  // Pass 1 sees host events through a hand-written decoder (ScanBatch): only these fields.
+  struct LiteEvent {
+    uint32_t thread = 0;
+    uint64_t start = 0, end = 0;
+    int kind = 0;
+    uint32_t name = 0, api = 0;
+    absl::string_view step;  // serialized StepInfo, for EV_STEP / EV_RUN
+  };
+  void Host1(const LiteEvent& e);
+  bool ScanBatch(absl::string_view b);
+  bool ScanDevice(absl::string_view b);
+  std::vector<absl::string_view> scan_items_;
   void Host2(const HostEvent& e);
   void Finish1();
   void Finish2();
@@ -357,19 +430,28 @@ class FileAnalysis : public Visitor {
   std::vector<StepRec> agent_steps_, nvtx_steps_;
   std::vector<RunRec> agent_runs_, nvtx_runs_;
   std::vector<Range> ranges_;
-  std::vector<std::string> path_cache_;
+  // ops.csv NVTX paths, interned: per range an index into paths_ (-1 = not built yet).
+  std::vector<int32_t> path_of_range_;
+  std::vector<std::string> paths_;
+  absl::flat_hash_map<std::string, int32_t> path_index_;
   std::unordered_map<uint32_t, std::pair<size_t, size_t>> thread_ranges_;
   struct Cursor {
     size_t next = 0;
     uint64_t last_t = 0;
     std::vector<int32_t> stack;
   };
-  std::unordered_map<uint32_t, Cursor> cursors_;
+  std::unordered_map<uint32_t, Cursor> cursors_;  // node-based: pointers stay valid
+  uint32_t cached_thread_ = UINT32_MAX;
+  Cursor* cached_cursor_ = nullptr;
+  std::pair<size_t, size_t> cached_span_;
   std::unordered_map<uint64_t, std::pair<std::string, int>> comms_;  // id -> unique_id, size
   std::unordered_map<uint32_t, std::vector<std::string>> stacks_;
   absl::flat_hash_map<uint64_t, PendingLaunch> pending_launch_;
   absl::flat_hash_map<uint64_t, PendingOp> pending_op_;
-  std::map<uint32_t, uint64_t> dev_last_end_;
+  // NCCL calls waiting for their kernel's device op (correlation id -> index in arrivals_).
+  absl::flat_hash_map<uint64_t, size_t> coll_by_corr_;
+  std::vector<uint64_t> dev_last_end_ = std::vector<uint64_t>(kDirectDevices, 0);
+  absl::flat_hash_map<uint32_t, uint64_t> dev_last_end_far_;  // odd device numbers
   uint64_t busy_end_ = 0;
   bool host_mode_ = false;
   FILE* csv_ = nullptr;
@@ -381,12 +463,150 @@ class FileAnalysis : public Visitor {
 
 absl::Status FileAnalysis::Pass1() {
   pass_ = 1;
-  absl::Status s = VisitFile(path_, this, &fsum_);
-  if (!s.ok()) return s;
+  fsum_.path = path_;
+  auto reader_or = RecordReader::Open(path_);
+  if (!reader_or.ok()) return reader_or.status();
+  RecordReader& reader = **reader_or;
+  fsum_.major = reader.major();
+  fsum_.minor = reader.minor();
+  Record rec;
+  absl::string_view frame;
+  for (;;) {
+    const uint64_t at = reader.offset();
+    auto more = reader.NextFrame(&frame);
+    if (!more.ok()) return more.status();
+    if (!*more) break;
+    auto corrupt = [&]() {
+      return absl::DataLossError(
+          absl::StrCat(path_, ": offset ", at, ": corrupt record (", frame.size(), " bytes)"));
+    };
+    // Event and device batches (nearly all frames) are decoded by hand; the rest by protobuf.
+    Wire w(frame);
+    uint64_t tag = 0;
+    absl::string_view body;
+    if (w.Varint(&tag) && (tag == ((3 << 3) | 2) || tag == ((4 << 3) | 2)) && w.Bytes(&body) &&
+        w.AtEnd()) {
+      if (!(tag >> 3 == 3 ? ScanBatch(body) : ScanDevice(body))) return corrupt();
+      continue;
+    }
+    if (!rec.ParseFromArray(frame.data(), int(frame.size()))) return corrupt();
+    switch (rec.kind_case()) {
+      case Record::kHeader:
+        OnHeader(rec.header());
+        break;
+      case Record::kString:
+        OnString(rec.string().id(), rec.string().value());
+        break;
+      case Record::kFooter:
+        fsum_.has_footer = true;
+        OnOther(rec);
+        break;
+      default:
+        OnOther(rec);
+        break;
+    }
+  }
+  fsum_.frames = reader.records();
+  fsum_.truncated = reader.truncated();
+  fsum_.warning = reader.warning();
   if (fsum_.truncated) warnings_.push_back(fsum_.warning);
   device_ops_pass1_ = fsum_.device_ops;
   Finish1();
   return absl::OkStatus();
+}
+
+bool FileAnalysis::ScanBatch(absl::string_view b) {
+  Wire w(b);
+  uint64_t thread = 0, base = 0;
+  scan_items_.clear();
+  while (!w.AtEnd()) {
+    uint64_t tag;
+    if (!w.Varint(&tag)) return false;
+    const uint32_t field = uint32_t(tag >> 3), wt = uint32_t(tag & 7);
+    if (field == 1 && wt == 0) {
+      if (!w.Varint(&thread)) return false;
+    } else if (field == 2 && wt == 0) {
+      if (!w.Varint(&base)) return false;
+    } else if (field == 4 && wt == 2) {
+      absl::string_view ev;
+      if (!w.Bytes(&ev)) return false;
+      scan_items_.push_back(ev);
+    } else if (!w.Skip(wt)) {
+      return false;
+    }
+  }
+  uint64_t t = base;
+  LiteEvent e;
+  e.thread = uint32_t(thread);
+  for (absl::string_view ev : scan_items_) {
+    Wire f(ev);
+    uint64_t dt = 0, dur = 0, kind = 0, name = 0, api = 0;
+    e.step = absl::string_view();
+    while (!f.AtEnd()) {
+      uint64_t tag;
+      if (!f.Varint(&tag)) return false;
+      const uint32_t field = uint32_t(tag >> 3), wt = uint32_t(tag & 7);
+      bool ok;
+      switch (field) {
+        case 1: ok = wt == 0 && f.Varint(&dt); break;
+        case 2: ok = wt == 0 && f.Varint(&dur); break;
+        case 3: ok = wt == 0 && f.Varint(&kind); break;
+        case 4: ok = wt == 0 && f.Varint(&name); break;
+        case 9: ok = wt == 0 && f.Varint(&api); break;
+        case 29: ok = wt == 2 && f.Bytes(&e.step); break;
+        default: ok = f.Skip(wt); break;
+      }
+      if (!ok) return false;
+    }
+    t += uint64_t(int64_t(dt >> 1) ^ -int64_t(dt & 1));  // zigzag (sint64)
+    e.start = t;
+    e.end = t + dur;
+    e.kind = int(kind);
+    e.name = uint32_t(name);
+    e.api = uint32_t(api);
+    Host1(e);
+    ++fsum_.host_events;
+  }
+  return true;
+}
+
+bool FileAnalysis::ScanDevice(absl::string_view b) {
+  Wire w(b);
+  uint64_t base = 0;
+  scan_items_.clear();
+  while (!w.AtEnd()) {
+    uint64_t tag;
+    if (!w.Varint(&tag)) return false;
+    const uint32_t field = uint32_t(tag >> 3), wt = uint32_t(tag & 7);
+    if (field == 2 && wt == 0) {
+      if (!w.Varint(&base)) return false;
+    } else if (field == 4 && wt == 2) {
+      absl::string_view op;
+      if (!w.Bytes(&op)) return false;
+      scan_items_.push_back(op);
+    } else if (!w.Skip(wt)) {
+      return false;
+    }
+  }
+  uint64_t t = base;
+  for (absl::string_view op : scan_items_) {
+    Wire f(op);
+    uint64_t dt = 0, dur = 0;
+    while (!f.AtEnd()) {
+      uint64_t tag;
+      if (!f.Varint(&tag)) return false;
+      const uint32_t field = uint32_t(tag >> 3), wt = uint32_t(tag & 7);
+      bool ok = field == 1 && wt == 0   ? f.Varint(&dt)
+                : field == 2 && wt == 0 ? f.Varint(&dur)
+                                        : f.Skip(wt);
+      if (!ok) return false;
+    }
+    t += uint64_t(int64_t(dt >> 1) ^ -int64_t(dt & 1));
+    t0_ = std::min(t0_, t);
+    t1_ = std::max(t1_, t + dur);
+    ++fsum_.device_ops;
+  }
+  return true;
 }
 
 void FileAnalysis::OnHeader(const Header& h) {
@@ -400,6 +620,10 @@ void FileAnalysis::OnHeader(const Header& h) {
 
 void FileAnalysis::OnString(uint32_t id, const std::string& value) {
   if (pass_ != 1) return;
+  if (id > kMaxStringId) {  // corrupt or hostile: ids are small and dense in real files
+    ++bad_string_ids_;
+    return;
+  }
   if (id >= strings_.size()) strings_.resize(id + 1);
   strings_[id] = value;
 }
@@ -456,14 +680,11 @@ void FileAnalysis::OnOther(const Record& r) {
 }
 
 void FileAnalysis::OnHostEvent(const HostEvent& e) {
-  if (pass_ == 1) {
-    Host1(e);
-  } else {
-    Host2(e);
-  }
+  if (pass_ == 2) Host2(e);  // pass 1 decodes batches itself (ScanBatch)
 }
 
 int FileAnalysis::ApiEngineBucket(uint32_t name) {
+  if (name >= strings_.size()) return -1;  // undefined string: no rule can match
   if (name >= api_bucket_.size()) api_bucket_.resize(name + 1, -2);
   int16_t& b = api_bucket_[name];
   if (b == -2) {
@@ -473,18 +694,18 @@ int FileAnalysis::ApiEngineBucket(uint32_t name) {
   return b;
 }
 
-void FileAnalysis::Host1(const HostEvent& e) {
-  t0_ = std::min(t0_, e.start_ns);
-  t1_ = std::max(t1_, e.end_ns);
-  const Event& ev = *e.ev;
-  switch (ev.kind()) {
+void FileAnalysis::Host1(const LiteEvent& e) {
+  t0_ = std::min(t0_, e.start);
+  t1_ = std::max(t1_, e.end);
+  switch (e.kind) {
     case EV_STEP:
     case EV_RUN: {
-      const StepInfo& si = ev.step();
-      if (ev.kind() == EV_STEP) {
+      StepInfo si;
+      si.ParseFromArray(e.step.data(), int(e.step.size()));
+      if (e.kind == EV_STEP) {
         StepRec s;
-        s.start = e.start_ns;
-        s.end = e.end_ns;
+        s.start = e.start;
+        s.end = e.end;
         s.tokens = si.tokens();
         s.kv = si.kv();
         s.bsz = si.bsz();
@@ -492,13 +713,14 @@ void FileAnalysis::Host1(const HostEvent& e) {
         s.warmup = si.warmup();
         agent_steps_.push_back(std::move(s));
       } else {
-        RunRec r{e.start_ns, e.end_ns, Str(si.label()), si.warmup()};
+        RunRec r{e.start, e.end, Str(si.label()), si.warmup()};
         agent_runs_.push_back(std::move(r));
       }
       return;
     }
     case EV_NVTX_RANGE: {
-      uint32_t name = ev.name();
+      uint32_t name = e.name;
+      if (name >= strings_.size()) name = 0;  // undefined string: an unnamed range
       if (name >= frame_kind_.size()) frame_kind_.resize(name + 1, -1);
       int8_t& fk = frame_kind_[name];
       const std::string& msg = Str(name);
@@ -506,15 +728,15 @@ void FileAnalysis::Host1(const HostEvent& e) {
         fk = std::regex_search(msg, ctx_->step_re) ? 1 : std::regex_search(msg, ctx_->run_re) ? 2
                                                                                              : 0;
       }
-      Range r{e.start_ns, e.end_ns, e.thread, name};
+      Range r{e.start, e.end, e.thread, name};
       r.frame = fk != 0;
       ranges_.push_back(r);
       if (fk == 0) return;
       StepFields f = ParseStepFields(msg, ctx_->opt.kv_reduce);
       if (fk == 1) {
         StepRec s;
-        s.start = e.start_ns;
-        s.end = e.end_ns;
+        s.start = e.start;
+        s.end = e.end;
         s.tokens = f.tokens;
         s.kv = f.kv;
         s.bsz = f.bsz;
@@ -522,7 +744,7 @@ void FileAnalysis::Host1(const HostEvent& e) {
         s.warmup = f.warmup;
         nvtx_steps_.push_back(std::move(s));
       } else {
-        nvtx_runs_.push_back(RunRec{e.start_ns, e.end_ns, f.label, f.warmup});
+        nvtx_runs_.push_back(RunRec{e.start, e.end, f.label, f.warmup});
       }
       return;
     }
@@ -531,9 +753,9 @@ void FileAnalysis::Host1(const HostEvent& e) {
     case EV_COLLECTIVE:
     case EV_GROUP:
     case EV_COMM: {
-      uint32_t api = ev.api() != 0 ? ev.api() : ev.name();
+      uint32_t api = e.api != 0 ? e.api : e.name;
       if (api != 0 && ApiEngineBucket(api) >= 0) {
-        Range r{e.start_ns, e.end_ns, e.thread, api};
+        Range r{e.start, e.end, e.thread, api};
         r.api = true;
         ranges_.push_back(r);
       }
@@ -657,6 +879,14 @@ absl::Status FileAnalysis::Pass2(const std::string& csv_part) {
   FileSummary again;
   absl::Status s = VisitFile(path_, this, &again);
   if (s.ok()) Finish2();
+  // What the merge does not need goes now (files are merged after every thread finished).
+  std::vector<Range>().swap(ranges_);
+  std::vector<int32_t>().swap(path_of_range_);
+  std::vector<std::string>().swap(paths_);
+  path_index_.clear();
+  cursors_.clear();
+  cached_cursor_ = nullptr;
+  stacks_.clear();
   if (csv_ != nullptr) {
     FlushCsv(true);
     fclose(csv_);
@@ -666,6 +896,7 @@ absl::Status FileAnalysis::Pass2(const std::string& csv_part) {
 }
 
 int FileAnalysis::KernelBucket(uint32_t name) {
+  if (name >= strings_.size()) return -1;  // undefined string: no rule can match
   if (name >= kernel_bucket_.size()) kernel_bucket_.resize(name + 1, -2);
   int16_t& b = kernel_bucket_[name];
   if (b == -2) {
@@ -676,16 +907,22 @@ int FileAnalysis::KernelBucket(uint32_t name) {
 }
 
 int FileAnalysis::Innermost(uint32_t thread, uint64_t t) {
-  auto tr = thread_ranges_.find(thread);
-  if (tr == thread_ranges_.end()) return -1;
-  Cursor& c = cursors_[thread];
+  if (thread != cached_thread_ || cached_cursor_ == nullptr) {
+    auto tr = thread_ranges_.find(thread);
+    if (tr == thread_ranges_.end()) return -1;
+    cached_thread_ = thread;
+    cached_span_ = tr->second;
+    cached_cursor_ = &cursors_[thread];
+  }
+  const std::pair<size_t, size_t> span = cached_span_;
+  Cursor& c = *cached_cursor_;
   if (t < c.last_t) {  // time went backwards on this thread: restart the sweep
-    c.next = tr->second.first;
+    c.next = span.first;
     c.stack.clear();
   }
-  if (c.next < tr->second.first) c.next = tr->second.first;
+  if (c.next < span.first) c.next = span.first;
   c.last_t = t;
-  while (c.next < tr->second.second && ranges_[c.next].start <= t) {
+  while (c.next < span.second && ranges_[c.next].start <= t) {
     if (!ranges_[c.next].api) c.stack.push_back(int32_t(c.next));
     ++c.next;
   }
@@ -697,14 +934,19 @@ int FileAnalysis::Innermost(uint32_t thread, uint64_t t) {
 const std::string& FileAnalysis::Path(int range) {
   static const std::string kEmpty;
   if (range < 0) return kEmpty;
-  if (path_cache_.size() < ranges_.size()) path_cache_.resize(ranges_.size());
-  std::string& p = path_cache_[range];
-  if (p.empty()) {
+  if (path_of_range_.size() < ranges_.size()) path_of_range_.resize(ranges_.size(), -1);
+  if (path_of_range_[range] < 0) {
     const Range& r = ranges_[range];
-    p = r.parent >= 0 ? absl::StrCat(Path(r.parent), "/", Str(r.name)) : Str(r.name);
+    std::string p = r.parent >= 0 ? absl::StrCat(Path(r.parent), "/", Str(r.name)) : Str(r.name);
     if (p.empty()) p = "?";
+    auto it = path_index_.find(p);
+    if (it == path_index_.end()) {
+      it = path_index_.emplace(p, int32_t(paths_.size())).first;
+      paths_.push_back(std::move(p));
+    }
+    path_of_range_[range] = it->second;
   }
-  return p;
+  return paths_[path_of_range_[range]];
 }
 
 void FileAnalysis::Host2(const HostEvent& e) {
@@ -800,8 +1042,23 @@ void FileAnalysis::Host2(const HostEvent& e) {
       ++coll_calls_;
       coll_ns_ += e.end_ns - e.start_ns;
       if (cit != comms_.end() && !cit->second.first.empty()) {
-        arrivals_.push_back(
-            Arrival{cit->second.first, c.seq(), int64_t(e.start_ns) + clock_offset_});
+        auto u = comm_uid_index_.find(cit->second.first);
+        if (u == comm_uid_index_.end()) {
+          u = comm_uid_index_.emplace(cit->second.first, uint32_t(comm_uids_.size())).first;
+          comm_uids_.push_back(cit->second.first);
+        }
+        // Local clock here; mapped to rank 0's clock (ClockOffset) when ranks are merged.
+        // An NCCL call only enqueues: its rank "arrives" when its stream reaches the
+        // collective's kernel, i.e. at the kernel's device start (joined by correlation id).
+        arrivals_.push_back(Arrival{u->second, c.seq(), int64_t(e.start_ns), int(c.lib())});
+        if (c.lib() == LIB_NCCL && c.corr() != 0) {
+          auto d = pending_op_.find(c.corr());
+          if (d != pending_op_.end()) {
+            arrivals_.back().at = int64_t(d->second.start);
+          } else {
+            coll_by_corr_[c.corr()] = arrivals_.size() - 1;
+          }
+        }
       }
       break;
     }
@@ -816,8 +1073,7 @@ void FileAnalysis::Host2(const HostEvent& e) {
                      kind == EV_EVENT || kind == EV_COMM || kind == EV_GROUP)) {
       api = ev.name();
     }
-    const std::string& name = api != 0 ? Str(api) : std::string();
-    auto& acc = api_[name.empty() ? std::string(KindApiName(kind)) : name];
+    auto& acc = api_[api != 0 ? uint64_t(api) : ((1ull << 32) | uint32_t(kind))];
     ++acc.first;
     acc.second += e.end_ns - e.start_ns;
   }
@@ -830,6 +1086,13 @@ void FileAnalysis::OnDeviceOp(const DeviceOpEvent& d) {
     return;
   }
   const DeviceOp& o = *d.op;
+  if (!coll_by_corr_.empty()) {
+    auto c = coll_by_corr_.find(d.corr);
+    if (c != coll_by_corr_.end()) {
+      arrivals_[c->second].at = int64_t(d.start_ns);
+      coll_by_corr_.erase(c);
+    }
+  }
   PendingOp op{d.start_ns, d.end_ns, o.name(), o.stream(), o.copy_kind(), d.device, o.kind(),
                {o.grid_x(), o.grid_y(), o.grid_z()}, {o.block_x(), o.block_y(), o.block_z()}};
   auto it = pending_launch_.find(d.corr);
@@ -852,14 +1115,10 @@ void FileAnalysis::Emit(const PendingOp& op, const PendingLaunch* l) {
     bucket = KernelBucket(op.name);
     if (bucket < 0 || bucket == ctx_->gemm) bucket = ctx_->others;
   }
-  std::string name = op.name != 0 ? Str(op.name) : std::string();
-  if (name.empty() && l != nullptr) name = Str(l->name);
-  if (name.empty()) {
-    name = op.kind == DOP_MEMCPY ? MemcpyBucket(false, op.copy_kind)
-           : op.kind == DOP_MEMSET ? "memset" : "?";
-  }
+  uint32_t name_id = op.name != 0 ? op.name : l != nullptr ? l->name : 0;
   const std::string& bname = ctx_->buckets[bucket];
-  KernelAgg& k = kernels_[absl::StrCat(name, std::string(1, '\0'), bname)];
+  const std::string& name = name_id != 0 ? Str(name_id) : bname;
+  KernelAgg& k = kernels_[(uint64_t(name_id) << 16) | uint64_t(bucket)];
   k.d.Add(double(dur));
   device_total_ns_ += dur;
 
@@ -880,7 +1139,8 @@ void FileAnalysis::Emit(const PendingOp& op, const PendingLaunch* l) {
     busy_end_ = std::max(busy_end_, op.end);
   }
   // Idle gaps between device work on this device.
-  uint64_t& last = dev_last_end_[op.device];
+  uint64_t& last = op.device < kDirectDevices ? dev_last_end_[op.device]
+                                              : dev_last_end_far_[op.device];
   if (last != 0 && op.start > last) {
     uint64_t gap = op.start - last;
     gaps_.Add(double(gap));
@@ -891,8 +1151,9 @@ void FileAnalysis::Emit(const PendingOp& op, const PendingLaunch* l) {
         if (it != stacks_.end()) g.stack = it->second;
       }
       top_gaps_.push_back(std::move(g));
-      std::sort(top_gaps_.begin(), top_gaps_.end(),
-                [](const Gap& a, const Gap& b) { return a.gap > b.gap; });
+      std::sort(top_gaps_.begin(), top_gaps_.end(), [](const Gap& a, const Gap& b) {
+        return a.gap != b.gap ? a.gap > b.gap : a.at < b.at;
+      });
       if (top_gaps_.size() > kTopGaps) top_gaps_.pop_back();
     }
   }
@@ -1167,7 +1428,10 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
       if (i >= fa.size()) return;
       status[i] = fa[i]->Pass1();
       if (!status[i].ok()) continue;
-      if (fa[i]->rank_ < 0) fa[i]->rank_ = int(i);  // warned below
+      if (fa[i]->rank_ < 0) {  // no rank in the header nor in a ProcessInfo: the file index
+        fa[i]->rank_ = int(i);
+        fa[i]->rank_guessed_ = true;
+      }
       if (!wanted.empty() && wanted.count(fa[i]->rank_) == 0) continue;
       status[i] = fa[i]->Pass2(parts[i]);
     }
@@ -1274,8 +1538,13 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
     }
     for (const auto& w : f->warnings_) warnings.push_back(w);
     for (const auto& n : f->notes_) warnings.push_back(absl::StrCat(f->path_, ": agent ", n));
-    if (f->header_.rank() < 0 && f->rank_ == f->index_) {
-      // rank was not known; fallback documented
+    if (f->bad_string_ids_ > 0) {
+      warnings.push_back(absl::StrCat(f->path_, ": ", f->bad_string_ids_,
+                                      " string definitions with an implausible id ignored"));
+    }
+    if (f->rank_guessed_) {
+      warnings.push_back(absl::StrCat(f->path_, ": no rank recorded; using its position (",
+                                      f->rank_, ") among the files"));
     }
   }
   if (world > 0 && options.ranks.empty()) {
@@ -1436,7 +1705,12 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
   uint64_t dev_total = 0;
   for (auto* f : sel) {
     dev_total += f->device_total_ns_;
-    for (auto& k : f->kernels_) kmerged[k.first].d.Merge(k.second.d);
+    for (auto& k : f->kernels_) {
+      const uint32_t name_id = uint32_t(k.first >> 16);
+      const std::string& bucket = ctx.buckets[k.first & 0xffff];
+      const std::string& name = name_id != 0 ? f->StrPublic(name_id) : bucket;
+      kmerged[absl::StrCat(name, std::string(1, '\0'), bucket)].d.Merge(k.second.d);
+    }
   }
   std::vector<std::pair<std::string, const KernelAgg*>> klist;
   for (const auto& k : kmerged) klist.emplace_back(k.first, &k.second);
@@ -1495,11 +1769,16 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
   }
   // Stragglers: the n-th call on the same communicator across ranks.
   std::map<std::pair<std::string, uint64_t>, std::vector<std::pair<int, int64_t>>> calls;
+  std::map<std::pair<std::string, uint64_t>, int> call_lib;
   for (auto* f : sel) {
-    for (const auto& a : f->arrivals_) calls[{a.uid, a.seq}].emplace_back(f->rank_, a.at);
+    for (const auto& a : f->arrivals_) {
+      calls[{f->comm_uids_[a.uid], a.seq}].emplace_back(f->rank_, a.at + f->clock_offset_);
+      call_lib[{f->comm_uids_[a.uid], a.seq}] = a.lib;
+    }
   }
   Distribution skew;
   std::map<int, double> wait_ns;
+  std::map<int, std::map<int, double>> wait_ns_by_lib;  // lib -> rank -> ns
   std::map<int, uint64_t> last_count;
   uint64_t matched = 0;
   for (const auto& c : calls) {
@@ -1515,7 +1794,10 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
       }
     }
     skew.Add(double(hi - lo));
-    for (const auto& ra : c.second) wait_ns[ra.first] += double(hi - ra.second);
+    for (const auto& ra : c.second) {
+      wait_ns[ra.first] += double(hi - ra.second);
+      wait_ns_by_lib[call_lib[c.first]][ra.first] += double(hi - ra.second);
+    }
     ++last_count[last_rank];
   }
   Json per_rank = Json::array();
@@ -1533,6 +1815,12 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
   strag["skew_us"] = LatJson(skew, 1e-3);
   Json wbr = Json::object(), lac = Json::object();
   for (const auto& w : wait_ns) wbr[std::to_string(w.first)] = Num(NsToMs(w.second));
+  Json wbl = Json::object();
+  for (const auto& l : wait_ns_by_lib) {
+    Json m = Json::object();
+    for (const auto& w : l.second) m[std::to_string(w.first)] = Num(NsToMs(w.second));
+    wbl[l.first == LIB_MPI ? "mpi" : "nccl"] = m;
+  }
   int most = -1;
   uint64_t most_n = 0;
   for (const auto& l : last_count) {
@@ -1543,6 +1831,7 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
     }
   }
   strag["wait_ms_by_rank"] = wbr;
+  strag["wait_ms_by_lib"] = wbl;
   strag["last_arriver_counts"] = lac;
   strag["most_frequent_last_arriver"] = most >= 0 ? Json(most) : Json(nullptr);
   Json coll;
@@ -1566,8 +1855,16 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
   ig["gap_us"] = LatJson(ref->gaps_, 1e-3);
   host["idle_gaps"] = ig;
   host["launch_to_start_us"] = LatJson(ref->launch_to_start_, 1e-3);
-  std::vector<std::pair<std::string, std::pair<uint64_t, uint64_t>>> apis(ref->api_.begin(),
-                                                                         ref->api_.end());
+  std::map<std::string, std::pair<uint64_t, uint64_t>> api_by_name;
+  for (const auto& a : ref->api_) {
+    std::string n = (a.first >> 32) != 0 ? std::string(KindApiName(int(a.first & 0xffffffff)))
+                                         : ref->StrPublic(uint32_t(a.first));
+    auto& acc = api_by_name[n];
+    acc.first += a.second.first;
+    acc.second += a.second.second;
+  }
+  std::vector<std::pair<std::string, std::pair<uint64_t, uint64_t>>> apis(api_by_name.begin(),
+                                                                         api_by_name.end());
   std::sort(apis.begin(), apis.end(), [](const auto& a, const auto& b) {
     return a.second.second != b.second.second ? a.second.second > b.second.second
                                               : a.first < b.first;
@@ -1586,8 +1883,10 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
   for (auto* f : sel) {
     for (const auto& g : f->top_gaps_) gaps.emplace_back(f, &g);
   }
-  std::stable_sort(gaps.begin(), gaps.end(),
-                   [](const auto& a, const auto& b) { return a.second->gap > b.second->gap; });
+  std::stable_sort(gaps.begin(), gaps.end(), [](const auto& a, const auto& b) {
+    return a.second->gap != b.second->gap ? a.second->gap > b.second->gap
+                                          : a.second->at < b.second->at;
+  });
   if (gaps.size() > kTopGaps) gaps.resize(kTopGaps);
   Json jg = Json::array();
   for (const auto& g : gaps) {

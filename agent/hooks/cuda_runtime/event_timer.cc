@@ -1,5 +1,7 @@
 #include "agent/hooks/cuda_runtime/event_timer.h"
 
+#include <cxxabi.h>
+
 #include <unistd.h>
 
 #include <atomic>
@@ -30,6 +32,9 @@ Real<decltype(&cudaEventElapsedTime)> r_elapsed("cudaEventElapsedTime");
 Real<decltype(&cudaEventSynchronize)> r_evsync("cudaEventSynchronize");
 Real<decltype(&cudaStreamCreateWithFlags)> r_stream_create("cudaStreamCreateWithFlags");
 Real<decltype(&cudaFuncGetName)> r_func_get_name("cudaFuncGetName");
+Real<decltype(&cudaStreamIsCapturing)> r_is_capturing("cudaStreamIsCapturing");
+Real<decltype(&cudaThreadExchangeStreamCaptureMode)> r_exchange_mode(
+    "cudaThreadExchangeStreamCaptureMode");
 
 struct DevicePool {
   std::atomic<int> state{0};  // 0 none, 1 creating, 2 ready, 3 broken
@@ -52,8 +57,20 @@ std::atomic<uint64_t> g_untimed{0};
 std::atomic<bool> g_stop{false};
 std::atomic<int> g_inflight{0};
 
-std::mutex g_names_mu;
-std::unordered_map<const void*, std::string> g_kernel_names;  // func -> mangled
+// Leaked on purpose: used by the poller thread and the shutdown drain, which may run after
+// static destructors.
+std::mutex& NamesMu() {
+  static auto* mu = new std::mutex();
+  return *mu;
+}
+std::unordered_map<const void*, std::string>& KernelNames() {  // func -> mangled
+  static auto* m = new std::unordered_map<const void*, std::string>();
+  return *m;
+}
+std::mutex& PollMu() {  // serializes PollOnce between the poller and the shutdown drain
+  static auto* mu = new std::mutex();
+  return *mu;
+}
 
 bool CreatePool(int device, DevicePool* p) {
   auto create = r_create.get();
@@ -70,11 +87,17 @@ bool CreatePool(int device, DevicePool* p) {
   if (stream_create(&s, cudaStreamNonBlocking) != cudaSuccess) return false;
   if (create(&p->ref, cudaEventDefault) != cudaSuccess) return false;
   // The reference event's host time: recorded on a private idle stream, it completes right away.
-  uint64_t t0 = MonotonicNs();
-  if (record(p->ref, s) != cudaSuccess) return false;
-  if (sync(p->ref) != cudaSuccess) return false;
-  uint64_t t1 = MonotonicNs();
-  p->ref_host_ns = t0 + (t1 - t0) / 2;
+  // On an idle stream the event completes when it is enqueued, inside the record call: its host
+  // time is known to within the call's duration. Re-record until that window is small (the
+  // first calls on a fresh stream can be slow).
+  for (int attempt = 0; attempt < 20; ++attempt) {
+    uint64_t t0 = MonotonicNs();
+    if (record(p->ref, s) != cudaSuccess) return false;
+    uint64_t t1 = MonotonicNs();
+    if (sync(p->ref) != cudaSuccess) return false;
+    p->ref_host_ns = t0 + (t1 - t0) / 2;
+    if (t1 - t0 < 4000) break;
+  }
   p->free_slots.Init();
   for (int i = 0; i < kPairs; ++i) p->free_slots.Push(device * kPairs + i);
   return true;
@@ -86,14 +109,19 @@ uint32_t NameFor(const void* func, std::unordered_map<const void*, uint32_t>* ca
   if (it != cache->end()) return it->second;
   std::string name;
   {
-    std::lock_guard<std::mutex> lock(g_names_mu);
-    auto n = g_kernel_names.find(func);
-    if (n != g_kernel_names.end()) name = n->second;
+    std::lock_guard<std::mutex> lock(NamesMu());
+    auto n = KernelNames().find(func);
+    if (n != KernelNames().end()) name = n->second;
   }
   if (name.empty()) {
     const char* s = nullptr;
     if (auto f = r_func_get_name.get(); f && f(&s, func) == cudaSuccess && s) name = s;
   }
+  // Registered names are mangled; report them demangled, like launches and CUPTI records.
+  int status = 0;
+  char* d = name.empty() ? nullptr : abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status);
+  if (status == 0 && d != nullptr) name = d;
+  free(d);
   uint32_t id = name.empty() ? 0 : InternString(name);
   cache->emplace(func, id);
   return id;
@@ -124,8 +152,10 @@ size_t PollOnce(std::vector<Pending>* inflight, std::unordered_map<const void*, 
       std::memset(&e, 0, sizeof(e));
       e.type = EvType::kDeviceOp;
       e.flags = kFlagTimeNs;
-      e.t0 = uint64_t(int64_t(pool.ref_host_ns) + int64_t(double(from_ref) * 1e6));
-      e.t1 = e.t0 + uint64_t(dur > 0 ? double(dur) * 1e6 : 0.0);
+      uint64_t ev0 = uint64_t(int64_t(pool.ref_host_ns) + int64_t(double(from_ref) * 1e6));
+      uint64_t ev1 = ev0 + uint64_t(dur > 0 ? double(dur) * 1e6 : 0.0);
+      EstimateInterval(ev0, ev1, TicksToNs(q.info.call_t0), TicksToNs(q.info.call_t1),
+                       q.info.sync_call, &e.t0, &e.t1);
       DevicePayload& d = e.dev;
       d.name = q.info.kind == 0 ? NameFor(q.info.func, names) : 0;
       d.corr = q.info.corr;
@@ -150,15 +180,20 @@ size_t PollOnce(std::vector<Pending>* inflight, std::unordered_map<const void*, 
 }
 
 std::vector<Pending>* g_inflight_list = nullptr;  // owned by the poller thread
-std::mutex g_poll_mu;  // serializes PollOnce between the poller and the shutdown drain
 
 void PollerLoop() {
   HookGuard guard;  // the poller's CUDA calls are the agent's own
-  static std::unordered_map<const void*, uint32_t> names;
+  // Event queries are legal during another thread's global-mode stream capture only in relaxed
+  // mode (the documented escape for tools).
+  if (auto exchange = r_exchange_mode.get()) {
+    cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+    exchange(&mode);
+  }
+  auto& names = *new std::unordered_map<const void*, uint32_t>();  // outlives exit
   while (!g_stop.load(std::memory_order_relaxed)) {
     size_t left;
     {
-      std::lock_guard<std::mutex> lock(g_poll_mu);
+      std::lock_guard<std::mutex> lock(PollMu());
       left = PollOnce(g_inflight_list, &names);
     }
     g_inflight.store(int(left), std::memory_order_relaxed);
@@ -168,11 +203,11 @@ void PollerLoop() {
 
 void DrainAtShutdown() {
   HookGuard guard;
-  static std::unordered_map<const void*, uint32_t> names;
+  static auto& names = *new std::unordered_map<const void*, uint32_t>();
   for (int i = 0; i < 500; ++i) {
     size_t left;
     {
-      std::lock_guard<std::mutex> lock(g_poll_mu);
+      std::lock_guard<std::mutex> lock(PollMu());
       left = PollOnce(g_inflight_list, &names);
     }
     if (left == 0) break;
@@ -204,8 +239,26 @@ bool StartEventTimer(std::string* reason) {
   return true;
 }
 
+void EstimateInterval(uint64_t ev_start_ns, uint64_t ev_stop_ns, uint64_t call_t0_ns,
+                      uint64_t call_t1_ns, bool sync_call, uint64_t* start_ns, uint64_t* end_ns) {
+  // An operation cannot start before the API call that enqueues it began (the start event of an
+  // idle stream completes at once, earlier than that).
+  (void)call_t1_ns;
+  uint64_t start = ev_start_ns > call_t0_ns ? ev_start_ns : call_t0_ns;
+  if (start > ev_stop_ns) start = ev_stop_ns;
+  uint64_t end = ev_stop_ns;
+  if (sync_call && end > call_t1_ns) end = call_t1_ns;  // complete when the call returned
+  *start_ns = start;
+  *end_ns = end > start ? end : start;
+}
+
 int32_t EventTimerBegin(int device, cudaStream_t stream) {
   if (__builtin_expect(unsigned(device) >= unsigned(kMaxDevices), 0)) return -1;
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  auto is_capturing = r_is_capturing.get();
+  if (!is_capturing || is_capturing(stream, &capture) != cudaSuccess ||
+      capture != cudaStreamCaptureStatusNone)
+    return -1;
   DevicePool& p = g_pools[device];
   int st = p.state.load(std::memory_order_acquire);
   if (__builtin_expect(st != 2, 0)) {
@@ -249,14 +302,14 @@ void EventTimerEnd(int32_t ticket, cudaStream_t stream, const DeviceOpInfo& info
 
 void NoteKernelName(const void* func, const char* mangled) {
   if (!func || !mangled) return;
-  std::lock_guard<std::mutex> lock(g_names_mu);
-  g_kernel_names.emplace(func, mangled);
+  std::lock_guard<std::mutex> lock(NamesMu());
+  KernelNames().emplace(func, mangled);
 }
 
 const char* LookupKernelName(const void* func) {
-  std::lock_guard<std::mutex> lock(g_names_mu);
-  auto it = g_kernel_names.find(func);
-  return it == g_kernel_names.end() ? nullptr : it->second.c_str();
+  std::lock_guard<std::mutex> lock(NamesMu());
+  auto it = KernelNames().find(func);
+  return it == KernelNames().end() ? nullptr : it->second.c_str();
 }
 
 }  // namespace rt

@@ -1,6 +1,7 @@
 #include "agent/hooks/cupti/cupti_tracer.h"
 
 #include <cuda.h>
+#include <cxxabi.h>
 #include <cuda_runtime_api.h>
 #include <cupti.h>
 #include <dlfcn.h>
@@ -51,14 +52,25 @@ struct CuptiApi {
   decltype(&cuptiGetResultString) result_string = nullptr;
 };
 
+// Everything used from the buffer callbacks and the shutdown flush is trivially destructible or
+// leaked on purpose: CUPTI may deliver buffers during exit, after static destructors ran.
 CuptiApi g_api;
 CUpti_SubscriberHandle g_subscriber = nullptr;
-std::mutex g_mu;  // guards start, g_clock, g_names
+std::mutex& Mu() {  // guards start, g_clock, Names()
+  static auto* mu = new std::mutex();
+  return *mu;
+}
 bool g_started = false;
 bool g_start_ok = false;
-std::string g_start_reason;
+std::string& StartReason() {
+  static auto* s = new std::string();
+  return *s;
+}
 ClockMap g_clock;
-std::unordered_map<const void*, uint32_t> g_names;  // CUPTI name pointer -> string id
+std::unordered_map<const void*, uint32_t>& Names() {  // CUPTI name pointer -> string id
+  static auto* m = new std::unordered_map<const void*, uint32_t>();
+  return *m;
+}
 std::atomic<bool> g_flusher_stop{false};
 InjectionStarter g_injection_starter = nullptr;
 
@@ -85,11 +97,15 @@ std::string Failure(const char* call, CUptiResult r) {
 uint64_t CUPTIAPI TimestampCallback() { return MonotonicNs(); }
 
 uint32_t InternName(const char* name) {
-  // Called with g_mu held by BufferCompleted.
-  auto it = g_names.find(name);
-  if (it != g_names.end()) return it->second;
-  uint32_t id = InternString(name);
-  g_names.emplace(name, id);
+  // Called with Mu() held by BufferCompleted.
+  auto it = Names().find(name);
+  if (it != Names().end()) return it->second;
+  // CUPTI reports mangled names; the registration path demangles too, so both agree.
+  int status = 0;
+  char* d = abi::__cxa_demangle(name, nullptr, nullptr, &status);
+  uint32_t id = InternString(status == 0 && d != nullptr ? std::string(d) : std::string(name));
+  free(d);
+  Names().emplace(name, id);
   return id;
 }
 
@@ -104,7 +120,7 @@ void CUPTIAPI BufferRequested(uint8_t** buffer, size_t* size, size_t* max_record
 void CUPTIAPI BufferCompleted(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t valid) {
   HookGuard guard;  // nothing this thread does here is the application's
   if (buffer && valid > 0 && g_api.next_record) {
-    std::lock_guard<std::mutex> lock(g_mu);
+    std::lock_guard<std::mutex> lock(Mu());
     CUpti_Activity* rec = nullptr;
     while (g_api.next_record(buffer, valid, &rec) == CUPTI_SUCCESS) {
       RawEvent e;
@@ -115,21 +131,6 @@ void CUPTIAPI BufferCompleted(CUcontext, uint32_t, uint8_t* buffer, size_t, size
 }
 
 // ---- Callbacks -----------------------------------------------------------------------------
-bool IsLaunchCbid(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
-  if (domain == CUPTI_CB_DOMAIN_DRIVER_API) return true;  // only launch cbids are enabled there
-  switch (cbid) {
-    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000:
-    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000:
-    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060:
-    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060:
-    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000:
-    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000:
-      return true;
-    default:
-      return false;
-  }
-}
-
 // Registers a CUfunction's name once (tiny lock-free direct-mapped cache of seen handles).
 void NoteFunctionName(const void* f, const char* name) {
   static std::atomic<const void*> seen[1024];
@@ -305,7 +306,6 @@ void CUPTIAPI ApiCallback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId c
         RecordRuntimeFromCallback(cbid, cb, ts.rt_t0, t1);
       }
     }
-    (void)IsLaunchCbid;
     return;
   }
   // Driver-API launch (only launch cbids are enabled in this domain).
@@ -503,10 +503,10 @@ bool StartLocked(const std::string& explicit_path, const void* cudart_symbol,
 bool StartCupti(const std::string& explicit_path, const void* cudart_symbol,
                 std::string* reason) {
   HookGuard guard;
-  std::lock_guard<std::mutex> lock(g_mu);
+  std::lock_guard<std::mutex> lock(Mu());
   if (!g_started) {
     g_started = true;
-    g_start_ok = StartLocked(explicit_path, cudart_symbol, &g_start_reason);
+    g_start_ok = StartLocked(explicit_path, cudart_symbol, &StartReason());
     if (g_start_ok) {
       internal::g_active.store(true, std::memory_order_release);
       pthread_atfork(nullptr, nullptr, AfterForkChild);
@@ -517,7 +517,7 @@ bool StartCupti(const std::string& explicit_path, const void* cudart_symbol,
       std::thread(FlusherLoop).detach();
     }
   }
-  *reason = g_start_reason;
+  *reason = StartReason();
   return g_start_ok;
 }
 
@@ -525,7 +525,7 @@ void FlushCupti() {
   if (!CuptiActive() || !g_api.flush_all) return;
   HookGuard guard;
   g_api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-  std::lock_guard<std::mutex> lock(g_mu);
+  std::lock_guard<std::mutex> lock(Mu());
   TakeClockSample();
 }
 
