@@ -58,6 +58,19 @@ RecordReader::~RecordReader() {
 int RecordReader::ReadByte() { return getc_unlocked(f_); }
 
 absl::StatusOr<bool> RecordReader::Next(Record* rec) {
+  absl::string_view frame;
+  auto more = NextFrame(&frame);
+  if (!more.ok() || !*more) return more;
+  if (!rec->ParseFromArray(frame.data(), int(frame.size()))) {
+    --records_;
+    offset_ = last_frame_start_;
+    return absl::DataLossError(absl::StrCat(path_, ": offset ", last_frame_start_,
+                                            ": corrupt record (", frame.size(), " bytes)"));
+  }
+  return true;
+}
+
+absl::StatusOr<bool> RecordReader::NextFrame(absl::string_view* frame) {
   if (truncated_) return false;
   const uint64_t frame_start = offset_;
   uint64_t len = 0;
@@ -96,10 +109,8 @@ absl::StatusOr<bool> RecordReader::Next(Record* rec) {
                             " records before it)");
     return false;
   }
-  if (!rec->ParseFromString(buf_)) {
-    return absl::DataLossError(
-        absl::StrCat(path_, ": offset ", frame_start, ": corrupt record (", len, " bytes)"));
-  }
+  *frame = absl::string_view(buf_.data(), len);
+  last_frame_start_ = frame_start;
   offset_ = frame_start + nbytes + len;
   ++records_;
   return true;
@@ -118,15 +129,42 @@ absl::Status VisitFile(const std::string& path, Visitor* v, FileSummary* summary
   RecordReader& reader = **reader_or;
   s->major = reader.major();
   s->minor = reader.minor();
-  Record rec;
+  // One Record per frame kind: a reused message keeps its allocated events only while its oneof
+  // case stays the same (alternating batch/device frames would otherwise free and reallocate
+  // every event of every batch).
+  Record batch_rec, device_rec, other_rec;
+  absl::string_view frame;
   std::unordered_map<uint32_t, std::array<uint32_t, 7>> shapes;  // launch shape per kernel name
   for (;;) {
-    auto more = reader.Next(&rec);
+    const uint64_t at = reader.offset();
+    auto more = reader.NextFrame(&frame);
     if (!more.ok()) {
       s->frames = reader.records();
       return more.status();
     }
     if (!*more) break;
+    const char first = frame.empty() ? 0 : frame[0];  // the tag of Record's oneof field
+    Record& rec = first == 0x1a ? batch_rec : first == 0x22 ? device_rec : other_rec;
+    // Record::ParseFromArray clears the oneof first, which deletes the previous batch and every
+    // event in it; once the case is set, parse the payload into the kept sub-message instead.
+    google::protobuf::MessageLite* in_place = nullptr;
+    if (first == 0x1a && rec.kind_case() == Record::kBatch) in_place = rec.mutable_batch();
+    if (first == 0x22 && rec.kind_case() == Record::kDevice) in_place = rec.mutable_device();
+    size_t payload_at = 1;
+    uint64_t payload_len = 0;
+    for (int shift = 0; in_place != nullptr && payload_at < frame.size() && shift < 35;
+         shift += 7) {
+      const uint8_t c = static_cast<uint8_t>(frame[payload_at++]);
+      payload_len |= uint64_t(c & 0x7f) << shift;
+      if ((c & 0x80) == 0) break;
+    }
+    const bool whole = in_place != nullptr && payload_at + payload_len == frame.size();
+    if (whole ? !in_place->ParseFromArray(frame.data() + payload_at, int(payload_len))
+              : !rec.ParseFromArray(frame.data(), int(frame.size()))) {
+      s->frames = reader.records() - 1;
+      return absl::DataLossError(absl::StrCat(path, ": offset ", at, ": corrupt record (",
+                                              frame.size(), " bytes)"));
+    }
     switch (rec.kind_case()) {
       case Record::kHeader:
         v->OnHeader(rec.header());

@@ -23,6 +23,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "proto/profagent.pb.h"
 
 namespace profagent {
@@ -45,6 +46,10 @@ class RecordReader {
   // file (cleanly, or at a truncated last frame: see truncated()), or an error.
   absl::StatusOr<bool> Next(Record* rec);
 
+  // Like Next(), without parsing: *frame receives the serialized Record, valid until the next
+  // call. For fast scans that decode only some fields (analyzer/report's first pass).
+  absl::StatusOr<bool> NextFrame(absl::string_view* frame);
+
   const std::string& path() const { return path_; }
   uint16_t major() const { return major_; }
   uint16_t minor() const { return minor_; }
@@ -62,6 +67,7 @@ class RecordReader {
   uint16_t major_ = 0, minor_ = 0;
   uint64_t offset_ = 0;
   uint64_t records_ = 0;
+  uint64_t last_frame_start_ = 0;
   bool truncated_ = false;
   std::string warning_;
   std::string buf_;

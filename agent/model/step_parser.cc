@@ -69,7 +69,8 @@ bool MessagePattern::Compile(const std::string& pattern, std::string* error) {
 bool MessagePattern::Matches(const char* msg, size_t n) const {
   if (!valid_) return false;
   if (!prefix_.empty() &&
-      (n < prefix_.size() || std::memcmp(msg, prefix_.data(), prefix_.size()) != 0)) {
+      (n < prefix_.size() || msg[0] != prefix_[0] ||  // most messages fail on the first byte
+       std::memcmp(msg, prefix_.data(), prefix_.size()) != 0)) {
     return false;
   }
   try {

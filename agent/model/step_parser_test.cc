@@ -3,6 +3,7 @@
 
 #include <catch2/catch.hpp>
 #include <cstring>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -161,6 +162,31 @@ TEST_CASE("LiteralPrefix keeps only characters every match must start with") {
   CHECK(LiteralPrefix("^Step.*") == "Step");
   CHECK(LiteralPrefix("step") == "");
   CHECK(LiteralPrefix("^run|^step") == "");
+}
+
+TEST_CASE("random messages: no crash, no read past n, results within the convention") {
+  // Pieces of the grammar glued at random, including truncations and junk bytes.
+  const char* pieces[] = {"step", " ", "\t", "tokens=", "kv=", "bsz=", "phase=", "label=",
+                          "warmup=", "=", ",", "1", "0", "99999999999999999999", "-", "x",
+                          "decode", "\xff", "kv=1,2,3", "tokens=8"};
+  std::mt19937 rng(12345);
+  for (int iter = 0; iter < 20000; ++iter) {
+    std::string m;
+    const int n = int(rng() % 12);
+    for (int i = 0; i < n; ++i) m += pieces[rng() % (sizeof(pieces) / sizeof(pieces[0]))];
+    // Copy into an exact-size heap buffer so that a read past the end is caught by sanitizers.
+    std::vector<char> buf(m.begin(), m.end());
+    const KvReduce r = KvReduce(rng() % 5);
+    ParsedStep p = ParseStepMessage(buf.data(), buf.size(), r);
+    CHECK(p.tokens >= -1);
+    CHECK(p.kv >= -1);
+    CHECK(p.bsz >= -1);
+    CHECK((p.kv == -1) == (p.kv_count == 0));
+    if (!p.phase.empty()) {
+      CHECK(p.phase.data() >= buf.data());
+      CHECK(p.phase.data() + p.phase.size() <= buf.data() + buf.size());
+    }
+  }
 }
 
 }  // namespace

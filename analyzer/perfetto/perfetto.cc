@@ -1,10 +1,12 @@
 #include "analyzer/perfetto/perfetto.h"
 
+#include <cxxabi.h>
 #include <sys/stat.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <iostream>
@@ -43,8 +45,9 @@ enum TrackKind : uint64_t {
   kTrackMemory = 5,
 };
 
+// Small values keep the varints short (4 bytes for the first 127 files).
 uint64_t TrackUuid(uint32_t file, TrackKind kind, uint64_t id) {
-  return (uint64_t{file + 1} << 48) | (uint64_t{kind} << 40) | (id & ((uint64_t{1} << 40) - 1));
+  return (uint64_t{file + 1} << 24) | (uint64_t{kind} << 20) | (id & ((uint64_t{1} << 20) - 1));
 }
 
 // Below 2^53 so JSON readers (doubles) keep it exact.
@@ -105,6 +108,44 @@ size_t FormatDims(char* buf, uint32_t x, uint32_t y, uint32_t z) {
   return static_cast<size_t>(p - buf);
 }
 
+// Formats launch shapes, remembering recent ones (a decode loop repeats a handful of shapes).
+class DimsCache {
+ public:
+  std::string_view Get(uint32_t x, uint32_t y, uint32_t z) {
+    const uint32_t h = (x * 2654435761u ^ y * 40503u ^ z * 97u) & (kSlots - 1);
+    Slot& s = slots_[h];
+    if (!s.valid || s.x != x || s.y != y || s.z != z) {
+      s.valid = true;
+      s.x = x;
+      s.y = y;
+      s.z = z;
+      s.len = static_cast<uint8_t>(FormatDims(s.text, x, y, z));
+    }
+    return std::string_view(s.text, s.len);
+  }
+
+ private:
+  static constexpr uint32_t kSlots = 64;
+  struct Slot {
+    bool valid = false;
+    uint32_t x = 0, y = 0, z = 0;
+    uint8_t len = 0;
+    char text[40];
+  };
+  Slot slots_[kSlots];
+};
+
+// Kernel and API names arrive mangled when the agent did not demangle them ("_Z12gemmPfi");
+// show the readable form. Anything else is returned unchanged.
+std::string Demangle(const std::string& s) {
+  if (s.size() < 3 || s[0] != '_' || s[1] != 'Z') return s;
+  int status = 0;
+  char* d = abi::__cxa_demangle(s.c_str(), nullptr, nullptr, &status);
+  std::string out = status == 0 && d != nullptr ? std::string(d) : s;
+  free(d);
+  return out;
+}
+
 // Streams one rank file into the sink.
 class FileConverter : public Visitor {
  public:
@@ -140,9 +181,9 @@ class FileConverter : public Visitor {
   void OnString(uint32_t id, const std::string& value) override {
     if (id < (1u << 24)) {
       if (id >= strings_.size()) strings_.resize(std::max<size_t>(id + 1, strings_.size() * 2));
-      strings_[id] = value;
+      strings_[id] = Demangle(value);
     } else {
-      big_strings_[id] = value;
+      big_strings_[id] = Demangle(value);
     }
   }
 
@@ -152,7 +193,6 @@ class FileConverter : public Visitor {
     const uint64_t end = Ts(he.end_ns);
     Arg args[10];
     int n = 0;
-    char grid[40], block[40];
     uint64_t flow_out = 0;
     const EventKind kind = e.kind();
     uint64_t track = ThreadTrack(he.thread);
@@ -163,12 +203,10 @@ class FileConverter : public Visitor {
         args[n++] = Arg::Uint(pi::kArgCorrelation, he.corr);
         if (e.grid_x() != 0) {
           // The reader has undone the value-1 and sticky-shape encodings.
-          size_t gl = FormatDims(grid, e.grid_x(), std::max(e.grid_y(), 1u),
-                                 std::max(e.grid_z(), 1u));
-          args[n++] = Arg::Str(pi::kArgGrid, std::string_view(grid, gl));
-          size_t bl = FormatDims(block, e.block_x(), std::max(e.block_y(), 1u),
-                                 std::max(e.block_z(), 1u));
-          args[n++] = Arg::Str(pi::kArgBlock, std::string_view(block, bl));
+          args[n++] = Arg::Str(pi::kArgGrid, grid_dims_.Get(e.grid_x(), std::max(e.grid_y(), 1u),
+                                                       std::max(e.grid_z(), 1u)));
+          args[n++] = Arg::Str(pi::kArgBlock, block_dims_.Get(e.block_x(), std::max(e.block_y(), 1u),
+                                                        std::max(e.block_z(), 1u)));
         }
         if (e.shmem() != 0) args[n++] = Arg::Uint(pi::kArgShmem, e.shmem());
         args[n++] = Arg::Uint(pi::kArgStream, e.stream());
@@ -268,7 +306,6 @@ class FileConverter : public Visitor {
     const uint64_t track = StreamTrack(d.device, op.stream());
     Arg args[6];
     int n = 0;
-    char grid[40], block[40];
     Name name;
     switch (op.kind()) {
       case DOP_KERNEL:
@@ -286,11 +323,10 @@ class FileConverter : public Visitor {
     }
     args[n++] = Arg::Uint(pi::kArgCorrelation, d.corr);
     if (op.grid_x() != 0) {
-      size_t gl = FormatDims(grid, op.grid_x(), std::max(op.grid_y(), 1u), std::max(op.grid_z(), 1u));
-      args[n++] = Arg::Str(pi::kArgGrid, std::string_view(grid, gl));
-      size_t bl =
-          FormatDims(block, op.block_x(), std::max(op.block_y(), 1u), std::max(op.block_z(), 1u));
-      args[n++] = Arg::Str(pi::kArgBlock, std::string_view(block, bl));
+      args[n++] = Arg::Str(pi::kArgGrid, grid_dims_.Get(op.grid_x(), std::max(op.grid_y(), 1u),
+                                                   std::max(op.grid_z(), 1u)));
+      args[n++] = Arg::Str(pi::kArgBlock, block_dims_.Get(op.block_x(), std::max(op.block_y(), 1u),
+                                                    std::max(op.block_z(), 1u)));
     }
     if (op.bytes() != 0) args[n++] = Arg::Uint(pi::kArgBytes, op.bytes());
     if (op.graph() != 0) args[n++] = Arg::Ptr(pi::kArgGraph, op.graph());
@@ -395,6 +431,14 @@ class FileConverter : public Visitor {
   uint64_t StreamTrack(uint32_t device, uint32_t stream) {
     const uint64_t key = (uint64_t{device} << 32) | stream;
     if (key == last_stream_key_ && last_stream_track_ != 0) return last_stream_track_;
+    // Few streams in practice: a short linear scan beats hashing.
+    for (const auto& kv : recent_streams_) {
+      if (kv.first == key) {
+        last_stream_key_ = key;
+        last_stream_track_ = kv.second;
+        return kv.second;
+      }
+    }
     auto it = streams_.find(key);
     if (it == streams_.end()) {
       const uint64_t index = streams_.size();
@@ -403,6 +447,7 @@ class FileConverter : public Visitor {
       sink_->NamedTrack(uuid, process_track_, absl::StrCat("GPU ", device, " stream ", stream),
                         pid_, JsonTid(kTrackStream, (uint64_t{device} << 16) | (stream & 0xffff)));
     }
+    if (recent_streams_.size() < 16) recent_streams_.push_back(*it);
     last_stream_key_ = key;
     last_stream_track_ = it->second;
     return it->second;
@@ -445,12 +490,14 @@ class FileConverter : public Visitor {
   Name kind_names_[EV_MARKER + 1];
   Name memcpy_names_[5];
   Name launch_name_, memset_name_, device_op_name_, unknown_name_, drops_name_;
+  DimsCache grid_dims_, block_dims_;  // separate: one event holds a view into each
 
   std::set<uint32_t> threads_;
   std::set<uint64_t> defined_;
   uint32_t last_thread_ = ~0u;
   uint64_t last_thread_track_ = 0;
   std::unordered_map<uint64_t, uint64_t> streams_;
+  std::vector<std::pair<uint64_t, uint64_t>> recent_streams_;
   uint64_t last_stream_key_ = ~uint64_t{0};
   uint64_t last_stream_track_ = 0;
 

@@ -8,7 +8,10 @@
 //   - one track per GPU stream ("GPU d stream s"): kernels, copies, sets, collective kernels,
 //     with annotations grid/block, bytes, correlation id;
 //   - a flow from every launch (or copy) to its device op, matched by correlation id;
-//   - a "GPU d memory" counter per device from EV_ALLOC/EV_FREE sizes.
+//   - a "GPU d memory" counter per device from EV_ALLOC/EV_FREE sizes (an allocation counts
+//     from its call's start, a free from its call's end; a free without a size takes the size
+//     of the live allocation at that pointer; pinned host memory is not counted).
+// Names that arrive mangled ("_Z...") are shown demangled.
 // Several files (a profile directory) share one timeline: each file's monotonic times are
 // mapped to rank 0's monotonic clock with its ClockOffset record (rank0 = local + offset); a
 // file without one is placed through its Header's realtime/monotonic pair (or shares the

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cinttypes>
+#include <cstring>
 
 namespace profagent {
 namespace analyzer {
@@ -63,10 +64,19 @@ enum : uint32_t { kSliceBegin = 1, kSliceEnd = 2, kInstant = 3, kCounter = 4 };
 enum : uint32_t { kSeqStateCleared = 1, kSeqNeedsState = 2 };
 constexpr uint32_t kUnitSizeBytes = 3;
 
+inline char* PutVarint(char* p, uint64_t v) {
+  while (v >= 0x80) {
+    *p++ = static_cast<char>(v | 0x80);
+    v >>= 7;
+  }
+  *p++ = static_cast<char>(v);
+  return p;
+}
+
 }  // namespace
 
-void TraceSink::MaybeFlush(size_t threshold) {
-  if (buf_.size() < threshold) return;
+void TraceSink::Flush() {
+  if (buf_.size() == 0) return;
   if (!write_error_ && fwrite(buf_.data(), 1, buf_.size(), out_) != buf_.size()) {
     write_error_ = true;
   }
@@ -147,24 +157,41 @@ void PerfettoProtoSink::WriteEvent(uint64_t track, uint32_t type, Name name, con
   buf_.VarintField(kTeTrackUuid, track);
   if (name.iid != 0) buf_.VarintField(kTeNameIid, name.iid);
   for (int i = 0; i < nargs; ++i) {
+    // DebugAnnotation{name_iid, value}: the length is known up front (no back-patching).
+    // Annotation iids are < 128 and all field tags here are single bytes.
     const Arg& a = args[i];
-    size_t da = buf_.BeginNested(kTeDebugAnnotations);
-    buf_.VarintField(kDaNameIid, a.key + 1);
-    switch (a.kind) {
-      case Arg::kInt:
-        buf_.IntField(kDaIntValue, a.i);
+    const uint64_t v = static_cast<uint64_t>(a.i);
+    const size_t value_len = a.kind == Arg::kStr ? VarintSize(a.s.size()) + a.s.size()
+                                                 : VarintSize(v);
+    buf_.Ensure(16 + value_len);
+    char* p = buf_.cursor();
+    p[0] = static_cast<char>((kTeDebugAnnotations << 3) | kLengthDelimited);
+    const size_t body = 2 + 1 + value_len;
+    size_t k = 1;
+    for (uint64_t b = body; ; b >>= 7) {
+      if (b < 0x80) {
+        p[k++] = static_cast<char>(b);
         break;
-      case Arg::kUint:
-        buf_.VarintField(kDaUintValue, static_cast<uint64_t>(a.i));
-        break;
-      case Arg::kPtr:
-        buf_.VarintField(kDaPointerValue, static_cast<uint64_t>(a.i));
-        break;
-      case Arg::kStr:
-        buf_.BytesField(kDaStringValue, a.s);
-        break;
+      }
+      p[k++] = static_cast<char>(b | 0x80);
     }
-    buf_.EndNested(da);
+    p[k++] = static_cast<char>((kDaNameIid << 3) | kVarint);
+    p[k++] = static_cast<char>(a.key + 1);
+    uint32_t field;
+    switch (a.kind) {
+      case Arg::kInt: field = kDaIntValue; break;
+      case Arg::kUint: field = kDaUintValue; break;
+      case Arg::kPtr: field = kDaPointerValue; break;
+      default: field = kDaStringValue; break;
+    }
+    p[k++] = static_cast<char>((field << 3) | (a.kind == Arg::kStr ? kLengthDelimited : kVarint));
+    buf_.Advance(k);
+    if (a.kind == Arg::kStr) {
+      buf_.Varint(a.s.size());
+      buf_.Append(a.s.data(), a.s.size());
+    } else {
+      buf_.Varint(v);
+    }
   }
   if (flow_out != 0) buf_.Fixed64Field(kTeFlowIds, flow_out);
   if (flow_in != 0) buf_.Fixed64Field(kTeTerminatingFlowIds, flow_in);
@@ -230,12 +257,27 @@ void PerfettoProtoSink::Slice(uint64_t track, uint64_t start, uint64_t end, Name
   Intern(name, args, nargs);
   WriteEvent(track, kSliceBegin, name, args, nargs, flow_out, flow_in);
   EndPacket(p);
-  p = BeginPacket(end, true, false);
-  size_t te = buf_.BeginNested(kPacketTrackEvent);
-  buf_.VarintField(kTeType, kSliceEnd);
-  buf_.VarintField(kTeTrackUuid, track);
-  buf_.EndNested(te);
-  EndPacket(p);
+  // The end packet: fixed shape, every length fits one byte, written in one go.
+  const size_t te_len = 2 + 1 + VarintSize(track);
+  const size_t body = 1 + VarintSize(end) + 1 + VarintSize(sequence_id_) + 2 + te_len;
+  buf_.Ensure(2 + body);
+  char* q = buf_.cursor();
+  char* const q0 = q;
+  *q++ = static_cast<char>((kTracePacket << 3) | kLengthDelimited);
+  *q++ = static_cast<char>(body);
+  *q++ = static_cast<char>((kPacketTimestamp << 3) | kVarint);
+  q = PutVarint(q, end);
+  *q++ = static_cast<char>((kPacketSequenceId << 3) | kVarint);
+  q = PutVarint(q, sequence_id_);
+  *q++ = static_cast<char>((kPacketTrackEvent << 3) | kLengthDelimited);
+  *q++ = static_cast<char>(te_len);
+  *q++ = static_cast<char>((kTeType << 3) | kVarint);
+  *q++ = static_cast<char>(kSliceEnd);
+  *q++ = static_cast<char>((kTeTrackUuid << 3) | kVarint);
+  q = PutVarint(q, track);
+  buf_.Advance(static_cast<size_t>(q - q0));
+  ++events_;
+  MaybeFlush(kFlushBytes);
 }
 
 void PerfettoProtoSink::OpenSlice(uint64_t track, uint64_t start, Name name, const Arg* args,
@@ -282,7 +324,24 @@ void ChromeJsonSink::Str(std::string_view s) {
   char* const start = p;
   *p++ = '"';
   static const char kHex[] = "0123456789abcdef";
-  for (unsigned char c : s) {
+  for (size_t i = 0; i < s.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x80) {
+      // Copy a well-formed UTF-8 sequence; replace a stray byte with U+FFFD so the file stays
+      // valid JSON (names come from the profiled program and may be any bytes).
+      const size_t n = (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
+      bool ok = n != 0 && i + n <= s.size() && c >= 0xc2 && c <= 0xf4;
+      for (size_t k = 1; ok && k < n; ++k) ok = (static_cast<unsigned char>(s[i + k]) & 0xc0) == 0x80;
+      if (ok) {
+        memcpy(p, s.data() + i, n);
+        p += n;
+        i += n - 1;
+      } else {
+        memcpy(p, "\\ufffd", 6);
+        p += 6;
+      }
+      continue;
+    }
     if (c == '"' || c == '\\') {
       *p++ = '\\';
       *p++ = static_cast<char>(c);

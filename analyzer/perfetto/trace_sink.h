@@ -59,6 +59,7 @@ enum ArgKey : uint8_t {
   kArgNumKeys
 };
 extern const char* const kArgNames[kArgNumKeys];
+static_assert(kArgNumKeys < 32, "annotation keys: one bit each in a uint32 and single-byte iids");
 
 struct Arg {
   enum Kind : uint8_t { kInt, kUint, kStr, kPtr };
@@ -114,8 +115,11 @@ class TraceSink {
 
  protected:
   explicit TraceSink(FILE* out) : out_(out) {}
-  // Writes the buffer out once it holds more than `threshold` bytes.
-  void MaybeFlush(size_t threshold);
+  // Writes the buffer out once it holds at least `threshold` bytes.
+  void MaybeFlush(size_t threshold) {
+    if (buf_.size() >= threshold) Flush();
+  }
+  void Flush();
 
   FILE* out_;
   ProtoEncoder buf_;  // also used as a plain byte buffer by the JSON sink

@@ -1,7 +1,8 @@
 // Distribution: a bounded-memory accumulator of non-negative samples (latencies, durations)
 // that answers count/mean/std/min/max exactly and percentiles exactly up to kExactCap samples,
-// then from a log histogram (bins 1% wide, so a reported percentile is within 1% of the true
-// sample value). Memory: at most kExactCap doubles, or a fixed ~22 KB histogram after that.
+// then from a log-linear histogram (bins at most 1/128 wide, so a reported percentile is within
+// 0.4% of the true sample value). Memory: at most kExactCap doubles (512 KB), or a fixed ~43 KB
+// histogram after that.
 //
 // Percentiles use the nearest-rank definition: the value at rank ceil(p * n / 100) of the
 // sorted samples (rank 1 for p = 0).

@@ -154,6 +154,16 @@ void WriteGoldenProfile(const std::string& dir) {
     cp.set_dur(20 * kUs);
     cp.set_bytes(4096);
     cp.set_copy_kind(1);
+    // The host stack of this copy is shown before the longest idle gap (10 ms, before it).
+    Record stack;
+    stack.mutable_stack()->set_id(1);
+    Frame* f = stack.mutable_stack()->add_frames();
+    f->set_symbol(b.Str("copy_inputs(Batch const&)"));
+    f = stack.mutable_stack()->add_frames();
+    f->set_module(b.Str("/usr/bin/engine"));
+    f->set_offset(0x1234);
+    b.Write(stack);
+    cp.set_stack(1);
     b.Host(1, 30200 * kUs, 10, cp);
     b.Flush();
 
@@ -308,6 +318,9 @@ TEST_CASE("golden two-rank profile: summary.json, report.md, ops.csv") {
   CHECK(h["gpu_busy_ms"] == 2.3);
   CHECK(h["idle_gaps"]["count"] == 9);
   CHECK(h["idle_gaps"]["total_ms"] == 27.5);
+  CHECK(h["longest_gaps"][0]["gap_us"] == 10000.0);
+  CHECK(h["longest_gaps"][0]["stack"] ==
+        Json::array({"copy_inputs(Batch const&)", "/usr/bin/engine+0x1234"}));
   // Memory: 1 MiB + 2 MiB live at 600 us (0.1 ms after the first event), 2 MiB at the end.
   const Json& m = s["memory"]["devices"][0];
   CHECK(m["peak_bytes"] == 3 << 20);
@@ -503,6 +516,45 @@ TEST_CASE("CLI: exit code 2 and one stderr line on bad input; stats counts") {
     app.parse(int(cargv.size()), const_cast<char**>(cargv.data()));
     CHECK(code == 2);
   }
+}
+
+}  // namespace
+}  // namespace analyzer
+}  // namespace profagent
+
+namespace profagent {
+namespace analyzer {
+namespace {
+
+TEST_CASE("every prefix and single-byte corruption of a file: an answer or an error, no crash") {
+  const std::string src = TmpDir("fuzz_src");
+  WriteGoldenProfile(src);
+  const std::string all = ReadAll(src + "/rank0.pb");
+  const std::string d = TmpDir("fuzz");
+  const std::string path = d + "/rank0.pb";
+  size_t ok = 0, errors = 0;
+  for (size_t n = 0; n <= all.size(); ++n) {
+    WriteBytes(d, "rank0.pb", all.substr(0, n));
+    auto s = BuildSummary({path}, ReportOptions(), d + "/ops.csv");
+    if (s.ok()) {
+      ++ok;
+      if (n < all.size()) CHECK((*s)["meta"]["files"][0]["truncated"].get<bool>() |
+                                !(*s)["meta"]["files"][0]["clean_end"].get<bool>());
+    } else {
+      ++errors;
+      CHECK(std::string(s.status().message()).find(path) == 0);
+    }
+  }
+  CHECK(ok > all.size() / 2);  // every cut after the preamble keeps the complete prefix
+  for (size_t i = 12; i < all.size(); i += 3) {
+    std::string bad = all;
+    bad[i] = char(bad[i] ^ 0x5a);
+    WriteBytes(d, "rank0.pb", bad);
+    auto s = BuildSummary({path}, ReportOptions(), "");
+    if (!s.ok()) CHECK(std::string(s.status().message()).find(path) == 0);
+  }
+  INFO(ok << " prefixes analysed, " << errors << " rejected");
+  CHECK(errors >= 12);  // the cuts inside the 12-byte preamble
 }
 
 }  // namespace

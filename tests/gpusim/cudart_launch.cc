@@ -87,7 +87,8 @@ cudaError_t LaunchExImpl(const ApiInfo& info, const cudaLaunchConfig_t* config,
 
 cudaError_t HostFnImpl(const ApiInfo& info, cudaStream_t stream, cudaHostFn_t fn,
                        cudaStreamCallback_t callback, void* user_data, bool pt) {
-  ApiCall api(info);
+  cudaLaunchHostFunc_v10000_params params{stream, fn, user_data};
+  ApiCall api(info, fn != nullptr ? &params : nullptr);
   if (fn == nullptr && callback == nullptr) return api.Return(cudaErrorInvalidValue);
   Stream* s = gpusim::ResolveStream(stream, pt);
   if (s == nullptr) return api.Return(cudaErrorInvalidResourceHandle);
@@ -165,7 +166,8 @@ cudaError_t CaptureStatusImpl(const ApiInfo& info, cudaStream_t stream,
 
 cudaError_t GraphLaunchImpl(const ApiInfo& info, cudaGraphExec_t exec, cudaStream_t stream,
                             bool pt) {
-  ApiCall api(info);
+  cudaGraphLaunch_v10000_params params{exec, stream};
+  ApiCall api(info, &params);
   gpusim::Graph* g = reinterpret_cast<gpusim::Graph*>(exec);
   if (!gpusim::IsLiveGraph(g, /*exec=*/true)) return api.Return(cudaErrorInvalidValue);
   Stream* s = gpusim::ResolveStream(stream, pt);

@@ -209,6 +209,7 @@ const char kCosts[] =
     "^p2_ 300\n"
     "^p3_first 300\n"
     "^p3_waiter 100\n"
+    "^p3_after 1000\n"
     "^g_ 200\n";
 
 // The checks of sim_timing's scenario; `legacy` is false for the per-thread-default-stream
@@ -277,6 +278,10 @@ void CheckTimingScenario(const std::string& program, bool legacy) {
   CHECK(hostfn->start_ns >= p3_first.end_ns);
   CHECK(p3_waiter.stream != p3_first.stream);
   CHECK(p3_waiter.start_ns >= hostfn->end_ns);
+  // s2 waited for the event (after the host function), not for p3_after enqueued after it.
+  const TruthOp& p3_after = Kernel(ops, "p3_after");
+  CHECK(p3_after.start_ns >= hostfn->end_ns);
+  CHECK(p3_waiter.start_ns < p3_after.end_ns);
 
   // Graph: captured ops did not run at capture; two replays, each op with the graph id and the
   // correlation id of its cudaGraphLaunch.
@@ -287,7 +292,8 @@ void CheckTimingScenario(const std::string& program, bool legacy) {
       graph_ops.push_back(&t);
     }
   }
-  REQUIRE(graph_ops.size() == 6);
+  REQUIRE(graph_ops.size() == 8);
+  CHECK(Printed(r.out, "s2_capturing_after_end") == 0);
   std::map<int64_t, int> per_launch;
   for (const TruthOp* t : graph_ops) {
     CHECK(t->graph > 0);
@@ -295,7 +301,7 @@ void CheckTimingScenario(const std::string& program, bool legacy) {
     ++per_launch[t->corr];
   }
   CHECK(per_launch.size() == 2);
-  for (auto& kv : per_launch) CHECK(kv.second == 3);
+  for (auto& kv : per_launch) CHECK(kv.second == 4);  // g_first, memset, g_second, g_forked
   for (const TruthOp& t : ops) {
     if (t.name.rfind("p", 0) == 0) CHECK(t.graph == 0);
   }
@@ -341,6 +347,26 @@ TEST_CASE("sim_basic: bytes move, error codes, unsupported functions, truth of c
   CHECK(k.duration() == Approx(2000).margin(1));  // default model: 2 us + 64/256 ns
   std::string line = ReadFile(truth);
   CHECK(line.find("\"mangled\":\"_Z11noop_kernelPi\"") != std::string::npos);
+}
+
+TEST_CASE("GPUSIM_DEVICES=3: device count, per-device legacy stream and device in the truth") {
+  std::string truth = TmpDir() + "/truth_devices.jsonl";
+  remove(truth.c_str());
+  RunResult r = Run("tests/gpusim/sim_basic", {}, {"GPUSIM_DEVICES=3", "GPUSIM_TRUTH=" + truth});
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("ok other_device") != std::string::npos);
+  int on_last = 0;
+  for (const TruthOp& t : ReadTruth(truth)) {
+    if (t.op == "kernel" && t.grid == std::vector<int64_t>{7, 1, 1}) {
+      CHECK(t.device == 2);
+      CHECK(t.stream == 2);  // the legacy default stream of device d has id d
+      ++on_last;
+    } else {
+      CHECK(t.device == 0);
+    }
+  }
+  CHECK(on_last == 1);
 }
 
 TEST_CASE("sim_timing: costs, order, overlap, events, legacy stream, host fn, graphs") {

@@ -64,8 +64,9 @@ enum { GPUSIM_DOMAIN_DRIVER = 1, GPUSIM_DOMAIN_RUNTIME = 2 };
 // PopCallConfiguration, __cudaGetKernel, and cudaGetErrorString/Name; a <<<>>> launch is
 // reported as cudaLaunchKernel, cbid CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000 or its
 // _ptsz twin, symbol_name = the mangled kernel name; `params` is the CUPTI params struct of
-// generated_cuda_runtime_api_meta.h for launches, cudaMemcpy(Async), cudaMalloc, cudaFree,
-// NULL elsewhere), and of simulated "driver" calls (e.g. the kernel launch NCCL
+// generated_cuda_runtime_api_meta.h for launches, cudaMemcpy(Async), cudaMemset(Async),
+// cudaMalloc(Async), cudaFree(Async), cudaStreamSynchronize, cudaStreamWaitEvent,
+// cudaEventRecord, cudaEventSynchronize, cudaLaunchHostFunc, cudaGraphLaunch; NULL elsewhere), and of simulated "driver" calls (e.g. the kernel launch NCCL
 // does inside ncclAllReduce). `cbid` is the CUPTI callback id of the function in that domain
 // (cupti_runtime_cbid.h / cupti_driver_cbid.h), `params` points to the function's parameter
 // struct (or NULL where the simulator has none), `ret` to its return value (valid at exit).

@@ -39,6 +39,7 @@
 namespace gpusim {
 
 constexpr int kMaxDevices = 16;
+constexpr size_t kDeviceMemoryBytes = 80ull << 30;  // each simulated device has 80 GB
 
 uint64_t NowNs();
 // Blocks until CLOCK_MONOTONIC >= deadline_ns: sleeps to ~60 us before it, then spins.
@@ -72,6 +73,7 @@ struct Op {
   const void* src = nullptr;
   size_t dpitch = 0, spitch = 0, width = 0, height = 1;
   int value = 0;
+  std::vector<char> staging;  // if not empty: the source rows (packed), taken at enqueue time
   // kHostFn / kStreamCallback.
   cudaHostFn_t host_fn = nullptr;
   cudaStreamCallback_t stream_callback = nullptr;
@@ -106,6 +108,10 @@ struct Stream {
   std::atomic<uint64_t> enqueued_seq{0};
   std::atomic<uint64_t> completed_seq{0};
   std::atomic<uint64_t> last_end_ns{0};  // device end time of the last executed op
+  // Device end times of the last kEndRing ops by sequence number, so that an op waiting for
+  // another stream starts after exactly the awaited op, even if that stream has moved on.
+  static constexpr uint64_t kEndRing = 256;
+  std::atomic<uint64_t> end_ring[kEndRing] = {};
   // Capture state (guarded by mu).
   Graph* capture_graph = nullptr;
   cudaStreamCaptureMode capture_mode = cudaStreamCaptureModeGlobal;

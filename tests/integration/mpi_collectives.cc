@@ -214,6 +214,98 @@ void Iteration(int it, int rank, int n) {
   Check(r7[0] == left * 7 && r7[6] == left * 7 + 6, "MPI_Sendrecv", it);
 }
 
+// The remaining non-blocking collectives, each group completed by a different function:
+// seq 2*19 + 0..12 on MPI_COMM_WORLD, in this order:
+//   Iallgather, Iscan (Waitany)  Ireduce, Ialltoall (Waitsome)  Igather, Iexscan (Testall)
+//   Iscatter, Ireduce_scatter_block (Testany)
+//   Ialltoallv, Iallgatherv, Igatherv, Iscatterv, Ireduce_scatter (Testsome)
+void Completions(int rank, int n) {
+  MPI_Comm w = MPI_COMM_WORLD;
+  MPI_Request r[5];
+  bool ok;
+
+  std::vector<int> ag(n, -1);
+  int one = 1, scan = -1;
+  MPI_Iallgather(&rank, 1, MPI_INT, ag.data(), 1, MPI_INT, w, &r[0]);
+  MPI_Iscan(&one, &scan, 1, MPI_INT, MPI_SUM, w, &r[1]);
+  for (int k = 0; k < 2; ++k) {
+    int idx = -1;
+    MPI_Waitany(2, r, &idx, MPI_STATUS_IGNORE);
+    Check(idx == 0 || idx == 1, "MPI_Waitany index", 0);
+  }
+  ok = scan == rank + 1;
+  for (int p = 0; p < n; ++p) ok &= ag[p] == p;
+  Check(ok, "MPI_Iallgather/Iscan", 0);
+
+  double d4[4] = {1.0 * rank, 1, 2, 3}, d4o[4] = {0, 0, 0, 0};
+  std::vector<int> a2a(n, rank), a2ao(n, -1);
+  MPI_Ireduce(d4, d4o, 4, MPI_DOUBLE, MPI_SUM, 0, w, &r[0]);
+  MPI_Ialltoall(a2a.data(), 1, MPI_INT, a2ao.data(), 1, MPI_INT, w, &r[1]);
+  for (int done = 0; done < 2;) {
+    int oc = 0, idx[2];
+    MPI_Waitsome(2, r, &oc, idx, MPI_STATUSES_IGNORE);
+    if (oc != MPI_UNDEFINED) done += oc;
+  }
+  ok = rank != 0 || (d4o[0] == n * (n - 1) / 2.0 && d4o[3] == 3.0 * n);
+  for (int p = 0; p < n; ++p) ok &= a2ao[p] == p;
+  Check(ok, "MPI_Ireduce/Ialltoall", 0);
+
+  int g2[2] = {rank, -rank}, ex = -1;
+  std::vector<int> g2o(2 * n, 99);
+  MPI_Igather(g2, 2, MPI_INT, g2o.data(), 2, MPI_INT, 1 % n, w, &r[0]);
+  MPI_Iexscan(&one, &ex, 1, MPI_INT, MPI_SUM, w, &r[1]);
+  for (int flag = 0; !flag;) MPI_Testall(2, r, &flag, MPI_STATUSES_IGNORE);
+  ok = rank == 0 || ex == rank;
+  if (rank == 1 % n)
+    for (int p = 0; p < n; ++p) ok &= g2o[2 * p] == p && g2o[2 * p + 1] == -p;
+  Check(ok, "MPI_Igather/Iexscan", 0);
+
+  std::vector<int> sc(3 * n), sco(3, -1), rsb(2 * n, 1), rsbo(2, -1);
+  for (int i = 0; i < 3 * n; ++i) sc[i] = i;
+  MPI_Iscatter(sc.data(), 3, MPI_INT, sco.data(), 3, MPI_INT, 2 % n, w, &r[0]);
+  MPI_Ireduce_scatter_block(rsb.data(), rsbo.data(), 2, MPI_INT, MPI_SUM, w, &r[1]);
+  for (int done = 0; done < 2;) {
+    int idx = -1, flag = 0;
+    MPI_Testany(2, r, &idx, &flag, MPI_STATUS_IGNORE);
+    if (flag && idx != MPI_UNDEFINED) ++done;
+  }
+  Check(sco[0] == 3 * rank && sco[2] == 3 * rank + 2 && rsbo[0] == n && rsbo[1] == n,
+        "MPI_Iscatter/Ireduce_scatter_block", 0);
+
+  // v-variants: rank r sends/receives r+1 elements where a count depends on the receiver.
+  std::vector<int> cnt(n), dsp(n), rcnt(n), rdsp(n);
+  int tot = 0;
+  for (int p = 0; p < n; ++p) cnt[p] = p + 1, dsp[p] = tot, tot += p + 1;
+  for (int p = 0; p < n; ++p) rcnt[p] = rank + 1, rdsp[p] = p * (rank + 1);
+  std::vector<int> avs(tot), avr(n * (rank + 1), -1), agv(tot, -1), gvv(tot, -1),
+      scv(rank + 1, -1), rs(tot, 1), rso(rank + 1, -1), mine(rank + 1, rank);
+  for (int p = 0; p < n; ++p)
+    for (int i = 0; i < p + 1; ++i) avs[dsp[p] + i] = 10 * rank + p;
+  std::vector<int> scsrc(tot);
+  for (int i = 0; i < tot; ++i) scsrc[i] = 5 * i;
+  MPI_Ialltoallv(avs.data(), cnt.data(), dsp.data(), MPI_INT, avr.data(), rcnt.data(),
+                 rdsp.data(), MPI_INT, w, &r[0]);
+  MPI_Iallgatherv(mine.data(), rank + 1, MPI_INT, agv.data(), cnt.data(), dsp.data(), MPI_INT, w,
+                  &r[1]);
+  MPI_Igatherv(mine.data(), rank + 1, MPI_INT, gvv.data(), cnt.data(), dsp.data(), MPI_INT, 0, w,
+               &r[2]);
+  MPI_Iscatterv(scsrc.data(), cnt.data(), dsp.data(), MPI_INT, scv.data(), rank + 1, MPI_INT, 3 % n,
+                w, &r[3]);
+  MPI_Ireduce_scatter(rs.data(), rso.data(), cnt.data(), MPI_INT, MPI_SUM, w, &r[4]);
+  for (int done = 0; done < 5;) {
+    int oc = 0, idx[5];
+    MPI_Testsome(5, r, &oc, idx, MPI_STATUSES_IGNORE);
+    if (oc != MPI_UNDEFINED) done += oc;
+  }
+  ok = scv[0] == 5 * dsp[rank] && rso[0] == n && rso[rank] == n;
+  for (int p = 0; p < n; ++p) {
+    ok &= avr[rdsp[p]] == 10 * p + rank;
+    ok &= agv[dsp[p]] == p && agv[dsp[p] + p] == p;
+    if (rank == 0) ok &= gvv[dsp[p]] == p;
+  }
+  Check(ok, "MPI_I*v / Ireduce_scatter", 0);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -223,6 +315,7 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &n);
   g_rank = rank;
   for (int it = 0; it < kIters; ++it) Iteration(it, rank, n);
+  Completions(rank, n);
 
   // A sub-communicator: ranks of equal parity; Allreduce int[16] of world ranks.
   MPI_Comm half;

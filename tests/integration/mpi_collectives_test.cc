@@ -4,6 +4,7 @@
 // written by hand from the program's call sequence and sizes.
 #include <catch2/catch.hpp>
 
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <set>
@@ -19,6 +20,7 @@ namespace {
 constexpr int kRanks = 4;
 constexpr int kIters = 2;
 constexpr int kWorldCollsPerIter = 19;
+constexpr int kExtraColls = 13;  // Completions() in mpi_collectives.cc
 
 struct Expect {
   const char* api;
@@ -54,6 +56,28 @@ std::vector<Expect> WorldCollectives(int r, int n) {
       {"MPI_Iallreduce", "MPI_DOUBLE", "sum", 128, 1024, 1024, -1, true},
       {"MPI_Ibcast", "MPI_INT", "", 33, 132, 132, 0, true},
       {"MPI_Ibarrier", "", "", 0, 0, 0, -1, true},
+  };
+}
+
+// The non-blocking collectives of Completions(), after the iterations, in sequence order (each
+// pair/group completed by a different Wait*/Test* function).
+std::vector<Expect> ExtraCollectives(int r, int n) {
+  const uint64_t tri = uint64_t(n) * (n + 1) / 2;
+  return {
+      {"MPI_Iallgather", "MPI_INT", "", 1, 4, 4ull * n, -1, true},
+      {"MPI_Iscan", "MPI_INT", "sum", 1, 4, 4, -1, true},
+      {"MPI_Ireduce", "MPI_DOUBLE", "sum", 4, 32, 32, 0, true},
+      {"MPI_Ialltoall", "MPI_INT", "", 1, 4, 4ull * n, -1, true},
+      {"MPI_Igather", "MPI_INT", "", 2, 8, r == 1 ? 8ull * n : 0, 1, true},
+      {"MPI_Iexscan", "MPI_INT", "sum", 1, 4, 4, -1, true},
+      {"MPI_Iscatter", "MPI_INT", "", 3, 12, 12, 2, true},
+      {"MPI_Ireduce_scatter_block", "MPI_INT", "sum", 2, 8, 8, -1, true},
+      {"MPI_Ialltoallv", "MPI_INT", "", tri, 4 * tri, 4ull * n * (r + 1), -1, true},
+      {"MPI_Iallgatherv", "MPI_INT", "", uint64_t(r + 1), 4ull * (r + 1), 4 * tri, -1, true},
+      {"MPI_Igatherv", "MPI_INT", "", uint64_t(r + 1), 4ull * (r + 1), r == 0 ? 4 * tri : 0, 0,
+       true},
+      {"MPI_Iscatterv", "MPI_INT", "", uint64_t(r + 1), 4ull * (r + 1), 4ull * (r + 1), 3, true},
+      {"MPI_Ireduce_scatter", "MPI_INT", "sum", tri, 4 * tri, 4ull * (r + 1), -1, true},
   };
 }
 
@@ -126,8 +150,8 @@ TEST_CASE("MPI collectives under the agent: every call recorded on every rank") 
     REQUIRE(p.rank == r);
     CHECK(p.world_size == kRanks);
     CHECK(p.local_rank == r);  // one host
-    // The core drops rank_source when SetRankInfo precedes the header (writer.cc clears
-    // process_info_dirty after EncodeHeader, and Header has no rank_source): reported to the lead.
+    // rank_source is lost by the core when SetRankInfo precedes the header (writer.cc clears
+    // process_info_dirty after EncodeHeader; Header has no rank_source): reported to the lead.
     if (!p.rank_source.empty()) CHECK(p.rank_source == "MPI");
     CHECK(p.path.size() > 8);
     CHECK(p.path.substr(p.path.size() - 8) == "rank" + std::to_string(r) + ".pb");
@@ -142,6 +166,7 @@ TEST_CASE("MPI collectives under the agent: every call recorded on every rank") 
     CHECK(p.comms.at(world).lib() == LIB_MPI);
 
     const std::vector<Expect> coll = WorldCollectives(r, kRanks);
+    const std::vector<Expect> extra = ExtraCollectives(r, kRanks);
     const std::vector<Expect> sends = Sends(r, kRanks), recvs = Recvs(r, kRanks);
     std::map<uint64_t, const CollRecord*> coll_seq;
     const CollRecord* half_call = nullptr;
@@ -161,14 +186,16 @@ TEST_CASE("MPI collectives under the agent: every call recorded on every rank") 
       CHECK(coll_seq.count(c.seq) == 0);  // sequence numbers are unique per communicator
       coll_seq[c.seq] = &c;
     }
-    REQUIRE(coll_seq.size() == size_t(kIters * kWorldCollsPerIter));
+    REQUIRE(coll_seq.size() == size_t(kIters * kWorldCollsPerIter + kExtraColls));
     REQUIRE(sends_by_seq[r].size() == size_t(kIters * 3));
     REQUIRE(recvs_by_seq[r].size() == size_t(kIters * 2));
     for (const auto& kv : coll_seq) {
-      CheckCall(*kv.second, coll[kv.first % kWorldCollsPerIter]);
+      const uint64_t iter_end = kIters * kWorldCollsPerIter;
+      CheckCall(*kv.second, kv.first < iter_end ? coll[kv.first % kWorldCollsPerIter]
+                                                : extra[kv.first - iter_end]);
       world_by_seq[int(kv.first)].push_back(kv.second);
     }
-    CHECK(coll_seq.rbegin()->first == uint64_t(kIters * kWorldCollsPerIter - 1));
+    CHECK(coll_seq.rbegin()->first == uint64_t(kIters * kWorldCollsPerIter + kExtraColls - 1));
     for (const auto& kv : sends_by_seq[r]) CheckCall(*kv.second, sends[kv.first % 3]);
     for (const auto& kv : recvs_by_seq[r]) {
       REQUIRE(kv.first % 3 < 2);
@@ -190,6 +217,9 @@ TEST_CASE("MPI collectives under the agent: every call recorded on every rank") 
     // Clock offsets to rank 0, at MPI_Init and at MPI_Finalize; same host => offset ~ 0.
     REQUIRE(p.offsets.size() == 2);
     for (const ClockOffset& o : p.offsets) {
+      std::printf("rank %d clock offset %lld ns, error bound %llu ns\n", r,
+                  static_cast<long long>(o.offset_ns()),
+                  static_cast<unsigned long long>(o.error_ns()));
       INFO("offset " << o.offset_ns() << " error " << o.error_ns());
       CHECK(o.method() == "mpi-pingpong");
       CHECK(o.rounds() == 16);
@@ -204,7 +234,7 @@ TEST_CASE("MPI collectives under the agent: every call recorded on every rank") 
     }
   }
   // Cross-rank: the n-th collective on world is the same call on every rank.
-  REQUIRE(world_by_seq.size() == size_t(kIters * kWorldCollsPerIter));
+  REQUIRE(world_by_seq.size() == size_t(kIters * kWorldCollsPerIter + kExtraColls));
   for (const auto& kv : world_by_seq) {
     REQUIRE(kv.second.size() == size_t(kRanks));
     for (const CollRecord* c : kv.second) CHECK(c->api == kv.second[0]->api);
@@ -239,8 +269,36 @@ TEST_CASE("PROFAGENT_CLOCK_SYNC=0 turns the ping-pong off and still records ever
   REQUIRE(ranks.size() == size_t(kRanks));
   for (const RankProfile& p : ranks) {
     CHECK(p.offsets.empty());
-    CHECK(p.colls.size() == size_t(kIters * (kWorldCollsPerIter + 5) + 1));
+    CHECK(p.colls.size() == size_t(kIters * (kWorldCollsPerIter + 5) + kExtraColls + 1));
   }
+}
+
+TEST_CASE("Without a local rank from the launcher, ranks derive it from a node split") {
+  REQUIRE(HaveMpirun());
+  const std::string out = FreshDir("mpi_out_nolocal");
+  std::string log;
+  // An empty OMPI_COMM_WORLD_LOCAL_RANK: every rank takes the PMPI_Comm_split_type path.
+  const int rc = Run(MpirunCommand(out, " -x OMPI_COMM_WORLD_LOCAL_RANK="), &log);
+  INFO(log);
+  REQUIRE(rc == 0);
+  std::vector<RankProfile> ranks = LoadProfileDir(out);
+  REQUIRE(ranks.size() == size_t(kRanks));
+  for (int r = 0; r < kRanks; ++r) {
+    CHECK(ranks[r].rank == r);
+    CHECK(ranks[r].local_rank == r);  // one host: node rank == world rank
+    CHECK(ranks[r].offsets.size() == 2);
+  }
+}
+
+TEST_CASE("PROFAGENT_ENABLE=0: the program runs unchanged and nothing is written") {
+  REQUIRE(HaveMpirun());
+  const std::string out = FreshDir("mpi_out_disabled");
+  std::string log;
+  const int rc = Run(MpirunCommand(out, " -x PROFAGENT_ENABLE=0"), &log);
+  INFO(log);
+  REQUIRE(rc == 0);
+  CHECK(log.find("all results correct") != std::string::npos);
+  CHECK(LoadProfileDir(out).empty());
 }
 
 }  // namespace

@@ -31,13 +31,29 @@ struct DeviceOpInfo {
   uint8_t kind;         // profagent.DeviceOpKind
   uint8_t copy_kind;
   uint8_t device;
+  bool sync_call;       // the API call returns only after the operation completed (cudaMemcpy)
+  uint64_t call_t0;     // raw ticks (clock.h) around the real API call
+  uint64_t call_t1;
 };
+
+// How a device op's interval is estimated from the event pair, in host monotonic ns: an op
+// cannot start before the API call that enqueued it began, nor end after a synchronous call
+// returned. So
+//   start = max(start event, call_t0),  end = stop event (sync calls: at most call_t1).
+// This removes most of the host-side gap between the start event and the enqueue when the
+// stream was idle (that event completes at once; the op only once enqueued). What remains is
+// inherent to event timing: the part of the API call before the enqueue (large for a first
+// launch), and, on an idle stream, a short op that ends before its stop event is enqueued is
+// stretched to that enqueue. On a busy stream both events complete exactly at the op's bounds.
+void EstimateInterval(uint64_t ev_start_ns, uint64_t ev_stop_ns, uint64_t call_t0_ns,
+                      uint64_t call_t1_ns, bool sync_call, uint64_t* start_ns, uint64_t* end_ns);
 
 // Starts the poller thread. Slow path, once. Returns false with a reason if impossible.
 bool StartEventTimer(std::string* reason);
 
 // Records the start event of a pair on `stream` of `device`. Returns a ticket (>= 0), or -1 when
-// this operation is not timed. Hot path.
+// this operation is not timed (also while `stream` is being captured into a graph: the agent must
+// not add nodes to the application's graph). Hot path.
 int32_t EventTimerBegin(int device, cudaStream_t stream);
 
 // Records the stop event and queues the pair for the poller. `ok` false (the real call failed)

@@ -4,6 +4,7 @@
 // hot-path rules these follow: no lock, no allocation, no logging, HookGuard against re-entry.
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
+#include <link.h>
 #include <libunwind.h>
 
 #include <cstring>
@@ -44,17 +45,51 @@ cudaError_t cudaMemsetAsync_ptsz(void* devPtr, int value, size_t count, cudaStre
 namespace profagent {
 namespace rt {
 
+namespace {
+struct FindArgs {
+  const char* name;
+  const void* self_base;
+  bool cudart_only;
+  void* found;
+};
+
+int FindInObject(struct dl_phdr_info* info, size_t, void* data) {
+  auto* a = static_cast<FindArgs*>(data);
+  const char* path = info->dlpi_name;
+  if (!path || !*path) return 0;
+  if (a->cudart_only && !strstr(path, "libcudart")) return 0;
+  void* h = dlopen(path, RTLD_LAZY | RTLD_NOLOAD);
+  if (!h) return 0;
+  void* p = dlsym(h, a->name);
+  dlclose(h);
+  Dl_info where;
+  if (p && dladdr(p, &where) && where.dli_fbase != a->self_base) {
+    a->found = p;
+    return 1;
+  }
+  return 0;
+}
+}  // namespace
+
 void* ResolveReal(const char* name) {
+  Dl_info mine, theirs;
+  const void* self = dladdr(reinterpret_cast<void*>(&ResolveReal), &mine) ? mine.dli_fbase : nullptr;
   void* p = dlsym(RTLD_NEXT, name);
   if (p) return p;
   // The agent may sit after libcudart in the search order (e.g. dlopen'ed by the driver for
   // CUDA_INJECTION64_PATH): take the global definition unless it is our own.
   void* g = dlsym(RTLD_DEFAULT, name);
-  Dl_info mine, theirs;
-  if (g && dladdr(reinterpret_cast<void*>(&ResolveReal), &mine) && dladdr(g, &theirs) &&
-      mine.dli_fbase == theirs.dli_fbase)
-    return nullptr;
-  return g;
+  if (g && dladdr(g, &theirs) && theirs.dli_fbase != self) return g;
+  // libcudart loaded privately (dlopen RTLD_LOCAL of a library that needs it, as Python
+  // extension modules are): not in the global scope. Look through every loaded object,
+  // libcudart first.
+  FindArgs args{name, self, true, nullptr};
+  dl_iterate_phdr(FindInObject, &args);
+  if (!args.found) {
+    args.cudart_only = false;
+    dl_iterate_phdr(FindInObject, &args);
+  }
+  return args.found;
 }
 
 namespace {
@@ -146,6 +181,8 @@ inline cudaError_t DoLaunch(uint16_t api, EvType type, const LaunchDesc& d, Call
     info.stream = uint32_t(U64(d.stream));
     info.kind = type == EvType::kLaunch ? kDopKernel : kDopOther;
     info.device = uint8_t(t_device);
+    info.call_t0 = t0;
+    info.call_t1 = t1;
     EventTimerEnd(ticket, d.stream, info, r == cudaSuccess);
   }
   if (nips) EmitStack(t0, ips, nips);
@@ -156,7 +193,7 @@ inline cudaError_t DoLaunch(uint16_t api, EvType type, const LaunchDesc& d, Call
 // ---- Copies and sets ------------------------------------------------------------------------
 template <typename Call>
 inline cudaError_t DoMem(uint16_t api, EvType type, uint64_t bytes, uint32_t kind, const void* ptr,
-                         cudaStream_t stream, Call&& call) {
+                         cudaStream_t stream, bool sync_call, Call&& call) {
   uint8_t mode = Mode();
   int32_t ticket = mode == kEvents ? EventTimerBegin(t_device, stream) : -1;
   cupti::ThreadState& ts = cupti::t_state;
@@ -190,6 +227,9 @@ inline cudaError_t DoMem(uint16_t api, EvType type, uint64_t bytes, uint32_t kin
     info.kind = type == EvType::kMemcpy ? kDopMemcpy : kDopMemset;
     info.copy_kind = uint8_t(kind);
     info.device = uint8_t(t_device);
+    info.sync_call = sync_call;
+    info.call_t0 = t0;
+    info.call_t1 = t1;
     EventTimerEnd(ticket, stream, info, r == cudaSuccess);
   }
   Emit(e);
@@ -300,17 +340,25 @@ using profagent::RegisterApi;
 using profagent::EvType;
 namespace rt = profagent::rt;
 
-// One interposer = the real function, an API id, and a body. HOOK_PROLOGUE forwards when the
-// agent must not record (re-entry, not recording).
+// One interposer = the real function and an API id (DEFINE_REAL), and a body run by Intercept.
 #define DEFINE_REAL(fn) \
   static rt::Real<decltype(&fn)> real_##fn(#fn); \
   static const uint16_t api_##fn = RegisterApi(#fn);
 
-#define HOOK_PROLOGUE(fn, ...)                              \
-  auto real = real_##fn.get();                              \
-  if (__builtin_expect(real == nullptr, 0)) return rt::kNoReal; \
-  HookGuard guard;                                          \
-  if (!guard.outermost() || !Recording()) return real(__VA_ARGS__);
+// Every interposer: forwards to the real function when the agent must not record (re-entry
+// from the agent's own calls, not recording), else runs `body(real)`.
+namespace profagent {
+namespace rt {
+template <typename F, typename Body, typename... A>
+inline cudaError_t Intercept(Real<F>& r, Body&& body, A... args) {
+  F real = r.get();
+  if (__builtin_expect(real == nullptr, 0)) return kNoReal;
+  HookGuard guard;
+  if (!guard.outermost() || !Recording()) return real(args...);
+  return body(real);
+}
+}  // namespace rt
+}  // namespace profagent
 
 #define EXPORT extern "C" __attribute__((visibility("default")))
 
@@ -351,54 +399,60 @@ EXPORT cudaError_t __cudaGetKernel(cudaKernel_t* kernel, const void* hostFun) {
 DEFINE_REAL(__cudaLaunchKernel)
 EXPORT cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 grid, dim3 block, void** args,
                                       size_t shmem, cudaStream_t stream) {
-  HOOK_PROLOGUE(__cudaLaunchKernel, kernel, grid, block, args, shmem, stream)
-  return rt::DoLaunch(api___cudaLaunchKernel, EvType::kLaunch, {kernel, grid, block, shmem, stream},
-                      [&] { return real(kernel, grid, block, args, shmem, stream); });
+  return rt::Intercept(real___cudaLaunchKernel, [&](auto real) {
+    return rt::DoLaunch(api___cudaLaunchKernel, EvType::kLaunch, {kernel, grid, block, shmem, stream},
+                        [&] { return real(kernel, grid, block, args, shmem, stream); });
+  }, kernel, grid, block, args, shmem, stream);
 }
 
 DEFINE_REAL(__cudaLaunchKernel_ptsz)
 EXPORT cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 grid, dim3 block,
                                            void** args, size_t shmem, cudaStream_t stream) {
-  HOOK_PROLOGUE(__cudaLaunchKernel_ptsz, kernel, grid, block, args, shmem, stream)
-  return rt::DoLaunch(api___cudaLaunchKernel_ptsz, EvType::kLaunch,
-                      {kernel, grid, block, shmem, stream},
-                      [&] { return real(kernel, grid, block, args, shmem, stream); });
+  return rt::Intercept(real___cudaLaunchKernel_ptsz, [&](auto real) {
+    return rt::DoLaunch(api___cudaLaunchKernel_ptsz, EvType::kLaunch,
+                        {kernel, grid, block, shmem, stream},
+                        [&] { return real(kernel, grid, block, args, shmem, stream); });
+  }, kernel, grid, block, args, shmem, stream);
 }
 
 DEFINE_REAL(cudaLaunchKernel)
 EXPORT cudaError_t cudaLaunchKernel(const void* func, dim3 grid, dim3 block, void** args,
                                     size_t shmem, cudaStream_t stream) {
-  HOOK_PROLOGUE(cudaLaunchKernel, func, grid, block, args, shmem, stream)
-  return rt::DoLaunch(api_cudaLaunchKernel, EvType::kLaunch, {func, grid, block, shmem, stream},
-                      [&] { return real(func, grid, block, args, shmem, stream); });
+  return rt::Intercept(real_cudaLaunchKernel, [&](auto real) {
+    return rt::DoLaunch(api_cudaLaunchKernel, EvType::kLaunch, {func, grid, block, shmem, stream},
+                        [&] { return real(func, grid, block, args, shmem, stream); });
+  }, func, grid, block, args, shmem, stream);
 }
 
 DEFINE_REAL(cudaLaunchKernel_ptsz)
 EXPORT cudaError_t cudaLaunchKernel_ptsz(const void* func, dim3 grid, dim3 block, void** args,
                                          size_t shmem, cudaStream_t stream) {
-  HOOK_PROLOGUE(cudaLaunchKernel_ptsz, func, grid, block, args, shmem, stream)
-  return rt::DoLaunch(api_cudaLaunchKernel_ptsz, EvType::kLaunch,
-                      {func, grid, block, shmem, stream},
-                      [&] { return real(func, grid, block, args, shmem, stream); });
+  return rt::Intercept(real_cudaLaunchKernel_ptsz, [&](auto real) {
+    return rt::DoLaunch(api_cudaLaunchKernel_ptsz, EvType::kLaunch,
+                        {func, grid, block, shmem, stream},
+                        [&] { return real(func, grid, block, args, shmem, stream); });
+  }, func, grid, block, args, shmem, stream);
 }
 
 DEFINE_REAL(cudaLaunchCooperativeKernel)
 EXPORT cudaError_t cudaLaunchCooperativeKernel(const void* func, dim3 grid, dim3 block,
                                                void** args, size_t shmem, cudaStream_t stream) {
-  HOOK_PROLOGUE(cudaLaunchCooperativeKernel, func, grid, block, args, shmem, stream)
-  return rt::DoLaunch(api_cudaLaunchCooperativeKernel, EvType::kLaunch,
-                      {func, grid, block, shmem, stream},
-                      [&] { return real(func, grid, block, args, shmem, stream); });
+  return rt::Intercept(real_cudaLaunchCooperativeKernel, [&](auto real) {
+    return rt::DoLaunch(api_cudaLaunchCooperativeKernel, EvType::kLaunch,
+                        {func, grid, block, shmem, stream},
+                        [&] { return real(func, grid, block, args, shmem, stream); });
+  }, func, grid, block, args, shmem, stream);
 }
 
 DEFINE_REAL(cudaLaunchCooperativeKernel_ptsz)
 EXPORT cudaError_t cudaLaunchCooperativeKernel_ptsz(const void* func, dim3 grid, dim3 block,
                                                     void** args, size_t shmem,
                                                     cudaStream_t stream) {
-  HOOK_PROLOGUE(cudaLaunchCooperativeKernel_ptsz, func, grid, block, args, shmem, stream)
-  return rt::DoLaunch(api_cudaLaunchCooperativeKernel_ptsz, EvType::kLaunch,
-                      {func, grid, block, shmem, stream},
-                      [&] { return real(func, grid, block, args, shmem, stream); });
+  return rt::Intercept(real_cudaLaunchCooperativeKernel_ptsz, [&](auto real) {
+    return rt::DoLaunch(api_cudaLaunchCooperativeKernel_ptsz, EvType::kLaunch,
+                        {func, grid, block, shmem, stream},
+                        [&] { return real(func, grid, block, args, shmem, stream); });
+  }, func, grid, block, args, shmem, stream);
 }
 
 static rt::LaunchDesc ExDesc(const cudaLaunchConfig_t* c, const void* func) {
@@ -409,17 +463,19 @@ static rt::LaunchDesc ExDesc(const cudaLaunchConfig_t* c, const void* func) {
 DEFINE_REAL(cudaLaunchKernelExC)
 EXPORT cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t* config, const void* func,
                                        void** args) {
-  HOOK_PROLOGUE(cudaLaunchKernelExC, config, func, args)
-  return rt::DoLaunch(api_cudaLaunchKernelExC, EvType::kLaunch, ExDesc(config, func),
-                      [&] { return real(config, func, args); });
+  return rt::Intercept(real_cudaLaunchKernelExC, [&](auto real) {
+    return rt::DoLaunch(api_cudaLaunchKernelExC, EvType::kLaunch, ExDesc(config, func),
+                        [&] { return real(config, func, args); });
+  }, config, func, args);
 }
 
 DEFINE_REAL(cudaLaunchKernelExC_ptsz)
 EXPORT cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t* config, const void* func,
                                             void** args) {
-  HOOK_PROLOGUE(cudaLaunchKernelExC_ptsz, config, func, args)
-  return rt::DoLaunch(api_cudaLaunchKernelExC_ptsz, EvType::kLaunch, ExDesc(config, func),
-                      [&] { return real(config, func, args); });
+  return rt::Intercept(real_cudaLaunchKernelExC_ptsz, [&](auto real) {
+    return rt::DoLaunch(api_cudaLaunchKernelExC_ptsz, EvType::kLaunch, ExDesc(config, func),
+                        [&] { return real(config, func, args); });
+  }, config, func, args);
 }
 
 static cudaError_t GraphLaunch(uint16_t api, cudaGraphExec_t exec, cudaStream_t stream,
@@ -433,256 +489,290 @@ static cudaError_t GraphLaunch(uint16_t api, cudaGraphExec_t exec, cudaStream_t 
 
 DEFINE_REAL(cudaGraphLaunch)
 EXPORT cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) {
-  HOOK_PROLOGUE(cudaGraphLaunch, exec, stream)
-  return GraphLaunch(api_cudaGraphLaunch, exec, stream, real);
+  return rt::Intercept(real_cudaGraphLaunch, [&](auto real) {
+    return GraphLaunch(api_cudaGraphLaunch, exec, stream, real);
+  }, exec, stream);
 }
 
 DEFINE_REAL(cudaGraphLaunch_ptsz)
 EXPORT cudaError_t cudaGraphLaunch_ptsz(cudaGraphExec_t exec, cudaStream_t stream) {
-  HOOK_PROLOGUE(cudaGraphLaunch_ptsz, exec, stream)
-  return GraphLaunch(api_cudaGraphLaunch_ptsz, exec, stream, real);
+  return rt::Intercept(real_cudaGraphLaunch_ptsz, [&](auto real) {
+    return GraphLaunch(api_cudaGraphLaunch_ptsz, exec, stream, real);
+  }, exec, stream);
 }
 
 // ---- Copies and sets ---------------------------------------------------------------------------
 DEFINE_REAL(cudaMemcpy)
 EXPORT cudaError_t cudaMemcpy(void* dst, const void* src, size_t count, cudaMemcpyKind kind) {
-  HOOK_PROLOGUE(cudaMemcpy, dst, src, count, kind)
-  return rt::DoMem(api_cudaMemcpy, EvType::kMemcpy, count, kind, dst, nullptr,
-                   [&] { return real(dst, src, count, kind); });
+  return rt::Intercept(real_cudaMemcpy, [&](auto real) {
+    return rt::DoMem(api_cudaMemcpy, EvType::kMemcpy, count, kind, dst, nullptr, true,
+                     [&] { return real(dst, src, count, kind); });
+  }, dst, src, count, kind);
 }
 
 DEFINE_REAL(cudaMemcpyAsync)
 EXPORT cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t count, cudaMemcpyKind kind,
                                    cudaStream_t stream) {
-  HOOK_PROLOGUE(cudaMemcpyAsync, dst, src, count, kind, stream)
-  return rt::DoMem(api_cudaMemcpyAsync, EvType::kMemcpy, count, kind, dst, stream,
-                   [&] { return real(dst, src, count, kind, stream); });
+  return rt::Intercept(real_cudaMemcpyAsync, [&](auto real) {
+    return rt::DoMem(api_cudaMemcpyAsync, EvType::kMemcpy, count, kind, dst, stream, false,
+                     [&] { return real(dst, src, count, kind, stream); });
+  }, dst, src, count, kind, stream);
 }
 
 DEFINE_REAL(cudaMemcpyAsync_ptsz)
 EXPORT cudaError_t cudaMemcpyAsync_ptsz(void* dst, const void* src, size_t count,
                                         cudaMemcpyKind kind, cudaStream_t stream) {
-  HOOK_PROLOGUE(cudaMemcpyAsync_ptsz, dst, src, count, kind, stream)
-  return rt::DoMem(api_cudaMemcpyAsync_ptsz, EvType::kMemcpy, count, kind, dst, stream,
-                   [&] { return real(dst, src, count, kind, stream); });
+  return rt::Intercept(real_cudaMemcpyAsync_ptsz, [&](auto real) {
+    return rt::DoMem(api_cudaMemcpyAsync_ptsz, EvType::kMemcpy, count, kind, dst, stream, false,
+                     [&] { return real(dst, src, count, kind, stream); });
+  }, dst, src, count, kind, stream);
 }
 
 DEFINE_REAL(cudaMemcpyPeer)
 EXPORT cudaError_t cudaMemcpyPeer(void* dst, int dst_dev, const void* src, int src_dev,
                                   size_t count) {
-  HOOK_PROLOGUE(cudaMemcpyPeer, dst, dst_dev, src, src_dev, count)
-  return rt::DoMem(api_cudaMemcpyPeer, EvType::kMemcpy, count, cudaMemcpyDeviceToDevice, dst,
-                   nullptr, [&] { return real(dst, dst_dev, src, src_dev, count); });
+  return rt::Intercept(real_cudaMemcpyPeer, [&](auto real) {
+    return rt::DoMem(api_cudaMemcpyPeer, EvType::kMemcpy, count, cudaMemcpyDeviceToDevice, dst,
+                     nullptr, true, [&] { return real(dst, dst_dev, src, src_dev, count); });
+  }, dst, dst_dev, src, src_dev, count);
 }
 
 DEFINE_REAL(cudaMemcpyPeerAsync)
 EXPORT cudaError_t cudaMemcpyPeerAsync(void* dst, int dst_dev, const void* src, int src_dev,
                                        size_t count, cudaStream_t stream) {
-  HOOK_PROLOGUE(cudaMemcpyPeerAsync, dst, dst_dev, src, src_dev, count, stream)
-  return rt::DoMem(api_cudaMemcpyPeerAsync, EvType::kMemcpy, count, cudaMemcpyDeviceToDevice, dst,
-                   stream, [&] { return real(dst, dst_dev, src, src_dev, count, stream); });
+  return rt::Intercept(real_cudaMemcpyPeerAsync, [&](auto real) {
+    return rt::DoMem(api_cudaMemcpyPeerAsync, EvType::kMemcpy, count, cudaMemcpyDeviceToDevice, dst,
+                     stream, false, [&] { return real(dst, dst_dev, src, src_dev, count, stream); });
+  }, dst, dst_dev, src, src_dev, count, stream);
 }
 
 DEFINE_REAL(cudaMemcpy2D)
 EXPORT cudaError_t cudaMemcpy2D(void* dst, size_t dpitch, const void* src, size_t spitch,
                                 size_t width, size_t height, cudaMemcpyKind kind) {
-  HOOK_PROLOGUE(cudaMemcpy2D, dst, dpitch, src, spitch, width, height, kind)
-  return rt::DoMem(api_cudaMemcpy2D, EvType::kMemcpy, uint64_t(width) * height, kind, dst, nullptr,
-                   [&] { return real(dst, dpitch, src, spitch, width, height, kind); });
+  return rt::Intercept(real_cudaMemcpy2D, [&](auto real) {
+    return rt::DoMem(api_cudaMemcpy2D, EvType::kMemcpy, uint64_t(width) * height, kind, dst, nullptr, true,
+                     [&] { return real(dst, dpitch, src, spitch, width, height, kind); });
+  }, dst, dpitch, src, spitch, width, height, kind);
 }
 
 DEFINE_REAL(cudaMemcpy2DAsync)
 EXPORT cudaError_t cudaMemcpy2DAsync(void* dst, size_t dpitch, const void* src, size_t spitch,
                                      size_t width, size_t height, cudaMemcpyKind kind,
                                      cudaStream_t stream) {
-  HOOK_PROLOGUE(cudaMemcpy2DAsync, dst, dpitch, src, spitch, width, height, kind, stream)
-  return rt::DoMem(api_cudaMemcpy2DAsync, EvType::kMemcpy, uint64_t(width) * height, kind, dst,
-                   stream,
-                   [&] { return real(dst, dpitch, src, spitch, width, height, kind, stream); });
+  return rt::Intercept(real_cudaMemcpy2DAsync, [&](auto real) {
+    return rt::DoMem(api_cudaMemcpy2DAsync, EvType::kMemcpy, uint64_t(width) * height, kind, dst,
+                     stream, false,
+                     [&] { return real(dst, dpitch, src, spitch, width, height, kind, stream); });
+  }, dst, dpitch, src, spitch, width, height, kind, stream);
 }
 
 DEFINE_REAL(cudaMemset)
 EXPORT cudaError_t cudaMemset(void* ptr, int value, size_t count) {
-  HOOK_PROLOGUE(cudaMemset, ptr, value, count)
-  return rt::DoMem(api_cudaMemset, EvType::kMemset, count, 0, ptr, nullptr,
-                   [&] { return real(ptr, value, count); });
+  return rt::Intercept(real_cudaMemset, [&](auto real) {
+    return rt::DoMem(api_cudaMemset, EvType::kMemset, count, 0, ptr, nullptr, true,
+                     [&] { return real(ptr, value, count); });
+  }, ptr, value, count);
 }
 
 DEFINE_REAL(cudaMemsetAsync)
 EXPORT cudaError_t cudaMemsetAsync(void* ptr, int value, size_t count, cudaStream_t stream) {
-  HOOK_PROLOGUE(cudaMemsetAsync, ptr, value, count, stream)
-  return rt::DoMem(api_cudaMemsetAsync, EvType::kMemset, count, 0, ptr, stream,
-                   [&] { return real(ptr, value, count, stream); });
+  return rt::Intercept(real_cudaMemsetAsync, [&](auto real) {
+    return rt::DoMem(api_cudaMemsetAsync, EvType::kMemset, count, 0, ptr, stream, false,
+                     [&] { return real(ptr, value, count, stream); });
+  }, ptr, value, count, stream);
 }
 
 DEFINE_REAL(cudaMemsetAsync_ptsz)
 EXPORT cudaError_t cudaMemsetAsync_ptsz(void* ptr, int value, size_t count, cudaStream_t stream) {
-  HOOK_PROLOGUE(cudaMemsetAsync_ptsz, ptr, value, count, stream)
-  return rt::DoMem(api_cudaMemsetAsync_ptsz, EvType::kMemset, count, 0, ptr, stream,
-                   [&] { return real(ptr, value, count, stream); });
+  return rt::Intercept(real_cudaMemsetAsync_ptsz, [&](auto real) {
+    return rt::DoMem(api_cudaMemsetAsync_ptsz, EvType::kMemset, count, 0, ptr, stream, false,
+                     [&] { return real(ptr, value, count, stream); });
+  }, ptr, value, count, stream);
 }
 
 DEFINE_REAL(cudaMemset2D)
 EXPORT cudaError_t cudaMemset2D(void* ptr, size_t pitch, int value, size_t width, size_t height) {
-  HOOK_PROLOGUE(cudaMemset2D, ptr, pitch, value, width, height)
-  return rt::DoMem(api_cudaMemset2D, EvType::kMemset, uint64_t(width) * height, 0, ptr, nullptr,
-                   [&] { return real(ptr, pitch, value, width, height); });
+  return rt::Intercept(real_cudaMemset2D, [&](auto real) {
+    return rt::DoMem(api_cudaMemset2D, EvType::kMemset, uint64_t(width) * height, 0, ptr, nullptr, true,
+                     [&] { return real(ptr, pitch, value, width, height); });
+  }, ptr, pitch, value, width, height);
 }
 
 DEFINE_REAL(cudaMemset2DAsync)
 EXPORT cudaError_t cudaMemset2DAsync(void* ptr, size_t pitch, int value, size_t width,
                                      size_t height, cudaStream_t stream) {
-  HOOK_PROLOGUE(cudaMemset2DAsync, ptr, pitch, value, width, height, stream)
-  return rt::DoMem(api_cudaMemset2DAsync, EvType::kMemset, uint64_t(width) * height, 0, ptr,
-                   stream, [&] { return real(ptr, pitch, value, width, height, stream); });
+  return rt::Intercept(real_cudaMemset2DAsync, [&](auto real) {
+    return rt::DoMem(api_cudaMemset2DAsync, EvType::kMemset, uint64_t(width) * height, 0, ptr,
+                     stream, false, [&] { return real(ptr, pitch, value, width, height, stream); });
+  }, ptr, pitch, value, width, height, stream);
 }
 
 // ---- Allocation ------------------------------------------------------------------------------
 DEFINE_REAL(cudaMalloc)
 EXPORT cudaError_t cudaMalloc(void** ptr, size_t size) {
-  HOOK_PROLOGUE(cudaMalloc, ptr, size)
-  return rt::DoAlloc(api_cudaMalloc, ptr, size, rt::kMemDevice, [&] { return real(ptr, size); });
+  return rt::Intercept(real_cudaMalloc, [&](auto real) {
+    return rt::DoAlloc(api_cudaMalloc, ptr, size, rt::kMemDevice, [&] { return real(ptr, size); });
+  }, ptr, size);
 }
 
 DEFINE_REAL(cudaMallocAsync)
 EXPORT cudaError_t cudaMallocAsync(void** ptr, size_t size, cudaStream_t stream) {
-  HOOK_PROLOGUE(cudaMallocAsync, ptr, size, stream)
-  return rt::DoAlloc(api_cudaMallocAsync, ptr, size, rt::kMemAsync,
-                     [&] { return real(ptr, size, stream); });
+  return rt::Intercept(real_cudaMallocAsync, [&](auto real) {
+    return rt::DoAlloc(api_cudaMallocAsync, ptr, size, rt::kMemAsync,
+                       [&] { return real(ptr, size, stream); });
+  }, ptr, size, stream);
 }
 
 DEFINE_REAL(cudaMallocHost)
 EXPORT cudaError_t cudaMallocHost(void** ptr, size_t size) {
-  HOOK_PROLOGUE(cudaMallocHost, ptr, size)
-  return rt::DoAlloc(api_cudaMallocHost, ptr, size, rt::kMemPinned,
-                     [&] { return real(ptr, size); });
+  return rt::Intercept(real_cudaMallocHost, [&](auto real) {
+    return rt::DoAlloc(api_cudaMallocHost, ptr, size, rt::kMemPinned,
+                       [&] { return real(ptr, size); });
+  }, ptr, size);
 }
 
 DEFINE_REAL(cudaHostAlloc)
 EXPORT cudaError_t cudaHostAlloc(void** ptr, size_t size, unsigned int flags) {
-  HOOK_PROLOGUE(cudaHostAlloc, ptr, size, flags)
-  return rt::DoAlloc(api_cudaHostAlloc, ptr, size, rt::kMemPinned,
-                     [&] { return real(ptr, size, flags); });
+  return rt::Intercept(real_cudaHostAlloc, [&](auto real) {
+    return rt::DoAlloc(api_cudaHostAlloc, ptr, size, rt::kMemPinned,
+                       [&] { return real(ptr, size, flags); });
+  }, ptr, size, flags);
 }
 
 DEFINE_REAL(cudaMallocManaged)
 EXPORT cudaError_t cudaMallocManaged(void** ptr, size_t size, unsigned int flags) {
-  HOOK_PROLOGUE(cudaMallocManaged, ptr, size, flags)
-  return rt::DoAlloc(api_cudaMallocManaged, ptr, size, rt::kMemManaged,
-                     [&] { return real(ptr, size, flags); });
+  return rt::Intercept(real_cudaMallocManaged, [&](auto real) {
+    return rt::DoAlloc(api_cudaMallocManaged, ptr, size, rt::kMemManaged,
+                       [&] { return real(ptr, size, flags); });
+  }, ptr, size, flags);
 }
 
 DEFINE_REAL(cudaFree)
 EXPORT cudaError_t cudaFree(void* ptr) {
-  HOOK_PROLOGUE(cudaFree, ptr)
-  return rt::DoFree(api_cudaFree, ptr, rt::kMemDevice, nullptr, [&] { return real(ptr); });
+  return rt::Intercept(real_cudaFree, [&](auto real) {
+    return rt::DoFree(api_cudaFree, ptr, rt::kMemDevice, nullptr, [&] { return real(ptr); });
+  }, ptr);
 }
 
 DEFINE_REAL(cudaFreeAsync)
 EXPORT cudaError_t cudaFreeAsync(void* ptr, cudaStream_t stream) {
-  HOOK_PROLOGUE(cudaFreeAsync, ptr, stream)
-  return rt::DoFree(api_cudaFreeAsync, ptr, rt::kMemAsync, stream,
-                    [&] { return real(ptr, stream); });
+  return rt::Intercept(real_cudaFreeAsync, [&](auto real) {
+    return rt::DoFree(api_cudaFreeAsync, ptr, rt::kMemAsync, stream,
+                      [&] { return real(ptr, stream); });
+  }, ptr, stream);
 }
 
 DEFINE_REAL(cudaFreeHost)
 EXPORT cudaError_t cudaFreeHost(void* ptr) {
-  HOOK_PROLOGUE(cudaFreeHost, ptr)
-  return rt::DoFree(api_cudaFreeHost, ptr, rt::kMemPinned, nullptr, [&] { return real(ptr); });
+  return rt::Intercept(real_cudaFreeHost, [&](auto real) {
+    return rt::DoFree(api_cudaFreeHost, ptr, rt::kMemPinned, nullptr, [&] { return real(ptr); });
+  }, ptr);
 }
 
 // ---- Synchronization ---------------------------------------------------------------------------
 DEFINE_REAL(cudaDeviceSynchronize)
 EXPORT cudaError_t cudaDeviceSynchronize(void) {
-  HOOK_PROLOGUE(cudaDeviceSynchronize)
-  uint64_t t0 = profagent::Now();
-  cudaError_t r = rt::DoGeneric(api_cudaDeviceSynchronize, EvType::kSync, ~0ull, 0,
-                                [&] { return real(); });
-  profagent::model::OnHostSync(t0, profagent::Now(), ~0ull);
-  return r;
+  return rt::Intercept(real_cudaDeviceSynchronize, [&](auto real) {
+    uint64_t t0 = profagent::Now();
+    cudaError_t r = rt::DoGeneric(api_cudaDeviceSynchronize, EvType::kSync, ~0ull, 0,
+                                  [&] { return real(); });
+    profagent::model::OnHostSync(t0, profagent::Now(), ~0ull);
+    return r;
+  });
 }
 
 DEFINE_REAL(cudaStreamSynchronize)
 EXPORT cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
-  HOOK_PROLOGUE(cudaStreamSynchronize, stream)
-  uint64_t t0 = profagent::Now();
-  cudaError_t r = rt::DoGeneric(api_cudaStreamSynchronize, EvType::kSync, rt::U64(stream), 0,
-                                [&] { return real(stream); });
-  profagent::model::OnHostSync(t0, profagent::Now(), rt::U64(stream));
-  return r;
+  return rt::Intercept(real_cudaStreamSynchronize, [&](auto real) {
+    uint64_t t0 = profagent::Now();
+    cudaError_t r = rt::DoGeneric(api_cudaStreamSynchronize, EvType::kSync, rt::U64(stream), 0,
+                                  [&] { return real(stream); });
+    profagent::model::OnHostSync(t0, profagent::Now(), rt::U64(stream));
+    return r;
+  }, stream);
 }
 
 DEFINE_REAL(cudaEventSynchronize)
 EXPORT cudaError_t cudaEventSynchronize(cudaEvent_t event) {
-  HOOK_PROLOGUE(cudaEventSynchronize, event)
-  return rt::DoGeneric(api_cudaEventSynchronize, EvType::kSync, 0, rt::U64(event),
-                       [&] { return real(event); });
+  return rt::Intercept(real_cudaEventSynchronize, [&](auto real) {
+    return rt::DoGeneric(api_cudaEventSynchronize, EvType::kSync, 0, rt::U64(event),
+                         [&] { return real(event); });
+  }, event);
 }
 
 DEFINE_REAL(cudaStreamWaitEvent)
 EXPORT cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event,
                                        unsigned int flags) {
-  HOOK_PROLOGUE(cudaStreamWaitEvent, stream, event, flags)
-  return rt::DoGeneric(api_cudaStreamWaitEvent, EvType::kSync, rt::U64(stream), rt::U64(event),
-                       [&] { return real(stream, event, flags); });
+  return rt::Intercept(real_cudaStreamWaitEvent, [&](auto real) {
+    return rt::DoGeneric(api_cudaStreamWaitEvent, EvType::kSync, rt::U64(stream), rt::U64(event),
+                         [&] { return real(stream, event, flags); });
+  }, stream, event, flags);
 }
 
 // ---- Stream and event lifetime -------------------------------------------------------------
 DEFINE_REAL(cudaStreamCreate)
 EXPORT cudaError_t cudaStreamCreate(cudaStream_t* stream) {
-  HOOK_PROLOGUE(cudaStreamCreate, stream)
-  return rt::DoCreate(api_cudaStreamCreate, EvType::kStream, reinterpret_cast<void**>(stream), 0,
-                      [&] { return real(stream); });
+  return rt::Intercept(real_cudaStreamCreate, [&](auto real) {
+    return rt::DoCreate(api_cudaStreamCreate, EvType::kStream, reinterpret_cast<void**>(stream), 0,
+                        [&] { return real(stream); });
+  }, stream);
 }
 
 DEFINE_REAL(cudaStreamCreateWithFlags)
 EXPORT cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned int flags) {
-  HOOK_PROLOGUE(cudaStreamCreateWithFlags, stream, flags)
-  return rt::DoCreate(api_cudaStreamCreateWithFlags, EvType::kStream, reinterpret_cast<void**>(stream), flags,
-                      [&] { return real(stream, flags); });
+  return rt::Intercept(real_cudaStreamCreateWithFlags, [&](auto real) {
+    return rt::DoCreate(api_cudaStreamCreateWithFlags, EvType::kStream, reinterpret_cast<void**>(stream), flags,
+                        [&] { return real(stream, flags); });
+  }, stream, flags);
 }
 
 DEFINE_REAL(cudaStreamCreateWithPriority)
 EXPORT cudaError_t cudaStreamCreateWithPriority(cudaStream_t* stream, unsigned int flags,
                                                 int priority) {
-  HOOK_PROLOGUE(cudaStreamCreateWithPriority, stream, flags, priority)
-  return rt::DoCreate(api_cudaStreamCreateWithPriority, EvType::kStream, reinterpret_cast<void**>(stream), flags,
-                      [&] { return real(stream, flags, priority); });
+  return rt::Intercept(real_cudaStreamCreateWithPriority, [&](auto real) {
+    return rt::DoCreate(api_cudaStreamCreateWithPriority, EvType::kStream, reinterpret_cast<void**>(stream), flags,
+                        [&] { return real(stream, flags, priority); });
+  }, stream, flags, priority);
 }
 
 DEFINE_REAL(cudaStreamDestroy)
 EXPORT cudaError_t cudaStreamDestroy(cudaStream_t stream) {
-  HOOK_PROLOGUE(cudaStreamDestroy, stream)
-  return rt::DoGeneric(api_cudaStreamDestroy, EvType::kStream, rt::U64(stream), 0,
-                       [&] { return real(stream); });
+  return rt::Intercept(real_cudaStreamDestroy, [&](auto real) {
+    return rt::DoGeneric(api_cudaStreamDestroy, EvType::kStream, rt::U64(stream), 0,
+                         [&] { return real(stream); });
+  }, stream);
 }
 
 DEFINE_REAL(cudaEventCreate)
 EXPORT cudaError_t cudaEventCreate(cudaEvent_t* event) {
-  HOOK_PROLOGUE(cudaEventCreate, event)
-  return rt::DoCreate(api_cudaEventCreate, EvType::kEvent, reinterpret_cast<void**>(event), 0,
-                      [&] { return real(event); });
+  return rt::Intercept(real_cudaEventCreate, [&](auto real) {
+    return rt::DoCreate(api_cudaEventCreate, EvType::kEvent, reinterpret_cast<void**>(event), 0,
+                        [&] { return real(event); });
+  }, event);
 }
 
 DEFINE_REAL(cudaEventCreateWithFlags)
 EXPORT cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned int flags) {
-  HOOK_PROLOGUE(cudaEventCreateWithFlags, event, flags)
-  return rt::DoCreate(api_cudaEventCreateWithFlags, EvType::kEvent, reinterpret_cast<void**>(event), flags,
-                      [&] { return real(event, flags); });
+  return rt::Intercept(real_cudaEventCreateWithFlags, [&](auto real) {
+    return rt::DoCreate(api_cudaEventCreateWithFlags, EvType::kEvent, reinterpret_cast<void**>(event), flags,
+                        [&] { return real(event, flags); });
+  }, event, flags);
 }
 
 DEFINE_REAL(cudaEventRecord)
 EXPORT cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
-  HOOK_PROLOGUE(cudaEventRecord, event, stream)
-  return rt::DoGeneric(api_cudaEventRecord, EvType::kEvent, rt::U64(event), rt::U64(stream),
-                       [&] { return real(event, stream); });
+  return rt::Intercept(real_cudaEventRecord, [&](auto real) {
+    return rt::DoGeneric(api_cudaEventRecord, EvType::kEvent, rt::U64(event), rt::U64(stream),
+                         [&] { return real(event, stream); });
+  }, event, stream);
 }
 
 DEFINE_REAL(cudaEventDestroy)
 EXPORT cudaError_t cudaEventDestroy(cudaEvent_t event) {
-  HOOK_PROLOGUE(cudaEventDestroy, event)
-  return rt::DoGeneric(api_cudaEventDestroy, EvType::kEvent, rt::U64(event), 0,
-                       [&] { return real(event); });
+  return rt::Intercept(real_cudaEventDestroy, [&](auto real) {
+    return rt::DoGeneric(api_cudaEventDestroy, EvType::kEvent, rt::U64(event), 0,
+                         [&] { return real(event); });
+  }, event);
 }
 
 // ---- Device selection (tracked for per-device event pools; not recorded) -------------------------
@@ -700,11 +790,16 @@ namespace profagent {
 namespace rt {
 namespace {
 const char* ResolveFuncName(const void* func) {
-  static Real<decltype(&cudaFuncGetName)> get_name("cudaFuncGetName");
-  auto f = get_name.get();
+  // Writer thread only. Looked up once: a runtime without cudaFuncGetName is not asked again.
+  static bool looked_up = false;
+  static decltype(&cudaFuncGetName) get_name = nullptr;
+  if (!looked_up) {
+    looked_up = true;
+    get_name = reinterpret_cast<decltype(&cudaFuncGetName)>(ResolveReal("cudaFuncGetName"));
+  }
   const char* name = nullptr;
   HookGuard guard;
-  if (f && f(&name, func) == cudaSuccess) return name;
+  if (get_name && get_name(&name, func) == cudaSuccess) return name;
   return nullptr;
 }
 struct InstallResolver {

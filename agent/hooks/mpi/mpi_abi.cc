@@ -25,10 +25,13 @@ MpiAbi Detect() {
     a.comm_world = world;
     a.comm_self = Sym("ompi_mpi_comm_self");
     a.comm_null = Sym("ompi_mpi_comm_null");
+    a.dt_null = Sym("ompi_mpi_datatype_null");
     a.dt_byte = Sym("ompi_mpi_byte");
     a.dt_int = Sym("ompi_mpi_int");
     a.op_min = Sym("ompi_mpi_op_min");
     a.in_place = reinterpret_cast<MpiHandle>(1);
+    a.info_null = Sym("ompi_mpi_info_null");
+    a.comm_type_shared = 0;
     a.request_null = reinterpret_cast<uint64_t>(Sym("ompi_request_null"));
     for (int i = 0; i < MpiAbi::kNumOps; ++i) {
       const std::string s = std::string("ompi_mpi_op_") + kMpiOpNames[i];
@@ -42,10 +45,13 @@ MpiAbi Detect() {
     a.comm_world = reinterpret_cast<MpiHandle>(uintptr_t{0x44000000});
     a.comm_self = reinterpret_cast<MpiHandle>(uintptr_t{0x44000001});
     a.comm_null = reinterpret_cast<MpiHandle>(uintptr_t{0x04000000});
+    a.dt_null = reinterpret_cast<MpiHandle>(uintptr_t{0x0c000000});
     a.dt_byte = reinterpret_cast<MpiHandle>(uintptr_t{0x4c00010d});
     a.dt_int = reinterpret_cast<MpiHandle>(uintptr_t{0x4c000405});
     a.op_min = reinterpret_cast<MpiHandle>(uintptr_t{0x58000002});
     a.in_place = reinterpret_cast<MpiHandle>(intptr_t{-1});
+    a.info_null = reinterpret_cast<MpiHandle>(uintptr_t{0x1c000000});
+    a.comm_type_shared = 1;
     a.request_null = 0x2c000000;
     // MPI_MAX 0x58000001 ... MPI_NO_OP 0x5800000e, but MINLOC (0xb) precedes MAXLOC (0xc).
     static const uint32_t kOps[MpiAbi::kNumOps] = {
@@ -58,9 +64,17 @@ MpiAbi Detect() {
 
 }  // namespace
 
-const MpiAbi& Abi() {
-  static const MpiAbi abi = Detect();
-  return abi;
+namespace internal {
+MpiAbi g_abi;
+}  // namespace internal
+
+const MpiAbi& InitAbi() {
+  static const bool done = [] {
+    internal::g_abi = Detect();
+    return true;
+  }();
+  (void)done;
+  return internal::g_abi;
 }
 
 uint8_t MpiOpIndex(const MpiAbi& abi, MpiHandle op) {

@@ -12,8 +12,10 @@
 // MPICH support follows from its published constants and is not exercised on these machines;
 // Open MPI (Debian's 4.1) is.
 //
-// Abi() detects the library once (dlsym of Open MPI's predefined objects) and is cheap after:
-// one acquire load. Call it only after libmpi is loaded (i.e. from an MPI hook).
+// InitAbi() detects the library once (dlsym of Open MPI's predefined objects); call it only after
+// libmpi is loaded (from an MPI hook's first-call resolution). Abi() is then a plain read of the
+// detected values (hot path): valid in any code that runs after InitAbi() returned on this
+// thread or was ordered after it (e.g. behind the function-local static that called it).
 #ifndef PROFAGENT_AGENT_HOOKS_MPI_MPI_ABI_H_
 #define PROFAGENT_AGENT_HOOKS_MPI_MPI_ABI_H_
 
@@ -34,10 +36,13 @@ struct MpiAbi {
   MpiHandle comm_world = nullptr;
   MpiHandle comm_self = nullptr;
   MpiHandle comm_null = nullptr;
+  MpiHandle dt_null = nullptr;   // MPI_DATATYPE_NULL: never passed to PMPI_Type_* by the hooks
   MpiHandle dt_byte = nullptr;
   MpiHandle dt_int = nullptr;
   MpiHandle op_min = nullptr;
   MpiHandle in_place = nullptr;  // MPI_IN_PLACE
+  MpiHandle info_null = nullptr; // MPI_INFO_NULL
+  int comm_type_shared = 0;      // MPI_COMM_TYPE_SHARED
   uint64_t request_null = 0;     // masked
   int undefined = -32766;        // MPI_UNDEFINED (same value in both)
   uint64_t ops[kNumOps] = {};    // masked handles of the predefined reductions (0 = absent)
@@ -61,7 +66,13 @@ struct MpiAbi {
 // Reduction names in MpiAbi::ops order; index kNumOps is "user" (any other MPI_Op).
 extern const char* const kMpiOpNames[MpiAbi::kNumOps + 1];
 
-const MpiAbi& Abi();
+const MpiAbi& InitAbi();
+
+namespace internal {
+extern MpiAbi g_abi;  // written once by InitAbi()
+}  // namespace internal
+
+inline const MpiAbi& Abi() { return internal::g_abi; }
 
 // Index of `op` in kMpiOpNames (kNumOps for user-defined ops). Hot-path safe.
 uint8_t MpiOpIndex(const MpiAbi& abi, MpiHandle op);

@@ -41,7 +41,7 @@
 // collective creation calls imply).
 //
 // MPI_Init/Init_thread: rank info (SetRankInfo(..., "MPI", 3); local rank from the launcher's
-// environment), then clock alignment with rank 0 over a PMPI_Comm_dup of world (clock_offset.h),
+// environment, else from a shared-memory PMPI_Comm_split_type), then clock alignment with rank 0 over a PMPI_Comm_dup of world (clock_offset.h),
 // repeated in MPI_Finalize before PMPI_Finalize. Disabled by PROFAGENT_CLOCK_SYNC=0: all ranks
 // agree with an allreduce(min) first, so ranks with different settings cannot deadlock.
 #include <dlfcn.h>
@@ -58,6 +58,7 @@
 
 #include "agent/core/agent.h"
 #include "agent/core/clock.h"
+#include "agent/core/config.h"
 #include "agent/core/event.h"
 #include "agent/hooks/mpi/clock_offset.h"
 #include "agent/hooks/mpi/mpi_abi.h"
@@ -94,6 +95,7 @@ struct Pmpi {
   int (*comm_size)(H, int*);
   int (*comm_dup)(H, H*);
   int (*comm_free)(H*);
+  int (*comm_split_type)(H, int, int, H, H*);
   int (*comm_group)(H, H*);
   int (*group_translate_ranks)(H, int, const int*, H, int*);
   int (*group_free)(H*);
@@ -117,6 +119,7 @@ const Pmpi& P() {
     PROFAGENT_PMPI(comm_size, "PMPI_Comm_size");
     PROFAGENT_PMPI(comm_dup, "PMPI_Comm_dup");
     PROFAGENT_PMPI(comm_free, "PMPI_Comm_free");
+    PROFAGENT_PMPI(comm_split_type, "PMPI_Comm_split_type");
     PROFAGENT_PMPI(comm_group, "PMPI_Comm_group");
     PROFAGENT_PMPI(group_translate_ranks, "PMPI_Group_translate_ranks");
     PROFAGENT_PMPI(group_free, "PMPI_Group_free");
@@ -147,7 +150,7 @@ struct Real {
 
 // Slow path: once per exported function.
 Real Resolve(const char* pname, const char* name) {
-  Abi();
+  InitAbi();
   P();
   static std::once_flag once;
   std::call_once(once, RegisterTables);
@@ -236,8 +239,13 @@ TypeInfo LookupTypeSlow(H dt) {
 }
 
 inline TypeInfo LookupType(H dt) {
-  const int i = g_types.Find(Abi().Key(dt));
+  const MpiAbi& abi = Abi();
+  const uint64_t key = abi.Key(dt);
+  const int i = g_types.Find(key);
   if (__builtin_expect(i >= 0, 1)) return TypeInfo{uint8_t(i), g_types.Size(i)};
+  // An erroneous call with no datatype: let the real call report it; asking PMPI_Type_size
+  // would raise the error in the agent instead (and abort under MPI_ERRORS_ARE_FATAL).
+  if (key == 0 || key == abi.Key(abi.dt_null)) return TypeInfo{kNoDtype, 0};
   return LookupTypeSlow(dt);
 }
 
@@ -504,133 +512,133 @@ void EmitApi(uint16_t api, uint64_t t0, uint64_t t1, int rc) {
 // `comm`. MPI-3 C prototypes (const buffers and count arrays) with opaque handles.
 using profagent::H;
 
-#define PROFAGENT_MPI_CALLS(X)                                                                   \
-  X(Allreduce, kColl, (const void* sbuf, void* rbuf, int count, H dt, H op, H comm),            \
-    (sbuf, rbuf, count, dt, op, comm), Same(count, dt, op, kNoPeer, comm))                       \
-  X(Iallreduce, kColl, (const void* sbuf, void* rbuf, int count, H dt, H op, H comm, void* req), \
-    (sbuf, rbuf, count, dt, op, comm, req), Nb(Same(count, dt, op, kNoPeer, comm), req))         \
-  X(Reduce, kColl, (const void* sbuf, void* rbuf, int count, H dt, H op, int root, H comm),     \
-    (sbuf, rbuf, count, dt, op, root, comm), Same(count, dt, op, root, comm))                    \
-  X(Ireduce, kColl,                                                                              \
-    (const void* sbuf, void* rbuf, int count, H dt, H op, int root, H comm, void* req),          \
-    (sbuf, rbuf, count, dt, op, root, comm, req), Nb(Same(count, dt, op, root, comm), req))      \
-  X(Bcast, kColl, (void* buf, int count, H dt, int root, H comm), (buf, count, dt, root, comm),  \
-    Same(count, dt, nullptr, root, comm))                                                        \
-  X(Ibcast, kColl, (void* buf, int count, H dt, int root, H comm, void* req),                    \
-    (buf, count, dt, root, comm, req), Nb(Same(count, dt, nullptr, root, comm), req))            \
-  X(Scan, kColl, (const void* sbuf, void* rbuf, int count, H dt, H op, H comm),                 \
-    (sbuf, rbuf, count, dt, op, comm), Same(count, dt, op, kNoPeer, comm))                       \
-  X(Iscan, kColl, (const void* sbuf, void* rbuf, int count, H dt, H op, H comm, void* req),      \
-    (sbuf, rbuf, count, dt, op, comm, req), Nb(Same(count, dt, op, kNoPeer, comm), req))         \
-  X(Exscan, kColl, (const void* sbuf, void* rbuf, int count, H dt, H op, H comm),               \
-    (sbuf, rbuf, count, dt, op, comm), Same(count, dt, op, kNoPeer, comm))                       \
-  X(Iexscan, kColl, (const void* sbuf, void* rbuf, int count, H dt, H op, H comm, void* req),    \
-    (sbuf, rbuf, count, dt, op, comm, req), Nb(Same(count, dt, op, kNoPeer, comm), req))         \
-  X(Allgather, kColl, (const void* sbuf, int sc, H st, void* rbuf, int rc, H rt, H comm),       \
-    (sbuf, sc, st, rbuf, rc, rt, comm), Allgather(sbuf, sc, st, rc, rt, comm))                   \
-  X(Iallgather, kColl,                                                                           \
-    (const void* sbuf, int sc, H st, void* rbuf, int rc, H rt, H comm, void* req),               \
-    (sbuf, sc, st, rbuf, rc, rt, comm, req), Nb(Allgather(sbuf, sc, st, rc, rt, comm), req))     \
-  X(Allgatherv, kColl,                                                                           \
-    (const void* sbuf, int sc, H st, void* rbuf, const int* rcs, const int* displs, H rt,        \
-     H comm),                                                                                    \
-    (sbuf, sc, st, rbuf, rcs, displs, rt, comm), Allgatherv(sbuf, sc, st, rcs, rt, comm))        \
-  X(Iallgatherv, kColl,                                                                          \
-    (const void* sbuf, int sc, H st, void* rbuf, const int* rcs, const int* displs, H rt,        \
-     H comm, void* req),                                                                         \
-    (sbuf, sc, st, rbuf, rcs, displs, rt, comm, req),                                            \
-    Nb(Allgatherv(sbuf, sc, st, rcs, rt, comm), req))                                            \
-  X(Gather, kColl,                                                                               \
-    (const void* sbuf, int sc, H st, void* rbuf, int rc, H rt, int root, H comm),                \
-    (sbuf, sc, st, rbuf, rc, rt, root, comm), Gather(sbuf, sc, st, rc, rt, root, comm))          \
-  X(Igather, kColl,                                                                              \
-    (const void* sbuf, int sc, H st, void* rbuf, int rc, H rt, int root, H comm, void* req),     \
-    (sbuf, sc, st, rbuf, rc, rt, root, comm, req),                                               \
-    Nb(Gather(sbuf, sc, st, rc, rt, root, comm), req))                                           \
-  X(Gatherv, kColl,                                                                              \
-    (const void* sbuf, int sc, H st, void* rbuf, const int* rcs, const int* displs, H rt,        \
-     int root, H comm),                                                                          \
-    (sbuf, sc, st, rbuf, rcs, displs, rt, root, comm),                                           \
-    Gatherv(sbuf, sc, st, rcs, rt, root, comm))                                                  \
-  X(Igatherv, kColl,                                                                             \
-    (const void* sbuf, int sc, H st, void* rbuf, const int* rcs, const int* displs, H rt,        \
-     int root, H comm, void* req),                                                               \
-    (sbuf, sc, st, rbuf, rcs, displs, rt, root, comm, req),                                      \
-    Nb(Gatherv(sbuf, sc, st, rcs, rt, root, comm), req))                                         \
-  X(Scatter, kColl,                                                                              \
-    (const void* sbuf, int sc, H st, void* rbuf, int rc, H rt, int root, H comm),                \
-    (sbuf, sc, st, rbuf, rc, rt, root, comm), Scatter(rc, rt, root, comm))                       \
-  X(Iscatter, kColl,                                                                             \
-    (const void* sbuf, int sc, H st, void* rbuf, int rc, H rt, int root, H comm, void* req),     \
-    (sbuf, sc, st, rbuf, rc, rt, root, comm, req), Nb(Scatter(rc, rt, root, comm), req))         \
-  X(Scatterv, kColl,                                                                             \
-    (const void* sbuf, const int* scs, const int* displs, H st, void* rbuf, int rc, H rt,        \
-     int root, H comm),                                                                          \
-    (sbuf, scs, displs, st, rbuf, rc, rt, root, comm), Scatter(rc, rt, root, comm))              \
-  X(Iscatterv, kColl,                                                                            \
-    (const void* sbuf, const int* scs, const int* displs, H st, void* rbuf, int rc, H rt,        \
-     int root, H comm, void* req),                                                               \
-    (sbuf, scs, displs, st, rbuf, rc, rt, root, comm, req),                                      \
-    Nb(Scatter(rc, rt, root, comm), req))                                                        \
-  X(Reduce_scatter, kColl,                                                                       \
-    (const void* sbuf, void* rbuf, const int* rcs, H dt, H op, H comm),                          \
-    (sbuf, rbuf, rcs, dt, op, comm), ReduceScatter(rcs, dt, op, comm))                           \
-  X(Ireduce_scatter, kColl,                                                                      \
-    (const void* sbuf, void* rbuf, const int* rcs, H dt, H op, H comm, void* req),               \
-    (sbuf, rbuf, rcs, dt, op, comm, req), Nb(ReduceScatter(rcs, dt, op, comm), req))             \
-  X(Reduce_scatter_block, kColl, (const void* sbuf, void* rbuf, int rc, H dt, H op, H comm),    \
-    (sbuf, rbuf, rc, dt, op, comm), ReduceScatterBlock(rc, dt, op, comm))                        \
-  X(Ireduce_scatter_block, kColl,                                                                \
-    (const void* sbuf, void* rbuf, int rc, H dt, H op, H comm, void* req),                       \
-    (sbuf, rbuf, rc, dt, op, comm, req), Nb(ReduceScatterBlock(rc, dt, op, comm), req))          \
-  X(Alltoall, kColl, (const void* sbuf, int sc, H st, void* rbuf, int rc, H rt, H comm),        \
-    (sbuf, sc, st, rbuf, rc, rt, comm), Alltoall(sbuf, sc, st, rc, rt, comm))                    \
-  X(Ialltoall, kColl,                                                                            \
-    (const void* sbuf, int sc, H st, void* rbuf, int rc, H rt, H comm, void* req),               \
-    (sbuf, sc, st, rbuf, rc, rt, comm, req), Nb(Alltoall(sbuf, sc, st, rc, rt, comm), req))      \
-  X(Alltoallv, kColl,                                                                            \
-    (const void* sbuf, const int* scs, const int* sd, H st, void* rbuf, const int* rcs,          \
-     const int* rd, H rt, H comm),                                                               \
-    (sbuf, scs, sd, st, rbuf, rcs, rd, rt, comm), Alltoallv(scs, st, rcs, rt, comm))             \
-  X(Ialltoallv, kColl,                                                                           \
-    (const void* sbuf, const int* scs, const int* sd, H st, void* rbuf, const int* rcs,          \
-     const int* rd, H rt, H comm, void* req),                                                    \
-    (sbuf, scs, sd, st, rbuf, rcs, rd, rt, comm, req),                                           \
-    Nb(Alltoallv(scs, st, rcs, rt, comm), req))                                                  \
-  X(Barrier, kColl, (H comm), (comm), NoData(comm))                                              \
-  X(Ibarrier, kColl, (H comm, void* req), (comm, req), Nb(NoData(comm), req))                    \
+#define PROFAGENT_MPI_CALLS(X)                                                                    \
+  X(Allreduce, kColl, (const void* sbuf, void* rbuf, int count, H dt, H op, H comm),              \
+    (sbuf, rbuf, count, dt, op, comm), Same(count, dt, op, kNoPeer, comm))                        \
+  X(Iallreduce, kColl, (const void* sbuf, void* rbuf, int count, H dt, H op, H comm, void* req),  \
+    (sbuf, rbuf, count, dt, op, comm, req), Nb(Same(count, dt, op, kNoPeer, comm), req))          \
+  X(Reduce, kColl, (const void* sbuf, void* rbuf, int count, H dt, H op, int root, H comm),       \
+    (sbuf, rbuf, count, dt, op, root, comm), Same(count, dt, op, root, comm))                     \
+  X(Ireduce, kColl,                                                                               \
+    (const void* sbuf, void* rbuf, int count, H dt, H op, int root, H comm, void* req),           \
+    (sbuf, rbuf, count, dt, op, root, comm, req), Nb(Same(count, dt, op, root, comm), req))       \
+  X(Bcast, kColl, (void* buf, int count, H dt, int root, H comm), (buf, count, dt, root, comm),   \
+    Same(count, dt, nullptr, root, comm))                                                         \
+  X(Ibcast, kColl, (void* buf, int count, H dt, int root, H comm, void* req),                     \
+    (buf, count, dt, root, comm, req), Nb(Same(count, dt, nullptr, root, comm), req))             \
+  X(Scan, kColl, (const void* sbuf, void* rbuf, int count, H dt, H op, H comm),                   \
+    (sbuf, rbuf, count, dt, op, comm), Same(count, dt, op, kNoPeer, comm))                        \
+  X(Iscan, kColl, (const void* sbuf, void* rbuf, int count, H dt, H op, H comm, void* req),       \
+    (sbuf, rbuf, count, dt, op, comm, req), Nb(Same(count, dt, op, kNoPeer, comm), req))          \
+  X(Exscan, kColl, (const void* sbuf, void* rbuf, int count, H dt, H op, H comm),                 \
+    (sbuf, rbuf, count, dt, op, comm), Same(count, dt, op, kNoPeer, comm))                        \
+  X(Iexscan, kColl, (const void* sbuf, void* rbuf, int count, H dt, H op, H comm, void* req),     \
+    (sbuf, rbuf, count, dt, op, comm, req), Nb(Same(count, dt, op, kNoPeer, comm), req))          \
+  X(Allgather, kColl, (const void* sbuf, int sc, H st, void* rbuf, int rc, H rt, H comm),         \
+    (sbuf, sc, st, rbuf, rc, rt, comm), Allgather(sbuf, sc, st, rc, rt, comm))                    \
+  X(Iallgather, kColl,                                                                            \
+    (const void* sbuf, int sc, H st, void* rbuf, int rc, H rt, H comm, void* req),                \
+    (sbuf, sc, st, rbuf, rc, rt, comm, req), Nb(Allgather(sbuf, sc, st, rc, rt, comm), req))      \
+  X(Allgatherv, kColl,                                                                            \
+    (const void* sbuf, int sc, H st, void* rbuf, const int* rcs, const int* displs, H rt,         \
+     H comm),                                                                                     \
+    (sbuf, sc, st, rbuf, rcs, displs, rt, comm), Allgatherv(sbuf, sc, st, rcs, rt, comm))         \
+  X(Iallgatherv, kColl,                                                                           \
+    (const void* sbuf, int sc, H st, void* rbuf, const int* rcs, const int* displs, H rt,         \
+     H comm, void* req),                                                                          \
+    (sbuf, sc, st, rbuf, rcs, displs, rt, comm, req),                                             \
+    Nb(Allgatherv(sbuf, sc, st, rcs, rt, comm), req))                                             \
+  X(Gather, kColl,                                                                                \
+    (const void* sbuf, int sc, H st, void* rbuf, int rc, H rt, int root, H comm),                 \
+    (sbuf, sc, st, rbuf, rc, rt, root, comm), Gather(sbuf, sc, st, rc, rt, root, comm))           \
+  X(Igather, kColl,                                                                               \
+    (const void* sbuf, int sc, H st, void* rbuf, int rc, H rt, int root, H comm, void* req),      \
+    (sbuf, sc, st, rbuf, rc, rt, root, comm, req),                                                \
+    Nb(Gather(sbuf, sc, st, rc, rt, root, comm), req))                                            \
+  X(Gatherv, kColl,                                                                               \
+    (const void* sbuf, int sc, H st, void* rbuf, const int* rcs, const int* displs, H rt,         \
+     int root, H comm),                                                                           \
+    (sbuf, sc, st, rbuf, rcs, displs, rt, root, comm),                                            \
+    Gatherv(sbuf, sc, st, rcs, rt, root, comm))                                                   \
+  X(Igatherv, kColl,                                                                              \
+    (const void* sbuf, int sc, H st, void* rbuf, const int* rcs, const int* displs, H rt,         \
+     int root, H comm, void* req),                                                                \
+    (sbuf, sc, st, rbuf, rcs, displs, rt, root, comm, req),                                       \
+    Nb(Gatherv(sbuf, sc, st, rcs, rt, root, comm), req))                                          \
+  X(Scatter, kColl,                                                                               \
+    (const void* sbuf, int sc, H st, void* rbuf, int rc, H rt, int root, H comm),                 \
+    (sbuf, sc, st, rbuf, rc, rt, root, comm), Scatter(rc, rt, root, comm))                        \
+  X(Iscatter, kColl,                                                                              \
+    (const void* sbuf, int sc, H st, void* rbuf, int rc, H rt, int root, H comm, void* req),      \
+    (sbuf, sc, st, rbuf, rc, rt, root, comm, req), Nb(Scatter(rc, rt, root, comm), req))          \
+  X(Scatterv, kColl,                                                                              \
+    (const void* sbuf, const int* scs, const int* displs, H st, void* rbuf, int rc, H rt,         \
+     int root, H comm),                                                                           \
+    (sbuf, scs, displs, st, rbuf, rc, rt, root, comm), Scatter(rc, rt, root, comm))               \
+  X(Iscatterv, kColl,                                                                             \
+    (const void* sbuf, const int* scs, const int* displs, H st, void* rbuf, int rc, H rt,         \
+     int root, H comm, void* req),                                                                \
+    (sbuf, scs, displs, st, rbuf, rc, rt, root, comm, req),                                       \
+    Nb(Scatter(rc, rt, root, comm), req))                                                         \
+  X(Reduce_scatter, kColl,                                                                        \
+    (const void* sbuf, void* rbuf, const int* rcs, H dt, H op, H comm),                           \
+    (sbuf, rbuf, rcs, dt, op, comm), ReduceScatter(rcs, dt, op, comm))                            \
+  X(Ireduce_scatter, kColl,                                                                       \
+    (const void* sbuf, void* rbuf, const int* rcs, H dt, H op, H comm, void* req),                \
+    (sbuf, rbuf, rcs, dt, op, comm, req), Nb(ReduceScatter(rcs, dt, op, comm), req))              \
+  X(Reduce_scatter_block, kColl, (const void* sbuf, void* rbuf, int rc, H dt, H op, H comm),      \
+    (sbuf, rbuf, rc, dt, op, comm), ReduceScatterBlock(rc, dt, op, comm))                         \
+  X(Ireduce_scatter_block, kColl,                                                                 \
+    (const void* sbuf, void* rbuf, int rc, H dt, H op, H comm, void* req),                        \
+    (sbuf, rbuf, rc, dt, op, comm, req), Nb(ReduceScatterBlock(rc, dt, op, comm), req))           \
+  X(Alltoall, kColl, (const void* sbuf, int sc, H st, void* rbuf, int rc, H rt, H comm),          \
+    (sbuf, sc, st, rbuf, rc, rt, comm), Alltoall(sbuf, sc, st, rc, rt, comm))                     \
+  X(Ialltoall, kColl,                                                                             \
+    (const void* sbuf, int sc, H st, void* rbuf, int rc, H rt, H comm, void* req),                \
+    (sbuf, sc, st, rbuf, rc, rt, comm, req), Nb(Alltoall(sbuf, sc, st, rc, rt, comm), req))       \
+  X(Alltoallv, kColl,                                                                             \
+    (const void* sbuf, const int* scs, const int* sd, H st, void* rbuf, const int* rcs,           \
+     const int* rd, H rt, H comm),                                                                \
+    (sbuf, scs, sd, st, rbuf, rcs, rd, rt, comm), Alltoallv(scs, st, rcs, rt, comm))              \
+  X(Ialltoallv, kColl,                                                                            \
+    (const void* sbuf, const int* scs, const int* sd, H st, void* rbuf, const int* rcs,           \
+     const int* rd, H rt, H comm, void* req),                                                     \
+    (sbuf, scs, sd, st, rbuf, rcs, rd, rt, comm, req),                                            \
+    Nb(Alltoallv(scs, st, rcs, rt, comm), req))                                                   \
+  X(Barrier, kColl, (H comm), (comm), NoData(comm))                                               \
+  X(Ibarrier, kColl, (H comm, void* req), (comm, req), Nb(NoData(comm), req))                     \
   X(Send, kSend, (const void* buf, int count, H dt, int dest, int tag, H comm),                   \
-    (buf, count, dt, dest, tag, comm), SendOnly(count, dt, dest, comm))                          \
+    (buf, count, dt, dest, tag, comm), SendOnly(count, dt, dest, comm))                           \
   X(Isend, kSend, (const void* buf, int count, H dt, int dest, int tag, H comm, void* req),       \
-    (buf, count, dt, dest, tag, comm, req), Nb(SendOnly(count, dt, dest, comm), req))            \
+    (buf, count, dt, dest, tag, comm, req), Nb(SendOnly(count, dt, dest, comm), req))             \
   X(Recv, kRecv, (void* buf, int count, H dt, int src, int tag, H comm, void* status),            \
-    (buf, count, dt, src, tag, comm, status), Same(count, dt, nullptr, src, comm))               \
+    (buf, count, dt, src, tag, comm, status), Same(count, dt, nullptr, src, comm))                \
   X(Irecv, kRecv, (void* buf, int count, H dt, int src, int tag, H comm, void* req),              \
-    (buf, count, dt, src, tag, comm, req), Nb(Same(count, dt, nullptr, src, comm), req))         \
+    (buf, count, dt, src, tag, comm, req), Nb(Same(count, dt, nullptr, src, comm), req))          \
   X(Sendrecv, kSend,                                                                              \
-    (const void* sbuf, int sc, H st, int dest, int stag, void* rbuf, int rc, H rt, int src,      \
-     int rtag, H comm, void* status),                                                            \
-    (sbuf, sc, st, dest, stag, rbuf, rc, rt, src, rtag, comm, status),                           \
+    (const void* sbuf, int sc, H st, int dest, int stag, void* rbuf, int rc, H rt, int src,       \
+     int rtag, H comm, void* status),                                                             \
+    (sbuf, sc, st, dest, stag, rbuf, rc, rt, src, rtag, comm, status),                            \
     Sendrecv(sc, st, rc, rt, dest, src, comm))
 
 // Sequence numbers are taken even while Recording() is off (see the top of this file).
-#define PROFAGENT_MPI_WRAPPER(NAME, KIND, PARAMS, ARGS, INFO)                          \
-  PROFAGENT_EXPORT int MPI_##NAME PARAMS {                                              \
-    using namespace profagent;                                                          \
-    using Fn = int(*) PARAMS;                                                           \
-    static const Real real = Resolve("PMPI_" #NAME, "MPI_" #NAME);                      \
-    const Fn fn = reinterpret_cast<Fn>(real.fn);                                        \
-    if (__builtin_expect(fn == nullptr, 0)) return MissingReal("PMPI_" #NAME);          \
-    HookGuard guard;                                                                    \
-    if (!guard.outermost()) return fn ARGS;                                             \
-    const Info info = INFO;                                                             \
-    const uint32_t seq = Seq(info, KIND);                                               \
-    if (!Recording()) return fn ARGS;                                                   \
-    const uint64_t t0 = Now();                                                          \
-    const int result = fn ARGS;                                                         \
-    const uint64_t t1 = Now();                                                          \
-    Finish(real.api, seq, info, t0, t1, result);                                        \
-    return result;                                                                      \
+#define PROFAGENT_MPI_WRAPPER(NAME, KIND, PARAMS, ARGS, INFO)                                     \
+  PROFAGENT_EXPORT int MPI_##NAME PARAMS {                                                        \
+    using namespace profagent;                                                                    \
+    using Fn = int(*) PARAMS;                                                                     \
+    static const Real real = Resolve("PMPI_" #NAME, "MPI_" #NAME);                                \
+    const Fn fn = reinterpret_cast<Fn>(real.fn);                                                  \
+    if (__builtin_expect(fn == nullptr, 0)) return MissingReal("PMPI_" #NAME);                    \
+    HookGuard guard;                                                                              \
+    if (!guard.outermost()) return fn ARGS;                                                       \
+    const Info info = INFO;                                                                       \
+    const uint32_t seq = Seq(info, KIND);                                                         \
+    if (!Recording()) return fn ARGS;                                                             \
+    const uint64_t t0 = Now();                                                                    \
+    const int result = fn ARGS;                                                                   \
+    const uint64_t t1 = Now();                                                                    \
+    Finish(real.api, seq, info, t0, t1, result);                                                  \
+    return result;                                                                                \
   }
 
 PROFAGENT_MPI_CALLS(PROFAGENT_MPI_WRAPPER)
@@ -662,13 +670,13 @@ inline bool AnyPending() { return g_requests.size() != 0; }
 }  // namespace
 }  // namespace profagent
 
-#define PROFAGENT_COMPLETION_PROLOGUE(NAME, ...)                                   \
-  using namespace profagent;                                                       \
-  using Fn = decltype(&MPI_##NAME);                                                \
-  static const Real real = Resolve("PMPI_" #NAME, "MPI_" #NAME);                   \
-  const Fn fn = reinterpret_cast<Fn>(real.fn);                                     \
-  if (__builtin_expect(fn == nullptr, 0)) return MissingReal("PMPI_" #NAME);       \
-  HookGuard guard;                                                                 \
+#define PROFAGENT_COMPLETION_PROLOGUE(NAME, ...)                                                  \
+  using namespace profagent;                                                                      \
+  using Fn = decltype(&MPI_##NAME);                                                               \
+  static const Real real = Resolve("PMPI_" #NAME, "MPI_" #NAME);                                  \
+  const Fn fn = reinterpret_cast<Fn>(real.fn);                                                    \
+  if (__builtin_expect(fn == nullptr, 0)) return MissingReal("PMPI_" #NAME);                      \
+  HookGuard guard;                                                                                \
   if (!guard.outermost()) return fn(__VA_ARGS__);
 
 PROFAGENT_EXPORT int MPI_Wait(void* req, void* status) {
@@ -822,9 +830,27 @@ void MeasureClockOffset(H comm) {
   if (e.valid) RecordClockOffset(e.offset_ns, e.error_ns, "mpi-pingpong", e.rounds);
 }
 
+// Rank within the node from a shared-memory split of `comm` (collective over it), -1 on failure.
+int NodeLocalRank(H comm) {
+  const MpiAbi& abi = Abi();
+  const Pmpi& p = P();
+  if (p.comm_split_type == nullptr || p.comm_free == nullptr) return -1;
+  uint64_t node = 0;
+  if (p.comm_split_type(comm, abi.comm_type_shared, 0, abi.info_null,
+                        reinterpret_cast<H*>(&node)) != 0)
+    return -1;
+  H node_comm = HandleOut(node);
+  int local = -1;
+  if (p.comm_rank(node_comm, &local) != 0) local = -1;
+  p.comm_free(&node_comm);
+  return local;
+}
+
 // Collective over world: every rank running this hook takes part, so ranks disagreeing on
-// PROFAGENT_CLOCK_SYNC agree on "off" instead of deadlocking.
-void ClockSyncAtInit() {
+// PROFAGENT_CLOCK_SYNC agree on "off" instead of deadlocking, and ranks agree on whether the
+// launcher gave every one of them its local rank (else all derive it from a shared-memory split).
+// *local_rank: in, from the environment (-1 = none); out, possibly from the split.
+void InitCollectives(int* local_rank) {
   const MpiAbi& abi = Abi();
   const Pmpi& p = P();
   if (!p.comm_dup || !p.comm_free || !p.allreduce || !p.send || !p.recv || !abi.dt_byte ||
@@ -833,8 +859,16 @@ void ClockSyncAtInit() {
   uint64_t dup = 0;
   if (p.comm_dup(abi.comm_world, reinterpret_cast<H*>(&dup)) != 0) return;
   H comm = HandleOut(dup);
-  int want = EnvOff("PROFAGENT_CLOCK_SYNC") ? 0 : 1, all = 0;
-  if (p.allreduce(&want, &all, 1, abi.dt_int, abi.op_min, comm) != 0 || all == 0) {
+  // Config().mpi_clock_sync is PROFAGENT_CLOCK_SYNC as parsed by the core (defaults when the
+  // agent is disabled by a bad setting); the env check covers a core that never parsed it.
+  const int want = (GetConfig().mpi_clock_sync && !EnvOff("PROFAGENT_CLOCK_SYNC")) ? 1 : 0;
+  int mine[2] = {want, *local_rank >= 0 ? 1 : 0}, all[2] = {0, 0};
+  if (p.allreduce(mine, all, 2, abi.dt_int, abi.op_min, comm) != 0) {
+    p.comm_free(&comm);
+    return;
+  }
+  if (all[1] == 0) *local_rank = NodeLocalRank(comm);
+  if (all[0] == 0) {
     p.comm_free(&comm);
     return;
   }
@@ -856,10 +890,10 @@ void AfterInit() {
       local = EnvInt(v);
       if (local >= 0) break;
     }
-    if (rank >= 0 && size > 0) SetRankInfo(rank, local, size, "MPI", 3);
     SlotFor(abi.comm_world);  // registers "world"
     // PROFAGENT_ENABLE=0: the agent stays out of the application's MPI entirely.
-    if (!EnvOff("PROFAGENT_ENABLE")) ClockSyncAtInit();
+    if (!EnvOff("PROFAGENT_ENABLE")) InitCollectives(&local);
+    if (rank >= 0 && size > 0) SetRankInfo(rank, local, size, "MPI", 3);
   });
 }
 

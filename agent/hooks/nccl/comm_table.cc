@@ -35,7 +35,8 @@ CommSlot* CommTable::Find(uint64_t handle) {
   return nullptr;
 }
 
-CommSlot* CommTable::Insert(uint64_t handle, int rank, int size, uint64_t uid_hash) {
+CommSlot* CommTable::Insert(uint64_t handle, int rank, int size, uint64_t uid_hash,
+                            int device) {
   if (handle == 0 || handle == kTombstone) return nullptr;
   std::lock_guard<std::mutex> l(mu_);
   CommSlot* free_slot = nullptr;
@@ -50,6 +51,7 @@ CommSlot* CommTable::Insert(uint64_t handle, int rank, int size, uint64_t uid_ha
       s.size = size;
       s.uid_hash = uid_hash;
       s.splits = 0;
+      s.device = device;
       ResetPeerSeq(&s, size);
       return &s;
     }
@@ -66,6 +68,7 @@ CommSlot* CommTable::Insert(uint64_t handle, int rank, int size, uint64_t uid_ha
   free_slot->size = size;
   free_slot->uid_hash = uid_hash;
   free_slot->splits = 0;
+  free_slot->device = device;
   ResetPeerSeq(free_slot, size);
   free_slot->key.store(handle, std::memory_order_release);
   live_.fetch_add(1, std::memory_order_relaxed);

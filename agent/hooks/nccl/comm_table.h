@@ -38,6 +38,7 @@ struct CommSlot {
   int32_t size = 0;
   uint64_t uid_hash = 0;               // equal on every member of the communicator
   uint32_t splits = 0;                 // ncclCommSplit/MPI splits seen with this as parent
+  int32_t device = -1;                 // CUDA device of an NCCL communicator, -1 = unknown
 };
 
 class CommTable {
@@ -54,7 +55,7 @@ class CommTable {
 
   // Slow path. Inserts `handle` (or resets its slot if present) with fresh counters. Returns
   // nullptr when the table is full (the caller records the calls without a sequence number).
-  CommSlot* Insert(uint64_t handle, int rank, int size, uint64_t uid_hash);
+  CommSlot* Insert(uint64_t handle, int rank, int size, uint64_t uid_hash, int device = -1);
 
   // Slow path. Forgets `handle` (its slot becomes a tombstone). No-op when unknown.
   void Remove(uint64_t handle);

@@ -51,6 +51,34 @@ TEST_CASE("Sequence numbers count per communicator from 0 and restart on handle 
   CHECK(NextCollSeq(b) == 0);
 }
 
+TEST_CASE("Point-to-point numbers count per ordered pair and direction") {
+  CommTable t;
+  CommSlot* s = t.Insert(0xc0, 1, 3, 5);
+  // Rank 1 sends twice to 2 and once to 0, receives once from 0: independent counters.
+  CHECK(NextPeerSeq(s, 2, false) == 0);
+  CHECK(NextPeerSeq(s, 2, false) == 1);
+  CHECK(NextPeerSeq(s, 0, false) == 0);
+  CHECK(NextPeerSeq(s, 0, true) == 0);
+  CHECK(NextPeerSeq(s, 2, true) == 0);
+  CHECK(NextPeerSeq(s, 2, false) == 2);
+  // Peers outside the communicator (MPI_ANY_SOURCE = -1, MPI_PROC_NULL = -2, >= size) and
+  // unknown slots get no number.
+  CHECK(NextPeerSeq(s, -1, true) == 0xffffffffu);
+  CHECK(NextPeerSeq(s, -2, false) == 0xffffffffu);
+  CHECK(NextPeerSeq(s, 3, false) == 0xffffffffu);
+  CHECK(NextPeerSeq(nullptr, 0, false) == 0xffffffffu);
+  // Re-creation with a larger size: counters restart and cover the new peers.
+  CommSlot* s2 = t.Insert(0xc0, 1, 8, 6);
+  REQUIRE(s2 == s);
+  CHECK(NextPeerSeq(s, 2, false) == 0);
+  CHECK(NextPeerSeq(s, 7, true) == 0);
+  CHECK(NextPeerSeq(s, 7, true) == 1);
+  // Size unknown (0): no per-peer numbers, collectives still count.
+  CommSlot* z = t.Insert(0xd0, -1, 0, 0);
+  CHECK(NextPeerSeq(z, 0, false) == 0xffffffffu);
+  CHECK(NextCollSeq(z) == 0);
+}
+
 TEST_CASE("CommTable probes past collisions and fills up cleanly") {
   CommTable t;
   std::vector<CommSlot*> slots;

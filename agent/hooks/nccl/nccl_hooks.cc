@@ -12,8 +12,9 @@
 // host enqueue times t0/t1, the correlation id of the NCCL kernel launch made inside the call
 // (LastDriverLaunchCorrelation, written by the CUPTI hook), and a CollExtra continuation slot
 // (stream, recv_bytes, device). Calls between ncclGroupStart and ncclGroupEnd carry the group
-// number in RawEvent.aux and no correlation: the fused kernel is launched in ncclGroupEnd, whose
-// kGroup event carries it.
+// number in RawEvent.aux; they are held back (per-thread buffer) until the outermost
+// ncclGroupEnd, which launches the fused kernel: the kGroup event and, when every member used one
+// stream, each member then carry that launch's correlation id.
 //
 // Byte convention: Collective.bytes = count * element size, with count as passed to the call
 // (NCCL's own convention, also the simulator's ground truth); recv_bytes = this rank's receive
@@ -23,6 +24,13 @@
 // call, since NCCL requires every member to issue collectives in the same order). Send/Recv
 // count per ordered pair of ranks (NextPeerSeq): the n-th Send from A to B and B's n-th Recv
 // from A carry the same number.
+//
+// Device time: with CUPTI, the NCCL kernel's activity record carries the correlation id recorded
+// here. In GPU timing mode "events" (no CUPTI), an ungrouped call is bracketed by a CUDA event
+// pair on its stream (agent/hooks/cuda_runtime/event_timer.h), which yields a kDeviceOp named
+// after the API ("ncclAllReduce") with an agent correlation id, also put on the kCollective.
+// A group whose members all use one stream is event-timed around ncclGroupEnd instead (device
+// op "ncclGroupEnd"); groups over several streams (ncclCommInitAll style) are not event-timed.
 //
 // Hot path (every collective): one comm-table probe, two Now(), one EmitWithBytes. No lock, no
 // allocation. Slow path: first call of each function (dlsym, RegisterApi), communicator
@@ -35,10 +43,13 @@
 #include <cstdint>
 #include <cstring>
 #include <mutex>
+#include <new>
 #include <string>
 
 #include "agent/core/agent.h"
 #include "agent/core/event.h"
+#include "agent/hooks/cuda_runtime/event_timer.h"
+#include "agent/hooks/cuda_runtime/gpu_timing.h"
 #include "agent/hooks/nccl/comm_table.h"
 #include "agent/hooks/nccl/nccl_tables.h"
 
@@ -54,11 +65,29 @@ std::atomic<uint32_t> g_next_group{1};
 
 struct GroupState {
   int depth;
-  uint32_t number;   // current group number, 0 outside a group
-  uint32_t members;  // member calls seen in the current group
+  uint32_t number;       // current group number, 0 outside a group
+  uint32_t members;      // member calls seen in the current group
   uint64_t t0;
+  uint64_t stream;       // stream of the first member
+  int32_t device;        // device of the first member's communicator
+  bool multi_stream;     // members on more than one stream (or device)
 };
-thread_local GroupState tls_group __attribute__((tls_model("initial-exec"))) = {0, 0, 0, 0};
+thread_local GroupState tls_group __attribute__((tls_model("initial-exec"))) = {};
+
+// Member events of the current group, held back until ncclGroupEnd so that they can carry the
+// fused kernel's correlation id. Allocated on a thread's first group (slow path, once per
+// thread, never freed: a thread-exit hook is not worth 8 KiB); members beyond kMaxMembers, or
+// when the allocation failed, are emitted at once without a correlation id.
+struct PendingMember {
+  RawEvent e;
+  CollExtra x;
+};
+struct GroupBuffer {
+  static constexpr uint32_t kMaxMembers = 64;
+  uint32_t n;
+  PendingMember m[kMaxMembers];
+};
+thread_local GroupBuffer* tls_group_buf __attribute__((tls_model("initial-exec"))) = nullptr;
 
 struct Real {
   void* fn;
@@ -129,9 +158,10 @@ uint64_t H(const void* p) { return reinterpret_cast<uint64_t>(p); }
 CommSlot* AddComm(ncclComm_t comm, int rank, int size, uint64_t uid_hash, const char* prefix,
                   ncclComm_t parent, bool rank_source) {
   if (comm == nullptr) return nullptr;
-  CommSlot* slot = g_comms.Insert(H(comm), rank, size, uid_hash);
-  RegisterComm(H(comm), kLibNccl, H(comm), rank, size, UidString(prefix, uid_hash),
-               CommDevice(comm), H(parent));
+  const int device = CommDevice(comm);
+  CommSlot* slot = g_comms.Insert(H(comm), rank, size, uid_hash, device);
+  RegisterComm(H(comm), kLibNccl, H(comm), rank, size, UidString(prefix, uid_hash), device,
+               H(parent));
   if (rank_source && size > 1 && rank >= 0) {
     static std::once_flag once;
     std::call_once(once, [&] { SetRankInfo(rank, -1, size, "NCCL", 2); });
@@ -185,15 +215,35 @@ struct Pending {
   CommSlot* slot;
   uint32_t seq;
   uint32_t group;
+  int32_t ticket;  // event-timer ticket (mode "events"), -1 = not event-timed
   uint64_t t0;
 };
 
-inline Pending Before(CommSlot* slot, Kind kind, int peer) {
+// Keys under which the device ops of event-timed calls are named (rt::NoteKernelName): one per
+// collective (OpIndex), and kGroupNameKey for a group's fused launch ("ncclGroupEnd").
+char g_name_keys[32];
+constexpr uint8_t kGroupNameKey = 31;
+
+inline Pending Before(CommSlot* slot, Kind kind, int peer, cudaStream_t stream) {
   Pending p;
   p.slot = slot;
   p.seq = kind == kColl ? NextCollSeq(slot) : NextPeerSeq(slot, peer, kind == kRecv);
   p.group = tls_group.depth > 0 ? tls_group.number : 0;
-  if (p.group != 0) ++tls_group.members;
+  if (p.group != 0) {
+    GroupState& g = tls_group;
+    const int32_t dev = slot != nullptr ? slot->device : -1;
+    if (g.members++ == 0) {
+      g.stream = H(stream);
+      g.device = dev;
+      g.multi_stream = false;
+    } else if (g.stream != H(stream) || g.device != dev) {
+      g.multi_stream = true;
+    }
+  }
+  p.ticket = -1;
+  if (p.group == 0 && slot != nullptr && slot->device >= 0 && Recording() &&
+      rt::Mode() == rt::kEvents)
+    p.ticket = rt::EventTimerBegin(slot->device, stream);
   SetLastDriverLaunchCorrelation(0);
   p.t0 = Now();
   return p;
@@ -202,6 +252,21 @@ inline Pending Before(CommSlot* slot, Kind kind, int peer) {
 inline void After(uint16_t api, uint8_t op_index, ncclComm_t comm, cudaStream_t stream,
                   const CallInfo& c, const Pending& p, ncclResult_t rc) {
   const uint64_t t1 = Now();
+  uint32_t corr = p.group != 0 ? 0 : LastDriverLaunchCorrelation();
+  if (p.ticket >= 0) {
+    if (corr == 0) corr = NextCorrelationId();
+    rt::DeviceOpInfo d;
+    std::memset(&d, 0, sizeof(d));
+    d.func = &g_name_keys[op_index];
+    d.bytes = c.bytes;
+    d.corr = corr;
+    d.stream = uint32_t(H(stream));
+    d.kind = 0;  // DOP_KERNEL: NCCL's work is a kernel
+    d.device = uint8_t(p.slot->device);
+    d.call_t0 = p.t0;
+    d.call_t1 = t1;
+    rt::EventTimerEnd(p.ticket, stream, d, rc == ncclSuccess);
+  }
   if (!Recording()) return;
   RawEvent e{};
   e.t0 = p.t0;
@@ -215,7 +280,7 @@ inline void After(uint16_t api, uint8_t op_index, ncclComm_t comm, cudaStream_t 
   e.coll.bytes = c.bytes;
   e.coll.seq = p.seq;
   e.coll.peer = c.peer;
-  e.coll.corr = p.group != 0 ? 0 : LastDriverLaunchCorrelation();
+  e.coll.corr = corr;
   e.coll.lib = kLibNccl;
   e.coll.op = op_index;
   e.coll.dtype = c.dtype;
@@ -223,7 +288,17 @@ inline void After(uint16_t api, uint8_t op_index, ncclComm_t comm, cudaStream_t 
   CollExtra x{};
   x.stream = H(stream);
   x.recv_bytes = c.recv_bytes;
-  x.device = -1;
+  x.device = p.slot != nullptr ? p.slot->device : -1;
+  if (p.group != 0) {
+    GroupBuffer* b = tls_group_buf;
+    if (b == nullptr) b = tls_group_buf = new (std::nothrow) GroupBuffer();  // once per thread
+    if (b != nullptr && b->n < GroupBuffer::kMaxMembers) {
+      b->m[b->n].e = e;
+      b->m[b->n].x = x;
+      ++b->n;
+      return;
+    }
+  }
   EmitWithBytes(e, &x, sizeof(x));
 }
 
@@ -250,59 +325,62 @@ using profagent::HookGuard;
 
 // ---- Collectives and point-to-point, generated from one list ---------------------------------
 // X(Name, Kind, (params), (args), comm, stream, CallInfo expression using `slot`)
-#define PROFAGENT_NCCL_CALLS(X)                                                                  \
-  X(AllReduce, kColl,                                                                            \
-    (const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,                \
-     ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream),                                      \
-    (sendbuff, recvbuff, count, datatype, op, comm, stream),                                     \
-    Info(count, datatype, op, kNoPeer, 1, slot))                                              \
-  X(Reduce, kColl,                                                                               \
-    (const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,                \
-     ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream),                            \
-    (sendbuff, recvbuff, count, datatype, op, root, comm, stream),                               \
-    Info(count, datatype, op, root, 1, slot))                                                 \
-  X(Bcast, kColl,                                                                                \
-    (void* buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,               \
-     cudaStream_t stream),                                                                       \
-    (buff, count, datatype, root, comm, stream), Info(count, datatype, kNoOp, root, 1, slot)) \
-  X(Broadcast, kColl,                                                                            \
-    (const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,      \
-     ncclComm_t comm, cudaStream_t stream),                                                      \
-    (sendbuff, recvbuff, count, datatype, root, comm, stream),                                   \
-    Info(count, datatype, kNoOp, root, 1, slot))                                              \
-  X(ReduceScatter, kColl,                                                                        \
-    (const void* sendbuff, void* recvbuff, size_t recvcount, ncclDataType_t datatype,            \
-     ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream),                                      \
-    (sendbuff, recvbuff, recvcount, datatype, op, comm, stream),                                 \
-    Info(recvcount, datatype, op, kNoPeer, 1, slot))                                         \
-  X(AllGather, kColl,                                                                            \
-    (const void* sendbuff, void* recvbuff, size_t sendcount, ncclDataType_t datatype,            \
-     ncclComm_t comm, cudaStream_t stream),                                                      \
-    (sendbuff, recvbuff, sendcount, datatype, comm, stream),                                     \
-    Info(sendcount, datatype, kNoOp, kNoPeer, kN, slot))                                      \
-  X(AlltoAll, kColl,                                                                             \
-    (const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,                \
-     ncclComm_t comm, cudaStream_t stream),                                                      \
-    (sendbuff, recvbuff, count, datatype, comm, stream),                                         \
-    Info(count, datatype, kNoOp, kNoPeer, kN, slot))                                         \
-  X(Gather, kColl,                                                                               \
-    (const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,      \
-     ncclComm_t comm, cudaStream_t stream),                                                      \
-    (sendbuff, recvbuff, count, datatype, root, comm, stream),                                   \
-    Info(count, datatype, kNoOp, root, kN, slot))                                             \
-  X(Scatter, kColl,                                                                              \
-    (const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,      \
-     ncclComm_t comm, cudaStream_t stream),                                                      \
-    (sendbuff, recvbuff, count, datatype, root, comm, stream),                                   \
-    Info(count, datatype, kNoOp, root, 1, slot))                                              \
+#define PROFAGENT_NCCL_CALLS(X)                                                                   \
+  X(AllReduce, kColl,                                                                             \
+    (const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,                 \
+     ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream),                                       \
+    (sendbuff, recvbuff, count, datatype, op, comm, stream),                                      \
+    Info(count, datatype, op, kNoPeer, 1, slot))                                                  \
+  X(Reduce, kColl,                                                                                \
+    (const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,                 \
+     ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream),                             \
+    (sendbuff, recvbuff, count, datatype, op, root, comm, stream),                                \
+    Info(count, datatype, op, root, 1, slot))                                                     \
+  X(Bcast, kColl,                                                                                 \
+    (void* buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,                \
+     cudaStream_t stream),                                                                        \
+    (buff, count, datatype, root, comm, stream),                                                  \
+    Info(count, datatype, kNoOp, root, 1, slot))                                                  \
+  X(Broadcast, kColl,                                                                             \
+    (const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,       \
+     ncclComm_t comm, cudaStream_t stream),                                                       \
+    (sendbuff, recvbuff, count, datatype, root, comm, stream),                                    \
+    Info(count, datatype, kNoOp, root, 1, slot))                                                  \
+  X(ReduceScatter, kColl,                                                                         \
+    (const void* sendbuff, void* recvbuff, size_t recvcount, ncclDataType_t datatype,             \
+     ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream),                                       \
+    (sendbuff, recvbuff, recvcount, datatype, op, comm, stream),                                  \
+    Info(recvcount, datatype, op, kNoPeer, 1, slot))                                              \
+  X(AllGather, kColl,                                                                             \
+    (const void* sendbuff, void* recvbuff, size_t sendcount, ncclDataType_t datatype,             \
+     ncclComm_t comm, cudaStream_t stream),                                                       \
+    (sendbuff, recvbuff, sendcount, datatype, comm, stream),                                      \
+    Info(sendcount, datatype, kNoOp, kNoPeer, kN, slot))                                          \
+  X(AlltoAll, kColl,                                                                              \
+    (const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,                 \
+     ncclComm_t comm, cudaStream_t stream),                                                       \
+    (sendbuff, recvbuff, count, datatype, comm, stream),                                          \
+    Info(count, datatype, kNoOp, kNoPeer, kN, slot))                                              \
+  X(Gather, kColl,                                                                                \
+    (const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,       \
+     ncclComm_t comm, cudaStream_t stream),                                                       \
+    (sendbuff, recvbuff, count, datatype, root, comm, stream),                                    \
+    Info(count, datatype, kNoOp, root, kN, slot))                                                 \
+  X(Scatter, kColl,                                                                               \
+    (const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,       \
+     ncclComm_t comm, cudaStream_t stream),                                                       \
+    (sendbuff, recvbuff, count, datatype, root, comm, stream),                                    \
+    Info(count, datatype, kNoOp, root, 1, slot))                                                  \
   X(Send, kSend,                                                                                  \
-    (const void* sendbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,     \
-     cudaStream_t stream),                                                                       \
-    (sendbuff, count, datatype, peer, comm, stream), Info(count, datatype, kNoOp, peer, -1, slot)) \
+    (const void* sendbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,      \
+     cudaStream_t stream),                                                                        \
+    (sendbuff, count, datatype, peer, comm, stream),                                              \
+    Info(count, datatype, kNoOp, peer, -1, slot))                                                 \
   X(Recv, kRecv,                                                                                  \
-    (void* recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,           \
-     cudaStream_t stream),                                                                       \
-    (recvbuff, count, datatype, peer, comm, stream), Info(count, datatype, kNoOp, peer, 1, slot))
+    (void* recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,            \
+     cudaStream_t stream),                                                                        \
+    (recvbuff, count, datatype, peer, comm, stream),                                              \
+    Info(count, datatype, kNoOp, peer, 1, slot))
 
 namespace profagent {
 namespace {
@@ -314,21 +392,31 @@ enum OpIndex : uint8_t {
 }  // namespace
 }  // namespace profagent
 
-#define PROFAGENT_NCCL_WRAPPER(NAME, KIND, PARAMS, ARGS, INFO)                                  \
-  PROFAGENT_EXPORT ncclResult_t nccl##NAME PARAMS {                                              \
-    using namespace profagent;                                                                   \
-    using Fn = ncclResult_t(*) PARAMS;                                                           \
-    static const Real real = Resolve("nccl" #NAME, "pnccl" #NAME);                               \
-    const Fn fn = reinterpret_cast<Fn>(real.fn);                                                 \
-    if (__builtin_expect(fn == nullptr, 0)) return MissingReal("nccl" #NAME);                    \
-    HookGuard guard;                                                                             \
-    if (!guard.outermost()) return fn ARGS;                                                      \
-    CommSlot* slot = SlotFor(comm);                                                              \
-    const CallInfo info = INFO;                                                                  \
-    const Pending pending = Before(slot, KIND, info.peer);                                                  \
-    const ncclResult_t rc = fn ARGS;                                                             \
-    After(real.api, kOp##NAME, comm, stream, info, pending, rc);                                 \
-    return rc;                                                                                   \
+namespace profagent {
+namespace {
+// Slow path, once per collective: also names its event-timed device ops.
+Real ResolveCollective(const char* name, const char* pname, uint8_t op_index) {
+  rt::NoteKernelName(&g_name_keys[op_index], name);
+  return Resolve(name, pname);
+}
+}  // namespace
+}  // namespace profagent
+
+#define PROFAGENT_NCCL_WRAPPER(NAME, KIND, PARAMS, ARGS, INFO)                                    \
+  PROFAGENT_EXPORT ncclResult_t nccl##NAME PARAMS {                                               \
+    using namespace profagent;                                                                    \
+    using Fn = ncclResult_t(*) PARAMS;                                                            \
+    static const Real real = ResolveCollective("nccl" #NAME, "pnccl" #NAME, kOp##NAME);           \
+    const Fn fn = reinterpret_cast<Fn>(real.fn);                                                  \
+    if (__builtin_expect(fn == nullptr, 0)) return MissingReal("nccl" #NAME);                     \
+    HookGuard guard;                                                                              \
+    if (!guard.outermost()) return fn ARGS;                                                       \
+    CommSlot* slot = SlotFor(comm);                                                               \
+    const CallInfo info = INFO;                                                                   \
+    const Pending pending = Before(slot, KIND, info.peer, stream);                                \
+    const ncclResult_t rc = fn ARGS;                                                              \
+    After(real.api, kOp##NAME, comm, stream, info, pending, rc);                                  \
+    return rc;                                                                                    \
   }
 
 PROFAGENT_NCCL_CALLS(PROFAGENT_NCCL_WRAPPER)
@@ -351,20 +439,49 @@ PROFAGENT_EXPORT ncclResult_t ncclGroupStart() {
   return fn();
 }
 
+// The outermost ncclGroupEnd launches the group's fused kernel(s). Its correlation id (CUPTI's
+// last driver launch, or, in events mode with every member on one stream, an event pair around
+// the call) goes on the kGroup event and, when the members share one stream, on each member.
 PROFAGENT_EXPORT ncclResult_t ncclGroupEnd() {
   using namespace profagent;
   using Fn = ncclResult_t (*)();
-  static const Real real = Resolve("ncclGroupEnd", "pncclGroupEnd");
+  static const Real real = [] {
+    rt::NoteKernelName(&g_name_keys[kGroupNameKey], "ncclGroupEnd");
+    return Resolve("ncclGroupEnd", "pncclGroupEnd");
+  }();
   const Fn fn = reinterpret_cast<Fn>(real.fn);
   if (fn == nullptr) return MissingReal("ncclGroupEnd");
   GroupState& g = tls_group;
   const bool outermost_group = g.depth == 1;
   HookGuard guard;
-  if (outermost_group) SetLastDriverLaunchCorrelation(0);
+  const bool single_stream = g.members > 0 && !g.multi_stream;
+  const cudaStream_t stream = reinterpret_cast<cudaStream_t>(g.stream);
+  int32_t ticket = -1;
+  if (outermost_group) {
+    if (guard.outermost() && single_stream && g.device >= 0 && Recording() &&
+        rt::Mode() == rt::kEvents)
+      ticket = rt::EventTimerBegin(g.device, stream);
+    SetLastDriverLaunchCorrelation(0);
+  }
+  const uint64_t t0 = Now();
   const ncclResult_t rc = fn();
   if (g.depth > 0) --g.depth;
   if (outermost_group) {
     const uint64_t t1 = Now();
+    uint32_t corr = LastDriverLaunchCorrelation();
+    if (ticket >= 0) {
+      if (corr == 0) corr = NextCorrelationId();
+      rt::DeviceOpInfo d;
+      std::memset(&d, 0, sizeof(d));
+      d.func = &g_name_keys[kGroupNameKey];
+      d.corr = corr;
+      d.stream = uint32_t(g.stream);
+      d.kind = 0;  // DOP_KERNEL
+      d.device = uint8_t(g.device);
+      d.call_t0 = t0;
+      d.call_t1 = t1;
+      rt::EventTimerEnd(ticket, stream, d, rc == ncclSuccess);
+    }
     if (guard.outermost() && Recording()) {
       RawEvent e{};
       e.t0 = g.t0;
@@ -374,10 +491,18 @@ PROFAGENT_EXPORT ncclResult_t ncclGroupEnd() {
       e.ret = static_cast<int32_t>(rc);
       e.gen.a = g.number;
       e.gen.b = g.members;
-      e.gen.corr = LastDriverLaunchCorrelation();
+      e.gen.corr = corr;
       Emit(e);
     }
+    if (GroupBuffer* b = tls_group_buf) {
+      for (uint32_t i = 0; i < b->n; ++i) {
+        b->m[i].e.coll.corr = single_stream ? corr : 0;
+        EmitWithBytes(b->m[i].e, &b->m[i].x, sizeof(CollExtra));
+      }
+      b->n = 0;
+    }
     g.number = 0;
+    g.members = 0;
   }
   return rc;
 }

@@ -4,7 +4,10 @@
 // against the truth:
 //   R <tid-tag> <before_start> <after_start> <before_end> <after_end> <message>
 //   M <before> <after> <message>
-// Ranges named here and their nesting are fixed (nvtx_e2e_test.cc knows them).
+// Ranges named here and their nesting are fixed (nvtx_e2e_test.cc knows them). With an argument,
+// the program also dlopens that library (nvtx_plugin.cc, its own NVTX instance) and records the
+// range it makes.
+#include <dlfcn.h>
 #include <nvtx3/nvToolsExt.h>
 #include <time.h>
 
@@ -56,7 +59,7 @@ void Pop(const Open& o) {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
   Open run = Push("run label=demo");
   {
     Open outer = Push("outer");
@@ -139,6 +142,22 @@ int main() {
            (unsigned long long)wb0, (unsigned long long)wa0, (unsigned long long)wb1,
            (unsigned long long)wa1);
   g_lines.push_back(buf);
+  if (argc > 1) {
+    void* h = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
+    if (h == nullptr) {
+      fprintf(stderr, "nvtx_demo: %s\n", dlerror());
+      return 1;
+    }
+    using PluginFn = void (*)(uint64_t*, uint64_t*, uint64_t*, uint64_t*);
+    auto fn = reinterpret_cast<PluginFn>(dlsym(h, "PluginRange"));
+    if (fn == nullptr) return 1;
+    uint64_t pb0, pa0, pb1, pa1;
+    fn(&pb0, &pa0, &pb1, &pa1);
+    snprintf(buf, sizeof(buf), "R main %llu %llu %llu %llu plugin range",
+             (unsigned long long)pb0, (unsigned long long)pa0, (unsigned long long)pb1,
+             (unsigned long long)pa1);
+    g_lines.push_back(buf);
+  }
   Pop(run);
   // Left open at exit: the agent reports it as a push without end.
   nvtxRangePushA("left open");

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -19,8 +20,9 @@
 namespace {
 
 // Clock conversion tolerance: the agent timestamps with the TSC and converts to
-// CLOCK_MONOTONIC off the hot path; the fit is good to a few microseconds.
-constexpr int64_t kTolNs = 20000;
+// CLOCK_MONOTONIC off the hot path. Measured worst case here: 0 ns outside the true window
+// (the test prints it); 5 us leaves room for a calibration on a loaded machine.
+constexpr int64_t kTolNs = 5000;
 
 std::string Runfile(const std::string& rel) {
   const char* s = getenv("TEST_SRCDIR");
@@ -115,7 +117,8 @@ std::vector<Truth> ParseTruth(const std::string& out) {
 std::string RunDemo(const std::string& outdir, const std::string& extra_env) {
   const std::string cmd = "LD_PRELOAD=" + Runfile("agent/hooks/nvtx/libprofagent_nvtx_test.so") +
                           " PROFAGENT_OUTPUT=" + outdir + " " + extra_env + " " +
-                          Runfile("agent/hooks/nvtx/nvtx_demo");
+                          Runfile("agent/hooks/nvtx/nvtx_demo") + " " +
+                          Runfile("agent/hooks/nvtx/libnvtx_plugin.so");
   FILE* f = popen(cmd.c_str(), "r");
   REQUIRE(f != nullptr);
   std::string out;
@@ -139,7 +142,8 @@ TEST_CASE("every NVTX range of an unmodified program is recorded with the right 
   const std::string dir = profagent::testing::MakeTempDir("nvtx_e2e");
   REQUIRE(!dir.empty());
   const std::vector<Truth> truth = ParseTruth(RunDemo(dir, ""));
-  REQUIRE(truth.size() == 17);  // 2 nested + 10 step/sampler + cross + mark + layer + wide + run
+  // 2 nested + 10 step/sampler + cross + mark + layer + wide + plugin + run
+  REQUIRE(truth.size() == 18);
   const Parsed p = ParseFile(OnlyPbFile(dir));
   CHECK(p.footer);
 
@@ -155,10 +159,14 @@ TEST_CASE("every NVTX range of an unmodified program is recorded with the right 
       default: break;
     }
   }
-  REQUIRE(ranges.size() == 16);
+  REQUIRE(ranges.size() == 17);
   // Each printed range matches one recorded range (same message) whose start lies within the
   // start call and whose end within the end call.
   std::map<std::string, int> used;
+  int64_t worst_outside = 0;  // how far a recorded time fell outside its true window, at worst
+  auto outside = [](int64_t v, int64_t lo, int64_t hi) {
+    return v < lo ? lo - v : v > hi ? v - hi : 0;
+  };
   for (const Truth& t : truth) {
     if (t.kind != "R") continue;
     INFO("range '" << t.msg << "'");
@@ -173,7 +181,12 @@ TEST_CASE("every NVTX range of an unmodified program is recorded with the right 
     CHECK(ev.start <= t.a0 + kTolNs);
     CHECK(end >= t.b1 - kTolNs);
     CHECK(end <= t.a1 + kTolNs);
+    worst_outside = std::max({worst_outside, outside(ev.start, t.b0, t.a0),
+                              outside(end, t.b1, t.a1)});
   }
+  printf("nvtx_e2e: %zu ranges checked; worst recorded time outside its true window: %lld ns "
+         "(tolerance %lld ns)\n",
+         ranges.size(), (long long)worst_outside, (long long)kTolNs);
   auto one = [&](const std::string& m) -> const profagent::Event& {
     REQUIRE(ranges.count(m) == 1);
     return ranges.find(m)->second->e;
@@ -196,6 +209,8 @@ TEST_CASE("every NVTX range of an unmodified program is recorded with the right 
   CHECK(wide.domain() == 0);
   CHECK(wide.payload_i() == -42);
   CHECK(wide.depth() == 1);
+  // The dlopened library's own NVTX instance reached the injection too.
+  CHECK(one("plugin range").depth() == 1);
   // The cross-thread range was ended on another thread: recorded there.
   const Ev& cross = *ranges.find("cross-thread")->second;
   const Ev& outer = *ranges.find("outer")->second;
@@ -246,6 +261,14 @@ TEST_CASE("the schedule records only the active steps, and KV reduction is confi
   // Steps 0 (wait) and 1 (warm-up) are skipped, 2 and 3 recorded, then the schedule is done.
   CHECK(step_index == std::vector<uint64_t>{2, 3});
   CHECK(samplers == 2);
+}
+
+TEST_CASE("PROFAGENT_ENABLE=0: no injection, no file, same program output") {
+  const std::string dir = profagent::testing::MakeTempDir("nvtx_e2e_off");
+  REQUIRE(!dir.empty());
+  const std::string out = RunDemo(dir, "PROFAGENT_ENABLE=0");
+  CHECK(ParseTruth(out).size() == 18);
+  CHECK(profagent::testing::ListDir(dir).empty());
 }
 
 }  // namespace

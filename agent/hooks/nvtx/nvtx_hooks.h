@@ -19,8 +19,10 @@
 // right and steps keep being counted; only the emission is skipped.
 //
 // Hot-path contract of the handlers: no lock, no allocation, no logging, no exceptions escape;
-// the first push on a thread allocates that thread's stack (once; reused after the thread
-// exits with no open range). Push/pop keep a per-thread stack of at most kMaxDepth open ranges
+// the first push on a thread allocates that thread's stack (once; a pthread key gives it back
+// for reuse when the thread exits with no open range). All thread-local state is initial-exec:
+// a thread_local with a constructor/destructor (local-dynamic TLS) in libprofagent.so made
+// Bazel's gold linker hand the core's t_state a wrong GOT slot (verified; bfd links it right). Push/pop keep a per-thread stack of at most kMaxDepth open ranges
 // (deeper pushes are counted, not recorded, and their pops matched); start/end ranges live in a
 // fixed lock-free table of kStartSlots entries keyed by range id (they may end on another
 // thread); a start that finds no free slot is counted and its end ignored. Domain creation,

@@ -174,7 +174,7 @@ int main(int argc, char** argv) {
   cudaStream_t s1, s2;
   cudaStreamCreate(&s1);
   cudaStreamCreate(&s2);
-  cudaMemcpy(dev, host, n * sizeof(float), cudaMemcpyHostToDevice);
+  cudaMemcpyAsync(dev, host, n * sizeof(float), cudaMemcpyHostToDevice, s1);
   for (int i = 0; i < 20; ++i) {
     Scale<<<n / 256, 256, 0, s1>>>(dev, 2.0f, n);
     Empty<<<dim3(3, 2, 1), dim3(32, 4, 1), 128, s2>>>();

@@ -41,19 +41,23 @@ void NcclOk(ncclResult_t r, const char* what) {
   }
 }
 
+// Copies go through the rank's stream (ordered with its collectives) and a stream sync.
 template <typename T>
 T* ToDevice(const std::vector<T>& h) {
   T* d = nullptr;
   cudaMalloc(&d, h.size() * sizeof(T) + 1);
-  if (!h.empty()) cudaMemcpy(d, h.data(), h.size() * sizeof(T), cudaMemcpyHostToDevice);
+  if (!h.empty()) {
+    cudaMemcpyAsync(d, h.data(), h.size() * sizeof(T), cudaMemcpyHostToDevice, g_stream);
+    cudaStreamSynchronize(g_stream);
+  }
   return d;
 }
 
 template <typename T>
 std::vector<T> ToHost(const T* d, size_t n) {
-  cudaStreamSynchronize(g_stream);
   std::vector<T> h(n);
-  cudaMemcpy(h.data(), d, n * sizeof(T), cudaMemcpyDeviceToHost);
+  cudaMemcpyAsync(h.data(), d, n * sizeof(T), cudaMemcpyDeviceToHost, g_stream);
+  cudaStreamSynchronize(g_stream);
   return h;
 }
 
@@ -260,6 +264,7 @@ int main(int argc, char** argv) {
     std::vector<float*> bufs(g_n);
     for (int r = 0; r < g_n; ++r) {
       cudaStreamCreate(&streams[r]);
+      g_stream = streams[r];
       bufs[r] = ToDevice(std::vector<float>(64, float(r + 1)));
     }
     NcclOk(ncclGroupStart(), "groupstart");

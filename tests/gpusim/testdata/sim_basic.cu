@@ -3,8 +3,11 @@
 // Prints one "ok <check>" line per passed check, "FAIL <check>: ..." otherwise; exit code =
 // number of failures. cudart_sim_test runs it against gpusim's libcudart.so.13.
 #include <cuda_runtime.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -31,7 +34,19 @@ int main() {
             strcmp(prop.name, "gpusim H100-class") == 0 && prop.major == 9,
         "device_properties", prop.name);
   int count = 0;
-  Check(cudaGetDeviceCount(&count) == cudaSuccess && count == 1, "device_count");
+  const char* want_devices = getenv("GPUSIM_DEVICES");
+  int want = want_devices != nullptr ? atoi(want_devices) : 1;
+  Check(cudaGetDeviceCount(&count) == cudaSuccess && count == want, "device_count");
+  Check(cudaSetDevice(count) == cudaErrorInvalidDevice, "set_invalid_device");
+  cudaGetLastError();
+  if (count > 1) {  // one kernel on the last device's legacy stream, then back to device 0
+    cudaSetDevice(count - 1);
+    noop_kernel<<<7, 32>>>(nullptr);
+    int current = -1;
+    cudaGetDevice(&current);
+    Check(current == count - 1 && cudaDeviceSynchronize() == cudaSuccess, "other_device");
+    cudaSetDevice(0);
+  }
 
   // HtoD, memset, DtoD, DtoH: the values observed on the host are the ones moved.
   const int n = 1 << 16;
@@ -57,6 +72,14 @@ int main() {
   cudaMemcpyAsync(pinned, d_a, n * sizeof(int), cudaMemcpyDefault, s);
   cudaStreamSynchronize(s);
   Check(pinned[0] == 0x7f7f7f7f && pinned[n - 1] == 0x7f7f7f7f, "async_set_copy_default");
+
+  // Pageable host memory (CUDA's documented behaviour): an async HtoD copy has taken the bytes
+  // when it returns, an async DtoH copy returns once the data is there.
+  std::vector<int> pageable(1024, 11), pageable_back(1024, 0);
+  cudaMemcpyAsync(d_a, pageable.data(), 1024 * sizeof(int), cudaMemcpyHostToDevice, s);
+  for (int& v : pageable) v = 22;  // too late to change what was sent
+  cudaMemcpyAsync(pageable_back.data(), d_a, 1024 * sizeof(int), cudaMemcpyDeviceToHost, s);
+  Check(pageable_back[0] == 11 && pageable_back[1023] == 11, "pageable_async_semantics");
 
   char* pitched = nullptr;
   size_t pitch = 0;
@@ -122,6 +145,18 @@ int main() {
   e = cudaMallocArray(&array, &desc, 16, 16);
   Check(e == cudaErrorNotSupported && cudaGetLastError() == cudaErrorNotSupported,
         "unsupported_sets_last_error");
+
+  // A forked child cannot use the parent's device: stream operations fail, nothing hangs.
+  fflush(stdout);
+  pid_t pid = fork();
+  if (pid == 0) {
+    cudaError_t ce = cudaMemcpyAsync(pinned, d_a, 4, cudaMemcpyDeviceToHost, 0);
+    _exit(ce == cudaErrorInvalidResourceHandle && cudaDeviceSynchronize() == cudaSuccess ? 0 : 1);
+  }
+  int status = -1;
+  waitpid(pid, &status, 0);
+  Check(WIFEXITED(status) && WEXITSTATUS(status) == 0, "fork_child_fails_fast");
+  cudaGetLastError();
 
   size_t free_b = 0, total_b = 0;
   Check(cudaMemGetInfo(&free_b, &total_b) == cudaSuccess && total_b > free_b, "mem_get_info");

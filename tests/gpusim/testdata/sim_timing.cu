@@ -19,8 +19,10 @@ __global__ void p2_nonblocking() {}
 __global__ void p2_after() {}
 __global__ void p3_first() {}
 __global__ void p3_waiter() {}
+__global__ void p3_after() {}
 __global__ void g_first() {}
 __global__ void g_second() {}
+__global__ void g_forked() {}
 
 static int errors = 0;
 #define CHECK(call)                                                                  \
@@ -73,6 +75,7 @@ int main() {
   p3_first<<<1, 32, 0, s1>>>();
   CHECK(cudaLaunchHostFunc(s1, HostFn, &hostfn_ran));
   CHECK(cudaEventRecord(ev2, s1));
+  p3_after<<<1, 32, 0, s1>>>();  // s2 waits for ev2, not for this
   CHECK(cudaStreamWaitEvent(s2, ev2, 0));
   p3_waiter<<<1, 32, 0, s2>>>();
   CHECK(cudaStreamSynchronize(s2));
@@ -94,7 +97,19 @@ int main() {
   g_first<<<2, 64, 0, s1>>>();
   CHECK(cudaMemsetAsync(buf, 1, 4096, s1));
   g_second<<<4, 64, 0, s1>>>();
+  // Fork s2 into the capture and join it back (multi-stream capture, replayed in order).
+  cudaEvent_t fork_ev, join_ev;
+  CHECK(cudaEventCreateWithFlags(&fork_ev, cudaEventDisableTiming));
+  CHECK(cudaEventCreateWithFlags(&join_ev, cudaEventDisableTiming));
+  CHECK(cudaEventRecord(fork_ev, s1));
+  CHECK(cudaStreamWaitEvent(s2, fork_ev, 0));
+  g_forked<<<1, 32, 0, s2>>>();
+  CHECK(cudaEventRecord(join_ev, s2));
+  CHECK(cudaStreamWaitEvent(s1, join_ev, 0));
   CHECK(cudaStreamEndCapture(s1, &graph));
+  cudaStreamCaptureStatus s2_status;
+  CHECK(cudaStreamIsCapturing(s2, &s2_status));
+  printf("s2_capturing_after_end %d\n", s2_status == cudaStreamCaptureStatusActive ? 1 : 0);
   printf("capturing %d\n", status == cudaStreamCaptureStatusActive ? 1 : 0);
   CHECK(cudaStreamSynchronize(s1));  // nothing ran during the capture
   CHECK(cudaGraphInstantiate(&exec, graph, 0));

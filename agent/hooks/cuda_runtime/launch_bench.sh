@@ -1,0 +1,62 @@
+#!/bin/bash
+# Launch-overhead benchmark of the CUDA-runtime hooks (a benchmark, not a test).
+# 1. The hook alone: launch_overhead calls __cudaLaunchKernel of a do-nothing runtime, without
+#    and with the agent (host timing), and prints the ns the hook adds per launch.
+# 2. On gpusim: launch_bench (N launches of a zero-cost kernel, best of R rounds) without the
+#    agent and under it in host, events and CUPTI modes, alternating runs.
+# Usage: bazel run //agent/hooks/cuda_runtime:launch_bench_sh -- [launches] [rounds] [repeats]
+set -u
+N=${1:-200000}
+R=${2:-5}
+REPEATS=${3:-3}
+here=$(cd "$(dirname "$0")" && pwd)
+# Runfiles layout (bazel run) or the bazel-bin tree (direct call).
+root="${RUNFILES_DIR:-$0.runfiles}/profagent"
+[ -d "$root" ] || root="$here/../../.."
+bench="$root/agent/hooks/cuda_runtime/launch_bench"
+agent="$root/agent/hooks/cuda_runtime/libprofagent_rt.so"
+gpusim="${GPUSIM_DIR:-$(cd "$root/tests/gpusim" && pwd)}"  # GPUSIM_DIR overrides
+out=$(mktemp -d)
+costs="$out/costs.txt"
+echo "^empty_kernel 0" > "$costs"
+
+run() {  # $1 = mode ("none" = no agent)
+  if [ "$1" = none ]; then
+    env LD_LIBRARY_PATH="$gpusim" GPUSIM_COSTS="$costs" "$bench" "$N" "$R"
+  else
+    env LD_LIBRARY_PATH="$gpusim" GPUSIM_COSTS="$costs" LD_PRELOAD="$agent" \
+      PROFAGENT_OUTPUT="$out/prof_$1" PROFAGENT_GPU_TIMING="$1" PROFAGENT_RING_SIZE=1048576 \
+      PROFAGENT_OVERFLOW=drop "$bench" "$N" "$R"
+  fi | awk '/launch_ns/ {print $2}'
+}
+
+overhead="$root/agent/hooks/cuda_runtime/launch_overhead"
+stub="$(cd "$root/agent/hooks/cuda_runtime/stub" && pwd)"
+hook_best_none=1e30
+hook_best_agent=1e30
+for ((i = 0; i < REPEATS; ++i)); do
+  v=$(env LD_LIBRARY_PATH="$stub" "$overhead" 20000 20 | awk '{print $2}')
+  hook_best_none=$(awk -v a="$hook_best_none" -v b="$v" 'BEGIN {print (b < a ? b : a)}')
+  v=$(env LD_LIBRARY_PATH="$stub" LD_PRELOAD="$agent" PROFAGENT_OUTPUT="$out/prof_hook" \
+      PROFAGENT_GPU_TIMING=host PROFAGENT_OVERFLOW=block "$overhead" 20000 20 2>/dev/null |
+      awk '{print $2}')
+  hook_best_agent=$(awk -v a="$hook_best_agent" -v b="$v" 'BEGIN {print (b < a ? b : a)}')
+done
+printf "hook alone (do-nothing runtime, host timing): %.1f -> %.1f ns/launch, added %.1f ns\n" \
+  "$hook_best_none" "$hook_best_agent" \
+  "$(awk -v a="$hook_best_agent" -v b="$hook_best_none" 'BEGIN {print a - b}')"
+
+declare -A best
+for mode in none host events cupti; do best[$mode]=1e30; done
+for ((i = 0; i < REPEATS; ++i)); do
+  for mode in none host events cupti; do
+    v=$(run "$mode")
+    best[$mode]=$(awk -v a="${best[$mode]}" -v b="$v" 'BEGIN {print (b < a ? b : a)}')
+  done
+done
+printf "gpusim: launches=%d rounds=%d repeats=%d (best mean ns per launch)\n" "$N" "$R" "$REPEATS"
+for mode in none host events cupti; do
+  added=$(awk -v a="${best[$mode]}" -v b="${best[none]}" 'BEGIN {printf "%.1f", a - b}')
+  printf "%-7s %8.1f ns/launch  added %7s ns\n" "$mode" "${best[$mode]}" "$added"
+done
+rm -rf "$out"

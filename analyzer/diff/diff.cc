@@ -1,0 +1,733 @@
+#include "analyzer/diff/diff.h"
+
+#include <fnmatch.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <random>
+#include <set>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "analyzer/reader.h"
+#include "analyzer/report/analysis.h"
+
+namespace profagent {
+namespace analyzer {
+
+using OJson = nlohmann::ordered_json;
+
+namespace {
+
+// ------------------------------------------------------------------ statistics helpers
+
+double StatisticInPlace(std::vector<double>& v, Statistic s) {
+  const size_t n = v.size();
+  if (n == 0) return 0;
+  switch (s) {
+    case Statistic::kMean: {
+      double sum = 0;
+      for (double x : v) sum += x;
+      return sum / n;
+    }
+    case Statistic::kStd: {
+      double sum = 0;
+      for (double x : v) sum += x;
+      const double m = sum / n;
+      double ss = 0;
+      for (double x : v) ss += (x - m) * (x - m);
+      return std::sqrt(ss / n);
+    }
+    case Statistic::kMin:
+      return *std::min_element(v.begin(), v.end());
+    case Statistic::kMax:
+      return *std::max_element(v.begin(), v.end());
+    default: {
+      const double p = s == Statistic::kP50 ? 50 : s == Statistic::kP90 ? 90 : 99;
+      size_t rank = static_cast<size_t>(std::ceil(p * n / 100.0));
+      size_t idx = rank == 0 ? 0 : std::min(rank - 1, n - 1);
+      std::nth_element(v.begin(), v.begin() + idx, v.end());
+      return v[idx];
+    }
+  }
+}
+
+// Continued fraction of the incomplete beta function (modified Lentz).
+double BetaContinuedFraction(double a, double b, double x) {
+  constexpr double kTiny = 1e-300, kEps = 1e-15;
+  const double qab = a + b, qap = a + 1, qam = a - 1;
+  double c = 1, d = 1 - qab * x / qap;
+  if (std::fabs(d) < kTiny) d = kTiny;
+  d = 1 / d;
+  double h = d;
+  for (int m = 1; m <= 500; ++m) {
+    const int m2 = 2 * m;
+    double aa = m * (b - m) * x / ((qam + m2) * (a + m2));
+    d = 1 + aa * d;
+    if (std::fabs(d) < kTiny) d = kTiny;
+    c = 1 + aa / c;
+    if (std::fabs(c) < kTiny) c = kTiny;
+    d = 1 / d;
+    h *= d * c;
+    aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2));
+    d = 1 + aa * d;
+    if (std::fabs(d) < kTiny) d = kTiny;
+    c = 1 + aa / c;
+    if (std::fabs(c) < kTiny) c = kTiny;
+    d = 1 / d;
+    const double del = d * c;
+    h *= del;
+    if (std::fabs(del - 1) < kEps) break;
+  }
+  return h;
+}
+
+// Regularized incomplete beta I_x(a, b).
+double RegularizedBeta(double a, double b, double x) {
+  if (x <= 0) return 0;
+  if (x >= 1) return 1;
+  const double front =
+      std::exp(std::lgamma(a + b) - std::lgamma(a) - std::lgamma(b) + a * std::log(x) +
+               b * std::log(1 - x));
+  if (x < (a + 1) / (a + b + 2)) return front * BetaContinuedFraction(a, b, x) / a;
+  return 1 - front * BetaContinuedFraction(b, a, 1 - x) / b;
+}
+
+// ------------------------------------------------------------------ metric naming
+
+bool EndsWith(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+std::string LastSegment(const std::string& path) {
+  size_t p = path.find_last_of(".]");
+  return p == std::string::npos ? path : path.substr(p + 1);
+}
+
+// Keys that identify an entry or a position rather than measure anything.
+bool IsIdentity(const std::string& key) {
+  static const std::set<std::string> kIds = {"lo", "hi", "rank", "device", "index", "start_ms",
+                                             "at_ms", "peak_at_ms", "reference_rank"};
+  return kIds.count(key) != 0;
+}
+
+Direction DirectionOf(const std::string& path) {
+  // runs_aggregate.metrics.NAME.{mean,std}: NAME's direction (its spread: less is better).
+  const std::string agg = "runs_aggregate.metrics.";
+  if (path.rfind(agg, 0) == 0 && (EndsWith(path, ".mean") || EndsWith(path, ".std"))) {
+    const bool is_std = EndsWith(path, ".std");
+    const std::string metric =
+        "stats." + path.substr(agg.size(), path.size() - agg.size() - (is_std ? 4 : 5));
+    const Direction d = DirectionOf(metric);
+    return is_std && d != Direction::kInfo ? Direction::kLowerIsBetter : d;
+  }
+  const std::string last = LastSegment(path);
+  static const std::set<std::string> kInfo = {"count", "steps", "tokens", "calls", "allocs",
+                                              "frees", "runs", "share", "drops", "ranks",
+                                              "calls_matched", "records", "host_events",
+                                              "device_ops", "world_size"};
+  if (kInfo.count(last) != 0) return Direction::kInfo;
+  if (path.rfind("collectives.ops[", 0) == 0 && last == "bytes") return Direction::kInfo;
+  if (path.find("last_arriver_counts") != std::string::npos) return Direction::kInfo;
+  if (path.find("most_frequent_last_arriver") != std::string::npos) return Direction::kInfo;
+  if (last == "std") return Direction::kLowerIsBetter;  // spread: less is better, whatever unit
+  if (path.find("tokens_per_s") != std::string::npos || EndsWith(last, "_gbps") ||
+      last == "gpu_busy_share") {
+    return Direction::kHigherIsBetter;
+  }
+  // Any segment carrying a time or size unit (a LAT block's fields inherit their key's unit).
+  std::string seg;
+  for (size_t i = 0; i <= path.size(); ++i) {
+    const char c = i < path.size() ? path[i] : '.';
+    if (c == '.' || c == '[' || c == ']') {
+      if (EndsWith(seg, "_ms") || EndsWith(seg, "_us") || EndsWith(seg, "_bytes") ||
+          seg == "ms" || seg.find("_ms_") != std::string::npos) {
+        return Direction::kLowerIsBetter;
+      }
+      seg.clear();
+    } else {
+      seg += c;
+    }
+  }
+  return Direction::kInfo;
+}
+
+// A stable key for an array entry: its name, or what identifies it in SUMMARY_FORMAT.md.
+std::string EntryKey(const OJson& e, size_t index) {
+  auto str = [&](const char* k) -> std::string {
+    auto it = e.find(k);
+    if (it == e.end() || it->is_null()) return "";
+    if (it->is_string()) return it->get<std::string>();
+    return it->dump();
+  };
+  if (!e.is_object()) return std::to_string(index);
+  if (e.contains("lib") && e.contains("op")) {
+    return absl::StrCat(str("lib"), " ", str("op"), " ", str("size_class"));
+  }
+  if (e.contains("name")) return str("name");
+  if (e.contains("rank") && e.contains("device")) {
+    return absl::StrCat("rank ", str("rank"), " dev ", str("device"));
+  }
+  if (e.contains("lo") && e.contains("hi")) {
+    std::string hi = str("hi");
+    return absl::StrCat(str("lo"), "-", hi == "null" || hi.empty() ? "inf" : hi);
+  }
+  if (e.contains("rank")) return absl::StrCat("rank ", str("rank"));
+  if (e.contains("index")) return str("index");
+  return std::to_string(index);
+}
+
+void Flatten(const OJson& j, const std::string& prefix,
+             std::vector<std::pair<std::string, std::optional<double>>>* out) {
+  if (j.is_object()) {
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      const std::string& k = it.key();
+      if (prefix.empty() && (k == "schema" || k == "meta" || k == "runs")) continue;
+      if (EndsWith(k, "_samples")) continue;
+      if (k == "longest_gaps") continue;  // a top-10 list of positions, not a metric
+      Flatten(it.value(), prefix.empty() ? k : prefix + "." + k, out);
+    }
+  } else if (j.is_array()) {
+    std::set<std::string> seen;
+    for (size_t i = 0; i < j.size(); ++i) {
+      if (!j[i].is_object()) continue;  // lists of plain values are settings, not metrics
+      std::string key = EntryKey(j[i], i);
+      if (!seen.insert(key).second) key += "#" + std::to_string(i);
+      Flatten(j[i], prefix + "[" + key + "]", out);
+    }
+  } else if (j.is_number() && !j.is_boolean()) {
+    if (!IsIdentity(LastSegment(prefix))) out->push_back({prefix, j.get<double>()});
+  } else if (j.is_null()) {
+    if (!IsIdentity(LastSegment(prefix))) out->push_back({prefix, std::nullopt});
+  }
+}
+
+// ------------------------------------------------------------------ significance
+
+struct SampleTest {
+  bool available = false;
+  bool significant_worse = false;
+  std::string text;
+};
+
+std::vector<double> StepSamples(const OJson& s) {
+  std::vector<double> v;
+  auto st = s.find("stats");
+  if (st == s.end() || !st->is_object()) return v;
+  auto it = st->find("step_latency_ms_samples");
+  if (it == st->end() || !it->is_array()) return v;
+  for (const auto& x : *it) {
+    if (x.is_number()) v.push_back(x.get<double>());
+  }
+  return v;
+}
+
+std::optional<Statistic> StepStatisticFor(const std::string& name) {
+  static const std::pair<const char*, Statistic> kMap[] = {
+      {"stats.step_latency_ms.mean", Statistic::kMean},
+      {"stats.step_latency_ms.std", Statistic::kStd},
+      {"stats.step_latency_ms.min", Statistic::kMin},
+      {"stats.step_latency_ms.max", Statistic::kMax},
+      {"stats.step_latency_ms.p50", Statistic::kP50},
+      {"stats.step_latency_ms.p90", Statistic::kP90},
+      {"stats.step_latency_ms.p99", Statistic::kP99},
+      // Functions of the step times: tested through the mean step time.
+      {"stats.total_time_ms", Statistic::kMean},
+      {"stats.tokens_per_s", Statistic::kMean},
+  };
+  for (const auto& kv : kMap) {
+    if (name == kv.first) return kv.second;
+  }
+  return std::nullopt;
+}
+
+std::string Fmt(double v) {
+  char buf[64];
+  if (v == std::floor(v) && std::fabs(v) < 1e15) {
+    snprintf(buf, sizeof(buf), "%.0f", v);
+    return buf;
+  }
+  if (v != 0 && (std::fabs(v) >= 1e7 || std::fabs(v) < 1e-3)) {
+    snprintf(buf, sizeof(buf), "%.4g", v);
+  } else {
+    snprintf(buf, sizeof(buf), "%.4f", v);
+    // Trim trailing zeros (keep one decimal at most when integral).
+    std::string s = buf;
+    while (!s.empty() && s.back() == '0') s.pop_back();
+    if (!s.empty() && s.back() == '.') s.pop_back();
+    return s;
+  }
+  return buf;
+}
+
+std::string FmtP(double p) {
+  char buf[32];
+  if (p < 1e-4) {
+    snprintf(buf, sizeof(buf), "%.1e", p);
+  } else {
+    snprintf(buf, sizeof(buf), "%.4f", p);
+  }
+  return buf;
+}
+
+std::string FmtPct(double pct) {
+  char buf[32];
+  snprintf(buf, sizeof(buf), "%+.1f%%", pct);
+  return buf;
+}
+
+double ThresholdFor(const std::string& name, const DiffOptions& o) {
+  for (const auto& kv : o.metric_thresholds) {
+    if (kv.first == name) return kv.second;
+  }
+  for (const auto& kv : o.metric_thresholds) {
+    if (fnmatch(kv.first.c_str(), name.c_str(), FNM_NOESCAPE) == 0) return kv.second;
+  }
+  return o.threshold_pct;
+}
+
+const char* VerdictText(Verdict v) {
+  switch (v) {
+    case Verdict::kInfo: return "info";
+    case Verdict::kMissing: return "n/a";
+    case Verdict::kWithin: return "ok";
+    case Verdict::kBetter: return "better";
+    case Verdict::kNoise: return "worse, not significant";
+    case Verdict::kUntested: return "worse, untested";
+    case Verdict::kRegression: return "REGRESSION";
+  }
+  return "?";
+}
+
+int VerdictOrder(Verdict v) {
+  switch (v) {
+    case Verdict::kRegression: return 0;
+    case Verdict::kUntested: return 1;
+    case Verdict::kNoise: return 2;
+    case Verdict::kBetter: return 3;
+    case Verdict::kWithin: return 4;
+    case Verdict::kMissing: return 5;
+    case Verdict::kInfo: return 6;
+  }
+  return 7;
+}
+
+std::string ValueText(const std::optional<double>& v) { return v ? Fmt(*v) : "null"; }
+
+std::string OneLine(std::string s) {
+  std::replace(s.begin(), s.end(), '\n', ' ');
+  return s;
+}
+
+}  // namespace
+
+double ComputeStatistic(std::vector<double> v, Statistic s) { return StatisticInPlace(v, s); }
+
+std::pair<double, double> BootstrapDiffInterval(const std::vector<double>& a,
+                                                const std::vector<double>& b, Statistic s,
+                                                double alpha, int resamples, uint64_t seed) {
+  if (a.empty() || b.empty() || resamples <= 0) return {0, 0};
+  std::mt19937_64 rng(seed);  // fully specified engine: identical streams everywhere
+  std::vector<double> ra(a.size()), rb(b.size()), diffs;
+  diffs.reserve(resamples);
+  for (int r = 0; r < resamples; ++r) {
+    for (double& x : ra) x = a[rng() % a.size()];
+    for (double& x : rb) x = b[rng() % b.size()];
+    diffs.push_back(StatisticInPlace(rb, s) - StatisticInPlace(ra, s));
+  }
+  std::sort(diffs.begin(), diffs.end());
+  const size_t n = diffs.size();
+  size_t lo = static_cast<size_t>(std::floor(alpha / 2 * n));
+  size_t hi = static_cast<size_t>(std::ceil((1 - alpha / 2) * n));
+  hi = hi == 0 ? 0 : std::min(hi - 1, n - 1);
+  lo = std::min(lo, n - 1);
+  return {diffs[lo], diffs[hi]};
+}
+
+double MannWhitneyP(const std::vector<double>& a, const std::vector<double>& b) {
+  const size_t n1 = a.size(), n2 = b.size();
+  if (n1 == 0 || n2 == 0) return 1;
+  std::vector<std::pair<double, int>> all;
+  all.reserve(n1 + n2);
+  for (double x : a) all.push_back({x, 0});
+  for (double x : b) all.push_back({x, 1});
+  std::sort(all.begin(), all.end());
+  const size_t n = all.size();
+  double r1 = 0, tie_term = 0;
+  for (size_t i = 0; i < n;) {
+    size_t j = i;
+    while (j < n && all[j].first == all[i].first) ++j;
+    const double avg_rank = (i + 1 + j) / 2.0;  // ranks i+1 .. j
+    const double t = static_cast<double>(j - i);
+    tie_term += t * t * t - t;
+    for (size_t k = i; k < j; ++k) {
+      if (all[k].second == 0) r1 += avg_rank;
+    }
+    i = j;
+  }
+  const double u1 = r1 - n1 * (n1 + 1) / 2.0;
+  const double mu = n1 * n2 / 2.0;
+  const double var = n1 * n2 / 12.0 * ((n + 1) - tie_term / (static_cast<double>(n) * (n - 1)));
+  if (var <= 0) return 1;
+  const double z = std::max(0.0, std::fabs(u1 - mu) - 0.5) / std::sqrt(var);
+  return std::erfc(z / std::sqrt(2.0));
+}
+
+double WelchP(double mean_a, double sd_a, double n_a, double mean_b, double sd_b, double n_b) {
+  if (n_a < 2 || n_b < 2) return 1;
+  const double va = sd_a * sd_a / n_a, vb = sd_b * sd_b / n_b;
+  const double se2 = va + vb;
+  if (se2 <= 0) return mean_a == mean_b ? 1 : 0;
+  const double t = (mean_b - mean_a) / std::sqrt(se2);
+  const double df = se2 * se2 / (va * va / (n_a - 1) + vb * vb / (n_b - 1));
+  return RegularizedBeta(df / 2, 0.5, df / (df + t * t));
+}
+
+absl::StatusOr<std::pair<std::string, double>> ParseMetricThreshold(const std::string& s) {
+  const size_t eq = s.rfind('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == s.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--metric-threshold '", s, "': expected PATH=PERCENT"));
+  }
+  char* end = nullptr;
+  const std::string num = s.substr(eq + 1);
+  double v = strtod(num.c_str(), &end);
+  if (end == num.c_str() || *end != '\0' || !(v >= 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--metric-threshold '", s, "': '", num, "' is not a percentage"));
+  }
+  return std::make_pair(s.substr(0, eq), v);
+}
+
+absl::StatusOr<OJson> LoadSummary(const std::string& path) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) {
+    return absl::NotFoundError(absl::StrCat(path, ": cannot open: ", strerror(errno)));
+  }
+  std::string file = path;
+  if (S_ISDIR(st.st_mode)) {
+    auto files = ListProfileFiles(path);
+    if (files.ok()) {
+      auto summary = BuildSummary(*files, ReportOptions{}, "");
+      if (!summary.ok()) return summary.status();
+      return *summary;
+    }
+    file = path + "/summary.json";
+    if (stat(file.c_str(), &st) != 0) {
+      return absl::NotFoundError(
+          absl::StrCat(path, ": directory holds neither rank files (*.pb) nor summary.json"));
+    }
+  }
+  std::ifstream in(file, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat(file, ": cannot open: ", strerror(errno)));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  OJson j;
+  try {
+    j = OJson::parse(ss.str());
+  } catch (const nlohmann::json::exception& e) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(file, ": malformed JSON: ", OneLine(e.what())));
+  }
+  if (!j.is_object()) {
+    return absl::InvalidArgumentError(absl::StrCat(file, ": not a summary (not a JSON object)"));
+  }
+  auto schema = j.find("schema");
+  if (schema == j.end() || !schema->is_string() ||
+      schema->get<std::string>().rfind("profagent.summary/1", 0) != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(file, ": not a profagent summary (schema must be profagent.summary/1)"));
+  }
+  return j;
+}
+
+DiffResult DiffSummaries(const OJson& base, const OJson& now, const DiffOptions& options) {
+  DiffResult r;
+  std::vector<std::pair<std::string, std::optional<double>>> fb, fn;
+  Flatten(base, "", &fb);
+  Flatten(now, "", &fn);
+  std::map<std::string, std::optional<double>> new_values(fn.begin(), fn.end());
+  std::set<std::string> base_names;
+  std::vector<std::string> names;
+  for (const auto& kv : fb) {
+    if (base_names.insert(kv.first).second) names.push_back(kv.first);
+  }
+  for (const auto& kv : fn) {
+    if (base_names.count(kv.first) == 0) {
+      base_names.insert(kv.first);
+      names.push_back(kv.first);
+    }
+  }
+  std::map<std::string, std::optional<double>> base_values(fb.begin(), fb.end());
+
+  const std::vector<double> sa = StepSamples(base), sb = StepSamples(now);
+  const bool have_samples = sa.size() >= 2 && sb.size() >= 2;
+  double mwu_p = 1;
+  if (have_samples) {
+    mwu_p = MannWhitneyP(sa, sb);
+  } else {
+    r.notes.push_back(
+        "no per-step samples (stats.step_latency_ms_samples) on both sides: step metrics "
+        "are untested");
+  }
+  const auto* ra = base.contains("runs_aggregate") ? &base["runs_aggregate"] : nullptr;
+  const auto* rb = now.contains("runs_aggregate") ? &now["runs_aggregate"] : nullptr;
+  auto runs_of = [](const OJson* agg) -> double {
+    if (agg == nullptr || !agg->is_object()) return 0;
+    auto it = agg->find("runs");
+    return it != agg->end() && it->is_number() ? it->get<double>() : 0;
+  };
+  const double runs_a = runs_of(ra), runs_b = runs_of(rb);
+
+  for (const std::string& name : names) {
+    MetricDiff m;
+    m.name = name;
+    auto bi = base_values.find(name);
+    auto ni = new_values.find(name);
+    if (bi != base_values.end()) m.base = bi->second;
+    if (ni != new_values.end()) m.now = ni->second;
+    m.direction = DirectionOf(name);
+    m.threshold_pct = ThresholdFor(name, options);
+    if (!m.base && !m.now) continue;  // null on both sides (e.g. an empty bin): nothing to say
+    if (!m.base || !m.now) {
+      m.verdict = m.direction == Direction::kInfo ? Verdict::kInfo : Verdict::kMissing;
+      r.metrics.push_back(m);
+      continue;
+    }
+    if (*m.base != 0) m.change_pct = (*m.now - *m.base) / std::fabs(*m.base) * 100;
+    if (m.direction == Direction::kInfo) {
+      m.verdict = Verdict::kInfo;
+      r.metrics.push_back(m);
+      continue;
+    }
+    double worse_pct = m.direction == Direction::kLowerIsBetter ? m.change_pct : -m.change_pct;
+    if (*m.base == 0) {
+      // No relative change from zero: worse only if it moved the wrong way at all.
+      const double d = *m.now - *m.base;
+      const double w = m.direction == Direction::kLowerIsBetter ? d : -d;
+      worse_pct = w > 0 ? INFINITY : w < 0 ? -INFINITY : 0;
+    }
+    if (std::fabs(worse_pct) <= m.threshold_pct) {
+      m.verdict = Verdict::kWithin;
+    } else if (worse_pct < 0) {
+      m.verdict = Verdict::kBetter;
+    } else {
+      // Worse beyond the threshold: is it real?
+      if (auto stat = StepStatisticFor(name); stat && have_samples) {
+        auto ci = BootstrapDiffInterval(sa, sb, *stat, options.alpha, options.bootstrap_resamples,
+                                        options.seed);
+        m.tested = true;
+        // For all these metrics a larger step statistic is worse (tokens/s: slower steps).
+        m.significant = ci.first > 0;
+        const int level = static_cast<int>(std::lround((1 - options.alpha) * 100));
+        m.test = absl::StrCat("step ", name == "stats.total_time_ms" ||
+                                           name == "stats.tokens_per_s"
+                                       ? "mean"
+                                       : LastSegment(name),
+                              " diff CI", level, " [", Fmt(ci.first), ", ", Fmt(ci.second),
+                              "] ms; MWU p=", FmtP(mwu_p));
+      } else if (name.rfind("runs_aggregate.", 0) == 0 && EndsWith(name, ".mean") &&
+                 runs_a >= 2 && runs_b >= 2) {
+        const std::string base_key = name.substr(0, name.size() - 5);  // drop ".mean"
+        auto sd = [&](const std::map<std::string, std::optional<double>>& vals) {
+          auto it = vals.find(base_key + ".std");
+          return it != vals.end() && it->second ? *it->second : 0.0;
+        };
+        const double p = WelchP(*m.base, sd(base_values), runs_a, *m.now, sd(new_values), runs_b);
+        m.tested = true;
+        m.significant = p < options.alpha;
+        m.test = absl::StrCat("Welch t over runs p=", FmtP(p));
+      }
+      if (m.tested) {
+        m.verdict = m.significant ? Verdict::kRegression : Verdict::kNoise;
+      } else {
+        m.verdict = options.fail_untested ? Verdict::kRegression : Verdict::kUntested;
+        m.test = options.fail_untested ? "untested (--fail-untested)" : "no samples";
+      }
+    }
+    if (m.verdict == Verdict::kRegression) ++r.regressions;
+    if (m.verdict == Verdict::kUntested) ++r.untested_worse;
+    r.metrics.push_back(m);
+  }
+  for (const auto& kv : options.metric_thresholds) {
+    bool used = false;
+    for (const std::string& name : names) {
+      if (name == kv.first || fnmatch(kv.first.c_str(), name.c_str(), FNM_NOESCAPE) == 0) {
+        used = true;
+        break;
+      }
+    }
+    if (!used) {
+      r.notes.push_back(absl::StrCat("--metric-threshold ", kv.first,
+                                     " matches no metric (names as in the table, e.g. "
+                                     "stats.step_latency_ms.p90)"));
+    }
+  }
+  return r;
+}
+
+namespace {
+
+std::vector<const MetricDiff*> Ordered(const DiffResult& r) {
+  std::vector<const MetricDiff*> v;
+  for (const MetricDiff& m : r.metrics) v.push_back(&m);
+  std::stable_sort(v.begin(), v.end(), [](const MetricDiff* a, const MetricDiff* b) {
+    return VerdictOrder(a->verdict) < VerdictOrder(b->verdict);
+  });
+  return v;
+}
+
+std::string ChangeText(const MetricDiff& m) {
+  if (!m.base || !m.now) return "";
+  if (*m.base == 0) return *m.now == 0 ? "+0.0%" : "new";
+  return FmtPct(m.change_pct);
+}
+
+std::string Headline(const DiffResult& r) {
+  if (r.regressions > 0) {
+    return absl::StrCat("REGRESSION: ", r.regressions, " metric",
+                        r.regressions == 1 ? "" : "s", " significantly worse");
+  }
+  return "no regression";
+}
+
+}  // namespace
+
+std::string RenderDiffText(const DiffResult& r, const DiffOptions& options) {
+  std::vector<std::vector<std::string>> rows;
+  rows.push_back({"metric", "base", "new", "change", "thr", "verdict", "significance"});
+  for (const MetricDiff* m : Ordered(r)) {
+    rows.push_back({m->name, ValueText(m->base), ValueText(m->now), ChangeText(*m),
+                    m->direction == Direction::kInfo ? "" : Fmt(m->threshold_pct) + "%",
+                    VerdictText(m->verdict), m->test});
+  }
+  std::vector<size_t> width(rows[0].size(), 0);
+  for (const auto& row : rows) {
+    for (size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
+  }
+  std::string out = absl::StrCat("profagent diff: ", Headline(r), "\n  base: ", r.base_label,
+                                 "\n  new:  ", r.new_label, "\n");
+  for (const std::string& n : r.notes) out += "  note: " + n + "\n";
+  for (const auto& row : rows) {
+    std::string line;
+    for (size_t c = 0; c < row.size(); ++c) {
+      std::string cell = row[c];
+      const bool right = c >= 1 && c <= 4;
+      if (c + 1 < row.size()) {
+        const std::string pad(width[c] - cell.size(), ' ');
+        cell = right ? pad + cell : cell + pad;
+        cell += "  ";
+      }
+      line += cell;
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out += line + "\n";
+  }
+  (void)options;
+  return out;
+}
+
+std::string RenderDiffMarkdown(const DiffResult& r, const DiffOptions& options) {
+  std::string out = absl::StrCat("### profagent diff: ", Headline(r), "\n\n");
+  out += absl::StrCat("Base `", r.base_label, "`, new `", r.new_label, "`. A regression is a change ",
+                      "in the worse direction beyond the threshold (default ",
+                      Fmt(options.threshold_pct), "%) that is also significant (bootstrap ",
+                      static_cast<int>(std::lround((1 - options.alpha) * 100)),
+                      "% interval of the per-step difference, or Welch's t-test over runs, at p < ",
+                      Fmt(options.alpha), ").\n");
+  for (const std::string& n : r.notes) out += "\n> note: " + n + "\n";
+  auto header = [](std::string* o) {
+    *o += "\n| metric | base | new | change | threshold | verdict | significance |\n";
+    *o += "|---|---:|---:|---:|---:|---|---|\n";
+  };
+  auto row = [](std::string* o, const MetricDiff& m) {
+    const bool bold = m.verdict == Verdict::kRegression;
+    const std::string v = VerdictText(m.verdict);
+    *o += absl::StrCat("| `", m.name, "` | ", ValueText(m.base), " | ", ValueText(m.now), " | ",
+                       ChangeText(m), " | ",
+                       m.direction == Direction::kInfo ? "" : Fmt(m.threshold_pct) + "%", " | ",
+                       bold ? "**" + v + "**" : v, " | ", m.test, " |\n");
+  };
+  std::vector<const MetricDiff*> ordered = Ordered(r);
+  std::vector<const MetricDiff*> top, rest;
+  for (const MetricDiff* m : ordered) {
+    (VerdictOrder(m->verdict) <= VerdictOrder(Verdict::kBetter) ? top : rest).push_back(m);
+  }
+  if (!top.empty()) {
+    header(&out);
+    for (const MetricDiff* m : top) row(&out, *m);
+  } else {
+    out += "\nNo metric moved beyond its threshold.\n";
+  }
+  if (!rest.empty()) {
+    out += absl::StrCat("\n<details><summary>", rest.size(),
+                        " unchanged or informational metrics</summary>\n");
+    header(&out);
+    for (const MetricDiff* m : rest) row(&out, *m);
+    out += "\n</details>\n";
+  }
+  return out;
+}
+
+int RunDiffCommand(const std::string& base, const std::string& now, const DiffOptions& options,
+                   bool markdown, std::ostream& out, std::ostream& err) {
+  auto b = LoadSummary(base);
+  if (!b.ok()) {
+    err << "profanalyze diff: " << OneLine(std::string(b.status().message())) << "\n";
+    return 2;
+  }
+  auto n = LoadSummary(now);
+  if (!n.ok()) {
+    err << "profanalyze diff: " << OneLine(std::string(n.status().message())) << "\n";
+    return 2;
+  }
+  DiffResult r = DiffSummaries(*b, *n, options);
+  r.base_label = base;
+  r.new_label = now;
+  out << (markdown ? RenderDiffMarkdown(r, options) : RenderDiffText(r, options));
+  return r.regressions > 0 ? 1 : 0;
+}
+
+void AddDiffCommand(CLI::App& app, int* exit_code) {
+  struct Opts {
+    std::string base, now;
+    bool markdown = false;
+    double threshold = 5.0;
+    std::vector<std::string> metric_thresholds;
+    bool fail_untested = false;
+  };
+  auto o = std::make_shared<Opts>();
+  CLI::App* sub = app.add_subcommand(
+      "diff", "Compare two summary.json (or profile directories); exit 1 on a real regression");
+  sub->add_option("base", o->base, "baseline summary.json or profile directory")->required();
+  sub->add_option("new", o->now, "new summary.json or profile directory")->required();
+  sub->add_flag("--markdown", o->markdown, "print a Markdown table (for a CI comment)");
+  sub->add_option("--threshold", o->threshold, "default regression threshold, percent (5)")
+      ->check(CLI::NonNegativeNumber);
+  sub->add_option("--metric-threshold", o->metric_thresholds,
+                  "per-metric threshold PATH=PCT (PATH may use * wildcards); repeatable");
+  sub->add_flag("--fail-untested", o->fail_untested,
+                "also fail on metrics worse beyond the threshold that have no samples to test");
+  sub->callback([o, exit_code]() {
+    DiffOptions options;
+    options.threshold_pct = o->threshold;
+    options.fail_untested = o->fail_untested;
+    for (const std::string& s : o->metric_thresholds) {
+      auto kv = ParseMetricThreshold(s);
+      if (!kv.ok()) {
+        std::cerr << "profanalyze diff: " << kv.status().message() << "\n";
+        *exit_code = 2;
+        return;
+      }
+      options.metric_thresholds.push_back(*kv);
+    }
+    *exit_code = RunDiffCommand(o->base, o->now, options, o->markdown, std::cout, std::cerr);
+  });
+}
+
+}  // namespace analyzer
+}  // namespace profagent

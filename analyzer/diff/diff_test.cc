@@ -1,0 +1,256 @@
+// Tests of `profanalyze diff` on hand-made summary.json pairs (analyzer/testdata/diff_*.json,
+// written by diff_make_summaries.py) and of its statistics against values computed by hand.
+#include "analyzer/diff/diff.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "analyzer/perfetto/test_profile.h"
+#include "proto/profagent.pb.h"
+
+namespace profagent {
+namespace analyzer {
+namespace {
+
+const std::string kData = "analyzer/testdata/";
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+struct Run {
+  int code;
+  std::string out, err;
+};
+
+Run Diff(const std::string& base, const std::string& now, bool markdown = false,
+         DiffOptions options = DiffOptions()) {
+  std::ostringstream out, err;
+  int code = RunDiffCommand(kData + base, kData + now, options, markdown, out, err);
+  return Run{code, out.str(), err.str()};
+}
+
+const MetricDiff* Find(const DiffResult& r, const std::string& name) {
+  for (const MetricDiff& m : r.metrics) {
+    if (m.name == name) return &m;
+  }
+  return nullptr;
+}
+
+DiffResult DiffFiles(const std::string& a, const std::string& b, DiffOptions o = DiffOptions()) {
+  auto sa = LoadSummary(kData + a);
+  auto sb = LoadSummary(kData + b);
+  REQUIRE(sa.ok());
+  REQUIRE(sb.ok());
+  return DiffSummaries(*sa, *sb, o);
+}
+
+TEST_CASE("statistics match hand-computed values") {
+  // Nearest-rank percentiles (SUMMARY_FORMAT.md): p50 of 1..10 is the 5th value, p90 the 9th.
+  std::vector<double> v = {10, 1, 9, 2, 8, 3, 7, 4, 6, 5};
+  REQUIRE(ComputeStatistic(v, Statistic::kP50) == 5);
+  REQUIRE(ComputeStatistic(v, Statistic::kP90) == 9);
+  REQUIRE(ComputeStatistic(v, Statistic::kP99) == 10);
+  REQUIRE(ComputeStatistic(v, Statistic::kMean) == Approx(5.5));
+  REQUIRE(ComputeStatistic(v, Statistic::kStd) == Approx(std::sqrt(8.25)));  // population
+  // Mann-Whitney: fully separated groups of 5: U = 0, mu = 12.5, sigma^2 = 25*11/12;
+  // z = (12.5 - 0.5) / sqrt(22.9167) = 2.5067 -> p = erfc(z / sqrt 2) = 0.01219.
+  REQUIRE(MannWhitneyP({1, 2, 3, 4, 5}, {6, 7, 8, 9, 10}) == Approx(0.01219).epsilon(1e-3));
+  REQUIRE(MannWhitneyP({1, 2, 3}, {1, 2, 3}) == Approx(1.0));
+  // Welch: equal n=10, sd=1, means 0 and 1: t = 1/sqrt(0.2) = 2.2361, df = 18 -> p = 0.0382.
+  REQUIRE(WelchP(0, 1, 10, 1, 1, 10) == Approx(0.0382).epsilon(2e-3));
+  // df -> large: normal limit, t = 10 -> p ~ 1.5e-23 (just very small).
+  REQUIRE(WelchP(0, 1, 1000, 0.4472, 1, 1000) < 1e-20);
+  REQUIRE(WelchP(5, 1, 4, 5, 1, 4) == Approx(1.0));
+  // Bootstrap interval of a shift of exactly +1 with no spread is exactly [1, 1].
+  auto ci = BootstrapDiffInterval({2, 2, 2}, {3, 3, 3}, Statistic::kMean, 0.01, 500, 1);
+  REQUIRE(ci.first == Approx(1));
+  REQUIRE(ci.second == Approx(1));
+  // Deterministic for a seed.
+  auto a = BootstrapDiffInterval({1, 5, 2, 8}, {3, 9, 4, 4}, Statistic::kP50, 0.01, 300, 7);
+  auto b = BootstrapDiffInterval({1, 5, 2, 8}, {3, 9, 4, 4}, Statistic::kP50, 0.01, 300, 7);
+  REQUIRE(a == b);
+}
+
+TEST_CASE("a real regression exits 1 and matches the golden Markdown") {
+  Run r = Diff("diff_base.json", "diff_regression.json", /*markdown=*/true);
+  REQUIRE(r.code == 1);
+  REQUIRE(r.err.empty());
+  // The golden file was checked by hand: steps 15 % slower (all step statistics and tokens/s
+  // significant), runs' tokens/s down 13 % (Welch), the attention kernel 30 % slower (no
+  // samples: reported, not failing), everything else unchanged.
+  const std::string golden = ReadAll(kData + "diff_regression_golden.md");
+  if (r.out != golden) {
+    const char* tmp = getenv("TEST_TMPDIR");
+    const std::string actual = std::string(tmp != nullptr ? tmp : "/tmp") + "/diff_actual.md";
+    std::ofstream(actual) << r.out;
+    INFO("actual output written to " << actual << ":\n" << r.out);
+    REQUIRE(r.out == golden);
+  }
+}
+
+TEST_CASE("regression verdicts per metric") {
+  DiffResult d = DiffFiles("diff_base.json", "diff_regression.json");
+  const MetricDiff* mean = Find(d, "stats.step_latency_ms.mean");
+  REQUIRE(mean != nullptr);
+  REQUIRE(mean->change_pct == Approx(15.0).epsilon(1e-3));
+  REQUIRE(mean->verdict == Verdict::kRegression);
+  const MetricDiff* tps = Find(d, "stats.tokens_per_s");
+  REQUIRE(tps->direction == Direction::kHigherIsBetter);
+  REQUIRE(tps->verdict == Verdict::kRegression);  // down 13 %
+  REQUIRE(Find(d, "runs_aggregate.metrics.tokens_per_s.mean")->verdict == Verdict::kRegression);
+  const MetricDiff* kernel = Find(d, "kernels[attention_decode_kernel].total_ms");
+  REQUIRE(kernel != nullptr);
+  REQUIRE(kernel->verdict == Verdict::kUntested);
+  REQUIRE(Find(d, "kernels[gemm_kernel].total_ms")->verdict == Verdict::kWithin);
+  REQUIRE(Find(d, "stats.steps")->verdict == Verdict::kInfo);
+  REQUIRE(Find(d, "memory.devices[rank 0 dev 0].peak_bytes")->verdict == Verdict::kWithin);
+  REQUIRE(Find(d, "memory.devices[rank 0 dev 0].peak_at_ms") == nullptr);  // a position
+  REQUIRE(Find(d, "stats.step_latency_ms_samples") == nullptr);
+}
+
+TEST_CASE("same-distribution noisy pair beyond 5 % in mean is not a regression") {
+  DiffResult d = DiffFiles("diff_noisy_base.json", "diff_noisy_new.json");
+  const MetricDiff* mean = Find(d, "stats.step_latency_ms.mean");
+  REQUIRE(mean->change_pct == Approx(8.0).epsilon(1e-3));  // beyond the 5 % threshold
+  REQUIRE(mean->tested);
+  REQUIRE(!mean->significant);
+  REQUIRE(mean->verdict == Verdict::kNoise);
+  REQUIRE(Find(d, "stats.step_latency_ms.p50")->verdict == Verdict::kNoise);  // +25.6 %
+  REQUIRE(d.regressions == 0);
+  Run r = Diff("diff_noisy_base.json", "diff_noisy_new.json");
+  REQUIRE(r.code == 0);
+  REQUIRE(r.out.find("no regression") != std::string::npos);
+  REQUIRE(r.out.find("worse, not significant") != std::string::npos);
+  // A stricter gate that also fails untested metrics does fail (the kernel moved 6 %).
+  DiffOptions strict;
+  strict.fail_untested = true;
+  REQUIRE(Diff("diff_noisy_base.json", "diff_noisy_new.json", false, strict).code == 1);
+}
+
+TEST_CASE("an improvement exits 0") {
+  Run r = Diff("diff_base.json", "diff_improvement.json");
+  REQUIRE(r.code == 0);
+  DiffResult d = DiffFiles("diff_base.json", "diff_improvement.json");
+  REQUIRE(Find(d, "stats.step_latency_ms.mean")->verdict == Verdict::kBetter);
+  REQUIRE(Find(d, "stats.tokens_per_s")->verdict == Verdict::kBetter);
+  REQUIRE(d.regressions == 0);
+  // The same pair reversed is a regression.
+  REQUIRE(Diff("diff_improvement.json", "diff_base.json").code == 1);
+}
+
+TEST_CASE("identical summaries: no regression") {
+  Run r = Diff("diff_base.json", "diff_base.json");
+  REQUIRE(r.code == 0);
+}
+
+TEST_CASE("per-metric thresholds") {
+  REQUIRE(ParseMetricThreshold("stats.step_latency_ms.p90=10")->second == 10);
+  REQUIRE(!ParseMetricThreshold("stats.p90").ok());
+  REQUIRE(!ParseMetricThreshold("x=abc").ok());
+  DiffOptions o;
+  o.metric_thresholds = {{"stats.step_latency_ms.*", 20}, {"stats.tokens_per_s", 20},
+                         {"runs_aggregate.*", 20}};
+  // 15 % is within 20 %: the step metrics no longer fail.
+  DiffResult d = DiffFiles("diff_base.json", "diff_regression.json", o);
+  REQUIRE(Find(d, "stats.step_latency_ms.mean")->verdict == Verdict::kWithin);
+  REQUIRE(Find(d, "stats.step_latency_ms.mean")->threshold_pct == 20);
+  REQUIRE(Find(d, "stats.total_time_ms")->verdict == Verdict::kRegression);  // still 5 %
+  o.metric_thresholds.push_back({"stats.total_time_ms", 16});
+  REQUIRE(DiffFiles("diff_base.json", "diff_regression.json", o).regressions == 0);
+  // A pattern that names nothing is reported, not silently ignored.
+  DiffOptions typo;
+  typo.metric_thresholds = {{"stats.p90_ms", 10}};
+  DiffResult t = DiffFiles("diff_base.json", "diff_regression.json", typo);
+  REQUIRE(t.notes.size() == 1);
+  REQUIRE(t.notes[0].find("stats.p90_ms matches no metric") != std::string::npos);
+  // The global threshold.
+  DiffOptions loose;
+  loose.threshold_pct = 50;
+  REQUIRE(Diff("diff_base.json", "diff_regression.json", false, loose).code == 0);
+}
+
+TEST_CASE("bad input exits 2 with one line naming the file") {
+  Run r = Diff("diff_base.json", "diff_malformed.json");
+  REQUIRE(r.code == 2);
+  REQUIRE(r.out.empty());
+  REQUIRE(r.err.find("diff_malformed.json") != std::string::npos);
+  REQUIRE(r.err.find("malformed JSON") != std::string::npos);
+  REQUIRE(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  Run missing = Diff("does_not_exist.json", "diff_base.json");
+  REQUIRE(missing.code == 2);
+  REQUIRE(missing.err.find("does_not_exist.json") != std::string::npos);
+  // Valid JSON that is not a summary.
+  const char* tmp = getenv("TEST_TMPDIR");
+  const std::string path = std::string(tmp != nullptr ? tmp : "/tmp") + "/not_summary.json";
+  std::ofstream(path) << "{\"stats\": {\"steps\": 3}}\n";
+  std::ostringstream out, err;
+  REQUIRE(RunDiffCommand(kData + "diff_base.json", path, DiffOptions(), false, out, err) == 2);
+  REQUIRE(err.str().find("not a profagent summary") != std::string::npos);
+}
+
+// Profile directories are summarized in memory with the report library.
+void WriteStepProfile(const std::string& dir, double step_ms) {
+  mkdir(dir.c_str(), 0755);
+  testing::ProfileWriter w(dir + "/rank0.pb");
+  REQUIRE(w.ok());
+  w.Header(100, "h", 0, 1700000000000000000ull, 1000000000);
+  w.String(1, "decode");
+  w.Thread(0, 100, "main");
+  Record r;
+  EventBatch* b = r.mutable_batch();
+  b->set_thread(0);
+  b->set_base_ns(1000000000);
+  for (int i = 0; i < 30; ++i) {
+    Event* e = b->add_events();
+    e->set_dt(i == 0 ? 0 : static_cast<int64_t>(step_ms * 1.5e6));
+    // +-1 % deterministic jitter around step_ms.
+    e->set_dur(static_cast<uint64_t>(step_ms * 1e6 * (1 + 0.01 * ((i * 7) % 5 - 2) / 2)));
+    e->set_kind(EV_STEP);
+    e->mutable_step()->set_phase(1);
+    e->mutable_step()->set_index(i);
+    e->mutable_step()->set_tokens(4);
+    e->mutable_step()->set_kv(-1);
+    e->mutable_step()->set_bsz(-1);
+  }
+  w.Write(r);
+}
+
+TEST_CASE("profile directories are summarized in memory and compared") {
+  const char* tmp = getenv("TEST_TMPDIR");
+  const std::string root = std::string(tmp != nullptr ? tmp : "/tmp") + "/diff_dirs";
+  mkdir(root.c_str(), 0755);
+  WriteStepProfile(root + "/base", 10.0);
+  WriteStepProfile(root + "/slow", 12.0);
+  std::ostringstream out, err;
+  REQUIRE(RunDiffCommand(root + "/base", root + "/slow", DiffOptions(), false, out, err) == 1);
+  INFO(out.str() << err.str());
+  REQUIRE(out.str().find("stats.step_latency_ms.mean") != std::string::npos);
+  auto a = LoadSummary(root + "/base");
+  auto b = LoadSummary(root + "/slow");
+  REQUIRE(a.ok());
+  REQUIRE(b.ok());
+  DiffResult d = DiffSummaries(*a, *b, DiffOptions());
+  const MetricDiff* mean = Find(d, "stats.step_latency_ms.mean");
+  REQUIRE(mean != nullptr);
+  REQUIRE(mean->change_pct == Approx(20.0).epsilon(1e-2));
+  REQUIRE(mean->verdict == Verdict::kRegression);
+  std::ostringstream out2, err2;
+  REQUIRE(RunDiffCommand(root + "/base", root + "/base", DiffOptions(), false, out2, err2) == 0);
+}
+
+}  // namespace
+}  // namespace analyzer
+}  // namespace profagent

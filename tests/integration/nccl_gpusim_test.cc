@@ -1,0 +1,299 @@
+// End-to-end test of the agent's NCCL surface on the CPU GPU simulator: nccl_mpi_ranks (NCCL
+// collectives + grouped Send/Recv + a split communicator; the unique id travels by MPI_Bcast)
+// runs under mpirun -np 4 with the agent preloaded and rank 2 made a straggler
+// (GPUSIM_NCCL_DELAY_RANK). Every recorded NCCL call is checked against the simulator's
+// ground-truth log: same op, sequence number, count, bytes, datatype and peer, and the host
+// enqueue window [t0, t1] of the call contains the time the simulator saw the operation queued.
+// Across ranks: equal communicator unique ids and sequence numbers. When the agent has device
+// timing (CUPTI surface linked in), each call's correlation id leads to a device op whose
+// interval matches the truth.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "tests/integration/mpi_testutil.h"
+
+namespace profagent {
+namespace testing {
+namespace {
+
+constexpr int kRanks = 4;
+constexpr int kIters = 3;
+constexpr int kMainColls = 6 * kIters + 1;
+
+struct Truth {
+  int rank = -1, comm_rank = -1, nranks = 0, peer = -1;
+  std::string name, comm, dtype;
+  uint64_t seq = 0, count = 0, bytes = 0, queued_ns = 0, start_ns = 0, end_ns = 0, arrive_ns = 0;
+  uint32_t corr = 0;
+};
+
+std::string Field(const std::string& line, const std::string& key) {
+  const std::regex re("\"" + key + "\":(\"([^\"]*)\"|(-?[0-9]+))");
+  std::smatch m;
+  if (!std::regex_search(line, m, re)) return "";
+  return m[2].matched ? m[2].str() : m[3].str();
+}
+uint64_t U(const std::string& line, const std::string& key) {
+  const std::string v = Field(line, key);
+  return v.empty() ? 0 : std::stoull(v);
+}
+int I(const std::string& line, const std::string& key) {
+  const std::string v = Field(line, key);
+  return v.empty() ? -1 : std::stoi(v);
+}
+
+std::vector<Truth> ReadTruth(const std::string& path) {
+  std::vector<Truth> out;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (Field(line, "op") != "collective") continue;
+    Truth t;
+    t.rank = I(line, "rank");
+    t.comm_rank = I(line, "comm_rank");
+    t.nranks = I(line, "nranks");
+    t.peer = I(line, "peer");
+    t.name = Field(line, "name");
+    t.comm = Field(line, "comm");
+    t.dtype = Field(line, "dtype");
+    t.seq = U(line, "seq");
+    t.count = U(line, "count");
+    t.bytes = U(line, "bytes");
+    t.queued_ns = U(line, "queued_ns");
+    t.start_ns = U(line, "start_ns");
+    t.end_ns = U(line, "end_ns");
+    t.arrive_ns = U(line, "arrive_ns");
+    t.corr = uint32_t(U(line, "corr"));
+    out.push_back(t);
+  }
+  return out;
+}
+
+TEST_CASE("NCCL on gpusim under the agent: calls match the simulator's ground truth") {
+  REQUIRE(HaveMpirun());
+  const std::string out = FreshDir("nccl_out");
+  const std::string truth_path = FreshDir("nccl_truth") + "/truth.jsonl";
+  const std::string libdir = Runfile("tests/gpusim/libcudart.so.13");
+  const std::string nccldir = Runfile("tests/gpusim/libnccl.so.2");
+  const std::string dir_of_cudart = libdir.substr(0, libdir.rfind('/'));
+  const std::string dir_of_nccl = nccldir.substr(0, nccldir.rfind('/'));
+  const std::string cmd =
+      "mpirun --allow-run-as-root --oversubscribe -np " + std::to_string(kRanks) +
+      " -x LD_LIBRARY_PATH=" + dir_of_cudart + ":" + dir_of_nccl + " -x GPUSIM_TRUTH=" +
+      truth_path + " -x GPUSIM_NCCL_DELAY_RANK=2 -x GPUSIM_NCCL_DELAY_US=3000" +
+      " -x GPUSIM_NCCL_TIMEOUT_S=30 -x LD_PRELOAD=" + Runfile("agent/libprofagent.so") +
+      " -x PROFAGENT_OUTPUT=" + out + " " + Runfile("tests/integration/nccl_mpi_ranks");
+  std::string log;
+  const int rc = Run(cmd, &log);
+  INFO(log);
+  REQUIRE(rc == 0);  // the program checked every NCCL result itself
+  REQUIRE(log.find("all results correct") != std::string::npos);
+
+  const std::vector<Truth> truth = ReadTruth(truth_path);
+  REQUIRE(truth.size() >= size_t(kRanks * (kMainColls + 2 * kIters + 1)));
+  // Truth by (world rank, nranks of the comm, op, seq). The main communicator has 4 ranks, the
+  // split halves 2.
+  std::map<std::tuple<int, int, std::string, uint64_t>, Truth> by_key;
+  for (const Truth& t : truth) by_key[{t.rank, t.nranks, t.name, t.seq}] = t;
+
+  std::vector<RankProfile> ranks = LoadProfileDir(out);
+  REQUIRE(ranks.size() == size_t(kRanks));
+  std::set<std::string> main_uids, half_uids[2];
+  std::map<uint64_t, std::set<std::string>> ops_by_seq;  // main comm: seq -> op on every rank
+  for (int r = 0; r < kRanks; ++r) {
+    const RankProfile& p = ranks[r];
+    INFO("file " << p.path);
+    REQUIRE(p.error.empty());
+    CHECK(p.has_footer);
+    CHECK(p.dropped == 0);
+    REQUIRE(p.rank == r);
+
+    // Communicators: the main one (4 ranks) and this rank's half (2 ranks).
+    uint64_t main_comm = 0, half_comm = 0;
+    for (const auto& kv : p.comms) {
+      if (kv.second.lib() != LIB_NCCL) continue;
+      if (kv.second.size() == kRanks) main_comm = kv.first;
+      if (kv.second.size() == kRanks / 2) half_comm = kv.first;
+    }
+    REQUIRE(main_comm != 0);
+    REQUIRE(half_comm != 0);
+    CHECK(p.comms.at(main_comm).rank() == r);
+    CHECK(p.comms.at(half_comm).rank() == r / 2);
+    CHECK(p.comms.at(half_comm).parent() == main_comm);
+    main_uids.insert(p.comms.at(main_comm).unique_id());
+    half_uids[r % 2].insert(p.comms.at(half_comm).unique_id());
+
+    // Group events: one per iteration, two members each.
+    std::map<uint64_t, const OtherEvent*> groups;
+    for (const OtherEvent& o : p.others)
+      if (o.kind == EV_GROUP) groups[o.handle] = &o;
+    CHECK(groups.size() == size_t(kIters));
+
+    int main_colls = 0, sends = 0, recvs = 0, half_colls = 0, timed = 0;
+    std::map<uint64_t, std::set<uint64_t>> group_corrs;
+    std::map<uint64_t, uint64_t> group_truth_end, group_dev_end;
+    for (const CollRecord& c : p.colls) {
+      if (c.lib != LIB_NCCL) continue;
+      INFO(c.api << " seq " << c.seq);
+      CHECK(c.ret == 0);
+      CHECK(c.api == "nccl" + c.op);
+      CHECK(c.stream != 0);  // the program's own stream, not the default one
+      const bool on_main = c.comm == main_comm;
+      CHECK((on_main || c.comm == half_comm));
+      const int nr = on_main ? kRanks : kRanks / 2;
+      auto it = by_key.find({r, nr, c.op, c.seq});
+      REQUIRE(it != by_key.end());
+      const Truth& t = it->second;
+      CHECK(t.count == c.count);
+      CHECK(t.bytes == c.bytes);
+      CHECK(t.dtype == c.dtype);
+      CHECK(t.peer == c.peer);
+      if (c.op == "Send" || c.op == "Recv") {
+        // Grouped: enqueued by ncclGroupEnd, inside the group event's window.
+        REQUIRE(c.group != 0);
+        REQUIRE(groups.count(c.group) == 1);
+        const OtherEvent* g = groups.at(c.group);
+        CHECK(g->start_ns <= c.start_ns);
+        CHECK(c.end_ns <= g->end_ns);
+        CHECK(g->start_ns <= t.queued_ns);
+        CHECK(t.queued_ns <= g->end_ns);
+        CHECK(g->graph == 2);  // member calls of the group
+        (c.op == "Send" ? sends : recvs)++;
+        // One stream: both members carry the fused launch's correlation id, whose device op
+        // ends when the later of the two transfers ended.
+        if (!p.device_ops.empty()) {
+          REQUIRE(c.corr != 0);
+          group_corrs[c.group].insert(c.corr);
+          const RankProfile::Dev* dev = nullptr;
+          for (const auto& d : p.device_ops)
+            if (d.corr == c.corr) dev = &d;
+          REQUIRE(dev != nullptr);
+          group_truth_end[c.group] = std::max(group_truth_end[c.group], t.end_ns);
+          group_dev_end[c.group] = dev->end_ns;
+        }
+      } else {
+        CHECK(c.group == 0);
+        CHECK(c.start_ns <= t.queued_ns);  // the host enqueue window holds the true enqueue
+        CHECK(t.queued_ns <= c.end_ns);
+        if (on_main) {
+          ++main_colls;
+          ops_by_seq[c.seq].insert(c.op);
+        } else {
+          ++half_colls;
+        }
+        // With device timing (CUPTI, or CUDA events around the call), the correlation id
+        // leads to one device op: the NCCL kernel's interval on the stream, which ends when the
+        // simulator says the collective ended (events: within the event-to-host mapping error).
+        if (!p.device_ops.empty()) {
+          REQUIRE(c.corr != 0);
+          const RankProfile::Dev* dev = nullptr;
+          int matches = 0;
+          for (const auto& d : p.device_ops)
+            if (d.corr == c.corr) dev = &d, ++matches;
+          REQUIRE(matches == 1);
+          constexpr int64_t kTol = 200000;  // 200 us
+          INFO("device op " << dev->start_ns << ".." << dev->end_ns << " truth arrive "
+                            << t.arrive_ns << " start " << t.start_ns << " end " << t.end_ns);
+          CHECK(std::llabs(int64_t(dev->end_ns) - int64_t(t.end_ns)) <= kTol);
+          CHECK(int64_t(dev->start_ns) + kTol >= int64_t(c.start_ns));  // not before enqueue
+          CHECK(int64_t(dev->start_ns) <= int64_t(t.start_ns) + kTol);  // running by the start
+          ++timed;
+        }
+      }
+      if (c.op == "AllGather" || c.op == "AlltoAll") CHECK(c.recv_bytes == c.bytes * nr);
+    }
+    CHECK(main_colls == kMainColls);
+    CHECK(sends == kIters);
+    CHECK(recvs == kIters);
+    CHECK(half_colls == 1);
+    if (p.device_ops.empty()) {
+      WARN("rank " << r << ": no device timing in this run; device intervals not checked");
+    } else {
+      CHECK(timed == kMainColls + 1);  // every ungrouped call has its device interval
+      CHECK(group_corrs.size() == size_t(kIters));
+      for (const auto& kv : group_corrs) {
+        CHECK(kv.second.size() == 1);  // both members: the same fused launch
+        CHECK(std::llabs(int64_t(group_dev_end[kv.first]) -
+                         int64_t(group_truth_end[kv.first])) <= 200000);
+      }
+    }
+  }
+  CHECK(main_uids.size() == 1);
+  CHECK(half_uids[0].size() == 1);
+  CHECK(half_uids[1].size() == 1);
+  CHECK(*half_uids[0].begin() != *half_uids[1].begin());
+  CHECK(*half_uids[0].begin() != *main_uids.begin());
+  REQUIRE(ops_by_seq.size() == size_t(kMainColls));
+  for (const auto& kv : ops_by_seq) CHECK(kv.second.size() == 1);  // same op at the same seq
+}
+
+// One process, four communicators from ncclCommInitAll (gpusim's own nccl_ranks test program,
+// mode "initall"), and one ncclGroupStart/End around an AllReduce on each.
+TEST_CASE("ncclCommInitAll and a multi-communicator group in one process") {
+  const std::string out = FreshDir("nccl_initall");
+  const std::string cudart = Runfile("tests/gpusim/libcudart.so.13");
+  const std::string nccl = Runfile("tests/gpusim/libnccl.so.2");
+  std::string log;
+  const int rc = Run("env LD_LIBRARY_PATH=" + cudart.substr(0, cudart.rfind('/')) + ":" +
+                         nccl.substr(0, nccl.rfind('/')) + " GPUSIM_DEVICES=4 LD_PRELOAD=" +
+                         Runfile("agent/libprofagent.so") + " PROFAGENT_OUTPUT=" + out + " " +
+                         Runfile("tests/gpusim/nccl_ranks") + " 4 initall",
+                     &log);
+  INFO(log);
+  REQUIRE(rc == 0);
+  std::vector<RankProfile> files = LoadProfileDir(out);
+  REQUIRE(files.size() == 1);
+  const RankProfile& p = files[0];
+  REQUIRE(p.error.empty());
+  // Four communicators of one clique: ranks 0..3, devices 0..3, one unique id.
+  std::set<int> ranks;
+  std::set<std::string> uids;
+  for (const auto& kv : p.comms) {
+    CHECK(kv.second.lib() == LIB_NCCL);
+    CHECK(kv.second.size() == 4);
+    CHECK(kv.second.device() == kv.second.rank());
+    ranks.insert(kv.second.rank());
+    uids.insert(kv.second.unique_id());
+  }
+  CHECK(ranks == std::set<int>{0, 1, 2, 3});
+  REQUIRE(uids.size() == 1);
+  CHECK(uids.begin()->rfind("nccl-all:", 0) == 0);
+  // One AllReduce per communicator, all members of the same group, each seq 0 on its comm.
+  REQUIRE(p.colls.size() == 4);
+  std::set<uint64_t> comms;
+  for (const CollRecord& c : p.colls) {
+    CHECK(c.api == "ncclAllReduce");
+    CHECK(c.seq == 0);
+    CHECK(c.count == 64);
+    CHECK(c.bytes == 256);
+    CHECK(c.group == p.colls[0].group);
+    CHECK(c.group != 0);
+    CHECK(c.corr == 0);  // four streams: no single fused launch to point to
+    comms.insert(c.comm);
+  }
+  CHECK(comms.size() == 4);
+  int groups = 0;
+  for (const OtherEvent& o : p.others) {
+    if (o.kind != EV_GROUP) continue;
+    ++groups;
+    CHECK(o.handle == p.colls[0].group);  // group number
+    CHECK(o.graph == 4);                  // member calls
+    for (const CollRecord& c : p.colls) {
+      CHECK(o.start_ns <= c.start_ns);
+      CHECK(c.end_ns <= o.end_ns);
+    }
+  }
+  CHECK(groups == 1);
+}
+
+}  // namespace
+}  // namespace testing
+}  // namespace profagent
