@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Benchmarks (binaries that print figures; not tests). Figures quoted in README.md come from here.
+# Usage: scripts/bench.sh [quick]
+set -uo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh >/dev/null
+Q=${1:-}
+bazel build //agent/core:core_bench //tests/gpusim:gpusim_bench //tests/gpusim:all \
+  //agent:profagent //agent/hooks/cuda_runtime:launch_bench_sh //agent/hooks/nvtx:nvtx_bench \
+  //tests/integration:mpi_overhead_bench_run //analyzer/report:report_bench \
+  //analyzer/perfetto:perfetto_bench //kernels:inference >/dev/null 2>&1 || {
+  echo "bench: build failed"; exit 1; }
+BIN=$(bazel info bazel-bin 2>/dev/null)
+SIM="$BIN/tests/gpusim"
+TMP=$(mktemp -d)
+N=$([[ "$Q" == quick ]] && echo 1000000 || echo 5000000)
+
+echo "== record pipeline (agent/core/core_bench $N)"
+"$BIN/agent/core/core_bench" "$N" "$TMP/core"
+
+echo "== simulator overhead per launch (tests/gpusim/gpusim_bench)"
+LD_LIBRARY_PATH="$SIM" "$BIN/tests/gpusim/gpusim_bench" 100000
+
+echo "== agent overhead per launch (launch_bench_sh: no agent vs agent, same run)"
+"$BIN/agent/hooks/cuda_runtime/launch_bench_sh" 100000 5 3
+
+echo "== NVTX overhead (nvtx_bench)"
+"$BIN/agent/hooks/nvtx/nvtx_bench"
+
+echo "== PMPI wrapper overhead (mpi_overhead_bench, np 2, without then with the agent)"
+"$BIN/tests/integration/mpi_overhead_bench_run"
+
+echo "== demo step latency without / with the agent (CUPTI mode), alternating, 3 pairs"
+DEMO="$BIN/kernels/inference --runs 5 --warmup-runs 1"
+for i in 1 2 3; do
+  for mode in none cupti; do
+    if [[ $mode == none ]]; then
+      out=$(LD_LIBRARY_PATH="$SIM" GPUSIM_COSTS=kernels/gpusim_costs.txt $DEMO)
+    else
+      out=$(LD_LIBRARY_PATH="$SIM" GPUSIM_COSTS=kernels/gpusim_costs.txt LD_PRELOAD="$BIN/agent/libprofagent.so" \
+            PROFAGENT_OUTPUT="$TMP/demo$i" PROFAGENT_LOG=0 $DEMO)
+    fi
+    echo "$out" | awk -v m=$mode '/warmup=0/ {for(i=1;i<=NF;i++) if ($i ~ /^wall_ms=/) {split($i,a,"="); s+=a[2]; n++}}
+      END {printf "demo %-6s mean run wall %.3f ms over %d runs\n", m, s/n, n}'
+  done
+done
+
+echo "== analyzer throughput on a generated 10M-record profile"
+"$BIN/analyzer/report/report_bench"
+"$BIN/analyzer/perfetto/perfetto_bench"
+rm -rf "$TMP"
