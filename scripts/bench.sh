@@ -24,8 +24,9 @@ LD_LIBRARY_PATH="$SIM" "$BIN/tests/gpusim/gpusim_bench" 100000
 echo "== agent overhead per launch (launch_bench_sh: no agent vs agent, same run)"
 "$BIN/agent/hooks/cuda_runtime/launch_bench_sh" 100000 5 3
 
-echo "== NVTX overhead (nvtx_bench)"
+echo "== NVTX overhead (nvtx_bench): without a tool, then with the agent"
 "$BIN/agent/hooks/nvtx/nvtx_bench"
+LD_PRELOAD="$BIN/agent/libprofagent.so" PROFAGENT_OUTPUT="$TMP/nvtx" "$BIN/agent/hooks/nvtx/nvtx_bench"
 
 echo "== PMPI wrapper overhead (mpi_overhead_bench, np 2, without then with the agent)"
 "$BIN/tests/integration/mpi_overhead_bench_run"
