@@ -172,6 +172,9 @@ ThreadState* RegisterThisThread() {
       ts->ring->ResetForReuse();
       ts->exited.store(false);
       ts->announced = false;
+      ts->index = g.next_thread_index++;
+      ts->drops_base = ts->ring->drops();
+      ts->drops_written = 0;
     } else {
       ts = new ThreadState();
       ts->ring = new Ring(g.config.ring_slots);

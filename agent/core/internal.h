@@ -17,14 +17,16 @@
 namespace profagent {
 namespace internal {
 
-// One per application thread that emitted at least once. Owned by the registry; recycled
-// (ring and index reused) after its thread exited and the writer drained it.
+// One per application thread that emitted at least once. Owned by the registry; its ring is
+// recycled after its thread exited and the writer drained it. A new thread taking a recycled
+// ring gets a fresh index, so two threads never share one in the file.
 struct ThreadState {
   Ring* ring = nullptr;
   uint32_t index = 0;            // small thread index (EventBatch.thread), stable per ThreadState
   pid_t tid = 0;
   std::atomic<bool> exited{false};
   uint64_t drops_written = 0;    // writer-side: last Drops value written
+  uint64_t drops_base = 0;       // ring drops counted before this thread took the ring
   uint32_t corr_next = 0;        // producer-side: agent correlation ids (block allocation)
   uint32_t corr_end = 0;
   bool announced = false;        // writer-side: ThreadInfo written

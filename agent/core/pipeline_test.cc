@@ -54,6 +54,23 @@ TEST_CASE("threads hammering rings: exactly once, in order, or counted", "[pipel
     });
   }
   for (auto& th : threads) th.join();
+  // Short-lived threads one after another: each exits, its ring is drained and recycled, and the
+  // next thread takes it; each must still appear as a thread of its own.
+  constexpr int kSequential = 5;
+  for (int t = 0; t < kSequential; ++t) {
+    Flush(2000);  // the writer notices the exited threads and recycles their rings
+    std::thread th([api] {
+      for (uint64_t i = 1; i <= 100; ++i) {
+        RawEvent e{};
+        e.t0 = e.t1 = Now();
+        e.type = EvType::kMarker;
+        e.api = api;
+        e.gen.a = kPerThread + i;
+        Emit(e);
+      }
+    });
+    th.join();
+  }
   profagent_shutdown("test");
 
   auto files = testing::ListDir(dir);
@@ -63,10 +80,18 @@ TEST_CASE("threads hammering rings: exactly once, in order, or counted", "[pipel
   REQUIRE(analyzer::VisitFile(dir + "/" + files[0], &c, &s).ok());
   CHECK(s.has_footer);
   CHECK_FALSE(s.truncated);
-  REQUIRE(c.seq_by_thread.size() == kThreads);
+  REQUIRE(c.seq_by_thread.size() == kThreads + kSequential);
   uint64_t total_received = 0, total_dropped = 0;
+  int sequential = 0;
   for (auto& kv : c.seq_by_thread) {
     const auto& seq = kv.second;
+    if (!seq.empty() && seq.front() > kPerThread) {  // one of the short-lived threads
+      ++sequential;
+      CHECK(seq.size() == 100);
+      CHECK(seq.front() == kPerThread + 1);
+      CHECK(seq.back() == kPerThread + 100);
+      continue;
+    }
     bool increasing = true;
     for (size_t i = 1; i < seq.size(); ++i) increasing &= seq[i] > seq[i - 1];
     CHECK(increasing);
@@ -75,6 +100,7 @@ TEST_CASE("threads hammering rings: exactly once, in order, or counted", "[pipel
     total_received += seq.size();
     total_dropped += dropped;
   }
+  CHECK(sequential == kSequential);
   CHECK(total_received + total_dropped == kThreads * kPerThread);
   CHECK(c.footer_dropped == total_dropped);
   CHECK(total_received > 0);

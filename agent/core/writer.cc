@@ -774,7 +774,8 @@ void Pass(WriterState* w, bool final_pass) {
   }
   bool any_data = false;
   for (ThreadState* ts : threads) {
-    if (ts->ring->ReadableEnd() != ts->ring->ReadableBegin() || ts->ring->drops() != ts->drops_written) {
+    if (ts->ring->ReadableEnd() != ts->ring->ReadableBegin() ||
+        ts->ring->drops() - ts->drops_base != ts->drops_written) {
       any_data = true;
       break;
     }
@@ -823,7 +824,7 @@ void Pass(WriterState* w, bool final_pass) {
       if (w->out.size() > kWriteThreshold) FlushOut(w);
       if (n < ts->ring->capacity()) break;
     }
-    uint64_t drops = ts->ring->drops();
+    uint64_t drops = ts->ring->drops() - ts->drops_base;
     if (drops != ts->drops_written) {
       ts->drops_written = drops;
       w->msg.Clear();
