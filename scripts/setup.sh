@@ -13,7 +13,6 @@ PKGS=(
   nlohmann-json3-dev
   libunwind-dev
   openmpi-bin libopenmpi-dev
-  python3
 )
 
 missing=()
@@ -30,7 +29,7 @@ if ((${#missing[@]})); then
   if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
   export DEBIAN_FRONTEND=noninteractive
   $SUDO apt-get update -qq
-  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
 CUDA_HOME="${CUDA_HOME:-/usr/local/cuda}"
