@@ -460,3 +460,12 @@ TEST_CASE("gpusim_bench runs and reports a per-launch overhead") {
 }
 
 }  // namespace
+
+TEST_CASE("sim_hints: advice, prefetch, cache config, device choice and pools succeed") {
+  RunResult r = Run("tests/gpusim/sim_hints", {}, {});
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("done") != std::string::npos);
+  CHECK(r.out.find("FAIL") == std::string::npos);
+  CHECK(r.err.find("not supported") == std::string::npos);
+}
