@@ -107,8 +107,12 @@ bool RankSelected(const Config& c, int rank) {
 struct sigaction g_old_term, g_old_int;
 
 void OnFatalSignal(int sig) {
-  // Best effort: drain and close the file, then die of the same signal.
-  internal::StopWriter(sig == SIGTERM ? "signal 15 (SIGTERM)" : "signal 2 (SIGINT)");
+  // Best effort: drain and close the file, then die of the same signal. Skipped when the
+  // interrupted thread holds a core mutex (the flush would deadlock): the file then ends at the
+  // last periodic flush, which the reader accepts.
+  if (internal::CoreLocksAvailable(200)) {
+    internal::StopWriter(sig == SIGTERM ? "signal 15 (SIGTERM)" : "signal 2 (SIGINT)");
+  }
   struct sigaction* old = sig == SIGTERM ? &g_old_term : &g_old_int;
   sigaction(sig, old, nullptr);
   raise(sig);
@@ -440,7 +444,9 @@ extern "C" __attribute__((visibility("default"))) int profagent_init() {
 // last flush period: finish the file first. Not in a vfork child, which shares the parent's
 // memory (the writer belongs to the parent then).
 extern "C" __attribute__((visibility("default"), noreturn)) void _exit(int status) {
-  if (profagent::internal::WriterOwnedByThisProcess()) {
+  // _exit is async-signal-safe and often called from handlers: never wait on a held mutex.
+  if (profagent::internal::WriterOwnedByThisProcess() &&
+      profagent::internal::CoreLocksAvailable(200)) {
     profagent::internal::StopWriter("_exit");
   }
   using ExitFn = void (*)(int);

@@ -114,6 +114,9 @@ Global& G();
 void StartWriterLocked();
 // Stops the writer after a final drain; writes the footer. Idempotent.
 void StopWriter(const char* reason);
+// True when the core's mutexes can be taken within `timeout_ms` (false when the calling thread,
+// interrupted by a signal, holds one: a flush from the handler would deadlock).
+bool CoreLocksAvailable(int timeout_ms);
 // True when this process started the writer (false in a vfork child sharing our memory).
 bool WriterOwnedByThisProcess();
 // Wakes the writer (flush request).

@@ -938,6 +938,23 @@ void StartWriterLocked() {
   pthread_attr_destroy(&attr);
 }
 
+bool CoreLocksAvailable(int timeout_ms) {
+  auto& g = G();
+  WriterState* w = W();
+  const uint64_t deadline = MonotonicNs() + uint64_t(timeout_ms) * 1000000ull;
+  for (;;) {
+    if (g.mu.try_lock()) {
+      bool ok = w->wake_mu.try_lock();
+      if (ok) w->wake_mu.unlock();
+      g.mu.unlock();
+      if (ok) return true;
+    }
+    if (MonotonicNs() > deadline) return false;
+    struct timespec ts = {0, 1000000};
+    nanosleep(&ts, nullptr);
+  }
+}
+
 bool WriterOwnedByThisProcess() {
   WriterState* w = W();
   return w->thread_started && w->owner_pid == getpid();
