@@ -268,6 +268,42 @@ TEST_CASE("demo under the agent, CUPTI timing, against the truth", "[demo][agent
   CheckSingleRank("cupti");
 }
 
+TEST_CASE("the CI gate on real profiles: slower GEMMs fail it, the same profile passes",
+          "[demo][agent][diff]") {
+  const std::string sim = Abs("tests/gpusim");
+  const std::string agent = Abs("agent/libprofagent.so");
+  const std::string dir = TmpDir("demo_diff");
+  // The shipped cost rules, with every GEMM 40% slower in the "new" build.
+  std::ifstream in(Abs("kernels/gpusim_costs.txt"));
+  std::ofstream slow(dir + "/slow_costs.txt");
+  slow << "\\bgemm_kernel 21 + 0.0021*threads\n" << in.rdbuf();
+  slow.close();
+  auto profile = [&](const std::string& name, const std::string& costs) {
+    Result r = Run("GPUSIM_COSTS=" + costs + " LD_LIBRARY_PATH=" + sim + " PROFAGENT_OUTPUT=" +
+                   dir + "/" + name + " LD_PRELOAD=" + agent + " " + Abs("kernels/inference") +
+                   kFlags);
+    INFO(r.out);
+    REQUIRE(r.code == 0);
+    Result rep = Run(Abs("analyzer/profanalyze") + " report " + dir + "/" + name);
+    INFO(rep.out);
+    REQUIRE(rep.code == 0);
+  };
+  profile("base", Abs("kernels/gpusim_costs.txt"));
+  profile("slow", dir + "/slow_costs.txt");
+  const std::string diff = Abs("analyzer/profanalyze") + " diff ";
+  Result same = Run(diff + dir + "/base/summary.json " + dir + "/base/summary.json");
+  INFO(same.out);
+  CHECK(same.code == 0);
+  Result worse = Run(diff + "--markdown " + dir + "/base/summary.json " + dir + "/slow/summary.json");
+  INFO(worse.out);
+  CHECK(worse.code == 1);
+  CHECK(worse.out.find("stats.step_latency_ms") != std::string::npos);
+  // The reverse direction is an improvement, never a failure.
+  Result better = Run(diff + dir + "/slow/summary.json " + dir + "/base/summary.json");
+  INFO(better.out);
+  CHECK(better.code == 0);
+}
+
 TEST_CASE("two ranks with a delayed rank: the straggler and the waits", "[demo][agent][mpi]") {
   const std::string sim = Abs("tests/gpusim");
   const std::string agent = Abs("agent/libprofagent.so");
