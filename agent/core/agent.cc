@@ -2,6 +2,7 @@
 // start-up (constructor), fork and signal handling.
 #include "agent/core/agent.h"
 
+#include <cxxabi.h>
 #include <dlfcn.h>
 #include <pthread.h>
 #include <signal.h>
@@ -274,6 +275,18 @@ uint32_t InternString(const std::string& s) {
   uint32_t id = uint32_t(g.strings.size());
   g.string_ids.emplace(s, id);
   return id;
+}
+
+std::string Demangle(const std::string& name) {
+  int status = 0;
+  char* d = abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status);
+  std::string out = status == 0 && d != nullptr ? std::string(d) : name;
+  free(d);
+  return out;
+}
+
+uint32_t InternKernelName(const std::string& name) {
+  return name.empty() ? 0 : InternString(Demangle(name));
 }
 
 uint16_t RegisterApi(const char* name) {

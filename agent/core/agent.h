@@ -68,6 +68,14 @@ uint32_t NextCorrelationId();
 // any record that uses it. Thread-safe; locks and may allocate.
 uint32_t InternString(const std::string& s);
 
+// Interns a kernel name as every record shows it: demangled when `name` is a mangled C++ name
+// (CUPTI records and registrations carry mangled names), else as is. Returns 0 for "".
+// Thread-safe; locks and may allocate: slow path only.
+uint32_t InternKernelName(const std::string& name);
+
+// Demangles a C++ symbol name; returns `name` unchanged when it is not one. Slow path.
+std::string Demangle(const std::string& name);
+
 // Registers an API name ("cudaMemcpyAsync") and returns its small id (RawEvent.api). Call at
 // load time (static initializers) or under a once-guard. Thread-safe.
 uint16_t RegisterApi(const char* name);

@@ -3,7 +3,6 @@
 //
 // Field numbers below must match proto/profagent.proto; //tests/core:wire_roundtrip_test checks
 // them through the generated parser.
-#include <cxxabi.h>
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -333,17 +332,6 @@ void EncodePendingLocked(WriterState* w) {
 
 // ---- Name resolution (writer thread only; may take G().mu briefly) -------------------------
 
-std::string Demangle(const std::string& mangled) {
-  int status = 0;
-  char* d = abi::__cxa_demangle(mangled.c_str(), nullptr, nullptr, &status);
-  if (status == 0 && d != nullptr) {
-    std::string s(d);
-    free(d);
-    return s;
-  }
-  free(d);
-  return mangled;
-}
 
 uint32_t FuncNameId(WriterState* w, const void* func) {
   auto it = w->func_ids.find(func);

@@ -1,6 +1,5 @@
 #include "agent/hooks/cuda_runtime/event_timer.h"
 
-#include <cxxabi.h>
 
 #include <unistd.h>
 
@@ -117,12 +116,7 @@ uint32_t NameFor(const void* func, std::unordered_map<const void*, uint32_t>* ca
     const char* s = nullptr;
     if (auto f = r_func_get_name.get(); f && f(&s, func) == cudaSuccess && s) name = s;
   }
-  // Registered names are mangled; report them demangled, like launches and CUPTI records.
-  int status = 0;
-  char* d = name.empty() ? nullptr : abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status);
-  if (status == 0 && d != nullptr) name = d;
-  free(d);
-  uint32_t id = name.empty() ? 0 : InternString(name);
+  uint32_t id = InternKernelName(name);  // registered names are mangled
   cache->emplace(func, id);
   return id;
 }

@@ -1,7 +1,6 @@
 #include "agent/hooks/cupti/cupti_tracer.h"
 
 #include <cuda.h>
-#include <cxxabi.h>
 #include <cuda_runtime_api.h>
 #include <cupti.h>
 #include <dlfcn.h>
@@ -100,11 +99,7 @@ uint32_t InternName(const char* name) {
   // Called with Mu() held by BufferCompleted.
   auto it = Names().find(name);
   if (it != Names().end()) return it->second;
-  // CUPTI reports mangled names; the registration path demangles too, so both agree.
-  int status = 0;
-  char* d = abi::__cxa_demangle(name, nullptr, nullptr, &status);
-  uint32_t id = InternString(status == 0 && d != nullptr ? std::string(d) : std::string(name));
-  free(d);
+  uint32_t id = InternKernelName(name);  // CUPTI reports mangled names
   Names().emplace(name, id);
   return id;
 }
