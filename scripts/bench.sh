@@ -31,20 +31,8 @@ LD_PRELOAD="$BIN/agent/libprofagent.so" PROFAGENT_OUTPUT="$TMP/nvtx" "$BIN/agent
 echo "== PMPI wrapper overhead (mpi_overhead_bench, np 2, without then with the agent)"
 "$BIN/tests/integration/mpi_overhead_bench_run"
 
-echo "== demo step latency without / with the agent (CUPTI mode), alternating, 3 pairs"
-DEMO="$BIN/kernels/inference --runs 5 --warmup-runs 1"
-for i in 1 2 3; do
-  for mode in none cupti; do
-    if [[ $mode == none ]]; then
-      out=$(LD_LIBRARY_PATH="$SIM" GPUSIM_COSTS=kernels/gpusim_costs.txt $DEMO)
-    else
-      out=$(LD_LIBRARY_PATH="$SIM" GPUSIM_COSTS=kernels/gpusim_costs.txt LD_PRELOAD="$BIN/agent/libprofagent.so" \
-            PROFAGENT_OUTPUT="$TMP/demo$i" PROFAGENT_LOG=0 $DEMO)
-    fi
-    echo "$out" | awk -v m=$mode '/warmup=0/ {for(i=1;i<=NF;i++) if ($i ~ /^wall_ms=/) {split($i,a,"="); s+=a[2]; n++}}
-      END {printf "demo %-6s mean run wall %.3f ms over %d runs\n", m, s/n, n}'
-  done
-done
+echo "== demo step latency without / with the agent (scripts/demo_overhead.sh, alternating pairs)"
+scripts/demo_overhead.sh "$([[ "$Q" == quick ]] && echo 4 || echo 20)" cupti
 
 echo "== analyzer throughput on a generated 10M-record profile"
 "$BIN/analyzer/report/report_bench"

@@ -29,6 +29,17 @@ Global& G() {
   return *g;
 }
 
+std::atomic<uint8_t> g_recording{kRecActive};
+__thread Ring* t_ring __attribute__((tls_model("initial-exec"))) = nullptr;
+__thread uint32_t t_corr_next __attribute__((tls_model("initial-exec"))) = 0;
+__thread uint32_t t_corr_end __attribute__((tls_model("initial-exec"))) = 0;
+
+void SetEnabled(bool on) {
+  G().enabled.store(on, std::memory_order_release);
+  if (on) g_recording.fetch_or(kRecEnabled, std::memory_order_relaxed);
+  else g_recording.fetch_and(uint8_t(~kRecEnabled), std::memory_order_relaxed);
+}
+
 }  // namespace internal
 
 using internal::G;
@@ -54,6 +65,7 @@ void OnThreadExit(void* p) {
   auto* ts = static_cast<ThreadState*>(p);
   if (ts != nullptr) ts->exited.store(true, std::memory_order_release);
   t_state = nullptr;
+  internal::t_ring = nullptr;
 }
 
 int EnvInt(const char* name) {
@@ -144,6 +156,7 @@ void AtForkChild() {
   auto& g = G();
   new (&g.mu) std::mutex();
   t_state = nullptr;
+  internal::t_ring = nullptr;
   internal::WriterAfterForkChild();
 }
 
@@ -151,14 +164,10 @@ void AtExit() { internal::StopWriter("exit"); }
 
 }  // namespace
 
-bool Recording() {
-  auto& g = G();
-  return g.enabled.load(std::memory_order_relaxed) &&
-         g.schedule_active.load(std::memory_order_relaxed);
-}
-
 void SetScheduleActive(bool active) {
   G().schedule_active.store(active, std::memory_order_relaxed);
+  if (active) internal::g_recording.fetch_or(internal::kRecActive, std::memory_order_relaxed);
+  else internal::g_recording.fetch_and(uint8_t(~internal::kRecActive), std::memory_order_relaxed);
 }
 
 namespace internal {
@@ -188,12 +197,12 @@ ThreadState* RegisterThisThread() {
     ts->tid = pid_t(syscall(SYS_gettid));
     memset(ts->name, 0, sizeof(ts->name));
     pthread_getname_np(pthread_self(), ts->name, sizeof(ts->name));
-    ts->corr_next = ts->corr_end = 0;
     g.threads.push_back(ts);
     StartWriterLocked();
   }
   pthread_setspecific(g_exit_key, ts);
   t_state = ts;
+  t_ring = ts->ring;
   t_registering = false;
   return ts;
 }
@@ -225,15 +234,19 @@ __attribute__((noinline)) bool PushSlow(ThreadState* ts, const RawEvent& e, cons
 
 }  // namespace
 
-bool Emit(const RawEvent& e) {
+namespace internal {
+
+bool EmitSlow(const RawEvent& e) {
   ThreadState* ts = t_state;
-  if (__builtin_expect(ts == nullptr, 0)) {
+  if (ts == nullptr) {
     ts = SlowThreadState();
     if (ts == nullptr) return false;
+    if (__builtin_expect(ts->ring->TryPush(e), 1)) return true;
   }
-  if (__builtin_expect(ts->ring->TryPush(e), 1)) return true;
   return PushSlow(ts, e, nullptr, 0, 0);
 }
+
+}  // namespace internal
 
 bool EmitWithBytes(const RawEvent& e, const void* data, size_t n) {
   ThreadState* ts = t_state;
@@ -249,19 +262,16 @@ bool EmitWithBytes(const RawEvent& e, const void* data, size_t n) {
   return PushSlow(ts, head, data, n, extra);
 }
 
-uint32_t NextCorrelationId() {
-  ThreadState* ts = t_state;
-  if (ts == nullptr) {
-    ts = SlowThreadState();
-    if (ts == nullptr) return kCorrBase;
-  }
-  if (__builtin_expect(ts->corr_next == ts->corr_end, 0)) {
-    uint32_t block = g_corr_blocks.fetch_add(1, std::memory_order_relaxed);
-    ts->corr_next = kCorrBase + 1 + block * kCorrBlock;
-    ts->corr_end = ts->corr_next + kCorrBlock;
-  }
-  return ts->corr_next++;
+namespace internal {
+
+uint32_t NextCorrelationIdSlow() {
+  uint32_t block = g_corr_blocks.fetch_add(1, std::memory_order_relaxed);
+  t_corr_next = kCorrBase + 1 + block * kCorrBlock;
+  t_corr_end = t_corr_next + kCorrBlock;
+  return t_corr_next++;
 }
+
+}  // namespace internal
 
 uint32_t LastDriverLaunchCorrelation() { return t_last_driver_corr; }
 void SetLastDriverLaunchCorrelation(uint32_t corr) { t_last_driver_corr = corr; }
@@ -348,7 +358,7 @@ void SetRankInfo(int rank, int local_rank, int world_size, const char* source, i
   if (deselect) {
     Log(2, "rank %d is not in PROFAGENT_RANKS: not recording", rank);
     SetScheduleActive(false);
-    G().enabled.store(false);
+    internal::SetEnabled(false);
   }
   internal::WakeWriter();
 }
@@ -440,12 +450,12 @@ extern "C" __attribute__((visibility("default"))) int profagent_init() {
     Log(2, "rank %d is not in PROFAGENT_RANKS: not recording", g.rank);
     return 0;
   }
-  if (c.schedule_set) g.schedule_active.store(c.sched_wait == 0 && c.sched_warmup == 0);
+  if (c.schedule_set) SetScheduleActive(c.sched_wait == 0 && c.sched_warmup == 0);
   pthread_key_create(&g_exit_key, OnThreadExit);
   pthread_atfork(AtForkPrepare, AtForkParent, AtForkChild);
   InstallSignalHandlers();
   atexit(AtExit);
-  g.enabled.store(true, std::memory_order_release);
+  internal::SetEnabled(true);
   g_initialized.store(true);
   Log(2, "recording to %s", c.output_dir.c_str());
   return 1;

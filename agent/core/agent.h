@@ -17,15 +17,36 @@
 #include <cstdint>
 #include <string>
 
+#include <atomic>
+
 #include "agent/core/clock.h"
 #include "agent/core/event.h"
+#include "agent/core/ring.h"
 
 namespace profagent {
+
+// Hot-path state, defined in agent/core (or by a test double of the core). Hooks use the inline
+// functions below, not these.
+namespace internal {
+// Bit kRecEnabled: the agent initialized and was not disabled; bit kRecActive: the schedule is
+// active. Recording = both set.
+enum : uint8_t { kRecEnabled = 1, kRecActive = 2, kRecAll = 3 };
+extern std::atomic<uint8_t> g_recording;
+// The calling thread's ring; nullptr until its first Emit (EmitSlow registers the thread).
+extern __thread Ring* t_ring __attribute__((tls_model("initial-exec")));
+// This thread's block of agent correlation ids [t_corr_next, t_corr_end).
+extern __thread uint32_t t_corr_next __attribute__((tls_model("initial-exec")));
+extern __thread uint32_t t_corr_end __attribute__((tls_model("initial-exec")));
+bool EmitSlow(const RawEvent& e);
+uint32_t NextCorrelationIdSlow();
+}  // namespace internal
 
 // ---- State -------------------------------------------------------------------------------
 // True once the agent initialized successfully and recording is on (also false while the
 // schedule says "not active", see config.h). One relaxed load.
-bool Recording();
+inline bool Recording() {
+  return internal::g_recording.load(std::memory_order_relaxed) == internal::kRecAll;
+}
 
 // Re-entrancy guard: the agent's own CUDA/MPI calls (and calls a hooked function makes into
 // another hooked function) must not record themselves. Usage in a hook:
@@ -47,7 +68,20 @@ class HookGuard {
 // ---- Hot path ----------------------------------------------------------------------------
 // Copies `e` into the calling thread's ring. Returns false when the event was dropped (ring
 // full under policy "drop", or agent disabled); the drop is counted and reported in the file.
-bool Emit(const RawEvent& e);
+inline bool Emit(const RawEvent& e) {
+  Ring* r = internal::t_ring;
+  if (__builtin_expect(r != nullptr, 1) && __builtin_expect(r->TryPush(e), 1)) return true;
+  return internal::EmitSlow(e);  // first event of the thread, ring full, or agent off
+}
+
+// Emit without a copy, for the hottest hooks: fill the slot EmitReserve() returns, then call
+// EmitCommit(). nullptr (first event of a thread, ring full, agent off): fill a local RawEvent
+// and Emit() it instead, which handles all of those.
+inline RawEvent* EmitReserve() {
+  Ring* r = internal::t_ring;
+  return __builtin_expect(r != nullptr, 1) ? r->TryReserve() : nullptr;
+}
+inline void EmitCommit() { internal::t_ring->Commit(); }
 
 // As Emit, followed by `n` bytes of `data` in continuation slots (e.extra is set here). Used for
 // NVTX messages and stack frames. `n` is capped at kMaxExtraBytes (the rest is cut).
@@ -61,7 +95,12 @@ uint32_t LastDriverLaunchCorrelation();
 void SetLastDriverLaunchCorrelation(uint32_t corr);
 
 // Next agent-assigned correlation id of this thread (used when no CUPTI id is available). Never 0.
-uint32_t NextCorrelationId();
+inline uint32_t NextCorrelationId() {
+  if (__builtin_expect(internal::t_corr_next != internal::t_corr_end, 1)) {
+    return internal::t_corr_next++;
+  }
+  return internal::NextCorrelationIdSlow();
+}
 
 // ---- Slow path ---------------------------------------------------------------------------
 // Returns a stable non-zero id for `s`; the writer emits a StringDef for each new id before

@@ -142,6 +142,15 @@ bool ParseConfig(GetenvFn env, Config* out, std::string* error) {
     }
     c.stack_every = uint32_t(n);
   }
+  if ((v = env("PROFAGENT_LAUNCH_API_SAMPLE")) != nullptr && *v) {
+    uint64_t n;
+    if (!ParseU64(v, &n) || n < 1 || n > 1000000) {
+      return *error = Bad("PROFAGENT_LAUNCH_API_SAMPLE", v,
+                          "N in 1..1000000 (API duration of 1 in N launches; 1 = every launch)"),
+             false;
+    }
+    c.launch_api_sample = uint32_t(n);
+  }
   if ((v = env("PROFAGENT_STACK_DEPTH")) != nullptr && *v) {
     uint64_t n;
     if (!ParseU64(v, &n) || n < 1 || n > 128) {
@@ -194,6 +203,7 @@ std::map<std::string, std::string> ConfigToMap(const Config& c) {
                              : c.step_rule == StepRule::kGraphLaunch ? "graph"
                                                                      : "sync";
   m["PROFAGENT_STACKS"] = std::to_string(c.stack_every);
+  m["PROFAGENT_LAUNCH_API_SAMPLE"] = std::to_string(c.launch_api_sample);
   if (c.schedule_set) {
     m["PROFAGENT_SCHEDULE"] = "wait=" + std::to_string(c.sched_wait) +
                               ",warmup=" + std::to_string(c.sched_warmup) +

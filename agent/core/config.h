@@ -32,6 +32,11 @@ struct Config {
   uint64_t step_rule_stream = 0;                // stream handle for sync:STREAM (0 = any / device sync)
   uint32_t stack_every = 0;                     // PROFAGENT_STACKS 0 = off, 1 = every launch, N = 1 in N
   uint32_t stack_depth = 32;                    // PROFAGENT_STACK_DEPTH
+  // PROFAGENT_LAUNCH_API_SAMPLE: the return time (hence the API duration) of kernel and graph
+  // launches is read on 1 in N launches per thread, chosen at random; 1 = every launch. Launches
+  // are the most frequent call and their start time is always recorded; one clock read instead
+  // of two is most of the hook's cost (see README "Measured figures").
+  uint32_t launch_api_sample = 16;
   // PROFAGENT_SCHEDULE "wait=W,warmup=U,active=A,repeat=R" counted in steps (torch.profiler's
   // meaning); empty = record everything.
   bool schedule_set = false;

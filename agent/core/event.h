@@ -1,7 +1,7 @@
 // The fixed-size record that hooks push into their thread's ring.
 //
-// A RawEvent is plain old data, 72 bytes, copied by value into a per-thread
-// single-producer ring. Hooks fill it with what they saw (raw clock ticks, pointers, handles,
+// A RawEvent is plain old data, 64 bytes (one cache line: a push writes one line), copied by
+// value into a per-thread single-producer ring. Hooks fill it with what they saw (raw clock ticks, pointers, handles,
 // counts); the writer thread turns it into protobuf (agent/core/writer.cc), resolving pointers
 // to names and ticks to nanoseconds there, off the hot path.
 //
@@ -49,7 +49,14 @@ enum : uint8_t {
   kFlagPayloadDouble = 4,
   kFlagMessageWide = 8,  // NVTX message was wchar_t (converted to UTF-8 before copying)
   kFlagNonBlocking = 16,
+  kFlagNoEnd = 32,       // kLaunch/kGraphLaunch: the call's end was not read (t1 == t0), see
+                         // PROFAGENT_LAUNCH_API_SAMPLE; the file then has no duration for it
 };
+
+// The payloads follow the 28-byte RawEvent header directly: 4-byte packing keeps them at 36
+// bytes so that a RawEvent fills one 64-byte cache line (x86 stores 8-byte fields at 4-byte
+// offsets at full speed; no field crosses the line since rings are 64-byte aligned).
+#pragma pack(push, 4)
 
 // Block dimensions packed in 32 bits: x and y up to 2047, z up to 1023 (CUDA allows 1024, 1024, 64).
 inline uint32_t PackBlock(uint32_t x, uint32_t y, uint32_t z) {
@@ -67,7 +74,6 @@ struct LaunchPayload {   // kLaunch, kGraphLaunch (func = graph exec, grid/block
   uint16_t grid_y, grid_z;
   uint32_t block;        // PackBlock(x, y, z)
   uint32_t shmem;
-  uint32_t name;         // string id when known at launch time (else resolved from func)
 };
 
 struct MemPayload {      // kMemcpy, kMemset, kAlloc, kFree
@@ -77,7 +83,6 @@ struct MemPayload {      // kMemcpy, kMemset, kAlloc, kFree
   uint32_t corr;
   uint32_t kind;         // cudaMemcpyKind, or profagent.MemKind for alloc/free
   uint32_t device;
-  uint32_t pad;
 };
 
 struct NvtxPayload {     // kNvtxRange, kNvtxMark, kNvtxPush; message text in `extra` slots
@@ -95,7 +100,6 @@ struct CollPayload {     // kCollective
   uint64_t bytes;        // bytes per the op's convention (sender side)
   uint32_t seq;          // per-communicator sequence number
   int32_t peer;          // root or peer, -1 = none
-  uint32_t corr;
   uint8_t lib;           // profagent.CollLibrary
   uint8_t op;            // index into the library's op-name table (agent/hooks)
   uint8_t dtype;         // index into the library's datatype-name table
@@ -106,20 +110,20 @@ struct CollPayload {     // kCollective
 // EmitWithBytes(e, &extra, sizeof(CollExtra)), so `e.extra` == 1 and the next ring slot holds
 // this struct (fields with no room in CollPayload). Writer: Event.stream <- stream,
 // Collective.complete_ns <- TicksToNs(complete_ticks) when non-zero, Collective.recv_bytes,
-// Collective.group <- RawEvent.aux, Collective.nonblocking <- (flags & kFlagNonBlocking).
-// A kCollective with extra == 0 (older hooks) has none of these.
+// Collective.group <- group, Collective.corr <- corr, Collective.nonblocking <- (flags &
+// kFlagNonBlocking). A kCollective with extra == 0 has none of these (all 0).
 struct CollExtra {
   uint64_t stream;          // cudaStream_t of an NCCL call as an integer, 0 = default / none
   uint64_t complete_ticks;  // kFlagNonBlocking (MPI_I*): raw ticks (clock.h) when MPI_Wait*/Test*
                             // reported completion; 0 = completion never seen
   uint64_t recv_bytes;      // bytes this rank receives, 0 = not computed
   int32_t device;           // CUDA device of the NCCL communicator, -1 = unknown / MPI
-  uint32_t reserved;
+  uint32_t group;           // ncclGroupStart..End group number (kGroup gen.a), 0 = none
+  uint32_t corr;            // correlation id of the collective's kernel, 0 = none
 };
-static_assert(sizeof(CollExtra) <= 72, "CollExtra must fit one continuation slot");
 
 // kGroup (ncclGroupStart..End, emitted at the outermost ncclGroupEnd; t0 = GroupStart entry,
-// t1 = GroupEnd return): gen.a = group number (== RawEvent.aux of its member kCollectives),
+// t1 = GroupEnd return): gen.a = group number (== CollExtra.group of its member kCollectives),
 // gen.b = number of member calls, gen.corr = correlation id of the last driver launch seen in
 // ncclGroupEnd (the fused NCCL kernel), 0 = none.
 // kComm (communicator create/destroy): gen.a = communicator handle, gen.b = parent handle (split)
@@ -135,21 +139,28 @@ struct GenericPayload {  // kApi, kSync, kStream, kEvent, kGroup, kComm, kMarker
 struct DevicePayload {   // kDeviceOp: t0/t1 are host-monotonic ns (kFlagTimeNs)
   uint32_t name;         // kernel name string id
   uint32_t corr;
-  uint64_t bytes;
   uint32_t graph;
   uint32_t stream;
-  uint32_t grid_x;
-  uint16_t grid_y, grid_z;
-  uint32_t block;        // PackBlock
+  union {
+    struct {             // kind == kernel
+      uint32_t grid_x;
+      uint16_t grid_y, grid_z;
+      uint32_t block;    // PackBlock
+    };
+    struct {             // kind == memcpy / memset
+      uint64_t bytes;
+      uint8_t copy_kind;
+    };
+  };
+  uint32_t shmem;        // kernel: static + dynamic shared memory bytes
   uint8_t device;
-  uint8_t copy_kind;
   uint8_t kind;          // profagent.DeviceOpKind
-  uint8_t pad;
+  uint16_t pad;
 };
 
 struct StepPayload {     // kStep, kRun
   int64_t tokens;        // -1 = not given
-  int64_t kv;            // -1 = not given
+  int32_t kv;            // -1 = not given (saturates at INT32_MAX)
   int32_t bsz;           // -1 = not given
   uint32_t phase;        // string id
   uint32_t label;        // string id
@@ -160,6 +171,9 @@ struct StepPayload {     // kStep, kRun
   uint16_t pad;
 };
 
+#pragma pack(pop)
+
+// Header (28 bytes) + one 36-byte payload (4-byte aligned: see the pragma above).
 struct RawEvent {
   uint64_t t0;           // start: raw ticks (clock.h) unless kFlagTimeNs
   uint64_t t1;           // end (== t0 for instants)
@@ -169,7 +183,6 @@ struct RawEvent {
   uint16_t api;          // API id (RegisterApi) of the intercepted call, 0 = none
   uint16_t pad;
   int32_t ret;           // return code of the call
-  uint32_t aux;          // kCollective: ncclGroupStart..End group number (0 = none); else 0
   union {
     LaunchPayload launch;
     MemPayload mem;
@@ -181,8 +194,9 @@ struct RawEvent {
   };
 };
 
-static_assert(sizeof(RawEvent) == 72, "RawEvent must stay 72 bytes");
+static_assert(sizeof(RawEvent) == 64, "RawEvent must stay one 64-byte cache line");
 static_assert(alignof(RawEvent) == 8, "RawEvent alignment");
+static_assert(sizeof(CollExtra) <= sizeof(RawEvent), "CollExtra must fit one continuation slot");
 
 }  // namespace profagent
 

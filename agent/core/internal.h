@@ -27,8 +27,6 @@ struct ThreadState {
   std::atomic<bool> exited{false};
   uint64_t drops_written = 0;    // writer-side: last Drops value written
   uint64_t drops_base = 0;       // ring drops counted before this thread took the ring
-  uint32_t corr_next = 0;        // producer-side: agent correlation ids (block allocation)
-  uint32_t corr_end = 0;
   bool announced = false;        // writer-side: ThreadInfo written
   char name[16] = {0};
 };
@@ -109,6 +107,9 @@ struct Global {
 };
 
 Global& G();
+
+// Turns the agent on/off (Global::enabled and the hooks' Recording() bit together).
+void SetEnabled(bool on);
 
 // Starts the writer thread if not running (called with G().mu held).
 void StartWriterLocked();

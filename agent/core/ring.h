@@ -44,6 +44,20 @@ class Ring {
   }
   bool TryPushWithBytes(const RawEvent& e, const void* bytes, size_t n, uint16_t extra);
 
+  // Zero-copy variant of TryPush: the next free slot to fill in place, or nullptr when full.
+  // The consumer sees the slot only after Commit(); no other push may come in between.
+  inline RawEvent* TryReserve() {
+    const uint64_t h = head_.load(std::memory_order_relaxed);
+    if (__builtin_expect(h - cached_tail_ >= capacity(), 0)) {
+      cached_tail_ = tail_.load(std::memory_order_acquire);
+      if (h - cached_tail_ >= capacity()) return nullptr;
+    }
+    return &slots_[h & mask_];
+  }
+  inline void Commit() {
+    head_.store(head_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+  }
+
   // Counted by the producer (relaxed; read by the writer).
   void CountDrop() { drops_.store(drops_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed); }
   uint64_t drops() const { return drops_.load(std::memory_order_relaxed); }

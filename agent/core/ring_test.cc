@@ -50,10 +50,10 @@ TEST_CASE("multi-slot push is all or nothing and keeps bytes", "[ring]") {
   Ring ring(8);
   RawEvent e{};
   e.type = EvType::kNvtxMark;
-  std::string text(200, 'x');
+  // 180 bytes -> 3 continuation slots of 64 bytes (the last one zero-padded).
+  std::string text(180, 'x');
   text[0] = 'A';
-  text[199] = 'Z';
-  // 200 bytes -> 3 continuation slots of 72 bytes.
+  text[179] = 'Z';
   REQUIRE(ring.TryPushWithBytes(e, text.data(), text.size(), 3));
   REQUIRE(ring.TryPushWithBytes(e, text.data(), text.size(), 3));
   // 8 slots hold two 4-slot events: the third does not fit and nothing is written.
@@ -64,8 +64,8 @@ TEST_CASE("multi-slot push is all or nothing and keeps bytes", "[ring]") {
   for (int k = 0; k < 3; ++k) {
     got.append(reinterpret_cast<const char*>(&ring.At(1 + k)), sizeof(RawEvent));
   }
-  CHECK(got.substr(0, 200) == text);
-  CHECK(got[200] == '\0');
+  CHECK(got.substr(0, 180) == text);
+  CHECK(got.substr(180) == std::string(3 * sizeof(RawEvent) - 180, '\0'));
   ring.Consume(4);
   CHECK(ring.TryPushWithBytes(e, text.data(), text.size(), 3));
 }

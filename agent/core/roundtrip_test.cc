@@ -82,10 +82,12 @@ TEST_CASE("every event kind round-trips through a file", "[roundtrip]") {
   l.launch.block = PackBlock(256, 1, 4);
   l.launch.shmem = 4096;
   REQUIRE(Emit(l));
-  // 2. a second launch: same stream and api (sticky), next correlation id
+  // 2. a second launch: same stream and api (sticky), next correlation id; its end was not read
+  // (PROFAGENT_LAUNCH_API_SAMPLE): no duration in the file
   RawEvent l2 = l;
+  l2.flags = kFlagTimeNs | kFlagNoEnd;
   l2.t0 = ns(5000);
-  l2.t1 = ns(6000);
+  l2.t1 = ns(5000);
   l2.launch.corr = 43;
   l2.launch.grid_x = 1;
   l2.launch.grid_y = 1;
@@ -136,17 +138,19 @@ TEST_CASE("every event kind round-trips through a file", "[roundtrip]") {
   c.t0 = ns(21000);
   c.t1 = ns(22000);
   c.api = api_ar;
-  c.aux = 5;
   c.coll.comm = 77;
   c.coll.count = 1024;
   c.coll.bytes = 4096;
   c.coll.seq = 9;
   c.coll.peer = -1;
-  c.coll.corr = 300;
   c.coll.lib = 0;
   c.coll.dtype = 1;
   c.coll.redop = 0;
-  REQUIRE(Emit(c));
+  CollExtra cx{};
+  cx.group = 5;
+  cx.corr = 300;
+  cx.device = -1;
+  REQUIRE(EmitWithBytes(c, &cx, sizeof(cx)));
   // 7. step
   RawEvent st{};
   st.type = EvType::kStep;
@@ -182,6 +186,7 @@ TEST_CASE("every event kind round-trips through a file", "[roundtrip]") {
   d.dev.grid_y = 2;
   d.dev.grid_z = 1;
   d.dev.block = PackBlock(256, 1, 4);
+  d.dev.shmem = 2048;
   d.dev.device = 0;
   d.dev.kind = DOP_KERNEL;
   REQUIRE(Emit(d));
@@ -232,7 +237,11 @@ TEST_CASE("every event kind round-trips through a file", "[roundtrip]") {
   CHECK(e1.ev.block_y() == 1);
   CHECK(e1.ev.block_z() == 4);
   CHECK(e1.ev.shmem() == 4096);
+  CHECK(e1.ev.dur() == 2500);
+  CHECK(col.header.launch_api_sample() == 16);
   const Seen& e2 = col.events[1];
+  CHECK(e2.ev.dur() == 0);
+  CHECK(e2.he.end_ns == e2.he.start_ns);
   CHECK(e2.he.corr == 43);
   CHECK(e2.ev.stream() == e1.ev.stream());
   CHECK(e2.ev.stream() != 0);
@@ -301,6 +310,7 @@ TEST_CASE("every event kind round-trips through a file", "[roundtrip]") {
   CHECK(col.ops[0].second.grid_y() == 2);
   CHECK(col.ops[0].second.block_z() == 4);
   CHECK(col.ops[0].second.stream() == 7);
+  CHECK(col.ops[0].second.bytes() == 2048);  // a kernel's shared memory
 
   bool comm = false, offset = false, process = false, stack = false, thread = false,
        sync = false;

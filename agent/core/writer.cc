@@ -111,7 +111,7 @@ void FlushOut(WriterState* w) {
     close(w->fd);
     w->fd = -1;
     w->file_failed = true;
-    G().enabled.store(false);
+    SetEnabled(false);
   }
   w->out.Clear();
 }
@@ -182,6 +182,7 @@ void EncodeHeader(WriterState* w) {
   if (n > 0) m.Str(14, std::string(exe, size_t(n)));
   m.U64(15, Fnv1a(ReadFileString("/proc/sys/kernel/random/boot_id", 64)));
   m.Str(16, g.rank_source);
+  m.U64(17, g.config.launch_api_sample);
   Frame(w, kRecHeader, m);
 }
 
@@ -206,7 +207,7 @@ bool OpenFileLocked(WriterState* w) {
     Log(1, "cannot create output directory %s (%s); the agent is disabled", dir.c_str(),
         strerror(errno));
     w->file_failed = true;
-    g.enabled.store(false);
+    SetEnabled(false);
     return false;
   }
   pid_t pid = getpid();
@@ -223,14 +224,14 @@ bool OpenFileLocked(WriterState* w) {
     if (errno != EEXIST) {
       Log(1, "cannot create %s (%s); the agent is disabled", p.c_str(), strerror(errno));
       w->file_failed = true;
-      g.enabled.store(false);
+      SetEnabled(false);
       return false;
     }
   }
   if (w->fd < 0) {
     Log(1, "cannot create a unique output file in %s; the agent is disabled", dir.c_str());
     w->file_failed = true;
-    g.enabled.store(false);
+    SetEnabled(false);
     return false;
   }
   static const char kPreamble[12] = {'P', 'R', 'O', 'F', 'A', 'G', 'N', 'T',
@@ -517,7 +518,12 @@ void EncodeEvent(WriterState* w, BatchBuilder* b, const RawEvent& e, const uint8
   const size_t start = m.BeginMsg(4);
   m.S64(1, int64_t(t0 - b->prev_ns));
   b->prev_ns = t0;
-  m.U64(2, t1 - t0);
+  if (e.type == EvType::kLaunch || e.type == EvType::kGraphLaunch) {
+    // dur 0 means "end not read" for launches (Header.launch_api_sample): a measured one is >= 1.
+    if (!(e.flags & kFlagNoEnd)) m.U64(2, t1 > t0 ? t1 - t0 : 1);
+  } else {
+    m.U64(2, t1 - t0);
+  }
   m.U64(3, uint64_t(e.type));
   if (HasCorr(e.type)) {
     m.S64(5, int64_t(uint64_t(corr) - b->prev_corr - 1));
@@ -528,7 +534,7 @@ void EncodeEvent(WriterState* w, BatchBuilder* b, const RawEvent& e, const uint8
   switch (e.type) {
     case EvType::kLaunch: {
       const LaunchPayload& l = e.launch;
-      const uint32_t name = l.name != 0 ? l.name : FuncNameId(w, l.func);
+      const uint32_t name = FuncNameId(w, l.func);
       m.U64(4, name);
       uint32_t s = StreamIndex(w, l.stream);
       if (s != b->launch_stream) {
@@ -610,15 +616,15 @@ void EncodeEvent(WriterState* w, BatchBuilder* b, const RawEvent& e, const uint8
       s.S64(7, c.peer);
       s.U64(8, c.comm);
       s.U64(9, c.seq);
-      s.U64(10, e.aux);
       s.Bool(11, (e.flags & kFlagNonBlocking) != 0);
-      s.U64(14, c.corr);
-      // CollExtra continuation slot (event.h; added by the NCCL/MPI hooks owner).
+      // CollExtra continuation slot (event.h).
       if (extra != nullptr && extra_len >= sizeof(CollExtra)) {
         CollExtra x;
         memcpy(&x, extra, sizeof(x));
+        s.U64(10, x.group);
         if (x.complete_ticks != 0) s.U64(12, TicksToNs(x.complete_ticks));
         s.U64(13, x.recv_bytes);
+        s.U64(14, x.corr);
         if (x.stream != 0) m.U64(7, StreamIndex(w, x.stream));
         if (x.device >= 0) m.U64(10, uint32_t(x.device));
       }
@@ -686,15 +692,19 @@ void EncodeDeviceOp(WriterState* w, DeviceBuilder* d, const RawEvent& e) {
   m.S64(5, int64_t(uint64_t(p.corr) - d->prev_corr - 1));
   d->prev_corr = p.corr;
   m.U64(6, p.stream);
-  m.U64(7, p.bytes);
-  m.U64(8, p.copy_kind);
   m.U64(9, p.graph);
-  m.U64(10, p.grid_x);
-  m.U64(11, p.grid_y);
-  m.U64(12, p.grid_z);
-  m.U64(13, BlockX(p.block));
-  m.U64(14, BlockY(p.block));
-  m.U64(15, BlockZ(p.block));
+  if (p.kind == 0) {  // kernel: bytes = shared memory
+    m.U64(7, p.shmem);
+    m.U64(10, p.grid_x);
+    m.U64(11, p.grid_y);
+    m.U64(12, p.grid_z);
+    m.U64(13, BlockX(p.block));
+    m.U64(14, BlockY(p.block));
+    m.U64(15, BlockZ(p.block));
+  } else {
+    m.U64(7, p.bytes);
+    m.U64(8, p.copy_kind);
+  }
   m.EndMsg(start);
   ++w->records;
 }
@@ -919,7 +929,7 @@ void StartWriterLocked() {
   if (pthread_create(&w->thread, &attr, WriterMain, nullptr) != 0) {
     w->thread_started = false;
     Log(1, "cannot start the writer thread; the agent is disabled");
-    g.enabled.store(false);
+    SetEnabled(false);
   } else {
     g.writer_running.store(true);
   }

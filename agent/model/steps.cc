@@ -83,7 +83,8 @@ void EmitStepEvent(EvType type, uint64_t t0, uint64_t t1, const ParsedStep* p, u
   e.t0 = t0;
   e.t1 = t1;
   e.step.tokens = p ? p->tokens : -1;
-  e.step.kv = p ? p->kv : -1;
+  int64_t kv = p ? p->kv : -1;
+  e.step.kv = kv > INT32_MAX ? INT32_MAX : int32_t(kv);
   int64_t bsz = p ? p->bsz : -1;
   e.step.bsz = bsz > INT32_MAX ? INT32_MAX : int32_t(bsz);
   e.step.phase = p ? InternView(p->phase) : 0;

@@ -153,15 +153,18 @@ size_t PollOnce(std::vector<Pending>* inflight, std::unordered_map<const void*, 
       DevicePayload& d = e.dev;
       d.name = q.info.kind == 0 ? NameFor(q.info.func, names) : 0;
       d.corr = q.info.corr;
-      d.bytes = q.info.bytes;
       d.graph = uint32_t(q.info.graph);
       d.stream = q.info.stream;
-      d.grid_x = q.info.grid_x;
-      d.grid_y = q.info.grid_y;
-      d.grid_z = q.info.grid_z;
-      d.block = q.info.block;
+      if (q.info.kind == 0) {  // kernel
+        d.grid_x = q.info.grid_x;
+        d.grid_y = q.info.grid_y;
+        d.grid_z = q.info.grid_z;
+        d.block = q.info.block;
+      } else {
+        d.bytes = q.info.bytes;
+        d.copy_kind = q.info.copy_kind;
+      }
       d.device = q.info.device;
-      d.copy_kind = q.info.copy_kind;
       d.kind = q.info.kind;
       Emit(e);
     } else {

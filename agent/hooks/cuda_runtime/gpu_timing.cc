@@ -18,6 +18,7 @@ namespace internal {
 std::atomic<uint8_t> g_mode{kUndecided};
 uint32_t g_stack_every = 0;
 uint32_t g_stack_depth = 32;
+uint32_t g_launch_api_sample = 1;
 
 namespace {
 std::once_flag g_once;
@@ -27,6 +28,7 @@ void Decide() {
   const Config& cfg = GetConfig();
   g_stack_every = cfg.stack_every;
   g_stack_depth = cfg.stack_depth == 0 ? 1 : (cfg.stack_depth > 64 ? 64 : cfg.stack_depth);
+  g_launch_api_sample = cfg.launch_api_sample == 0 ? 1 : cfg.launch_api_sample;
   uint8_t mode = kHost;
   std::string reason;
   switch (cfg.gpu_timing) {

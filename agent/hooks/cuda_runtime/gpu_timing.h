@@ -23,6 +23,7 @@ namespace internal {
 extern std::atomic<uint8_t> g_mode;
 extern uint32_t g_stack_every;  // PROFAGENT_STACKS (0 = off), fixed at decision time
 extern uint32_t g_stack_depth;
+extern uint32_t g_launch_api_sample;  // PROFAGENT_LAUNCH_API_SAMPLE, fixed at decision time
 uint8_t DecideMode();
 }  // namespace internal
 

@@ -3,6 +3,8 @@
 // per call over the rounds. Rounds are separated by 50 ms so that the agent's writer drains its
 // ring (a round of up to ~60000 calls fits the default 65536-slot ring: no drops, and the ring's
 // pages are warm after the first round). launch_bench.sh runs it with and without the agent.
+// Rounds are timed with the calling thread's CPU clock: time the thread spent preempted on a
+// busy machine does not count (the agent's writer runs on another thread).
 // Usage: launch_overhead [calls per round] [rounds].
 #include <cuda_runtime_api.h>
 #include <time.h>
@@ -16,7 +18,7 @@ extern "C" cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim
 
 static double NowNs() {
   timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return ts.tv_sec * 1e9 + ts.tv_nsec;
 }
 

@@ -556,5 +556,48 @@ TEST_CASE("PROFAGENT_STACKS=N attaches a host stack to 1 launch in N") {
   CHECK(with == 8);
 }
 
+TEST_CASE("PROFAGENT_LAUNCH_API_SAMPLE=N times 1 launch in N at random, never aliasing a period") {
+  // Each scenario: 2000 x 8 launches of p0..p7; gpusim runs them as zero-cost kernels.
+  const std::string costs = "GPUSIM_COSTS=/dev/null PROFAGENT_GPU_TIMING=host ";
+  const int kLaunches = 16000;
+  auto timed = [](const Profile& p, std::map<std::string, int>* by_name) {
+    int n = 0;
+    for (auto* l : p.Kind(EV_LAUNCH)) {
+      if (l->ev.dur() == 0) continue;  // not timed (the format's convention for launches)
+      ++n;
+      (*by_name)[p.Str(l->ev.name())]++;
+    }
+    return n;
+  };
+
+  Scenario all("sample1", costs + "PROFAGENT_LAUNCH_API_SAMPLE=1", kPkg + "rt_periodic");
+  REQUIRE(all.run.code == 0);
+  REQUIRE(all.loaded);
+  CHECK(all.prof.header.launch_api_sample() == 1);
+  REQUIRE(all.prof.Kind(EV_LAUNCH).size() == size_t(kLaunches));
+  std::map<std::string, int> names_all;
+  CHECK(timed(all.prof, &names_all) == kLaunches);
+  for (auto* l : all.prof.Kind(EV_LAUNCH)) CHECK(l->end > l->start);
+
+  Scenario def("sample16", costs, kPkg + "rt_periodic");
+  REQUIRE(def.run.code == 0);
+  REQUIRE(def.loaded);
+  CHECK(def.prof.header.launch_api_sample() == 16);
+  REQUIRE(def.prof.Kind(EV_LAUNCH).size() == size_t(kLaunches));
+  for (auto* l : def.prof.Kind(EV_LAUNCH)) CHECK(l->end >= l->start);
+  std::map<std::string, int> names;
+  int n = timed(def.prof, &names);
+  // Gaps are uniform in 1..31 (mean 16, variance 80): 1000 expected, standard deviation about
+  // sqrt(16000 * 80 / 16^3) = 18. A fixed period of 16 would time only p0 (or one kernel).
+  INFO("timed launches " << n);
+  CHECK(n >= 850);
+  CHECK(n <= 1150);
+  REQUIRE(names.size() == 8);
+  for (auto& kv : names) {
+    INFO(kv.first << " timed " << kv.second);
+    CHECK(kv.second >= 60);  // 125 expected per kernel
+  }
+}
+
 }  // namespace
 }  // namespace profagent

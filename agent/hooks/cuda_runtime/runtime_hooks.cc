@@ -96,6 +96,7 @@ namespace {
 
 thread_local int t_device __attribute__((tls_model("initial-exec"))) = 0;
 thread_local uint32_t t_stack_count __attribute__((tls_model("initial-exec"))) = 0;
+thread_local uint32_t t_launch_end_gap __attribute__((tls_model("initial-exec"))) = 0;
 
 AllocTable g_allocs;
 
@@ -108,22 +109,42 @@ constexpr cudaError_t kNoReal = cudaErrorSharedObjectSymbolNotFound;
 inline uint64_t U64(const void* p) { return reinterpret_cast<uint64_t>(p); }
 
 // ---- Host stacks (PROFAGENT_STACKS=N) -------------------------------------------------------
-// Captures the caller's IPs into `ips` when this launch is sampled; returns the frame count.
-inline int MaybeCaptureStack(void** ips) {
-  uint32_t every = internal::g_stack_every;
-  if (__builtin_expect(every == 0, 1)) return 0;
-  if (++t_stack_count < every) return 0;
+// Emits the caller's stack (a kStack event, before the launch event it belongs to) when this
+// launch is sampled. Out of line: the frame buffer stays off the launch hook's stack frame.
+__attribute__((noinline)) void CaptureStack(uint64_t t) {
+  if (++t_stack_count < internal::g_stack_every) return;
   t_stack_count = 0;
+  void* ips[64];
   int n = unw_backtrace(ips, int(internal::g_stack_depth));
-  return n > 0 ? n : 0;
-}
-
-inline void EmitStack(uint64_t t, void** ips, int n) {
+  if (n <= 0) return;
   RawEvent s;
   std::memset(&s, 0, sizeof(s));
   s.t0 = s.t1 = t;
   s.type = EvType::kStack;
   EmitWithBytes(s, ips, size_t(n) * sizeof(void*));
+}
+
+inline void MaybeCaptureStack(uint64_t t) {
+  if (__builtin_expect(internal::g_stack_every != 0, 0)) CaptureStack(t);
+}
+
+// ---- Launch API durations (PROFAGENT_LAUNCH_API_SAMPLE=N) ------------------------------------
+// True when this launch's return time should be read: on average 1 in N launches per thread,
+// at random gaps (uniform in 1..2N-1) so that a periodic launch sequence (the same layers every
+// step) is not always sampled at the same kernel. `t0` (raw ticks) seeds the gap: its low bits
+// are unrelated to the launch pattern. Costs one decrement when not sampling.
+inline bool SampleLaunchEnd(uint64_t t0) {
+  if (__builtin_expect(t_launch_end_gap > 1, 1)) {
+    --t_launch_end_gap;
+    return false;
+  }
+  const uint32_t n = internal::g_launch_api_sample;
+  uint64_t x = (t0 ^ (uint64_t(t_launch_end_gap) << 32)) + 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  x ^= x >> 31;
+  t_launch_end_gap = n <= 1 ? 1 : 1 + uint32_t(x % (2ull * n - 1));
+  return true;
 }
 
 // ---- Launches --------------------------------------------------------------------------------
@@ -137,37 +158,19 @@ struct LaunchDesc {
 template <typename Call>
 inline cudaError_t DoLaunch(uint16_t api, EvType type, const LaunchDesc& d, Call&& call) {
   uint8_t mode = Mode();
-  void* ips[64];
-  int nips = MaybeCaptureStack(ips);
   int32_t ticket = mode == kEvents ? EventTimerBegin(t_device, d.stream) : -1;
   cupti::ThreadState& ts = cupti::t_state;
   ts.api_corr = 0;
   ++ts.in_runtime;
   uint64_t t0 = Now();
   cudaError_t r = call();
-  uint64_t t1 = Now();
+  // CUDA-event timing bounds device times by the call's end: always read it there.
+  const bool timed_end = ticket >= 0 || SampleLaunchEnd(t0);
+  uint64_t t1 = timed_end ? Now() : t0;
   --ts.in_runtime;
   uint32_t corr = ts.api_corr;
   if (corr == 0) corr = NextCorrelationId();
-  RawEvent e;
-  e.t0 = t0;
-  e.t1 = t1;
-  e.type = type;
-  e.flags = 0;
-  e.extra = 0;
-  e.api = api;
-  e.pad = 0;
-  e.ret = int32_t(r);
-  e.aux = 0;
-  e.launch.func = d.func;
-  e.launch.stream = U64(d.stream);
-  e.launch.corr = corr;
-  e.launch.grid_x = d.grid.x;
-  e.launch.grid_y = uint16_t(d.grid.y);
-  e.launch.grid_z = uint16_t(d.grid.z);
-  e.launch.block = PackBlock(d.block.x, d.block.y, d.block.z);
-  e.launch.shmem = uint32_t(d.shmem);
-  e.launch.name = 0;
+  const uint32_t block = PackBlock(d.block.x, d.block.y, d.block.z);
   if (ticket >= 0) {
     DeviceOpInfo info;
     std::memset(&info, 0, sizeof(info));
@@ -177,7 +180,7 @@ inline cudaError_t DoLaunch(uint16_t api, EvType type, const LaunchDesc& d, Call
     info.grid_x = d.grid.x;
     info.grid_y = uint16_t(d.grid.y);
     info.grid_z = uint16_t(d.grid.z);
-    info.block = e.launch.block;
+    info.block = block;
     info.stream = uint32_t(U64(d.stream));
     info.kind = type == EvType::kLaunch ? kDopKernel : kDopOther;
     info.device = uint8_t(t_device);
@@ -185,8 +188,29 @@ inline cudaError_t DoLaunch(uint16_t api, EvType type, const LaunchDesc& d, Call
     info.call_t1 = t1;
     EventTimerEnd(ticket, d.stream, info, r == cudaSuccess);
   }
-  if (nips) EmitStack(t0, ips, nips);
-  Emit(e);
+  MaybeCaptureStack(t0);
+  // Filled in place in the ring (the most frequent event: no copy through the stack).
+  RawEvent local;
+  RawEvent* slot = EmitReserve();
+  RawEvent& e = slot != nullptr ? *slot : local;
+  e.t0 = t0;
+  e.t1 = t1;
+  e.type = type;
+  e.flags = timed_end ? 0 : kFlagNoEnd;
+  e.extra = 0;
+  e.api = api;
+  e.pad = 0;
+  e.ret = int32_t(r);
+  e.launch.func = d.func;
+  e.launch.stream = U64(d.stream);
+  e.launch.corr = corr;
+  e.launch.grid_x = d.grid.x;
+  e.launch.grid_y = uint16_t(d.grid.y);
+  e.launch.grid_z = uint16_t(d.grid.z);
+  e.launch.block = block;
+  e.launch.shmem = uint32_t(d.shmem);
+  if (slot != nullptr) EmitCommit();
+  else Emit(local);
   return r;
 }
 

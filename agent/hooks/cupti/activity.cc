@@ -52,7 +52,7 @@ bool ActivityToEvent(const CUpti_Activity* rec, const ClockMap& clock, InternFn 
       d.grid_y = uint16_t(k->gridY);
       d.grid_z = uint16_t(k->gridZ);
       d.block = PackBlock(uint32_t(k->blockX), uint32_t(k->blockY), uint32_t(k->blockZ));
-      d.bytes = uint64_t(uint32_t(k->staticSharedMemory)) + uint32_t(k->dynamicSharedMemory);
+      d.shmem = uint32_t(k->staticSharedMemory) + uint32_t(k->dynamicSharedMemory);
       return true;
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY: {

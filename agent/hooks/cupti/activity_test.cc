@@ -30,6 +30,8 @@ TEST_CASE("A kernel record becomes a kDeviceOp with name, grid, graph and host t
   k.blockX = 256;
   k.blockY = 1;
   k.blockZ = 1;
+  k.staticSharedMemory = 1024;
+  k.dynamicSharedMemory = 3072;
   k.correlationId = 77;
   k.graphId = 4;
   k.name = "_Z6matmulPfS_i";
@@ -48,6 +50,7 @@ TEST_CASE("A kernel record becomes a kDeviceOp with name, grid, graph and host t
   CHECK(e.dev.stream == 13);
   CHECK(e.dev.device == 1);
   CHECK(e.dev.grid_x == 128);
+  CHECK(e.dev.shmem == 4096);
   CHECK(e.dev.grid_y == 2);
   CHECK(BlockX(e.dev.block) == 256);
   CHECK(BlockY(e.dev.block) == 1);

@@ -459,7 +459,6 @@ inline void Finish(uint16_t api, uint32_t seq, const Info& info, uint64_t t0, ui
   e.coll.bytes = info.bytes;
   e.coll.seq = seq;
   e.coll.peer = info.peer;
-  e.coll.corr = 0;
   e.coll.lib = kLibMpi;
   e.coll.op = 0;
   e.coll.dtype = info.dtype;

@@ -12,7 +12,7 @@
 // host enqueue times t0/t1, the correlation id of the NCCL kernel launch made inside the call
 // (LastDriverLaunchCorrelation, written by the CUPTI hook), and a CollExtra continuation slot
 // (stream, recv_bytes, device). Calls between ncclGroupStart and ncclGroupEnd carry the group
-// number in RawEvent.aux; they are held back (per-thread buffer) until the outermost
+// number in CollExtra.group; they are held back (per-thread buffer) until the outermost
 // ncclGroupEnd, which launches the fused kernel: the kGroup event and, when every member used one
 // stream, each member then carry that launch's correlation id.
 //
@@ -274,18 +274,18 @@ inline void After(uint16_t api, uint8_t op_index, ncclComm_t comm, cudaStream_t 
   e.type = EvType::kCollective;
   e.api = api;
   e.ret = static_cast<int32_t>(rc);
-  e.aux = p.group;
   e.coll.comm = H(comm);
   e.coll.count = c.count;
   e.coll.bytes = c.bytes;
   e.coll.seq = p.seq;
   e.coll.peer = c.peer;
-  e.coll.corr = corr;
   e.coll.lib = kLibNccl;
   e.coll.op = op_index;
   e.coll.dtype = c.dtype;
   e.coll.redop = c.redop;
   CollExtra x{};
+  x.group = p.group;
+  x.corr = corr;
   x.stream = H(stream);
   x.recv_bytes = c.recv_bytes;
   x.device = p.slot != nullptr ? p.slot->device : -1;
@@ -496,7 +496,7 @@ PROFAGENT_EXPORT ncclResult_t ncclGroupEnd() {
     }
     if (GroupBuffer* b = tls_group_buf) {
       for (uint32_t i = 0; i < b->n; ++i) {
-        b->m[i].e.coll.corr = single_stream ? corr : 0;
+        b->m[i].x.corr = single_stream ? corr : 0;
         EmitWithBytes(b->m[i].e, &b->m[i].x, sizeof(CollExtra));
       }
       b->n = 0;

@@ -36,7 +36,7 @@ struct Result {
 template <typename Body>
 Result Measure(int chunks, long chunk, int pause_ms, long ops_per_iter, Body body) {
   std::vector<double> per_op;
-  // Warm-up chunks: the first pass through the agent's ring (65536 slots of 72 B by default)
+  // Warm-up chunks: the first pass through the agent's ring (65536 slots of 64 B by default)
   // page-faults; 24 chunks of 2048 pairs (2 slots each) cover it.
   const int warmup = 24;
   for (int c = 0; c < chunks + warmup; ++c) {

@@ -11,6 +11,9 @@
 namespace profagent {
 namespace internal {
 bool g_use_tsc = false;
+// No rings: every Emit takes EmitSlow below, which captures the event.
+std::atomic<uint8_t> g_recording{kRecAll};
+__thread Ring* t_ring = nullptr;
 }  // namespace internal
 
 thread_local int HookGuard::depth_ = 0;
@@ -23,19 +26,15 @@ std::vector<std::string> notes;
 std::map<std::string, uint32_t> ids;
 std::vector<std::string> strings{""};
 Config config;
-bool schedule_active = true;
 }  // namespace
 
-bool Recording() {
-  std::lock_guard<std::mutex> l(mu);
-  return schedule_active;
-}
-
-bool Emit(const RawEvent& e) {
+namespace internal {
+bool EmitSlow(const RawEvent& e) {
   std::lock_guard<std::mutex> l(mu);
   events.push_back({e, ""});
   return true;
 }
+}  // namespace internal
 
 bool EmitWithBytes(const RawEvent& e, const void* data, size_t n) {
   if (n > kMaxExtraBytes) n = kMaxExtraBytes;
@@ -72,7 +71,7 @@ void Log(int, const char* fmt, ...) {
 
 void SetScheduleActive(bool active) {
   std::lock_guard<std::mutex> l(mu);
-  schedule_active = active;
+  internal::g_recording.store(active ? internal::kRecAll : internal::kRecEnabled);
   schedule_calls.push_back(active);
 }
 
@@ -121,7 +120,7 @@ void Reset(const Config& c) {
   events.clear();
   schedule_calls.clear();
   notes.clear();
-  schedule_active = true;
+  internal::g_recording.store(internal::kRecAll);
 }
 
 }  // namespace fake

@@ -1,0 +1,122 @@
+// ParseConfig: defaults, accepted values and the one-line error for each bad one.
+#include "agent/core/config.h"
+
+#include <catch2/catch.hpp>
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace profagent {
+namespace {
+
+std::map<std::string, std::string> g_env;
+
+const char* FakeGetenv(const char* name) {
+  auto it = g_env.find(name);
+  return it == g_env.end() ? nullptr : it->second.c_str();
+}
+
+// Parses `env`; returns the error ("" when it parsed).
+std::string Parse(std::map<std::string, std::string> env, Config* c) {
+  g_env = std::move(env);
+  std::string err;
+  bool ok = ParseConfig(FakeGetenv, c, &err);
+  CHECK(ok == err.empty());
+  return err;
+}
+
+TEST_CASE("No variables: the documented defaults") {
+  Config c;
+  REQUIRE(Parse({}, &c).empty());
+  CHECK(c.enabled);
+  CHECK(c.output_dir == "profagent_out");
+  CHECK(c.gpu_timing == GpuTimingWanted::kAuto);
+  CHECK(c.ring_slots == 65536);
+  CHECK(c.overflow == OverflowPolicy::kDrop);
+  CHECK(c.step_pattern == "^step\\b");
+  CHECK(c.run_pattern == "^run\\b");
+  CHECK(c.kv_reduce == KvReduce::kMean);
+  CHECK(c.step_rule == StepRule::kNone);
+  CHECK(c.stack_every == 0);
+  CHECK(c.stack_depth == 32);
+  CHECK(c.launch_api_sample == 16);
+  CHECK_FALSE(c.schedule_set);
+  CHECK(c.ranks.empty());
+  CHECK(c.log_level == 1);
+  CHECK(c.flush_ms == 20);
+  CHECK(c.mpi_clock_sync);
+  auto m = ConfigToMap(c);
+  CHECK(m["PROFAGENT_LAUNCH_API_SAMPLE"] == "16");
+  CHECK(m["PROFAGENT_RANKS"] == "all");
+}
+
+TEST_CASE("Accepted values are parsed") {
+  Config c;
+  REQUIRE(Parse({{"PROFAGENT_ENABLE", "0"},
+                 {"PROFAGENT_OUTPUT", "/tmp/x"},
+                 {"PROFAGENT_GPU_TIMING", "events"},
+                 {"PROFAGENT_RING_SIZE", "1024"},
+                 {"PROFAGENT_OVERFLOW", "block"},
+                 {"PROFAGENT_KV_REDUCE", "p90"},
+                 {"PROFAGENT_STEP_RULE", "sync:0x10"},
+                 {"PROFAGENT_STACKS", "4"},
+                 {"PROFAGENT_STACK_DEPTH", "8"},
+                 {"PROFAGENT_LAUNCH_API_SAMPLE", "1"},
+                 {"PROFAGENT_SCHEDULE", "wait=1,warmup=2,active=3,repeat=4"},
+                 {"PROFAGENT_RANKS", "0,2-3"},
+                 {"PROFAGENT_LOG", "3"},
+                 {"PROFAGENT_FLUSH_MS", "5"},
+                 {"PROFAGENT_CLOCK_SYNC", "0"}},
+                &c)
+              .empty());
+  CHECK_FALSE(c.enabled);
+  CHECK(c.output_dir == "/tmp/x");
+  CHECK(c.gpu_timing == GpuTimingWanted::kEvents);
+  CHECK(c.ring_slots == 1024);
+  CHECK(c.overflow == OverflowPolicy::kBlock);
+  CHECK(c.kv_reduce == KvReduce::kP90);
+  CHECK(c.step_rule == StepRule::kStreamSync);
+  CHECK(c.step_rule_stream == 0x10);
+  CHECK(c.stack_every == 4);
+  CHECK(c.stack_depth == 8);
+  CHECK(c.launch_api_sample == 1);
+  CHECK(c.schedule_set);
+  CHECK(c.sched_wait == 1);
+  CHECK(c.sched_warmup == 2);
+  CHECK(c.sched_active == 3);
+  CHECK(c.sched_repeat == 4);
+  CHECK(c.ranks == std::vector<int>{0, 2, 3});
+  CHECK(c.log_level == 3);
+  CHECK(c.flush_ms == 5);
+  CHECK_FALSE(c.mpi_clock_sync);
+}
+
+TEST_CASE("A bad value is one line naming the variable, the value and what is accepted") {
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"PROFAGENT_ENABLE", "yes"},         {"PROFAGENT_GPU_TIMING", "gpu"},
+      {"PROFAGENT_RING_SIZE", "1000"},     {"PROFAGENT_RING_SIZE", "32"},
+      {"PROFAGENT_OVERFLOW", "wait"},      {"PROFAGENT_STEP_PATTERN", "(unclosed"},
+      {"PROFAGENT_KV_REDUCE", "median"},   {"PROFAGENT_STEP_RULE", "sync:abc"},
+      {"PROFAGENT_STACKS", "-1"},          {"PROFAGENT_STACK_DEPTH", "0"},
+      {"PROFAGENT_LAUNCH_API_SAMPLE", "0"}, {"PROFAGENT_SCHEDULE", "active=0"},
+      {"PROFAGENT_RANKS", "3-1"},          {"PROFAGENT_LOG", "9"},
+      {"PROFAGENT_FLUSH_MS", "0"},         {"PROFAGENT_CLOCK_SYNC", "2"},
+  };
+  for (const auto& kv : bad) {
+    Config c;
+    std::string err = Parse({kv}, &c);
+    INFO(kv.first << "=" << kv.second << " -> " << err);
+    CHECK(err.find(kv.first + "=" + kv.second + " is invalid (expected ") == 0);
+    CHECK(err.find('\n') == std::string::npos);
+  }
+  for (const char* v : {"0", "x", "1000001", "-4", "2.5"}) {
+    Config c;
+    INFO("PROFAGENT_LAUNCH_API_SAMPLE=" << v);
+    CHECK_FALSE(Parse({{"PROFAGENT_LAUNCH_API_SAMPLE", v}}, &c).empty());
+  }
+}
+
+}  // namespace
+}  // namespace profagent
