@@ -215,10 +215,12 @@ __attribute__((noinline)) ThreadState* SlowThreadState() {
   return internal::RegisterThisThread();
 }
 
+// Ring full (or a multi-slot event that does not fit). Waits for the writer under policy block
+// or when `wait` is set; otherwise, or once the writer has stopped, counts a drop.
 __attribute__((noinline)) bool PushSlow(ThreadState* ts, const RawEvent& e, const void* bytes,
-                                        size_t n, uint16_t extra) {
+                                        size_t n, uint16_t extra, bool wait = false) {
   auto& g = G();
-  if (g.config.overflow == OverflowPolicy::kBlock) {
+  if (wait || g.config.overflow == OverflowPolicy::kBlock) {
     for (int spins = 0; g.writer_running.load(std::memory_order_relaxed); ++spins) {
       bool ok = extra == 0 ? ts->ring->TryPush(e) : ts->ring->TryPushWithBytes(e, bytes, n, extra);
       if (ok) return true;
@@ -247,6 +249,20 @@ bool EmitSlow(const RawEvent& e) {
 }
 
 }  // namespace internal
+
+bool EmitWait(const RawEvent& e) {
+  ThreadState* ts = t_state;
+  if (ts == nullptr) {
+    ts = SlowThreadState();
+    if (ts == nullptr) return false;
+  }
+  if (__builtin_expect(ts->ring->TryPush(e), 1)) return true;
+  return PushSlow(ts, e, nullptr, 0, 0, /*wait=*/true);
+}
+
+void CountUpstreamDrops(uint64_t n) {
+  if (n > 0) G().upstream_drops.fetch_add(n, std::memory_order_relaxed);
+}
 
 bool EmitWithBytes(const RawEvent& e, const void* data, size_t n) {
   ThreadState* ts = t_state;

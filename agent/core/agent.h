@@ -74,6 +74,16 @@ inline bool Emit(const RawEvent& e) {
   return internal::EmitSlow(e);  // first event of the thread, ring full, or agent off
 }
 
+// As Emit, but when the ring is full it waits for the writer instead of dropping (while the
+// writer runs). For threads that are not the application's and whose records come in bursts,
+// such as CUPTI's buffer-completion thread (thousands of device records per buffer).
+bool EmitWait(const RawEvent& e);
+
+// Records lost before they reached the agent (CUPTI's count of activity records it dropped for
+// lack of buffer space). Written as a Drops record (thread 0) and counted in the footer's total,
+// so the report says how many are missing. Thread-safe; not for the application's hot path.
+void CountUpstreamDrops(uint64_t n);
+
 // Emit without a copy, for the hottest hooks: fill the slot EmitReserve() returns, then call
 // EmitCommit(). nullptr (first event of a thread, ring full, agent off): fill a local RawEvent
 // and Emit() it instead, which handles all of those.

@@ -104,6 +104,9 @@ struct Global {
   // Flush handshake.
   std::atomic<uint64_t> flush_requested{0};
   std::atomic<uint64_t> flush_done{0};
+
+  // CountUpstreamDrops (cumulative).
+  std::atomic<uint64_t> upstream_drops{0};
 };
 
 Global& G();

@@ -69,6 +69,7 @@ struct WriterState {
   std::map<std::vector<uint64_t>, uint32_t> stack_ids;
   std::unordered_map<uint64_t, std::pair<uint32_t, uint64_t>> module_cache;  // ip page -> (module id, base)
   uint64_t records = 0;
+  uint64_t upstream_drops_written = 0;
   uint64_t last_sync_ns = 0;
   size_t notes_written = 0, comms_written = 0, offsets_written = 0, devices_written = 0;
   size_t device_syncs_written = 0;
@@ -770,7 +771,8 @@ void Pass(WriterState* w, bool final_pass) {
     std::lock_guard<std::mutex> lock(g.mu);
     threads = g.threads;
   }
-  bool any_data = false;
+  const uint64_t upstream = g.upstream_drops.load(std::memory_order_relaxed);
+  bool any_data = upstream != w->upstream_drops_written;
   for (ThreadState* ts : threads) {
     if (ts->ring->ReadableEnd() != ts->ring->ReadableBegin() ||
         ts->ring->drops() - ts->drops_base != ts->drops_written) {
@@ -833,6 +835,15 @@ void Pass(WriterState* w, bool final_pass) {
     }
     if (exited && ts->ring->ReadableEnd() == ts->ring->ReadableBegin()) recycle.push_back(ts);
   }
+  if (upstream != w->upstream_drops_written) {
+    // Thread 0 is no thread (indices start at 1): records lost upstream of the rings.
+    w->upstream_drops_written = upstream;
+    w->msg.Clear();
+    w->msg.U64(1, 0);
+    w->msg.U64(2, upstream);
+    w->msg.Str(3, "CUPTI dropped activity records (buffer space)");
+    Frame(w, kRecDrops, w->msg);
+  }
   if (!recycle.empty()) {
     std::lock_guard<std::mutex> lock(g.mu);
     for (ThreadState* ts : recycle) {
@@ -856,7 +867,7 @@ void Pass(WriterState* w, bool final_pass) {
 void WriteFooter(WriterState* w, const char* reason) {
   if (w->fd < 0) return;
   auto& g = G();
-  uint64_t dropped = 0;
+  uint64_t dropped = g.upstream_drops.load(std::memory_order_relaxed);
   {
     std::lock_guard<std::mutex> lock(g.mu);
     for (ThreadState* ts : g.threads) dropped += ts->ring->drops();
@@ -871,7 +882,7 @@ void WriteFooter(WriterState* w, const char* reason) {
   w->msg.Str(4, reason);
   Frame(w, kRecFooter, w->msg);
   FlushOut(w);
-  if (dropped > 0) Log(1, "%llu records were dropped (rings full); see %s",
+  if (dropped > 0) Log(1, "%llu records were dropped (rings full or CUPTI buffers); see %s",
                        (unsigned long long)dropped, w->path.c_str());
   Log(2, "wrote %llu records to %s", (unsigned long long)w->records, w->path.c_str());
 }

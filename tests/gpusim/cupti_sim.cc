@@ -18,6 +18,8 @@
 //     returns CUPTI_ERROR_NOT_SUPPORTED (legacy event/metric API: ..._LEGACY_PROFILER_...).
 //   * GPUSIM_CUPTI_FAIL=<CUptiResult> makes cuptiSubscribe(_v2) and cuptiActivityEnable return
 //     that code (999 = CUPTI_ERROR_UNKNOWN, what NVIDIA's library returns without a driver).
+//   * GPUSIM_CUPTI_DROP_EVERY=N drops every N-th activity record as if the buffers were full:
+//     counted, and reported by cuptiActivityGetNumDroppedRecords like NVIDIA's library does.
 //
 // Threading: every entry point is thread safe. Activity records are appended under one mutex
 // from the thread that produced them (API records: the calling thread; device records: the
@@ -148,6 +150,15 @@ CUptiResult InjectedFailure() {
   return static_cast<CUptiResult>(code);
 }
 
+size_t InjectedDropEvery() {
+  static const size_t every = [] {
+    const char* v = getenv("GPUSIM_CUPTI_DROP_EVERY");
+    long n = v != nullptr ? atol(v) : 0;
+    return n > 0 ? size_t(n) : size_t(0);
+  }();
+  return every;
+}
+
 thread_local CUptiResult t_last_error = CUPTI_SUCCESS;
 
 CUptiResult Ret(CUptiResult r) {
@@ -246,6 +257,7 @@ struct ActivityState {
   ActivityBuffer current;
   std::deque<ActivityBuffer> full;
   size_t dropped = 0;
+  size_t appended = 0;  // records offered (GPUSIM_CUPTI_DROP_EVERY)
   uint32_t flush_period_ms = 0;
   bool thread_started = false;
   std::condition_variable cv;
@@ -331,6 +343,11 @@ void AppendRecord(const void* record, size_t size) {
   ActivityState& a = Act();
   std::lock_guard<std::mutex> lock(a.mu);
   if (a.request == nullptr) {
+    ++a.dropped;
+    return;
+  }
+  const size_t drop_every = InjectedDropEvery();
+  if (drop_every > 0 && ++a.appended % drop_every == 0) {
     ++a.dropped;
     return;
   }

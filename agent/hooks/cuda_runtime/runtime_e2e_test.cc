@@ -135,6 +135,8 @@ struct Profile : analyzer::Visitor {
   std::vector<HostEv> host;
   std::vector<DevOp> dev;
   std::vector<StackDef> stacks;
+  std::map<uint32_t, uint64_t> drops;  // Drops records: thread -> last cumulative count
+  uint64_t footer_dropped = 0;
 
   void OnHeader(const Header& h) override {
     header = h;
@@ -154,6 +156,8 @@ struct Profile : analyzer::Visitor {
       reason = r.process().gpu_timing_reason();
     }
     if (r.has_stack()) stacks.push_back(r.stack());
+    if (r.has_drops()) drops[r.drops().thread()] = r.drops().count();
+    if (r.has_footer()) footer_dropped = r.footer().dropped();
   }
   std::string Str(uint32_t id) const {
     auto it = strings.find(id);
@@ -396,6 +400,22 @@ TEST_CASE("CUPTI mode: every kernel, copy and set once, with device times from C
   for (auto* l : s.prof.Kind(EV_LAUNCH)) threads.insert(l->thread);
   CHECK(threads.size() >= 4);
   CheckAllocations(s.prof);
+}
+
+TEST_CASE("CUPTI mode: records CUPTI dropped are counted in the file, none lost in the agent") {
+  Scenario s("cupti_drops", "PROFAGENT_GPU_TIMING=cupti GPUSIM_CUPTI_DROP_EVERY=3",
+             kPkg + "rt_workload");
+  REQUIRE(s.run.code == 0);
+  REQUIRE(s.loaded);
+  if (CuptiUnavailable(s.prof)) return;
+  size_t truth_ops = 0;
+  for (auto& t : s.truth) truth_ops += t.op == "kernel" || t.op == "memcpy" || t.op == "memset";
+  INFO("truth ops " << truth_ops << ", device ops recorded " << s.prof.dev.size());
+  REQUIRE(truth_ops > 10);
+  // One in 3 records dropped by "CUPTI"; every record it delivered is in the file.
+  CHECK(s.prof.dev.size() < truth_ops);
+  CHECK(s.prof.drops[0] == truth_ops - s.prof.dev.size());
+  CHECK(s.prof.footer_dropped == s.prof.drops[0]);
 }
 
 TEST_CASE("Events mode: launches once each, device durations from CUDA events") {

@@ -47,6 +47,7 @@ struct CuptiApi {
   decltype(&cuptiActivityRegisterTimestampCallback) register_timestamp = nullptr;
   decltype(&cuptiActivityGetNextRecord) next_record = nullptr;
   decltype(&cuptiActivityFlushAll) flush_all = nullptr;
+  decltype(&cuptiActivityGetNumDroppedRecords) num_dropped = nullptr;
   decltype(&cuptiGetTimestamp) get_timestamp = nullptr;
   decltype(&cuptiGetResultString) result_string = nullptr;
 };
@@ -112,17 +113,24 @@ void CUPTIAPI BufferRequested(uint8_t** buffer, size_t* size, size_t* max_record
   *max_records = 0;
 }
 
-void CUPTIAPI BufferCompleted(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t valid) {
+void CUPTIAPI BufferCompleted(CUcontext ctx, uint32_t stream_id, uint8_t* buffer, size_t,
+                              size_t valid) {
   HookGuard guard;  // nothing this thread does here is the application's
   if (buffer && valid > 0 && g_api.next_record) {
     std::lock_guard<std::mutex> lock(Mu());
     CUpti_Activity* rec = nullptr;
     while (g_api.next_record(buffer, valid, &rec) == CUPTI_SUCCESS) {
       RawEvent e;
-      if (ActivityToEvent(rec, g_clock, InternName, &e)) Emit(e);
+      // A buffer holds thousands of records: wait for ring space rather than drop (this is
+      // CUPTI's thread, not the application's).
+      if (ActivityToEvent(rec, g_clock, InternName, &e)) EmitWait(e);
     }
   }
   free(buffer);
+  size_t dropped = 0;
+  if (g_api.num_dropped && g_api.num_dropped(ctx, stream_id, &dropped) == CUPTI_SUCCESS) {
+    CountUpstreamDrops(dropped);
+  }
 }
 
 // ---- Callbacks -----------------------------------------------------------------------------
@@ -378,6 +386,7 @@ bool StartLocked(const std::string& explicit_path, const void* cudart_symbol,
   Sym(lib, "cuptiActivityRegisterTimestampCallback", &a.register_timestamp);
   Sym(lib, "cuptiGetResultString", &a.result_string);
   Sym(lib, "cuptiGetTimestamp", &a.get_timestamp);
+  Sym(lib, "cuptiActivityGetNumDroppedRecords", &a.num_dropped);
   bool ok = Sym(lib, "cuptiSubscribe", &a.subscribe) &&
             Sym(lib, "cuptiUnsubscribe", &a.unsubscribe) &&
             Sym(lib, "cuptiEnableCallback", &a.enable_callback) &&
