@@ -40,6 +40,7 @@ class Ring {
     }
     slots_[h & mask_] = e;
     head_.store(h + 1, std::memory_order_release);
+    __builtin_prefetch(&slots_[(h + 1) & mask_], 1);  // as in Commit()
     return true;
   }
   bool TryPushWithBytes(const RawEvent& e, const void* bytes, size_t n, uint16_t extra);
@@ -55,7 +56,10 @@ class Ring {
     return &slots_[h & mask_];
   }
   inline void Commit() {
-    head_.store(head_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+    const uint64_t h = head_.load(std::memory_order_relaxed) + 1;
+    head_.store(h, std::memory_order_release);
+    // Own the next slot's line before the next event is written (the writer last read it).
+    __builtin_prefetch(&slots_[h & mask_], 1);
   }
 
   // Counted by the producer (relaxed; read by the writer).

@@ -159,16 +159,24 @@ template <typename Call>
 inline cudaError_t DoLaunch(uint16_t api, EvType type, const LaunchDesc& d, Call&& call) {
   uint8_t mode = Mode();
   int32_t ticket = mode == kEvents ? EventTimerBegin(t_device, d.stream) : -1;
+  // With CUPTI, its runtime callbacks (inside the real call) see in_runtime and leave the
+  // launch to this hook; they hand over CUPTI's correlation id in api_corr.
+  const bool cupti = mode == kCupti;
   cupti::ThreadState& ts = cupti::t_state;
-  ts.api_corr = 0;
-  ++ts.in_runtime;
+  if (cupti) {
+    ts.api_corr = 0;
+    ++ts.in_runtime;
+  }
   uint64_t t0 = Now();
   cudaError_t r = call();
   // CUDA-event timing bounds device times by the call's end: always read it there.
   const bool timed_end = ticket >= 0 || SampleLaunchEnd(t0);
   uint64_t t1 = timed_end ? Now() : t0;
-  --ts.in_runtime;
-  uint32_t corr = ts.api_corr;
+  uint32_t corr = 0;
+  if (cupti) {
+    --ts.in_runtime;
+    corr = ts.api_corr;
+  }
   if (corr == 0) corr = NextCorrelationId();
   const uint32_t block = PackBlock(d.block.x, d.block.y, d.block.z);
   if (ticket >= 0) {
