@@ -234,31 +234,24 @@ __attribute__((noinline)) bool PushSlow(ThreadState* ts, const RawEvent& e, cons
   return false;
 }
 
-}  // namespace
-
-namespace internal {
-
-bool EmitSlow(const RawEvent& e) {
-  ThreadState* ts = t_state;
-  if (ts == nullptr) {
-    ts = SlowThreadState();
-    if (ts == nullptr) return false;
-    if (__builtin_expect(ts->ring->TryPush(e), 1)) return true;
-  }
-  return PushSlow(ts, e, nullptr, 0, 0);
-}
-
-}  // namespace internal
-
-bool EmitWait(const RawEvent& e) {
+// Registers the thread on its first event; then pushes, waiting or dropping when full.
+bool PushOrRegister(const RawEvent& e, bool wait) {
   ThreadState* ts = t_state;
   if (ts == nullptr) {
     ts = SlowThreadState();
     if (ts == nullptr) return false;
   }
   if (__builtin_expect(ts->ring->TryPush(e), 1)) return true;
-  return PushSlow(ts, e, nullptr, 0, 0, /*wait=*/true);
+  return PushSlow(ts, e, nullptr, 0, 0, wait);
 }
+
+}  // namespace
+
+namespace internal {
+bool EmitSlow(const RawEvent& e) { return PushOrRegister(e, /*wait=*/false); }
+}  // namespace internal
+
+bool EmitWait(const RawEvent& e) { return PushOrRegister(e, /*wait=*/true); }
 
 void CountUpstreamDrops(uint64_t n) {
   if (n > 0) G().upstream_drops.fetch_add(n, std::memory_order_relaxed);
