@@ -1,7 +1,9 @@
 #include "analyzer/perfetto/perfetto.h"
 
 #include <cxxabi.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -11,8 +13,10 @@
 #include <functional>
 #include <iostream>
 #include <memory>
+#include <mutex>
 #include <queue>
 #include <set>
+#include <thread>
 #include <unordered_map>
 
 #include "absl/strings/str_cat.h"
@@ -108,30 +112,47 @@ size_t FormatDims(char* buf, uint32_t x, uint32_t y, uint32_t z) {
   return static_cast<size_t>(p - buf);
 }
 
+// Annotation string values that repeat (launch shapes, copy kinds), numbered from 1 in order
+// of first use. Views stay valid for the interner's lifetime.
+class ValueInterner {
+ public:
+  Name Get(std::string_view s) {
+    auto it = ids_.find(std::string(s));
+    if (it == ids_.end()) it = ids_.emplace(std::string(s), ids_.size() + 1).first;
+    return Name{it->second, it->first};
+  }
+
+ private:
+  std::unordered_map<std::string, uint64_t> ids_;
+};
+
 // Formats launch shapes, remembering recent ones (a decode loop repeats a handful of shapes).
 class DimsCache {
  public:
-  std::string_view Get(uint32_t x, uint32_t y, uint32_t z) {
-    const uint32_t h = (x * 2654435761u ^ y * 40503u ^ z * 97u) & (kSlots - 1);
-    Slot& s = slots_[h];
-    if (!s.valid || s.x != x || s.y != y || s.z != z) {
-      s.valid = true;
-      s.x = x;
-      s.y = y;
-      s.z = z;
-      s.len = static_cast<uint8_t>(FormatDims(s.text, x, y, z));
-    }
-    return std::string_view(s.text, s.len);
+  explicit DimsCache(ValueInterner* values) : values_(values) {}
+
+  Name Get(uint32_t x, uint32_t y, uint32_t z) {
+    Slot& s = slots_[(x * 2654435761u ^ y * 40503u ^ z * 97u) & (kSlots - 1)];
+    if (__builtin_expect(s.value.iid != 0 && s.x == x && s.y == y && s.z == z, 1)) return s.value;
+    return Fill(s, x, y, z);
   }
 
  private:
   static constexpr uint32_t kSlots = 64;
   struct Slot {
-    bool valid = false;
     uint32_t x = 0, y = 0, z = 0;
-    uint8_t len = 0;
-    char text[40];
+    Name value{0, {}};
   };
+  __attribute__((noinline)) Name Fill(Slot& s, uint32_t x, uint32_t y, uint32_t z) {
+    s.x = x;
+    s.y = y;
+    s.z = z;
+    char text[40];
+    s.value = values_->Get(std::string_view(text, FormatDims(text, x, y, z)));
+    return s.value;
+  }
+
+  ValueInterner* values_;
   Slot slots_[kSlots];
 };
 
@@ -157,10 +178,13 @@ class FileConverter : public Visitor {
         offset_(offset_ns),
         pid_(pid),
         remapped_(remapped),
-        window_(std::max<size_t>(counter_window, 1)) {
+        window_(std::max<size_t>(counter_window, 1)),
+        grid_dims_(&values_),
+        block_dims_(&values_) {
     for (int k = 0; k <= EV_MARKER; ++k) kind_names_[k] = Synth(KindName(EventKind(k)));
     for (uint32_t k = 0; k < 5; ++k) {
       memcpy_names_[k] = Synth(std::string("Memcpy ") + CopyKindName(k));
+      copy_kinds_[k] = values_.Get(CopyKindName(k));
     }
     launch_name_ = Synth("cudaLaunchKernel");
     memset_name_ = Synth("Memset");
@@ -170,12 +194,10 @@ class FileConverter : public Visitor {
   }
 
   void Start() {
-    sink_->BeginSequence(file_ + 1);
     const std::string host = meta_.hostname.empty() ? "?" : meta_.hostname;
     std::string name = meta_.rank >= 0 ? absl::StrCat("rank ", meta_.rank, " (", host, ")")
                                        : absl::StrCat("pid ", meta_.pid, " (", host, ")");
-    process_track_ = TrackUuid(file_, kTrackProcess, 0);
-    sink_->ProcessTrack(process_track_, pid_, name);
+    process_track_ = sink_->ProcessTrack(TrackUuid(file_, kTrackProcess, 0), pid_, name);
   }
 
   void OnString(uint32_t id, const std::string& value) override {
@@ -195,7 +217,7 @@ class FileConverter : public Visitor {
     int n = 0;
     uint64_t flow_out = 0;
     const EventKind kind = e.kind();
-    uint64_t track = ThreadTrack(he.thread);
+    pi::TrackId track = ThreadTrack(he.thread);
     Name name;
     switch (kind) {
       case EV_LAUNCH: {
@@ -203,10 +225,12 @@ class FileConverter : public Visitor {
         args[n++] = Arg::Uint(pi::kArgCorrelation, he.corr);
         if (e.grid_x() != 0) {
           // The reader has undone the value-1 and sticky-shape encodings.
-          args[n++] = Arg::Str(pi::kArgGrid, grid_dims_.Get(e.grid_x(), std::max(e.grid_y(), 1u),
-                                                       std::max(e.grid_z(), 1u)));
-          args[n++] = Arg::Str(pi::kArgBlock, block_dims_.Get(e.block_x(), std::max(e.block_y(), 1u),
-                                                        std::max(e.block_z(), 1u)));
+          args[n++] = Arg::Interned(
+              pi::kArgGrid,
+              grid_dims_.Get(e.grid_x(), std::max(e.grid_y(), 1u), std::max(e.grid_z(), 1u)));
+          args[n++] = Arg::Interned(
+              pi::kArgBlock,
+              block_dims_.Get(e.block_x(), std::max(e.block_y(), 1u), std::max(e.block_z(), 1u)));
         }
         if (e.shmem() != 0) args[n++] = Arg::Uint(pi::kArgShmem, e.shmem());
         args[n++] = Arg::Uint(pi::kArgStream, e.stream());
@@ -218,7 +242,9 @@ class FileConverter : public Visitor {
         name = NameOr(e.name(), e.api(), kind);
         args[n++] = Arg::Uint(pi::kArgCorrelation, he.corr);
         args[n++] = Arg::Uint(pi::kArgBytes, e.bytes());
-        if (kind == EV_MEMCPY) args[n++] = Arg::Str(pi::kArgCopyKind, CopyKindName(e.copy_kind()));
+        if (kind == EV_MEMCPY) {
+          args[n++] = Arg::Interned(pi::kArgCopyKind, copy_kinds_[std::min(e.copy_kind(), 4u)]);
+        }
         args[n++] = Arg::Uint(pi::kArgStream, e.stream());
         flow_out = he.corr;
         break;
@@ -303,7 +329,7 @@ class FileConverter : public Visitor {
 
   void OnDeviceOp(const DeviceOpEvent& d) override {
     const DeviceOp& op = *d.op;
-    const uint64_t track = StreamTrack(d.device, op.stream());
+    const pi::TrackId track = StreamTrack(d.device, op.stream());
     Arg args[6];
     int n = 0;
     Name name;
@@ -323,10 +349,12 @@ class FileConverter : public Visitor {
     }
     args[n++] = Arg::Uint(pi::kArgCorrelation, d.corr);
     if (op.grid_x() != 0) {
-      args[n++] = Arg::Str(pi::kArgGrid, grid_dims_.Get(op.grid_x(), std::max(op.grid_y(), 1u),
-                                                   std::max(op.grid_z(), 1u)));
-      args[n++] = Arg::Str(pi::kArgBlock, block_dims_.Get(op.block_x(), std::max(op.block_y(), 1u),
-                                                    std::max(op.block_z(), 1u)));
+      args[n++] = Arg::Interned(
+          pi::kArgGrid,
+          grid_dims_.Get(op.grid_x(), std::max(op.grid_y(), 1u), std::max(op.grid_z(), 1u)));
+      args[n++] = Arg::Interned(
+          pi::kArgBlock,
+          block_dims_.Get(op.block_x(), std::max(op.block_y(), 1u), std::max(op.block_z(), 1u)));
     }
     if (op.bytes() != 0) args[n++] = Arg::Uint(pi::kArgBytes, op.bytes());
     if (op.graph() != 0) args[n++] = Arg::Ptr(pi::kArgGraph, op.graph());
@@ -401,36 +429,42 @@ class FileConverter : public Visitor {
     return absl::StrCat("thread ", thread);
   }
 
-  uint64_t ThreadTrack(uint32_t thread) {
-    if (thread == last_thread_ && last_thread_track_ != 0) return last_thread_track_;
-    const uint64_t uuid = TrackUuid(file_, kTrackThread, thread);
-    if (threads_.insert(thread).second) {
-      sink_->ThreadTrack(uuid, process_track_, pid_, Tid(thread), ThreadName(thread));
+  pi::TrackId ThreadTrack(uint32_t thread) {
+    if (thread == last_thread_) return last_thread_track_;
+    auto it = threads_.find(thread);
+    if (it == threads_.end()) {
+      const pi::TrackId id = sink_->ThreadTrack(TrackUuid(file_, kTrackThread, thread),
+                                                process_track_, pid_, Tid(thread),
+                                                ThreadName(thread));
+      it = threads_.emplace(thread, id).first;
     }
     last_thread_ = thread;
-    last_thread_track_ = uuid;
-    return uuid;
+    last_thread_track_ = it->second;
+    return it->second;
   }
 
-  uint64_t ChildTrack(uint32_t thread, TrackKind kind, const char* what) {
+  pi::TrackId ChildTrack(uint32_t thread, TrackKind kind, const char* what) {
     const uint64_t uuid = TrackUuid(file_, kind, thread);
-    if (defined_.insert(uuid).second) {
-      uint64_t parent = ThreadTrack(thread);
-      sink_->NamedTrack(uuid, parent, absl::StrCat(what, " (", ThreadName(thread), ")"), pid_,
-                        JsonTid(kind, thread));
+    auto it = children_.find(uuid);
+    if (it == children_.end()) {
+      const pi::TrackId parent = ThreadTrack(thread);
+      const pi::TrackId id =
+          sink_->NamedTrack(uuid, parent, absl::StrCat(what, " (", ThreadName(thread), ")"),
+                            pid_, JsonTid(kind, thread));
+      it = children_.emplace(uuid, id).first;
     }
-    return uuid;
+    return it->second;
   }
-  uint64_t StepsTrack(uint32_t thread) { return ChildTrack(thread, kTrackSteps, "steps"); }
-  uint64_t RunsTrack(uint32_t thread) { return ChildTrack(thread, kTrackRuns, "runs"); }
+  pi::TrackId StepsTrack(uint32_t thread) { return ChildTrack(thread, kTrackSteps, "steps"); }
+  pi::TrackId RunsTrack(uint32_t thread) { return ChildTrack(thread, kTrackRuns, "runs"); }
 
   static int32_t JsonTid(TrackKind kind, uint64_t id) {
     return static_cast<int32_t>(0x40000000u | (uint32_t(kind) << 24) | uint32_t(id & 0xffffff));
   }
 
-  uint64_t StreamTrack(uint32_t device, uint32_t stream) {
+  pi::TrackId StreamTrack(uint32_t device, uint32_t stream) {
     const uint64_t key = (uint64_t{device} << 32) | stream;
-    if (key == last_stream_key_ && last_stream_track_ != 0) return last_stream_track_;
+    if (key == last_stream_key_ && !recent_streams_.empty()) return last_stream_track_;
     // Few streams in practice: a short linear scan beats hashing.
     for (const auto& kv : recent_streams_) {
       if (kv.first == key) {
@@ -441,11 +475,11 @@ class FileConverter : public Visitor {
     }
     auto it = streams_.find(key);
     if (it == streams_.end()) {
-      const uint64_t index = streams_.size();
-      const uint64_t uuid = TrackUuid(file_, kTrackStream, index);
-      it = streams_.emplace(key, uuid).first;
-      sink_->NamedTrack(uuid, process_track_, absl::StrCat("GPU ", device, " stream ", stream),
-                        pid_, JsonTid(kTrackStream, (uint64_t{device} << 16) | (stream & 0xffff)));
+      const uint64_t uuid = TrackUuid(file_, kTrackStream, streams_.size());
+      const pi::TrackId id = sink_->NamedTrack(
+          uuid, process_track_, absl::StrCat("GPU ", device, " stream ", stream), pid_,
+          JsonTid(kTrackStream, (uint64_t{device} << 16) | (stream & 0xffff)));
+      it = streams_.emplace(key, id).first;
     }
     if (recent_streams_.size() < 16) recent_streams_.push_back(*it);
     last_stream_key_ = key;
@@ -453,12 +487,15 @@ class FileConverter : public Visitor {
     return it->second;
   }
 
-  uint64_t MemoryTrack(uint32_t device) {
+  pi::TrackId MemoryTrack(uint32_t device) {
     const uint64_t uuid = TrackUuid(file_, kTrackMemory, device);
-    if (defined_.insert(uuid).second) {
-      sink_->CounterTrack(uuid, process_track_, absl::StrCat("GPU ", device, " memory"), pid_);
+    auto it = children_.find(uuid);
+    if (it == children_.end()) {
+      const pi::TrackId id = sink_->CounterTrack(
+          uuid, process_track_, absl::StrCat("GPU ", device, " memory"), pid_);
+      it = children_.emplace(uuid, id).first;
     }
-    return uuid;
+    return it->second;
   }
 
   void MemoryDelta(uint64_t ts, uint32_t device, int64_t delta) {
@@ -481,7 +518,7 @@ class FileConverter : public Visitor {
   int32_t pid_;
   bool remapped_;
   size_t window_;
-  uint64_t process_track_ = 0;
+  pi::TrackId process_track_ = 0;
   uint64_t last_ts_ = 0;
 
   std::vector<std::string> strings_;
@@ -490,16 +527,18 @@ class FileConverter : public Visitor {
   Name kind_names_[EV_MARKER + 1];
   Name memcpy_names_[5];
   Name launch_name_, memset_name_, device_op_name_, unknown_name_, drops_name_;
-  DimsCache grid_dims_, block_dims_;  // separate: one event holds a view into each
+  ValueInterner values_;
+  Name copy_kinds_[5];
+  DimsCache grid_dims_, block_dims_;  // separate: one event holds a value from each
 
-  std::set<uint32_t> threads_;
-  std::set<uint64_t> defined_;
+  std::unordered_map<uint32_t, pi::TrackId> threads_;
+  std::unordered_map<uint64_t, pi::TrackId> children_;  // steps, runs, memory: by uuid
   uint32_t last_thread_ = ~0u;
-  uint64_t last_thread_track_ = 0;
-  std::unordered_map<uint64_t, uint64_t> streams_;
-  std::vector<std::pair<uint64_t, uint64_t>> recent_streams_;
+  pi::TrackId last_thread_track_ = 0;
+  std::unordered_map<uint64_t, pi::TrackId> streams_;
+  std::vector<std::pair<uint64_t, pi::TrackId>> recent_streams_;
   uint64_t last_stream_key_ = ~uint64_t{0};
-  uint64_t last_stream_track_ = 0;
+  pi::TrackId last_stream_track_ = 0;
 
   std::unordered_map<uint64_t, uint64_t> live_;  // ptr -> bytes of live allocations
   std::priority_queue<MemUpdate, std::vector<MemUpdate>, std::greater<MemUpdate>> pending_;
@@ -699,11 +738,64 @@ std::string DefaultTraceOutputPath(const std::string& file_or_dir, TraceFormat f
   return base + ext;
 }
 
+namespace {
+
+// Appends the file at `path` to `out_fd` (an in-kernel copy where the filesystem allows).
+absl::Status AppendFile(const std::string& path, int out_fd, const std::string& out_path) {
+  const int in = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (in < 0) {
+    return absl::DataLossError(absl::StrCat(path, ": cannot reopen: ", strerror(errno)));
+  }
+  bool kernel_copy = true;
+  std::vector<char> buf;
+  for (;;) {
+    ssize_t n;
+    if (kernel_copy) {
+      n = copy_file_range(in, nullptr, out_fd, nullptr, size_t{1} << 30, 0);
+      if (n < 0 && (errno == ENOSYS || errno == EXDEV || errno == EINVAL ||
+                    errno == EOPNOTSUPP)) {
+        kernel_copy = false;
+        buf.resize(1 << 20);
+        continue;
+      }
+    } else {
+      n = read(in, buf.data(), buf.size());
+      for (ssize_t done = 0; n > 0 && done < n;) {
+        const ssize_t w = write(out_fd, buf.data() + done, static_cast<size_t>(n - done));
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) {
+          n = -1;
+          break;
+        }
+        done += w;
+      }
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int err = n < 0 ? errno : 0;
+      close(in);
+      if (n == 0) return absl::OkStatus();
+      return absl::DataLossError(absl::StrCat(out_path, ": write error: ", strerror(err)));
+    }
+  }
+}
+
+// What converting one input file produced.
+struct PartResult {
+  absl::Status status;
+  FileSummary summary;
+  uint64_t events = 0;
+  uint64_t bytes = 0;
+};
+
+}  // namespace
+
 absl::Status ExportTrace(const std::vector<std::string>& inputs, const std::string& out_path,
                          const ExportOptions& options, ExportStats* stats) {
   ExportStats local;
   ExportStats* s = stats != nullptr ? stats : &local;
   if (inputs.empty()) return absl::InvalidArgumentError("no input files");
+  const size_t n = inputs.size();
   std::vector<FileMeta> metas;
   for (const std::string& path : inputs) {
     auto m = ScanFileMeta(path);
@@ -711,54 +803,128 @@ absl::Status ExportTrace(const std::vector<std::string>& inputs, const std::stri
     metas.push_back(std::move(*m));
   }
   s->alignment = ComputeAlignment(metas);
+  std::vector<int32_t> pids(n);
+  std::vector<char> remapped(n, 0);
+  std::set<int32_t> used_pids;
+  for (size_t i = 0; i < n; ++i) {
+    pids[i] = static_cast<int32_t>(metas[i].pid);
+    if (pids[i] <= 0 || pids[i] >= kSyntheticBase || used_pids.count(pids[i]) != 0) {
+      pids[i] = kSyntheticBase + static_cast<int32_t>(i);
+      remapped[i] = 1;
+    }
+    used_pids.insert(pids[i]);
+  }
 
   const std::string tmp_path = out_path + ".partial";
-  FILE* out = fopen(tmp_path.c_str(), "wb");
-  if (out == nullptr) {
+  const int out = open(tmp_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (out < 0) {
     return absl::PermissionDeniedError(
         absl::StrCat(out_path, ": cannot create: ", strerror(errno)));
   }
-  std::unique_ptr<TraceSink> sink;
-  if (options.format == TraceFormat::kChromeJson) {
-    sink.reset(new ChromeJsonSink(out));
-  } else {
-    sink.reset(new PerfettoProtoSink(out));
-  }
-  auto fail = [&](absl::Status st) {
-    fclose(out);
-    remove(tmp_path.c_str());
-    return st;
+  // Converts input i into fd: a part of the output that depends on nothing but i and the
+  // metadata of all inputs (packet sequence ids are i + 1 + k * n), so parts written by any
+  // number of workers concatenate into the same trace.
+  auto convert = [&](size_t i, int fd) {
+    std::unique_ptr<TraceSink> sink;
+    if (options.format == TraceFormat::kChromeJson) {
+      sink.reset(new ChromeJsonSink(fd, i == 0, i + 1 == n));
+    } else {
+      sink.reset(new PerfettoProtoSink(fd, static_cast<uint32_t>(i + 1),
+                                       static_cast<uint32_t>(n)));
+    }
+    FileConverter conv(sink.get(), static_cast<uint32_t>(i), metas[i],
+                       s->alignment[i].offset_ns, pids[i], remapped[i] != 0,
+                       options.counter_window);
+    conv.Start();
+    PartResult r;
+    r.status = VisitFile(inputs[i], &conv, &r.summary);
+    if (!r.status.ok()) return r;
+    conv.Finish();
+    if (!sink->Finish()) {
+      r.status = absl::DataLossError(absl::StrCat(out_path, ": write error: ", strerror(errno)));
+    }
+    r.events = sink->events();
+    r.bytes = sink->bytes_written();
+    return r;
   };
 
-  std::set<int32_t> used_pids;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const FileMeta& meta = metas[i];
-    int32_t pid = static_cast<int32_t>(meta.pid);
-    bool remapped = false;
-    if (pid <= 0 || pid >= kSyntheticBase || used_pids.count(pid) != 0) {
-      pid = kSyntheticBase + static_cast<int32_t>(i);
-      remapped = true;
+  // Workers take inputs in order. The input at `head` (the next one due in the output) is
+  // written straight into it; any other goes to its own part file, appended once every
+  // earlier input is in. Memory stays per worker; output order is the input order.
+  std::vector<PartResult> results(n);
+  std::mutex mu;
+  size_t next = 0, head = 0;
+  std::vector<char> parked(n, 0);
+  absl::Status append_status;
+  auto part_path = [&](size_t i) { return absl::StrCat(tmp_path, ".", i); };
+  auto worker = [&]() {
+    for (;;) {
+      size_t i;
+      bool direct;
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        if (next == n) return;
+        i = next++;
+        direct = i == head;
+      }
+      PartResult r;
+      if (direct) {
+        r = convert(i, out);
+      } else {
+        const int fd = open(part_path(i).c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (fd < 0) {
+          r.status = absl::PermissionDeniedError(
+              absl::StrCat(part_path(i), ": cannot create: ", strerror(errno)));
+        } else {
+          r = convert(i, fd);
+          close(fd);
+        }
+      }
+      std::lock_guard<std::mutex> lock(mu);
+      results[i] = std::move(r);
+      if (direct) {
+        head = i + 1;
+      } else {
+        parked[i] = 1;
+      }
+      for (; head < n && parked[head]; ++head) {
+        if (append_status.ok()) append_status = AppendFile(part_path(head), out, out_path);
+        remove(part_path(head).c_str());
+      }
     }
-    used_pids.insert(pid);
-    FileConverter conv(sink.get(), static_cast<uint32_t>(i), meta, s->alignment[i].offset_ns, pid,
-                       remapped, options.counter_window);
-    conv.Start();
-    FileSummary fs;
-    absl::Status st = VisitFile(inputs[i], &conv, &fs);
-    if (!st.ok()) return fail(st);
-    conv.Finish();
-    s->host_events += fs.host_events;
-    s->device_ops += fs.device_ops;
-    if (fs.truncated) s->warnings.push_back(fs.warning);
+  };
+  const size_t hw = std::max(1u, std::thread::hardware_concurrency());
+  const size_t workers = std::min(n, options.threads > 0 ? size_t(options.threads) : hw);
+  s->threads = static_cast<int>(workers);
+  if (workers <= 1) {
+    worker();
+  } else {
+    std::vector<std::thread> pool;
+    for (size_t w = 0; w < workers; ++w) pool.emplace_back(worker);
+    for (std::thread& t : pool) t.join();
   }
-  if (!sink->Finish()) {
-    return fail(absl::DataLossError(absl::StrCat(out_path, ": write error: ", strerror(errno))));
+
+  absl::Status st = append_status;
+  for (size_t i = 0; i < n; ++i) {
+    const PartResult& r = results[i];
+    if (!r.status.ok()) {
+      st = r.status;  // the first failing input wins
+      break;
+    }
+    s->host_events += r.summary.host_events;
+    s->device_ops += r.summary.device_ops;
+    s->output_events += r.events;
+    s->output_bytes += r.bytes;
+    if (r.summary.truncated) s->warnings.push_back(r.summary.warning);
   }
-  s->output_events = sink->events();
-  s->output_bytes = sink->bytes_written();
-  if (fclose(out) != 0) {
+  if (st.ok() && close(out) != 0) {
+    st = absl::DataLossError(absl::StrCat(out_path, ": write error: ", strerror(errno)));
+  } else if (!st.ok()) {
+    close(out);
+  }
+  if (!st.ok()) {
     remove(tmp_path.c_str());
-    return absl::DataLossError(absl::StrCat(out_path, ": write error: ", strerror(errno)));
+    return st;
   }
   if (rename(tmp_path.c_str(), out_path.c_str()) != 0) {
     remove(tmp_path.c_str());
@@ -778,8 +944,10 @@ std::string OneLine(std::string s) {
 }  // namespace
 
 int RunPerfettoCommand(const std::string& input, const std::string& output,
-                       const std::string& format, std::ostream& out, std::ostream& err) {
+                       const std::string& format, std::ostream& out, std::ostream& err,
+                       int threads) {
   ExportOptions options;
+  options.threads = threads;
   if (format == "json") {
     options.format = TraceFormat::kChromeJson;
   } else if (format.empty() || format == "perfetto" || format == "proto") {
@@ -821,6 +989,7 @@ void AddPerfettoCommand(CLI::App& app, int* exit_code) {
     std::string input;
     std::string output;
     std::string format = "perfetto";
+    int threads = 0;
   };
   auto opts = std::make_shared<Options>();
   CLI::App* sub = app.add_subcommand(
@@ -830,8 +999,11 @@ void AddPerfettoCommand(CLI::App& app, int* exit_code) {
                   "output path (default: FILE.pftrace, or DIR/trace.pftrace)");
   sub->add_option("--format", opts->format, "perfetto (native protobuf) or json (Chrome trace)")
       ->check(CLI::IsMember({"perfetto", "json"}));
+  sub->add_option("--threads", opts->threads, "files converted in parallel (default: cores)")
+      ->check(CLI::NonNegativeNumber);
   sub->callback([opts, exit_code]() {
-    *exit_code = RunPerfettoCommand(opts->input, opts->output, opts->format, std::cout, std::cerr);
+    *exit_code = RunPerfettoCommand(opts->input, opts->output, opts->format, std::cout,
+                                    std::cerr, opts->threads);
   });
 }
 

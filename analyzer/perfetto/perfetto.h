@@ -19,14 +19,17 @@
 //
 // Memory is bounded: input is streamed batch by batch (analyzer/reader.h) and output is
 // written as it is produced; what is kept is per-track state (names, live allocations, a
-// fixed-size reorder window for the memory counters). Packets are not globally time-sorted:
+// fixed-size reorder window for the memory counters), per worker.
+// Files are converted in parallel (one worker per file, up to --threads): the next file due in
+// the output is written straight into it, the others into part files appended in input order,
+// so the trace is byte-identical whatever the thread count. Packets are not globally time-sorted:
 // trace_processor sorts every packet of a file before import (its sorter only extracts early
 // when the trace carries tracing-service flush markers, which ours never does), and timestamps
 // are absolute, so no per-sequence monotonicity is needed. Each slice's begin and end are
 // written back to back, which keeps equal-timestamp neighbours correctly nested under the
 // stable sort (ends carry no name and close the innermost open slice).
 //
-// Thread safety: the functions are reentrant; each call owns its readers and output file.
+// Thread safety: the functions are reentrant; each call owns its readers, workers and output.
 #ifndef PROFAGENT_ANALYZER_PERFETTO_PERFETTO_H_
 #define PROFAGENT_ANALYZER_PERFETTO_PERFETTO_H_
 
@@ -50,6 +53,8 @@ struct ExportOptions {
   // Entries held to time-order memory counter updates that arrive out of order (threads'
   // batches interleave in the file). Bounded memory; a larger window tolerates more skew.
   size_t counter_window = 8192;
+  // Worker threads for a multi-file export; 0 = one per core. Never more than the files.
+  int threads = 0;
 };
 
 // What a quick pass over a file learned (header, rank, threads, clock offset).
@@ -96,6 +101,7 @@ struct ExportStats {
   uint64_t device_ops = 0;
   uint64_t output_events = 0;  // packets (protobuf) or trace events (JSON)
   uint64_t output_bytes = 0;
+  int threads = 0;  // workers used
   std::vector<FileAlignment> alignment;
   std::vector<std::string> warnings;  // e.g. truncated input files
 };
@@ -111,12 +117,13 @@ absl::StatusOr<std::vector<std::string>> ResolveProfileInputs(const std::string&
 std::string DefaultTraceOutputPath(const std::string& file_or_dir, TraceFormat format);
 
 // The whole subcommand: returns the exit code (0 ok, 2 bad input or usage), prints a summary
-// to `out` and one-line errors to `err`.
+// to `out` and one-line errors to `err`. threads: as ExportOptions::threads.
 int RunPerfettoCommand(const std::string& input, const std::string& output,
-                       const std::string& format, std::ostream& out, std::ostream& err);
+                       const std::string& format, std::ostream& out, std::ostream& err,
+                       int threads = 0);
 
-// Registers `perfetto FILE|DIR [-o OUT] [--format perfetto|json]`; the exit code goes to
-// *exit_code when the subcommand runs.
+// Registers `perfetto FILE|DIR [-o OUT] [--format perfetto|json] [--threads N]`; the exit
+// code goes to *exit_code when the subcommand runs.
 void AddPerfettoCommand(CLI::App& app, int* exit_code);
 
 }  // namespace analyzer

@@ -1,10 +1,15 @@
 // Benchmark of the Perfetto exporter: generates a profile of N records (default 10 million:
 // half kernel launches on 4 host threads, half the matching kernels on 4 streams, plus NVTX
-// ranges and allocations), converts it, and prints records/s. The exporter is single-threaded,
-// so this is the per-core rate.
+// ranges and allocations), converts it, and prints records/s per core (CPU seconds of every
+// thread), wall time, threads, output size and max RSS. Each export runs in a child process so
+// its CPU time and RSS are its own. Then the same N records split into --ranks files in one
+// directory, exported with one thread and with --threads (default: one per core).
 //
-//   perfetto_bench [--records N] [--json] [--dir DIR] [--keep] [--input FILE]
+//   perfetto_bench [--records N] [--ranks R] [--threads T] [--json] [--dir DIR] [--keep]
+//                  [--input FILE]
 #include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -12,6 +17,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "analyzer/perfetto/perfetto.h"
 #include "analyzer/perfetto/test_profile.h"
@@ -26,9 +32,9 @@ double Seconds(std::chrono::steady_clock::time_point a, std::chrono::steady_cloc
   return std::chrono::duration<double>(b - a).count();
 }
 
-void Generate(const std::string& path, uint64_t records) {
+void Generate(const std::string& path, uint64_t records, int rank) {
   ProfileWriter w(path);
-  w.Header(1234, "benchhost", 0, 1700000000000000000ull, 1000000000);
+  w.Header(1234 + rank, "benchhost", rank, 1700000000000000000ull, 1000000000, /*boot_id=*/1);
   w.String(1, "cudaLaunchKernel");
   w.String(2, "step");
   w.String(3, "cudaMalloc");
@@ -127,16 +133,72 @@ double CpuSeconds() {
   return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
 }
 
+// Exports `inputs` to `out` in a child process; prints its figures. Returns false on failure.
+bool BenchExport(const char* label, const std::vector<std::string>& inputs,
+                 const std::string& out, bool json, int threads) {
+  int pipefd[2];
+  if (pipe(pipefd) != 0) return false;
+  auto t0 = std::chrono::steady_clock::now();
+  const pid_t child = fork();
+  if (child < 0) return false;
+  if (child == 0) {
+    close(pipefd[0]);
+    profagent::analyzer::ExportOptions opts;
+    opts.format = json ? profagent::analyzer::TraceFormat::kChromeJson
+                       : profagent::analyzer::TraceFormat::kPerfetto;
+    opts.threads = threads;
+    profagent::analyzer::ExportStats stats;
+    absl::Status st = profagent::analyzer::ExportTrace(inputs, out, opts, &stats);
+    if (!st.ok()) {
+      fprintf(stderr, "export failed: %s\n", std::string(st.message()).c_str());
+      _exit(1);
+    }
+    const uint64_t figures[5] = {stats.host_events + stats.device_ops, stats.output_events,
+                                 stats.output_bytes, static_cast<uint64_t>(stats.threads),
+                                 static_cast<uint64_t>(inputs.size())};
+    _exit(write(pipefd[1], figures, sizeof(figures)) == sizeof(figures) ? 0 : 1);
+  }
+  close(pipefd[1]);
+  uint64_t f[5] = {};
+  const bool got = read(pipefd[0], f, sizeof(f)) == sizeof(f);
+  close(pipefd[0]);
+  int status = 0;
+  rusage ru;
+  wait4(child, &status, 0, &ru);
+  auto t1 = std::chrono::steady_clock::now();
+  if (!got || !WIFEXITED(status) || WEXITSTATUS(status) != 0) return false;
+  const double wall = Seconds(t0, t1);
+  const double cpu = ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
+                     (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+  const double n = static_cast<double>(f[0]);
+  printf("%s: %llu records from %llu file(s), %llu thread(s) -> %llu %s, %.1f MB\n", label,
+         static_cast<unsigned long long>(f[0]), static_cast<unsigned long long>(f[4]),
+         static_cast<unsigned long long>(f[3]), static_cast<unsigned long long>(f[1]),
+         json ? "JSON events" : "packets", f[2] / 1e6);
+  printf("  %.2f s wall, %.2f s CPU (user %.2f, sys %.2f), max RSS %.1f MB\n", wall, cpu,
+         ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6,
+         ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6, ru.ru_maxrss / 1024.0);
+  printf("  %.2f M records/s per core (CPU time; goal >= 5), %.2f M records/s wall\n",
+         n / cpu / 1e6, n / wall / 1e6);
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   uint64_t records = 10000000;
+  int ranks = 2;
+  int threads = 0;
   bool json = false, keep = false;
   std::string input;  // an existing profile instead of a generated one
   std::string dir = getenv("TEST_TMPDIR") != nullptr ? getenv("TEST_TMPDIR") : "/tmp";
   for (int i = 1; i < argc; ++i) {
     if (!strcmp(argv[i], "--records") && i + 1 < argc) {
       records = strtoull(argv[++i], nullptr, 10);
+    } else if (!strcmp(argv[i], "--ranks") && i + 1 < argc) {
+      ranks = atoi(argv[++i]);
+    } else if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
+      threads = atoi(argv[++i]);
     } else if (!strcmp(argv[i], "--json")) {
       json = true;
     } else if (!strcmp(argv[i], "--keep")) {
@@ -147,16 +209,19 @@ int main(int argc, char** argv) {
     } else if (!strcmp(argv[i], "--dir") && i + 1 < argc) {
       dir = argv[++i];
     } else {
-      fprintf(stderr, "usage: perfetto_bench [--records N] [--json] [--dir DIR] [--keep] [--input FILE]\n");
+      fprintf(stderr,
+              "usage: perfetto_bench [--records N] [--ranks R] [--threads T] [--json] "
+              "[--dir DIR] [--keep] [--input FILE]\n");
       return 2;
     }
   }
-  const std::string in =
-      !input.empty() ? input : dir + "/perfetto_bench_" + std::to_string(getpid()) + ".pb";
-  const std::string out = in + (json ? ".json" : ".pftrace");
+  const std::string base = dir + "/perfetto_bench_" + std::to_string(getpid());
+  const std::string in = !input.empty() ? input : base + ".pb";
+  const std::string ext = json ? ".json" : ".pftrace";
+  const std::string out = in + ext;
   if (input.empty()) {
     auto t0 = std::chrono::steady_clock::now();
-    Generate(in, records);
+    Generate(in, records, 0);
     auto t1 = std::chrono::steady_clock::now();
     printf("generated %llu records in %.2f s (%s)\n", static_cast<unsigned long long>(records),
            Seconds(t0, t1), in.c_str());
@@ -179,33 +244,27 @@ int main(int argc, char** argv) {
     printf("reader alone: %.2f s wall, %.2f s CPU (%.2f M records/s per CPU second)\n",
            Seconds(r0, r1), c1 - c0, nr / (c1 - c0) / 1e6);
   }
-  profagent::analyzer::ExportOptions opts;
-  opts.format = json ? profagent::analyzer::TraceFormat::kChromeJson
-                     : profagent::analyzer::TraceFormat::kPerfetto;
-  profagent::analyzer::ExportStats stats;
-  auto t2 = std::chrono::steady_clock::now();
-  const double c2 = CpuSeconds();
-  absl::Status st = profagent::analyzer::ExportTrace({in}, out, opts, &stats);
-  const double c3 = CpuSeconds();
-  auto t3 = std::chrono::steady_clock::now();
-  if (!st.ok()) {
-    fprintf(stderr, "export failed: %s\n", std::string(st.message()).c_str());
-    return 1;
-  }
-  const uint64_t n = stats.host_events + stats.device_ops;
-  const double secs = Seconds(t2, t3);
-  printf("exported %llu records (%llu host events, %llu device ops) -> %llu %s, %.1f MB in %.2f s "
-         "wall, %.2f s CPU\n",
-         static_cast<unsigned long long>(n), static_cast<unsigned long long>(stats.host_events),
-         static_cast<unsigned long long>(stats.device_ops),
-         static_cast<unsigned long long>(stats.output_events), json ? "JSON events" : "packets",
-         stats.output_bytes / 1e6, secs, c3 - c2);
-  printf("%.2f M records/s wall, %.2f M records/s per CPU second (single thread; goal >= 5 M "
-         "records/s per core)\n",
-         n / secs / 1e6, n / (c3 - c2) / 1e6);
+  bool ok = BenchExport("one file", {in}, out, json, 1);
   if (!keep) {
     remove(in.c_str());
     remove(out.c_str());
   }
-  return 0;
+  if (ok && input.empty() && ranks > 1) {
+    const std::string ranks_dir = base + "_ranks";
+    mkdir(ranks_dir.c_str(), 0755);
+    std::vector<std::string> files;
+    for (int r = 0; r < ranks; ++r) {
+      files.push_back(ranks_dir + "/rank" + std::to_string(r) + ".pb");
+      Generate(files.back(), records / ranks, r);
+    }
+    const std::string dir_out = ranks_dir + "/trace" + ext;
+    ok = BenchExport("directory, 1 thread", files, dir_out, json, 1) &&
+         BenchExport("directory, parallel", files, dir_out, json, threads);
+    if (!keep) {
+      for (const std::string& f : files) remove(f.c_str());
+      remove(dir_out.c_str());
+      rmdir(ranks_dir.c_str());
+    }
+  }
+  return ok ? 0 : 1;
 }

@@ -2,6 +2,7 @@
 // proto/perfetto_trace.proto (and with protoc --decode), then replayed the way trace_processor
 // imports it (stable sort by timestamp, per-track begin/end stacks, interned names per
 // sequence) into a readable dump that is compared with a hand-checked golden file.
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -156,7 +157,8 @@ struct Replay {
   std::map<std::string, uint64_t> slice_start;  // "label|name" -> first start ts
 };
 
-std::string Annotations(const pp::TrackEvent& te, const std::map<uint64_t, std::string>& names) {
+std::string Annotations(const pp::TrackEvent& te, const std::map<uint64_t, std::string>& names,
+                        const std::map<uint64_t, std::string>& values) {
   std::string s;
   for (const pp::DebugAnnotation& a : te.debug_annotations()) {
     auto it = names.find(a.name_iid());
@@ -166,6 +168,12 @@ std::string Annotations(const pp::TrackEvent& te, const std::map<uint64_t, std::
       case pp::DebugAnnotation::kIntValue: s += std::to_string(a.int_value()); break;
       case pp::DebugAnnotation::kUintValue: s += std::to_string(a.uint_value()); break;
       case pp::DebugAnnotation::kStringValue: s += a.string_value(); break;
+      case pp::DebugAnnotation::kStringValueIid: {
+        auto v = values.find(a.string_value_iid());
+        REQUIRE(v != values.end());  // interned before use
+        s += v->second;
+        break;
+      }
       case pp::DebugAnnotation::kPointerValue: {
         char buf[32];
         snprintf(buf, sizeof(buf), "0x%llx", static_cast<unsigned long long>(a.pointer_value()));
@@ -178,10 +186,17 @@ std::string Annotations(const pp::TrackEvent& te, const std::map<uint64_t, std::
   return s;
 }
 
+uint64_t TrackOf(const pp::TracePacket& p, const std::map<uint32_t, uint64_t>& default_track) {
+  if (p.track_event().has_track_uuid()) return p.track_event().track_uuid();
+  auto it = default_track.find(p.trusted_packet_sequence_id());
+  return it != default_track.end() ? it->second : 0;
+}
+
 Replay ReplayTrace(const pp::Trace& trace) {
   Replay out;
   std::map<std::pair<uint32_t, uint64_t>, std::string> event_names;
-  std::map<uint32_t, std::map<uint64_t, std::string>> arg_names;
+  std::map<uint32_t, std::map<uint64_t, std::string>> arg_names, arg_values;
+  std::map<uint32_t, uint64_t> default_track;  // TrackEventDefaults.track_uuid by sequence
   std::set<uint32_t> sequences_seen;
   struct Item {
     uint64_t ts;
@@ -207,6 +222,16 @@ Replay ReplayTrace(const pp::Trace& trace) {
     }
     for (const pp::DebugAnnotationName& n : p.interned_data().debug_annotation_names()) {
       arg_names[seq][n.iid()] = n.name();
+    }
+    for (const pp::InternedString& v : p.interned_data().debug_annotation_string_values()) {
+      REQUIRE(v.iid() != 0);
+      auto it = arg_values[seq].find(v.iid());
+      if (it != arg_values[seq].end()) REQUIRE(it->second == v.str());  // never redefined
+      arg_values[seq][v.iid()] = v.str();
+    }
+    if (p.trace_packet_defaults().track_event_defaults().has_track_uuid()) {
+      REQUIRE((p.sequence_flags() & 1) != 0);  // set with the state it belongs to
+      default_track[seq] = p.trace_packet_defaults().track_event_defaults().track_uuid();
     }
     if (p.has_track_descriptor()) {
       const pp::TrackDescriptor& td = p.track_descriptor();
@@ -236,7 +261,11 @@ Replay ReplayTrace(const pp::Trace& trace) {
     }
     if (p.has_track_event()) {
       const pp::TrackEvent& te = p.track_event();
-      REQUIRE(out.track_label.count(te.track_uuid()) == 1);  // track defined before use
+      if (!te.has_track_uuid()) {
+        REQUIRE((p.sequence_flags() & 2) != 0);  // the default track is incremental state
+        REQUIRE(default_track.count(seq) == 1);
+      }
+      REQUIRE(out.track_label.count(TrackOf(p, default_track)) == 1);  // defined before use
       if (te.has_name_iid()) {
         REQUIRE((p.sequence_flags() & 2) != 0);  // uses incremental state
         REQUIRE(event_names.count({seq, te.name_iid()}) == 1);  // interned before use
@@ -257,9 +286,10 @@ Replay ReplayTrace(const pp::Trace& trace) {
     const pp::TracePacket& p = trace.packet(static_cast<int>(it.index));
     const pp::TrackEvent& te = p.track_event();
     const uint32_t seq = p.trusted_packet_sequence_id();
-    const std::string& label = out.track_label[te.track_uuid()];
+    const uint64_t track = TrackOf(p, default_track);
+    const std::string& label = out.track_label[track];
     std::string name = te.has_name_iid() ? event_names[{seq, te.name_iid()}] : te.name();
-    std::string args = Annotations(te, arg_names[seq]);
+    std::string args = Annotations(te, arg_names[seq], arg_values[seq]);
     switch (te.type()) {
       case pp::TrackEvent::TYPE_SLICE_BEGIN: {
         Open o{p.timestamp(), name, args};
@@ -273,11 +303,11 @@ Replay ReplayTrace(const pp::Trace& trace) {
           out.flow_in_count[f]++;
           out.flow_in_ts[f] = p.timestamp();
         }
-        stacks[te.track_uuid()].push_back(o);
+        stacks[track].push_back(o);
         break;
       }
       case pp::TrackEvent::TYPE_SLICE_END: {
-        auto& st = stacks[te.track_uuid()];
+        auto& st = stacks[track];
         REQUIRE(!st.empty());  // every end closes an open slice
         Open o = st.back();
         st.pop_back();
@@ -554,6 +584,131 @@ TEST_CASE("alignment methods") {
   REQUIRE(ComputeAlignment({a})[0].method == "none");
 }
 
+// A rank file of launches on two threads and their kernels, on three streams per thread, with
+// three kernel names and launch shapes; returns the replay lines the export must produce (one
+// per launch and per kernel, all at depth 0).
+std::vector<std::string> WriteLaunchProfile(const std::string& path, int rank, int launches) {
+  const uint32_t pid = 5000 + rank;
+  const uint64_t base = 1000000 + uint64_t(rank) * 10000000;
+  ProfileWriter w(path);
+  REQUIRE(w.ok());
+  w.Header(pid, "node", rank, 1700000000000000000ull, 1000000, /*boot_id=*/7);
+  const char* kKernels[] = {"gemm", "attention", "rmsnorm"};
+  w.String(1, "cudaLaunchKernel");
+  for (uint32_t k = 0; k < 3; ++k) w.String(10 + k, kKernels[k]);
+  const char* kThreads[] = {"main", "worker"};
+  std::vector<std::string> expected;
+  for (uint32_t t = 0; t < 2; ++t) {
+    w.Thread(t, pid + t, kThreads[t]);
+    const uint64_t t0 = base + t * 500;
+    const uint64_t corr_base = uint64_t(t) * 100000;
+    Record r;
+    EventBatch* b = r.mutable_batch();
+    b->set_thread(t);
+    b->set_base_ns(t0);
+    b->set_corr_base(corr_base);
+    Record rd;
+    DeviceBatch* d = rd.mutable_device();
+    d->set_device(0);
+    d->set_base_ns(t0 + 1000);
+    d->set_corr_base(corr_base);
+    for (int i = 0; i < launches; ++i) {
+      const uint32_t k = static_cast<uint32_t>(i % 3);
+      const uint32_t stream = 1 + t * 3 + k;
+      const uint32_t grid = 64u << k;
+      Event* e = AddEvent(b, i == 0 ? 0 : 2000, 300, EV_LAUNCH, 10 + k);
+      e->set_api(1);
+      e->set_grid_x(grid);
+      e->set_block_x(128);
+      e->set_stream(stream);
+      DeviceOp* op = d->add_ops();
+      op->set_dt(i == 0 ? 0 : 2000);
+      op->set_dur(1500);
+      op->set_kind(DOP_KERNEL);
+      op->set_name(10 + k);
+      op->set_stream(stream);
+      op->set_grid_x(grid);
+      op->set_grid_y(1);
+      op->set_grid_z(1);
+      op->set_block_x(128);
+      op->set_block_y(1);
+      op->set_block_z(1);
+      const uint64_t ts = t0 + uint64_t(i) * 2000;
+      const std::string args = " correlation=" + std::to_string(corr_base + i + 1) +
+                               " grid=" + std::to_string(grid) + "x1x1 block=128x1x1";
+      expected.push_back("slice [" + std::string(kThreads[t]) + "] depth=0 ts=" +
+                         std::to_string(ts) + " dur=300 \"cudaLaunchKernel\"" + args +
+                         " stream=" + std::to_string(stream) + " flow_out");
+      expected.push_back("slice [GPU 0 stream " + std::to_string(stream) + "] depth=0 ts=" +
+                         std::to_string(ts + 1000) + " dur=1500 \"" + kKernels[k] + "\"" + args +
+                         " flow_in");
+    }
+    w.Write(r);
+    w.Write(rd);
+  }
+  return expected;
+}
+
+std::vector<std::string> Sorted(std::vector<std::string> v) {
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+TEST_CASE("every launch and kernel is exported with its name, times, track, shape and flow") {
+  const std::string dir = TmpDir();
+  const std::vector<std::string> expected = WriteLaunchProfile(dir + "/rank0.pb", 0, 300);
+  std::ostringstream out, err;
+  REQUIRE(RunPerfettoCommand(dir + "/rank0.pb", "", "perfetto", out, err) == 0);
+  Replay r = ReplayTrace(ParseTrace(dir + "/rank0.pftrace"));
+  REQUIRE(Sorted(r.events) == Sorted(expected));
+  REQUIRE(r.flow_out_count.size() == 600);
+  for (const auto& kv : r.flow_out_count) {
+    REQUIRE(kv.second == 1);
+    REQUIRE(r.flow_in_count[kv.first] == 1);
+    REQUIRE(r.flow_out_ts[kv.first] < r.flow_in_ts[kv.first]);
+  }
+  // 2 threads and 6 streams besides the process: one packet sequence per track.
+  REQUIRE(r.tracks.size() == 9);
+}
+
+TEST_CASE("a multi-file export is the same trace whatever the thread count") {
+  const std::string dir = TmpDir();
+  std::vector<std::string> expected;
+  for (int rank = 0; rank < 3; ++rank) {
+    // Unequal sizes: workers finish out of order.
+    for (const std::string& l : WriteLaunchProfile(dir + "/rank" + std::to_string(rank) + ".pb",
+                                                   rank, 400 - 150 * rank)) {
+      expected.push_back(l);
+    }
+  }
+  for (const char* format : {"perfetto", "json"}) {
+    std::string first;
+    for (int threads : {1, 2, 3, 0}) {
+      const std::string out_path = dir + "/t" + std::to_string(threads) + "." + format;
+      std::ostringstream out, err;
+      INFO(format << " threads " << threads);
+      REQUIRE(RunPerfettoCommand(dir, out_path, format, out, err, threads) == 0);
+      const std::string bytes = ReadAll(out_path);
+      REQUIRE(!bytes.empty());
+      if (first.empty()) first = bytes;
+      REQUIRE(bytes == first);
+    }
+    struct stat st;
+    for (int i = 0; i < 3; ++i) {
+      REQUIRE(stat((dir + "/t3." + format + ".partial." + std::to_string(i)).c_str(), &st) != 0);
+    }
+    if (std::string(format) == "json") {
+      nlohmann::json j = nlohmann::json::parse(first);
+      size_t slices = 0;
+      for (const auto& e : j["traceEvents"]) slices += e["ph"] == "X";
+      REQUIRE(slices == expected.size());
+    } else {
+      Replay r = ReplayTrace(ParseTrace(dir + "/t1.perfetto"));
+      REQUIRE(Sorted(r.events) == Sorted(expected));
+    }
+  }
+}
+
 TEST_CASE("memory counter is time-ordered across interleaved thread batches") {
   const std::string dir = TmpDir();
   {
@@ -677,17 +832,17 @@ TEST_CASE("JSON escapes quotes, backslashes, control characters; keeps UTF-8") {
 
 TEST_CASE("JSON sink replaces invalid UTF-8 bytes with U+FFFD") {
   const std::string dir = TmpDir();
-  FILE* f = fopen((dir + "/s.json").c_str(), "wb");
-  REQUIRE(f != nullptr);
+  const int fd = open((dir + "/s.json").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  REQUIRE(fd >= 0);
   {
-    perfetto_internal::ChromeJsonSink sink(f);
-    sink.ProcessTrack(1, 5, "p");
-    sink.NamedTrack(2, 1, "t", 5, 6);
+    perfetto_internal::ChromeJsonSink sink(fd);
+    const perfetto_internal::TrackId process = sink.ProcessTrack(1, 5, "p");
+    const perfetto_internal::TrackId track = sink.NamedTrack(2, process, "t", 5, 6);
     const std::string name = std::string("ok\xc3\xa9 bad\xff cut\xe2\x9c") + "!";
-    sink.Slice(2, 1000, 2500, perfetto_internal::Name{1, name}, nullptr, 0, 0, 0);
+    sink.Slice(track, 1000, 2500, perfetto_internal::Name{1, name}, nullptr, 0, 0, 0);
     REQUIRE(sink.Finish());
   }
-  fclose(f);
+  close(fd);
   nlohmann::json j = nlohmann::json::parse(ReadAll(dir + "/s.json"));
   const auto& e = j["traceEvents"].back();
   REQUIRE(e["name"] == "ok\xc3\xa9 bad\xef\xbf\xbd cut\xef\xbf\xbd\xef\xbf\xbd!");

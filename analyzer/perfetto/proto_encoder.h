@@ -24,12 +24,19 @@ namespace perfetto_internal {
 enum WireType : uint32_t { kVarint = 0, kFixed64 = 1, kLengthDelimited = 2 };
 
 inline size_t VarintSize(uint64_t v) {
-  size_t n = 1;
+  // 1 + floor(significant bits - 1) / 7, without a loop: bits * 9 / 64 ~ bits / 7.
+  const int bits = 64 - __builtin_clzll(v | 1);
+  return static_cast<size_t>((bits * 9 + 64) / 64);
+}
+
+// Writes v as a varint at p; returns the end.
+inline char* PutVarint(char* p, uint64_t v) {
   while (v >= 0x80) {
+    *p++ = static_cast<char>(v | 0x80);
     v >>= 7;
-    ++n;
   }
-  return n;
+  *p++ = static_cast<char>(v);
+  return p;
 }
 
 class ProtoEncoder {
@@ -37,18 +44,13 @@ class ProtoEncoder {
   ProtoEncoder() { Grow(1 << 16); }
 
   const char* data() const { return buf_.get(); }
+  char* data() { return buf_.get(); }
   size_t size() const { return pos_; }
   void Clear() { pos_ = 0; }
 
   void Varint(uint64_t v) {
     Ensure(10);
-    char* p = buf_.get() + pos_;
-    while (v >= 0x80) {
-      *p++ = static_cast<char>(v | 0x80);
-      v >>= 7;
-    }
-    *p++ = static_cast<char>(v);
-    pos_ = static_cast<size_t>(p - buf_.get());
+    pos_ = static_cast<size_t>(PutVarint(buf_.get() + pos_, v) - buf_.get());
   }
   void Tag(uint32_t field, WireType wt) { Varint((uint64_t{field} << 3) | wt); }
   void VarintField(uint32_t field, uint64_t v) {
@@ -86,13 +88,7 @@ class ProtoEncoder {
     Ensure(n - 1);
     char* base = buf_.get();
     memmove(base + token + n, base + token + 1, len);
-    uint64_t v = len;
-    char* p = base + token;
-    while (v >= 0x80) {
-      *p++ = static_cast<char>(v | 0x80);
-      v >>= 7;
-    }
-    *p = static_cast<char>(v);
+    PutVarint(base + token, len);
     pos_ += n - 1;
   }
 

@@ -1,7 +1,11 @@
 #include "analyzer/perfetto/trace_sink.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cinttypes>
+#include <cstdio>
 #include <cstring>
 
 namespace profagent {
@@ -28,8 +32,11 @@ enum : uint32_t {
   kPacketTrackEvent = 11,
   kPacketInternedData = 12,
   kPacketSequenceFlags = 13,
+  kPacketDefaults = 59,
   kPacketTrackDescriptor = 60,
   kPacketFirstOnSequence = 87,
+  kDefaultsTrackEvent = 11,
+  kTeDefaultsTrackUuid = 11,
   kTdUuid = 1,
   kTdName = 2,
   kTdProcess = 3,
@@ -45,7 +52,6 @@ enum : uint32_t {
   kTeDebugAnnotations = 4,
   kTeType = 9,
   kTeNameIid = 10,
-  kTeTrackUuid = 11,
   kTeCounterValue = 30,
   kTeFlowIds = 47,
   kTeTerminatingFlowIds = 48,
@@ -54,8 +60,10 @@ enum : uint32_t {
   kDaIntValue = 4,
   kDaStringValue = 6,
   kDaPointerValue = 7,
+  kDaStringValueIid = 17,
   kIdEventNames = 2,
   kIdDebugAnnotationNames = 3,
+  kIdDebugAnnotationStringValues = 29,
   kInternIid = 1,
   kInternName = 2,
 };
@@ -64,258 +72,334 @@ enum : uint32_t { kSliceBegin = 1, kSliceEnd = 2, kInstant = 3, kCounter = 4 };
 enum : uint32_t { kSeqStateCleared = 1, kSeqNeedsState = 2 };
 constexpr uint32_t kUnitSizeBytes = 3;
 
-inline char* PutVarint(char* p, uint64_t v) {
-  while (v >= 0x80) {
-    *p++ = static_cast<char>(v | 0x80);
-    v >>= 7;
+constexpr uint64_t Tag(uint32_t field, WireType wt) { return (uint64_t{field} << 3) | wt; }
+
+// A tag known at compile time: one or two bytes.
+template <uint64_t kTag>
+inline char* PutTag(char* p) {
+  static_assert(kTag < (1u << 14), "tags here take at most two bytes");
+  if (kTag < 0x80) {
+    *p++ = static_cast<char>(kTag);
+  } else {
+    *p++ = static_cast<char>(kTag | 0x80);
+    *p++ = static_cast<char>(kTag >> 7);
   }
-  *p++ = static_cast<char>(v);
   return p;
+}
+
+inline char* PutFixed64(char* p, uint64_t v) {
+  static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "fixed64 is little-endian");
+  memcpy(p, &v, 8);
+  return p + 8;
+}
+
+// Closes a nested message whose length byte is at `len_at` and whose body ends at `end`:
+// writes the length, shifting the body right when it needs a longer varint (the caller
+// reserved room). Returns the new end.
+inline char* CloseNested(char* len_at, char* end) {
+  const size_t len = static_cast<size_t>(end - len_at - 1);
+  if (__builtin_expect(len < 0x80, 1)) {
+    *len_at = static_cast<char>(len);
+    return end;
+  }
+  const size_t n = VarintSize(len);
+  memmove(len_at + n, len_at + 1, len);
+  PutVarint(len_at, len);
+  return end + n - 1;
+}
+
+// The value field's tag by Arg::Kind, two bytes written (the second is junk for one-byte tags
+// and overwritten next), plus its length.
+struct ValueTag {
+  char bytes[2];
+  uint8_t len;
+};
+template <uint64_t kTag>
+constexpr ValueTag MakeValueTag() {
+  return kTag < 0x80 ? ValueTag{{static_cast<char>(kTag), 0}, 1}
+                     : ValueTag{{static_cast<char>(kTag | 0x80), static_cast<char>(kTag >> 7)}, 2};
+}
+constexpr ValueTag kValueTags[] = {
+    MakeValueTag<Tag(kDaIntValue, kVarint)>(),           // kInt
+    MakeValueTag<Tag(kDaUintValue, kVarint)>(),          // kUint
+    MakeValueTag<Tag(kDaStringValue, kLengthDelimited)>(),  // kStr
+    MakeValueTag<Tag(kDaPointerValue, kVarint)>(),       // kPtr
+    MakeValueTag<Tag(kDaStringValueIid, kVarint)>(),     // kInterned
+};
+
+// DebugAnnotation{name_iid = key + 1 (< 128), value}.
+inline char* PutAnnotation(char* p, const Arg& a) {
+  p = PutTag<Tag(kTeDebugAnnotations, kLengthDelimited)>(p);
+  char* const len_at = p++;
+  p = PutTag<Tag(kDaNameIid, kVarint)>(p);
+  *p++ = static_cast<char>(a.key + 1);
+  const ValueTag& vt = kValueTags[a.kind];
+  memcpy(p, vt.bytes, 2);
+  p += vt.len;
+  if (a.kind == Arg::kStr) {
+    p = PutVarint(p, a.s.size());
+    memcpy(p, a.s.data(), a.s.size());
+    return CloseNested(len_at, p + a.s.size());
+  }
+  p = PutVarint(p, static_cast<uint64_t>(a.i));
+  *len_at = static_cast<char>(p - len_at - 1);  // at most 2 + 2 + 10 bytes
+  return p;
+}
+
+inline bool Sent(std::vector<uint8_t>& sent, uint64_t iid) {
+  return iid < sent.size() && sent[iid] != 0;
+}
+
+inline void MarkSent(std::vector<uint8_t>& sent, uint64_t iid) {
+  if (iid >= sent.size()) sent.resize(std::max<size_t>(iid + 1, 2 * sent.size()));
+  sent[iid] = 1;
 }
 
 }  // namespace
 
 void TraceSink::Flush() {
-  if (buf_.size() == 0) return;
-  if (!write_error_ && fwrite(buf_.data(), 1, buf_.size(), out_) != buf_.size()) {
-    write_error_ = true;
+  const char* p = buf_.data();
+  size_t left = buf_.size();
+  while (left > 0 && write_errno_ == 0) {
+    const ssize_t n = write(fd_, p, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      write_errno_ = n < 0 ? errno : EIO;
+      break;
+    }
+    p += n;
+    left -= static_cast<size_t>(n);
   }
   bytes_written_ += buf_.size();
   buf_.Clear();
 }
 
+bool TraceSink::FinishOutput() {
+  Flush();
+  if (write_errno_ != 0) errno = write_errno_;
+  return write_errno_ == 0;
+}
+
 // ---------------------------------------------------------------- Perfetto protobuf
 
-void PerfettoProtoSink::BeginSequence(uint32_t sequence_id) {
-  sequence_id_ = sequence_id;
-  first_on_sequence_ = true;
-  sent_small_.clear();
-  sent_large_.clear();
-  arg_names_sent_ = 0;
-}
+TrackId PerfettoProtoSink::DefineTrack(uint64_t uuid, TrackId parent, const ProtoEncoder& body) {
+  const TrackId id = static_cast<TrackId>(tracks_.size());
+  const uint32_t seq = first_sequence_ + id * stride_;
+  tracks_.emplace_back();
+  Track& t = tracks_.back();
+  t.uuid = uuid;
+  char* q = PutTag<Tag(kPacketSequenceId, kVarint)>(t.seq_fields);
+  q = PutVarint(q, seq);
+  q = PutTag<Tag(kPacketSequenceFlags, kVarint)>(q);
+  *q++ = static_cast<char>(kSeqNeedsState);
+  t.seq_fields_len = static_cast<uint8_t>(q - t.seq_fields);
 
-size_t PerfettoProtoSink::BeginPacket(uint64_t ts, bool has_ts, bool needs_state) {
-  size_t token = buf_.BeginNested(kTracePacket);
-  if (has_ts) buf_.VarintField(kPacketTimestamp, ts);
-  buf_.VarintField(kPacketSequenceId, sequence_id_);
-  if (first_on_sequence_) {
-    buf_.VarintField(kPacketSequenceFlags, kSeqStateCleared | kSeqNeedsState);
-    buf_.VarintField(kPacketFirstOnSequence, 1);
-    first_on_sequence_ = false;
-  } else if (needs_state) {
-    buf_.VarintField(kPacketSequenceFlags, kSeqNeedsState);
-  }
-  return token;
-}
-
-void PerfettoProtoSink::EndPacket(size_t token) {
-  buf_.EndNested(token);
-  ++events_;
-  MaybeFlush(kFlushBytes);
-}
-
-bool PerfettoProtoSink::NameSent(uint64_t iid) {
-  if (iid < kSmallIids) {
-    if (iid >= sent_small_.size()) sent_small_.resize(std::max<size_t>(iid + 1, 2 * sent_small_.size()));
-    if (sent_small_[iid]) return true;
-    sent_small_[iid] = 1;
-    return false;
-  }
-  return !sent_large_.insert(iid).second;
-}
-
-void PerfettoProtoSink::Intern(Name name, const Arg* args, int nargs) {
-  bool need_name = name.iid != 0 && !NameSent(name.iid);
-  uint32_t new_args = 0;
-  for (int i = 0; i < nargs; ++i) {
-    uint32_t bit = 1u << args[i].key;
-    if ((arg_names_sent_ & bit) == 0) new_args |= bit;
-  }
-  if (!need_name && new_args == 0) return;
-  size_t id = buf_.BeginNested(kPacketInternedData);
-  if (need_name) {
-    size_t e = buf_.BeginNested(kIdEventNames);
-    buf_.VarintField(kInternIid, name.iid);
-    buf_.BytesField(kInternName, name.str);
-    buf_.EndNested(e);
-  }
-  for (int k = 0; k < kArgNumKeys; ++k) {
-    if ((new_args & (1u << k)) == 0) continue;
-    size_t e = buf_.BeginNested(kIdDebugAnnotationNames);
-    buf_.VarintField(kInternIid, k + 1);
-    buf_.BytesField(kInternName, kArgNames[k]);
-    buf_.EndNested(e);
-  }
-  arg_names_sent_ |= new_args;
-  buf_.EndNested(id);
-}
-
-void PerfettoProtoSink::WriteEvent(uint64_t track, uint32_t type, Name name, const Arg* args,
-                                   int nargs, uint64_t flow_out, uint64_t flow_in) {
-  size_t te = buf_.BeginNested(kPacketTrackEvent);
-  buf_.VarintField(kTeType, type);
-  buf_.VarintField(kTeTrackUuid, track);
-  if (name.iid != 0) buf_.VarintField(kTeNameIid, name.iid);
-  for (int i = 0; i < nargs; ++i) {
-    // DebugAnnotation{name_iid, value}: the length is known up front (no back-patching).
-    // Annotation iids are < 128 and all field tags here are single bytes.
-    const Arg& a = args[i];
-    const uint64_t v = static_cast<uint64_t>(a.i);
-    const size_t value_len = a.kind == Arg::kStr ? VarintSize(a.s.size()) + a.s.size()
-                                                 : VarintSize(v);
-    buf_.Ensure(16 + value_len);
-    char* p = buf_.cursor();
-    p[0] = static_cast<char>((kTeDebugAnnotations << 3) | kLengthDelimited);
-    const size_t body = 2 + 1 + value_len;
-    size_t k = 1;
-    for (uint64_t b = body; ; b >>= 7) {
-      if (b < 0x80) {
-        p[k++] = static_cast<char>(b);
-        break;
-      }
-      p[k++] = static_cast<char>(b | 0x80);
-    }
-    p[k++] = static_cast<char>((kDaNameIid << 3) | kVarint);
-    p[k++] = static_cast<char>(a.key + 1);
-    uint32_t field;
-    switch (a.kind) {
-      case Arg::kInt: field = kDaIntValue; break;
-      case Arg::kUint: field = kDaUintValue; break;
-      case Arg::kPtr: field = kDaPointerValue; break;
-      default: field = kDaStringValue; break;
-    }
-    p[k++] = static_cast<char>((field << 3) | (a.kind == Arg::kStr ? kLengthDelimited : kVarint));
-    buf_.Advance(k);
-    if (a.kind == Arg::kStr) {
-      buf_.Varint(a.s.size());
-      buf_.Append(a.s.data(), a.s.size());
-    } else {
-      buf_.Varint(v);
-    }
-  }
-  if (flow_out != 0) buf_.Fixed64Field(kTeFlowIds, flow_out);
-  if (flow_in != 0) buf_.Fixed64Field(kTeTerminatingFlowIds, flow_in);
+  // The sequence's first packet: clears its incremental state, sets the default track.
+  size_t p = buf_.BeginNested(kTracePacket);
+  buf_.VarintField(kPacketSequenceId, seq);
+  buf_.VarintField(kPacketSequenceFlags, kSeqStateCleared);
+  buf_.VarintField(kPacketFirstOnSequence, 1);
+  size_t defaults = buf_.BeginNested(kPacketDefaults);
+  size_t te = buf_.BeginNested(kDefaultsTrackEvent);
+  buf_.VarintField(kTeDefaultsTrackUuid, uuid);
   buf_.EndNested(te);
-}
-
-void PerfettoProtoSink::TrackDescriptorPacket(uint64_t uuid, uint64_t parent,
-                                              std::string_view name, int kind) {
-  size_t p = BeginPacket(0, false, false);
+  buf_.EndNested(defaults);
   size_t td = buf_.BeginNested(kPacketTrackDescriptor);
   buf_.VarintField(kTdUuid, uuid);
-  if (parent != 0) buf_.VarintField(kTdParent, parent);
-  buf_.BytesField(kTdName, name);
-  if (kind == 1) {
-    size_t cd = buf_.BeginNested(kTdCounter);
-    buf_.VarintField(kCdUnit, kUnitSizeBytes);
-    buf_.EndNested(cd);
-  }
+  if (parent != kNoTrack) buf_.VarintField(kTdParent, tracks_[parent].uuid);
+  buf_.Append(body.data(), body.size());
   buf_.EndNested(td);
-  EndPacket(p);
-}
-
-void PerfettoProtoSink::ProcessTrack(uint64_t uuid, int32_t pid, std::string_view name) {
-  size_t p = BeginPacket(0, false, false);
-  size_t td = buf_.BeginNested(kPacketTrackDescriptor);
-  buf_.VarintField(kTdUuid, uuid);
-  size_t pd = buf_.BeginNested(kTdProcess);
-  buf_.IntField(kPdPid, pid);
-  buf_.BytesField(kPdProcessName, name);
-  buf_.EndNested(pd);
-  buf_.EndNested(td);
-  EndPacket(p);
-}
-
-void PerfettoProtoSink::ThreadTrack(uint64_t uuid, uint64_t parent, int32_t pid, int32_t tid,
-                                    std::string_view name) {
-  size_t p = BeginPacket(0, false, false);
-  size_t td = buf_.BeginNested(kPacketTrackDescriptor);
-  buf_.VarintField(kTdUuid, uuid);
-  if (parent != 0) buf_.VarintField(kTdParent, parent);
-  size_t thd = buf_.BeginNested(kTdThread);
-  buf_.IntField(kThdPid, pid);
-  buf_.IntField(kThdTid, tid);
-  buf_.BytesField(kThdName, name);
-  buf_.EndNested(thd);
-  buf_.EndNested(td);
-  EndPacket(p);
-}
-
-void PerfettoProtoSink::NamedTrack(uint64_t uuid, uint64_t parent, std::string_view name,
-                                   int32_t, int32_t) {
-  TrackDescriptorPacket(uuid, parent, name, 0);
-}
-
-void PerfettoProtoSink::CounterTrack(uint64_t uuid, uint64_t parent, std::string_view name,
-                                     int32_t) {
-  TrackDescriptorPacket(uuid, parent, name, 1);
-}
-
-void PerfettoProtoSink::Slice(uint64_t track, uint64_t start, uint64_t end, Name name,
-                              const Arg* args, int nargs, uint64_t flow_out, uint64_t flow_in) {
-  size_t p = BeginPacket(start, true, true);
-  Intern(name, args, nargs);
-  WriteEvent(track, kSliceBegin, name, args, nargs, flow_out, flow_in);
-  EndPacket(p);
-  // The end packet: fixed shape, every length fits one byte, written in one go.
-  const size_t te_len = 2 + 1 + VarintSize(track);
-  const size_t body = 1 + VarintSize(end) + 1 + VarintSize(sequence_id_) + 2 + te_len;
-  buf_.Ensure(2 + body);
-  char* q = buf_.cursor();
-  char* const q0 = q;
-  *q++ = static_cast<char>((kTracePacket << 3) | kLengthDelimited);
-  *q++ = static_cast<char>(body);
-  *q++ = static_cast<char>((kPacketTimestamp << 3) | kVarint);
-  q = PutVarint(q, end);
-  *q++ = static_cast<char>((kPacketSequenceId << 3) | kVarint);
-  q = PutVarint(q, sequence_id_);
-  *q++ = static_cast<char>((kPacketTrackEvent << 3) | kLengthDelimited);
-  *q++ = static_cast<char>(te_len);
-  *q++ = static_cast<char>((kTeType << 3) | kVarint);
-  *q++ = static_cast<char>(kSliceEnd);
-  *q++ = static_cast<char>((kTeTrackUuid << 3) | kVarint);
-  q = PutVarint(q, track);
-  buf_.Advance(static_cast<size_t>(q - q0));
+  buf_.EndNested(p);
   ++events_;
+  MaybeFlush(kFlushBytes);
+  return id;
+}
+
+TrackId PerfettoProtoSink::ProcessTrack(uint64_t uuid, int32_t pid, std::string_view name) {
+  scratch_.Clear();
+  size_t pd = scratch_.BeginNested(kTdProcess);
+  scratch_.IntField(kPdPid, pid);
+  scratch_.BytesField(kPdProcessName, name);
+  scratch_.EndNested(pd);
+  return DefineTrack(uuid, kNoTrack, scratch_);
+}
+
+TrackId PerfettoProtoSink::ThreadTrack(uint64_t uuid, TrackId parent, int32_t pid, int32_t tid,
+                                       std::string_view name) {
+  scratch_.Clear();
+  size_t thd = scratch_.BeginNested(kTdThread);
+  scratch_.IntField(kThdPid, pid);
+  scratch_.IntField(kThdTid, tid);
+  scratch_.BytesField(kThdName, name);
+  scratch_.EndNested(thd);
+  return DefineTrack(uuid, parent, scratch_);
+}
+
+TrackId PerfettoProtoSink::NamedTrack(uint64_t uuid, TrackId parent, std::string_view name,
+                                      int32_t, int32_t) {
+  scratch_.Clear();
+  scratch_.BytesField(kTdName, name);
+  return DefineTrack(uuid, parent, scratch_);
+}
+
+TrackId PerfettoProtoSink::CounterTrack(uint64_t uuid, TrackId parent, std::string_view name,
+                                        int32_t) {
+  scratch_.Clear();
+  scratch_.BytesField(kTdName, name);
+  size_t cd = scratch_.BeginNested(kTdCounter);
+  scratch_.VarintField(kCdUnit, kUnitSizeBytes);
+  scratch_.EndNested(cd);
+  return DefineTrack(uuid, parent, scratch_);
+}
+
+void PerfettoProtoSink::InternName(Track& t, Name name) {
+  if (name.iid < kSmallIids) {
+    if (Sent(t.names_sent, name.iid)) return;
+    MarkSent(t.names_sent, name.iid);
+  } else if (!t.large_names_sent.insert(name.iid).second) {
+    return;
+  }
+  size_t e = interned_.BeginNested(kIdEventNames);
+  interned_.VarintField(kInternIid, name.iid);
+  interned_.BytesField(kInternName, name.str);
+  interned_.EndNested(e);
+}
+
+void PerfettoProtoSink::InternArg(Track& t, const Arg& a) {
+  const uint32_t bit = 1u << a.key;
+  if ((t.arg_names_sent & bit) == 0) {
+    t.arg_names_sent |= bit;
+    size_t e = interned_.BeginNested(kIdDebugAnnotationNames);
+    interned_.VarintField(kInternIid, a.key + 1);
+    interned_.BytesField(kInternName, kArgNames[a.key]);
+    interned_.EndNested(e);
+  }
+  const uint64_t iid = static_cast<uint64_t>(a.i);
+  if (a.kind == Arg::kInterned && !Sent(t.values_sent, iid)) {
+    MarkSent(t.values_sent, iid);
+    size_t e = interned_.BeginNested(kIdDebugAnnotationStringValues);
+    interned_.VarintField(kInternIid, iid);
+    interned_.BytesField(kInternName, a.s);
+    interned_.EndNested(e);
+  }
+}
+
+// One pass: lengths get one reserved byte each and are back-patched (CloseNested). New
+// interned entries go after the TrackEvent (field order is free in protobuf).
+void PerfettoProtoSink::EventPacket(TrackId id, uint64_t ts, uint32_t type, Name name,
+                                    const Arg* args, int nargs, uint64_t flow_out,
+                                    uint64_t flow_in, const uint64_t* end) {
+  Track& t = tracks_[id];
+  interned_.Clear();
+  if (name.iid != 0 && !(name.iid < kSmallIids && Sent(t.names_sent, name.iid))) {
+    InternName(t, name);
+  }
+  // Bound: packet and event headers, flows, the end packet, 16 bytes per annotation besides
+  // its text, slack for two length shifts.
+  size_t bound = 128;
+  for (int i = 0; i < nargs; ++i) bound += 16 + args[i].s.size();
+  buf_.Ensure(bound);
+  char* p0 = buf_.cursor();
+  char* p = PutTag<Tag(kTracePacket, kLengthDelimited)>(p0);
+  char* packet_len_at = p++;
+  p = PutTag<Tag(kPacketTimestamp, kVarint)>(p);
+  p = PutVarint(p, ts);
+  memcpy(p, t.seq_fields, sizeof(t.seq_fields));
+  p += t.seq_fields_len;
+  p = PutTag<Tag(kPacketTrackEvent, kLengthDelimited)>(p);
+  char* const te_len_at = p++;
+  p = PutTag<Tag(kTeType, kVarint)>(p);
+  *p++ = static_cast<char>(type);
+  if (name.iid != 0) {
+    p = PutTag<Tag(kTeNameIid, kVarint)>(p);
+    p = PutVarint(p, name.iid);
+  }
+  for (int i = 0; i < nargs; ++i) {
+    const Arg& a = args[i];
+    if ((t.arg_names_sent & (1u << a.key)) == 0 ||
+        (a.kind == Arg::kInterned && !Sent(t.values_sent, static_cast<uint64_t>(a.i)))) {
+      InternArg(t, a);
+    }
+    p = PutAnnotation(p, a);
+  }
+  if (flow_out != 0) {
+    p = PutTag<Tag(kTeFlowIds, kFixed64)>(p);
+    p = PutFixed64(p, flow_out);
+  }
+  if (flow_in != 0) {
+    p = PutTag<Tag(kTeTerminatingFlowIds, kFixed64)>(p);
+    p = PutFixed64(p, flow_in);
+  }
+  p = CloseNested(te_len_at, p);
+  if (interned_.size() != 0) {
+    // Commit what is written, append InternedData, continue raw after it (the buffer may
+    // have moved: the packet's length byte is found again by offset).
+    const size_t len_off = static_cast<size_t>(packet_len_at - buf_.data());
+    buf_.Advance(static_cast<size_t>(p - p0));
+    buf_.Ensure(interned_.size() + 16 + bound);
+    buf_.Tag(kPacketInternedData, kLengthDelimited);
+    buf_.Varint(interned_.size());
+    buf_.Append(interned_.data(), interned_.size());
+    packet_len_at = buf_.data() + len_off;
+    p0 = p = buf_.cursor();
+  }
+  p = CloseNested(packet_len_at, p);
+  ++events_;
+  if (end != nullptr) {
+    // The end packet: no name, no annotations; the track is the sequence's default.
+    p = PutTag<Tag(kTracePacket, kLengthDelimited)>(p);
+    char* const end_len_at = p++;
+    p = PutTag<Tag(kPacketTimestamp, kVarint)>(p);
+    p = PutVarint(p, *end);
+    memcpy(p, t.seq_fields, sizeof(t.seq_fields));
+    p += t.seq_fields_len;
+    p = PutTag<Tag(kPacketTrackEvent, kLengthDelimited)>(p);
+    *p++ = 2;
+    p = PutTag<Tag(kTeType, kVarint)>(p);
+    *p++ = static_cast<char>(kSliceEnd);
+    *end_len_at = static_cast<char>(p - end_len_at - 1);
+    ++events_;
+  }
+  buf_.Advance(static_cast<size_t>(p - p0));
   MaybeFlush(kFlushBytes);
 }
 
-void PerfettoProtoSink::OpenSlice(uint64_t track, uint64_t start, Name name, const Arg* args,
+void PerfettoProtoSink::Slice(TrackId track, uint64_t start, uint64_t end, Name name,
+                              const Arg* args, int nargs, uint64_t flow_out, uint64_t flow_in) {
+  EventPacket(track, start, kSliceBegin, name, args, nargs, flow_out, flow_in, &end);
+}
+
+void PerfettoProtoSink::OpenSlice(TrackId track, uint64_t start, Name name, const Arg* args,
                                   int nargs) {
-  size_t p = BeginPacket(start, true, true);
-  Intern(name, args, nargs);
-  WriteEvent(track, kSliceBegin, name, args, nargs, 0, 0);
-  EndPacket(p);
+  EventPacket(track, start, kSliceBegin, name, args, nargs, 0, 0, nullptr);
 }
 
-void PerfettoProtoSink::Instant(uint64_t track, uint64_t ts, Name name, const Arg* args,
+void PerfettoProtoSink::Instant(TrackId track, uint64_t ts, Name name, const Arg* args,
                                 int nargs) {
-  size_t p = BeginPacket(ts, true, true);
-  Intern(name, args, nargs);
-  WriteEvent(track, kInstant, name, args, nargs, 0, 0);
-  EndPacket(p);
+  EventPacket(track, ts, kInstant, name, args, nargs, 0, 0, nullptr);
 }
 
-void PerfettoProtoSink::Counter(uint64_t track, uint64_t ts, int64_t value) {
-  size_t p = BeginPacket(ts, true, false);
+void PerfettoProtoSink::Counter(TrackId track, uint64_t ts, int64_t value) {
+  const Track& t = tracks_[track];
+  size_t p = buf_.BeginNested(kTracePacket);
+  buf_.VarintField(kPacketTimestamp, ts);
+  buf_.Append(t.seq_fields, t.seq_fields_len);
   size_t te = buf_.BeginNested(kPacketTrackEvent);
   buf_.VarintField(kTeType, kCounter);
-  buf_.VarintField(kTeTrackUuid, track);
   buf_.IntField(kTeCounterValue, value);
   buf_.EndNested(te);
-  EndPacket(p);
+  buf_.EndNested(p);
+  ++events_;
+  MaybeFlush(kFlushBytes);
 }
 
-bool PerfettoProtoSink::Finish() {
-  MaybeFlush(0);
-  if (fflush(out_) != 0) write_error_ = true;
-  return !write_error_;
-}
+bool PerfettoProtoSink::Finish() { return FinishOutput(); }
 
 // ---------------------------------------------------------------- Chrome JSON
 
-ChromeJsonSink::ChromeJsonSink(FILE* out) : TraceSink(out) {
-  Raw("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
+ChromeJsonSink::ChromeJsonSink(int fd, bool opens, bool closes)
+    : TraceSink(fd), first_(opens), closes_(closes) {
+  if (opens) Raw("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
 }
 
 void ChromeJsonSink::Str(std::string_view s) {
@@ -396,20 +480,19 @@ void ChromeJsonSink::Separator() {
   ++events_;
 }
 
-const ChromeJsonSink::TrackInfo& ChromeJsonSink::Track(uint64_t uuid) {
-  static const TrackInfo kUnknown{0, 0, ""};
-  auto it = tracks_.find(uuid);
-  return it == tracks_.end() ? kUnknown : it->second;
+TrackId ChromeJsonSink::AddTrack(TrackInfo info) {
+  tracks_.push_back(std::move(info));
+  return static_cast<TrackId>(tracks_.size() - 1);
 }
 
-void ChromeJsonSink::EventHead(const char* ph, const TrackInfo& t, uint64_t ts) {
+void ChromeJsonSink::EventHead(const char* ph, int32_t pid, int32_t tid, uint64_t ts) {
   Separator();
   Raw("{\"ph\":\"");
   Raw(ph);
   Raw("\",\"pid\":");
-  Int(t.pid);
+  Int(pid);
   Raw(",\"tid\":");
-  Int(t.tid);
+  Int(tid);
   Raw(",\"ts\":");
   Micros(ts);
 }
@@ -435,6 +518,7 @@ void ChromeJsonSink::ArgsObject(const Arg* args, int nargs) {
         break;
       }
       case Arg::kStr:
+      case Arg::kInterned:
         Str(args[i].s);
         break;
     }
@@ -442,8 +526,7 @@ void ChromeJsonSink::ArgsObject(const Arg* args, int nargs) {
   Raw("}");
 }
 
-void ChromeJsonSink::ProcessTrack(uint64_t uuid, int32_t pid, std::string_view name) {
-  tracks_[uuid] = TrackInfo{pid, 0, ""};
+TrackId ChromeJsonSink::ProcessTrack(uint64_t, int32_t pid, std::string_view name) {
   Separator();
   Raw("{\"ph\":\"M\",\"pid\":");
   Int(pid);
@@ -451,11 +534,11 @@ void ChromeJsonSink::ProcessTrack(uint64_t uuid, int32_t pid, std::string_view n
   Str(name);
   Raw("}}");
   MaybeFlush(kFlushBytes);
+  return AddTrack(TrackInfo{pid, 0, ""});
 }
 
-void ChromeJsonSink::ThreadTrack(uint64_t uuid, uint64_t, int32_t pid, int32_t tid,
-                                 std::string_view name) {
-  tracks_[uuid] = TrackInfo{pid, tid, ""};
+TrackId ChromeJsonSink::ThreadTrack(uint64_t, TrackId, int32_t pid, int32_t tid,
+                                    std::string_view name) {
   Separator();
   Raw("{\"ph\":\"M\",\"pid\":");
   Int(pid);
@@ -465,22 +548,23 @@ void ChromeJsonSink::ThreadTrack(uint64_t uuid, uint64_t, int32_t pid, int32_t t
   Str(name);
   Raw("}}");
   MaybeFlush(kFlushBytes);
+  return AddTrack(TrackInfo{pid, tid, ""});
 }
 
-void ChromeJsonSink::NamedTrack(uint64_t uuid, uint64_t parent, std::string_view name,
-                                int32_t json_pid, int32_t json_tid) {
-  ThreadTrack(uuid, parent, json_pid, json_tid, name);
+TrackId ChromeJsonSink::NamedTrack(uint64_t uuid, TrackId parent, std::string_view name,
+                                   int32_t json_pid, int32_t json_tid) {
+  return ThreadTrack(uuid, parent, json_pid, json_tid, name);
 }
 
-void ChromeJsonSink::CounterTrack(uint64_t uuid, uint64_t, std::string_view name,
-                                  int32_t json_pid) {
-  tracks_[uuid] = TrackInfo{json_pid, 0, std::string(name)};
+TrackId ChromeJsonSink::CounterTrack(uint64_t, TrackId, std::string_view name,
+                                     int32_t json_pid) {
+  return AddTrack(TrackInfo{json_pid, 0, std::string(name)});
 }
 
-void ChromeJsonSink::Slice(uint64_t track, uint64_t start, uint64_t end, Name name,
+void ChromeJsonSink::Slice(TrackId track, uint64_t start, uint64_t end, Name name,
                            const Arg* args, int nargs, uint64_t flow_out, uint64_t flow_in) {
-  const TrackInfo& t = Track(track);
-  EventHead("X", t, start);
+  const TrackInfo& t = tracks_[track];
+  EventHead("X", t.pid, t.tid, start);
   Raw(",\"dur\":");
   Micros(end >= start ? end - start : 0);
   Raw(",\"name\":");
@@ -488,13 +572,13 @@ void ChromeJsonSink::Slice(uint64_t track, uint64_t start, uint64_t end, Name na
   ArgsObject(args, nargs);
   Raw("}");
   if (flow_out != 0) {
-    EventHead("s", t, start);
+    EventHead("s", t.pid, t.tid, start);
     Raw(",\"id\":");
     Uint(flow_out);
     Raw(",\"cat\":\"flow\",\"name\":\"launch\"}");
   }
   if (flow_in != 0) {
-    EventHead("f", t, start);
+    EventHead("f", t.pid, t.tid, start);
     Raw(",\"bp\":\"e\",\"id\":");
     Uint(flow_in);
     Raw(",\"cat\":\"flow\",\"name\":\"launch\"}");
@@ -502,9 +586,10 @@ void ChromeJsonSink::Slice(uint64_t track, uint64_t start, uint64_t end, Name na
   MaybeFlush(kFlushBytes);
 }
 
-void ChromeJsonSink::OpenSlice(uint64_t track, uint64_t start, Name name, const Arg* args,
+void ChromeJsonSink::OpenSlice(TrackId track, uint64_t start, Name name, const Arg* args,
                                int nargs) {
-  EventHead("B", Track(track), start);
+  const TrackInfo& t = tracks_[track];
+  EventHead("B", t.pid, t.tid, start);
   Raw(",\"name\":");
   Str(name.str);
   ArgsObject(args, nargs);
@@ -512,9 +597,10 @@ void ChromeJsonSink::OpenSlice(uint64_t track, uint64_t start, Name name, const 
   MaybeFlush(kFlushBytes);
 }
 
-void ChromeJsonSink::Instant(uint64_t track, uint64_t ts, Name name, const Arg* args,
+void ChromeJsonSink::Instant(TrackId track, uint64_t ts, Name name, const Arg* args,
                              int nargs) {
-  EventHead("i", Track(track), ts);
+  const TrackInfo& t = tracks_[track];
+  EventHead("i", t.pid, t.tid, ts);
   Raw(",\"s\":\"t\",\"name\":");
   Str(name.str);
   ArgsObject(args, nargs);
@@ -522,9 +608,9 @@ void ChromeJsonSink::Instant(uint64_t track, uint64_t ts, Name name, const Arg* 
   MaybeFlush(kFlushBytes);
 }
 
-void ChromeJsonSink::Counter(uint64_t track, uint64_t ts, int64_t value) {
-  const TrackInfo& t = Track(track);
-  EventHead("C", TrackInfo{t.pid, 0, ""}, ts);
+void ChromeJsonSink::Counter(TrackId track, uint64_t ts, int64_t value) {
+  const TrackInfo& t = tracks_[track];
+  EventHead("C", t.pid, 0, ts);
   Raw(",\"name\":");
   Str(t.name);
   Raw(",\"args\":{\"bytes\":");
@@ -534,10 +620,8 @@ void ChromeJsonSink::Counter(uint64_t track, uint64_t ts, int64_t value) {
 }
 
 bool ChromeJsonSink::Finish() {
-  Raw("\n]}\n");
-  MaybeFlush(0);
-  if (fflush(out_) != 0) write_error_ = true;
-  return !write_error_;
+  if (closes_) Raw("\n]}\n");
+  return FinishOutput();
 }
 
 }  // namespace perfetto_internal

@@ -2,24 +2,28 @@
 //
 // The converter (perfetto.cc) turns profagent records into track-level calls (a slice on a
 // track, an instant, a counter value, a track definition); a TraceSink encodes them:
-//   - PerfettoProtoSink: Perfetto's native protobuf (Trace.packet = TracePacket), TrackEvents
-//     with interned event and annotation names, one packet sequence per input file.
+//   - PerfettoProtoSink: Perfetto's native protobuf (Trace.packet = TracePacket). Each track
+//     is its own packet sequence: its first packet (the TrackDescriptor) clears the sequence's
+//     incremental state and sets TrackEventDefaults.track_uuid, so events omit the track; event
+//     names, annotation keys and repeated annotation strings (launch shapes, copy kinds) are
+//     interned per sequence.
 //   - ChromeJsonSink: Chrome trace-event JSON ({"traceEvents":[...]}) with ph X/B/i/C/s/f/M.
-// Both stream: output is appended to a buffer flushed to the FILE every ~1 MiB, so memory does
-// not grow with the trace. Events are written in input order, not time order: both formats'
-// readers (trace_processor, the Perfetto UI, chrome://tracing) sort by timestamp on import; a
-// slice is written as its begin and end back to back, so equal-timestamp neighbours keep a
-// valid nesting under a stable sort.
+// Both stream: output is appended to a buffer written to the file descriptor every ~1 MiB, so
+// memory does not grow with the trace. Events are written in input order, not time order: both
+// formats' readers (trace_processor, the Perfetto UI, chrome://tracing) sort by timestamp on
+// import; a slice is written as its begin and end back to back, so equal-timestamp neighbours
+// keep a valid nesting under a stable sort.
 //
-// Thread safety: a sink is used by one thread. It does not own the FILE.
+// One export may be split into parts (one per input file, written by parallel workers) that are
+// concatenated in order: a part's output depends only on its constructor arguments and calls.
+//
+// Thread safety: a sink is used by one thread. It does not own the file descriptor.
 #ifndef PROFAGENT_ANALYZER_PERFETTO_TRACE_SINK_H_
 #define PROFAGENT_ANALYZER_PERFETTO_TRACE_SINK_H_
 
 #include <cstdint>
-#include <cstdio>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -61,8 +65,16 @@ enum ArgKey : uint8_t {
 extern const char* const kArgNames[kArgNumKeys];
 static_assert(kArgNumKeys < 32, "annotation keys: one bit each in a uint32 and single-byte iids");
 
+// An interned string: `iid` is unique per (input file, string) within its kind (event names,
+// annotation string values) and never 0; `str` is the text.
+struct Name {
+  uint64_t iid;
+  std::string_view str;
+};
+
 struct Arg {
-  enum Kind : uint8_t { kInt, kUint, kStr, kPtr };
+  // kInterned: a string value repeated across events (`i` holds its iid, `s` its text).
+  enum Kind : uint8_t { kInt, kUint, kStr, kPtr, kInterned };
   ArgKey key;
   Kind kind;
   int64_t i;
@@ -72,116 +84,130 @@ struct Arg {
   static Arg Uint(ArgKey k, uint64_t v) { return Arg{k, kUint, static_cast<int64_t>(v), {}}; }
   static Arg Ptr(ArgKey k, uint64_t v) { return Arg{k, kPtr, static_cast<int64_t>(v), {}}; }
   static Arg Str(ArgKey k, std::string_view v) { return Arg{k, kStr, 0, v}; }
+  static Arg Interned(ArgKey k, Name v) {
+    return Arg{k, kInterned, static_cast<int64_t>(v.iid), v.str};
+  }
 };
 
-// An event name: `iid` is unique per (sequence, string) and never 0; `str` is the text.
-struct Name {
-  uint64_t iid;
-  std::string_view str;
-};
+// A track defined on a sink: dense, in definition order.
+using TrackId = uint32_t;
+constexpr TrackId kNoTrack = ~TrackId{0};
 
 class TraceSink {
  public:
   virtual ~TraceSink() = default;
 
-  // Starts the packet sequence of the next input file (interning state is per sequence).
-  virtual void BeginSequence(uint32_t sequence_id) = 0;
-
-  // Track definitions; each uuid is defined once, before its first event. `json_pid/json_tid`
-  // place non-thread tracks in the JSON output.
-  virtual void ProcessTrack(uint64_t uuid, int32_t pid, std::string_view name) = 0;
-  virtual void ThreadTrack(uint64_t uuid, uint64_t parent, int32_t pid, int32_t tid,
-                           std::string_view name) = 0;
-  virtual void NamedTrack(uint64_t uuid, uint64_t parent, std::string_view name,
-                          int32_t json_pid, int32_t json_tid) = 0;
-  virtual void CounterTrack(uint64_t uuid, uint64_t parent, std::string_view name,
-                            int32_t json_pid) = 0;
+  // Track definitions, each before its first event. `json_pid/json_tid` place non-thread
+  // tracks in the JSON output.
+  virtual TrackId ProcessTrack(uint64_t uuid, int32_t pid, std::string_view name) = 0;
+  virtual TrackId ThreadTrack(uint64_t uuid, TrackId parent, int32_t pid, int32_t tid,
+                              std::string_view name) = 0;
+  virtual TrackId NamedTrack(uint64_t uuid, TrackId parent, std::string_view name,
+                             int32_t json_pid, int32_t json_tid) = 0;
+  virtual TrackId CounterTrack(uint64_t uuid, TrackId parent, std::string_view name,
+                               int32_t json_pid) = 0;
 
   // A complete slice [start, end] on `track`. flow_out != 0 starts (or continues) a flow from
   // this slice; flow_in != 0 terminates one at it.
-  virtual void Slice(uint64_t track, uint64_t start, uint64_t end, Name name, const Arg* args,
+  virtual void Slice(TrackId track, uint64_t start, uint64_t end, Name name, const Arg* args,
                      int nargs, uint64_t flow_out, uint64_t flow_in) = 0;
   // A slice whose end was never recorded.
-  virtual void OpenSlice(uint64_t track, uint64_t start, Name name, const Arg* args,
+  virtual void OpenSlice(TrackId track, uint64_t start, Name name, const Arg* args,
                          int nargs) = 0;
-  virtual void Instant(uint64_t track, uint64_t ts, Name name, const Arg* args, int nargs) = 0;
-  virtual void Counter(uint64_t track, uint64_t ts, int64_t value) = 0;
+  virtual void Instant(TrackId track, uint64_t ts, Name name, const Arg* args, int nargs) = 0;
+  virtual void Counter(TrackId track, uint64_t ts, int64_t value) = 0;
 
-  // Writes any trailer and flushes. Returns false on a write error.
+  // Writes any trailer and the buffered output. Returns false on a write error (errno set).
   virtual bool Finish() = 0;
 
   uint64_t events() const { return events_; }
   uint64_t bytes_written() const { return bytes_written_; }
 
  protected:
-  explicit TraceSink(FILE* out) : out_(out) {}
+  explicit TraceSink(int fd) : fd_(fd) {}
   // Writes the buffer out once it holds at least `threshold` bytes.
   void MaybeFlush(size_t threshold) {
     if (buf_.size() >= threshold) Flush();
   }
   void Flush();
+  bool FinishOutput();  // flushes; false after any write error
 
-  FILE* out_;
+  int fd_;
   ProtoEncoder buf_;  // also used as a plain byte buffer by the JSON sink
   uint64_t events_ = 0;
   uint64_t bytes_written_ = 0;
-  bool write_error_ = false;
+  int write_errno_ = 0;
 };
 
 class PerfettoProtoSink : public TraceSink {
  public:
-  explicit PerfettoProtoSink(FILE* out) : TraceSink(out) {}
+  // Track k (in definition order) is written as packet sequence first_sequence + k * stride:
+  // parts of one export use distinct first sequences below a common stride.
+  PerfettoProtoSink(int fd, uint32_t first_sequence, uint32_t sequence_stride)
+      : TraceSink(fd), first_sequence_(first_sequence), stride_(sequence_stride) {}
 
-  void BeginSequence(uint32_t sequence_id) override;
-  void ProcessTrack(uint64_t uuid, int32_t pid, std::string_view name) override;
-  void ThreadTrack(uint64_t uuid, uint64_t parent, int32_t pid, int32_t tid,
-                   std::string_view name) override;
-  void NamedTrack(uint64_t uuid, uint64_t parent, std::string_view name, int32_t json_pid,
-                  int32_t json_tid) override;
-  void CounterTrack(uint64_t uuid, uint64_t parent, std::string_view name,
-                    int32_t json_pid) override;
-  void Slice(uint64_t track, uint64_t start, uint64_t end, Name name, const Arg* args, int nargs,
+  TrackId ProcessTrack(uint64_t uuid, int32_t pid, std::string_view name) override;
+  TrackId ThreadTrack(uint64_t uuid, TrackId parent, int32_t pid, int32_t tid,
+                      std::string_view name) override;
+  TrackId NamedTrack(uint64_t uuid, TrackId parent, std::string_view name, int32_t json_pid,
+                     int32_t json_tid) override;
+  TrackId CounterTrack(uint64_t uuid, TrackId parent, std::string_view name,
+                       int32_t json_pid) override;
+  void Slice(TrackId track, uint64_t start, uint64_t end, Name name, const Arg* args, int nargs,
              uint64_t flow_out, uint64_t flow_in) override;
-  void OpenSlice(uint64_t track, uint64_t start, Name name, const Arg* args, int nargs) override;
-  void Instant(uint64_t track, uint64_t ts, Name name, const Arg* args, int nargs) override;
-  void Counter(uint64_t track, uint64_t ts, int64_t value) override;
+  void OpenSlice(TrackId track, uint64_t start, Name name, const Arg* args, int nargs) override;
+  void Instant(TrackId track, uint64_t ts, Name name, const Arg* args, int nargs) override;
+  void Counter(TrackId track, uint64_t ts, int64_t value) override;
   bool Finish() override;
 
  private:
-  size_t BeginPacket(uint64_t ts, bool has_ts, bool needs_state);
-  void EndPacket(size_t token);
-  // Adds InternedData entries for names and annotation keys not yet sent on this sequence.
-  void Intern(Name name, const Arg* args, int nargs);
-  void WriteEvent(uint64_t track, uint32_t type, Name name, const Arg* args, int nargs,
-                  uint64_t flow_out, uint64_t flow_in);
-  void TrackDescriptorPacket(uint64_t uuid, uint64_t parent, std::string_view name,
-                             int kind /*0 plain, 1 counter*/);
-  bool NameSent(uint64_t iid);
+  // One packet sequence per track, with its interning state.
+  struct Track {
+    uint64_t uuid;
+    // trusted_packet_sequence_id and sequence_flags = SEQ_NEEDS_INCREMENTAL_STATE, encoded.
+    char seq_fields[8];
+    uint8_t seq_fields_len;
+    uint32_t arg_names_sent = 0;  // bit per ArgKey
+    std::vector<uint8_t> names_sent;   // by iid, iid < kSmallIids
+    std::unordered_set<uint64_t> large_names_sent;
+    std::vector<uint8_t> values_sent;  // by iid
+  };
 
-  uint32_t sequence_id_ = 0;
-  bool first_on_sequence_ = false;
-  std::vector<uint8_t> sent_small_;           // iid < kSmallIids
-  std::unordered_set<uint64_t> sent_large_;
-  uint32_t arg_names_sent_ = 0;               // bit per ArgKey
+  // Starts the track's sequence with its descriptor packet; `body` encodes the
+  // TrackDescriptor fields after uuid and parent (kNoTrack: none).
+  TrackId DefineTrack(uint64_t uuid, TrackId parent, const ProtoEncoder& body);
+  // One TrackEvent packet (and, for slices, its end packet right after).
+  void EventPacket(TrackId track, uint64_t ts, uint32_t type, Name name, const Arg* args,
+                   int nargs, uint64_t flow_out, uint64_t flow_in, const uint64_t* end);
+  // Append to interned_ the InternedData entries not yet sent on the track's sequence.
+  void InternName(Track& t, Name name);
+  void InternArg(Track& t, const Arg& a);
+
+  uint32_t first_sequence_;
+  uint32_t stride_;
+  std::vector<Track> tracks_;
+  ProtoEncoder interned_;  // scratch
+  ProtoEncoder scratch_;   // descriptor bodies
 };
 
 class ChromeJsonSink : public TraceSink {
  public:
-  explicit ChromeJsonSink(FILE* out);
+  // `opens` writes the header, `closes` the trailer; a part that does not open starts with a
+  // separator (every part writes at least one event).
+  explicit ChromeJsonSink(int fd, bool opens = true, bool closes = true);
 
-  void BeginSequence(uint32_t sequence_id) override {}
-  void ProcessTrack(uint64_t uuid, int32_t pid, std::string_view name) override;
-  void ThreadTrack(uint64_t uuid, uint64_t parent, int32_t pid, int32_t tid,
-                   std::string_view name) override;
-  void NamedTrack(uint64_t uuid, uint64_t parent, std::string_view name, int32_t json_pid,
-                  int32_t json_tid) override;
-  void CounterTrack(uint64_t uuid, uint64_t parent, std::string_view name,
-                    int32_t json_pid) override;
-  void Slice(uint64_t track, uint64_t start, uint64_t end, Name name, const Arg* args, int nargs,
+  TrackId ProcessTrack(uint64_t uuid, int32_t pid, std::string_view name) override;
+  TrackId ThreadTrack(uint64_t uuid, TrackId parent, int32_t pid, int32_t tid,
+                      std::string_view name) override;
+  TrackId NamedTrack(uint64_t uuid, TrackId parent, std::string_view name, int32_t json_pid,
+                     int32_t json_tid) override;
+  TrackId CounterTrack(uint64_t uuid, TrackId parent, std::string_view name,
+                       int32_t json_pid) override;
+  void Slice(TrackId track, uint64_t start, uint64_t end, Name name, const Arg* args, int nargs,
              uint64_t flow_out, uint64_t flow_in) override;
-  void OpenSlice(uint64_t track, uint64_t start, Name name, const Arg* args, int nargs) override;
-  void Instant(uint64_t track, uint64_t ts, Name name, const Arg* args, int nargs) override;
-  void Counter(uint64_t track, uint64_t ts, int64_t value) override;
+  void OpenSlice(TrackId track, uint64_t start, Name name, const Arg* args, int nargs) override;
+  void Instant(TrackId track, uint64_t ts, Name name, const Arg* args, int nargs) override;
+  void Counter(TrackId track, uint64_t ts, int64_t value) override;
   bool Finish() override;
 
  private:
@@ -195,13 +221,14 @@ class ChromeJsonSink : public TraceSink {
   void Int(int64_t v);
   void Uint(uint64_t v);
   void Micros(uint64_t ns);       // ns as microseconds with 3 decimals
-  void EventHead(const char* ph, const TrackInfo& t, uint64_t ts);
+  void EventHead(const char* ph, int32_t pid, int32_t tid, uint64_t ts);
   void ArgsObject(const Arg* args, int nargs);
   void Separator();
-  const TrackInfo& Track(uint64_t uuid);
+  TrackId AddTrack(TrackInfo info);
 
-  std::unordered_map<uint64_t, TrackInfo> tracks_;
-  bool first_ = true;
+  std::vector<TrackInfo> tracks_;
+  bool first_;
+  bool closes_;
 };
 
 }  // namespace perfetto_internal
