@@ -5,8 +5,8 @@
 
 #include <algorithm>
 #include <array>
-#include <unordered_map>
 #include <cstring>
+#include <unordered_map>
 
 #include "absl/strings/str_cat.h"
 
@@ -114,10 +114,6 @@ absl::StatusOr<bool> RecordReader::NextFrame(absl::string_view* frame) {
   offset_ = frame_start + nbytes + len;
   ++records_;
   return true;
-}
-
-bool KindHasCorr(EventKind k) {
-  return k == EV_LAUNCH || k == EV_MEMCPY || k == EV_MEMSET || k == EV_GRAPH_LAUNCH;
 }
 
 absl::Status VisitFile(const std::string& path, Visitor* v, FileSummary* summary) {
@@ -242,6 +238,486 @@ absl::Status VisitFile(const std::string& path, Visitor* v, FileSummary* summary
       default:
         if (rec.kind_case() == Record::kFooter) s->has_footer = true;
         v->OnOther(rec);
+        break;
+    }
+  }
+  s->frames = reader.records();
+  s->truncated = reader.truncated();
+  s->warning = reader.warning();
+  return absl::OkStatus();
+}
+
+namespace {
+
+// ----- ScanFile: hand decoding of the protobuf wire format for event and device batches -----
+
+class WireReader {
+ public:
+  explicit WireReader(absl::string_view s)
+      : p_(reinterpret_cast<const uint8_t*>(s.data())), end_(p_ + s.size()) {}
+  bool AtEnd() const { return p_ >= end_; }
+  // Consumes the next byte when it is `tag` (a one-byte field tag).
+  bool Take(uint8_t tag) {
+    if (p_ < end_ && *p_ == tag) {
+      ++p_;
+      return true;
+    }
+    return false;
+  }
+  bool Varint(uint64_t* v) {
+    // Most values (tags, ids, small deltas) take one byte, most others two (times in ns).
+    if (p_ < end_ && p_[0] < 0x80) {
+      *v = *p_++;
+      return true;
+    }
+    if (end_ - p_ >= 2 && p_[1] < 0x80) {
+      *v = uint64_t(p_[0] & 0x7f) | uint64_t(p_[1]) << 7;
+      p_ += 2;
+      return true;
+    }
+    uint64_t r = 0;
+    for (int shift = 0; shift <= 63 && p_ < end_; shift += 7) {
+      const uint8_t b = *p_++;
+      r |= uint64_t(b & 0x7f) << shift;
+      if ((b & 0x80) == 0) {
+        *v = r;
+        return true;
+      }
+    }
+    return false;
+  }
+  bool Bytes(absl::string_view* out) {
+    uint64_t n;
+    if (!Varint(&n) || n > uint64_t(end_ - p_)) return false;
+    *out = absl::string_view(reinterpret_cast<const char*>(p_), n);
+    p_ += n;
+    return true;
+  }
+  bool Fixed64(uint64_t* v) {
+    if (end_ - p_ < 8) return false;
+    memcpy(v, p_, 8);  // little endian, as the wire format
+    p_ += 8;
+    return true;
+  }
+  // True when the rest parses as a message of scalar and bytes fields (what protobuf's parser
+  // checks for Collective and StepInfo, which have no nested messages).
+  bool WellFormed() {
+    while (!AtEnd()) {
+      uint64_t tag;
+      if (!Varint(&tag) || (tag >> 3) == 0 || !Skip(uint32_t(tag & 7))) return false;
+    }
+    return true;
+  }
+  // Skips a field of an unknown number (groups, which proto3 never writes, are corrupt).
+  bool Skip(uint32_t wire_type) {
+    uint64_t v;
+    absl::string_view b;
+    switch (wire_type) {
+      case 0: return Varint(&v);
+      case 1: return Fixed64(&v);
+      case 2: return Bytes(&b);
+      case 5:
+        if (end_ - p_ < 4) return false;
+        p_ += 4;
+        return true;
+      default: return false;
+    }
+  }
+
+ private:
+  const uint8_t* p_;
+  const uint8_t* end_;
+};
+
+int64_t ZigZag64(uint64_t v) { return int64_t(v >> 1) ^ -int64_t(v & 1); }
+int32_t ZigZag32(uint64_t v) { return ZigZag64(uint32_t(v)); }
+
+// Launch shapes (grid, block, shmem) of the current batch by kernel name: a launch that writes
+// none repeats the previous one of its name in the batch. Direct-indexed for the small dense
+// string ids of real files, stamped with the batch number so that a new batch costs nothing.
+class ShapeTable {
+ public:
+  using Shape = std::array<uint32_t, 7>;
+  void NextBatch() {
+    ++batch_;
+    if (!far_.empty()) far_.clear();
+  }
+  void Put(uint32_t name, const Shape& shape) {
+    if (name >= kDirect) {
+      far_[name] = shape;
+      return;
+    }
+    if (name >= direct_.size()) direct_.resize(std::max<size_t>(name + 1, 2 * direct_.size()));
+    direct_[name].batch = batch_;
+    direct_[name].shape = shape;
+  }
+  const Shape* Get(uint32_t name) const {
+    if (name >= kDirect) {
+      auto it = far_.find(name);
+      return it == far_.end() ? nullptr : &it->second;
+    }
+    return name < direct_.size() && direct_[name].batch == batch_ ? &direct_[name].shape
+                                                                   : nullptr;
+  }
+
+ private:
+  static constexpr uint32_t kDirect = 1u << 16;
+  struct Slot {
+    uint64_t batch = 0;
+    Shape shape;
+  };
+  std::vector<Slot> direct_;
+  std::unordered_map<uint32_t, Shape> far_;
+  uint64_t batch_ = 0;
+};
+
+// The header fields (1, 2, 3) of an EventBatch / DeviceBatch, read before its items (field 4):
+// protobuf writes them first, but any order is valid. Also checks the batch's framing.
+bool BatchHeader(absl::string_view batch, uint64_t h[3]) {
+  WireReader w(batch);
+  h[0] = h[1] = h[2] = 0;
+  while (!w.AtEnd()) {
+    uint64_t tag;
+    if (!w.Varint(&tag)) return false;
+    const uint32_t field = uint32_t(tag >> 3), wt = uint32_t(tag & 7);
+    const bool ok = field >= 1 && field <= 3 && wt == 0 ? w.Varint(&h[field - 1]) : w.Skip(wt);
+    if (!ok || field == 0) return false;
+  }
+  return true;
+}
+
+class BatchDecoder {
+ public:
+  BatchDecoder(ViewVisitor* v, FileSummary* s) : v_(v), s_(s) {}
+  bool Events(absl::string_view batch);
+  bool Ops(absl::string_view batch);
+
+ private:
+  bool DecodeEvent(absl::string_view bytes, int64_t* dt, int64_t* dcorr, uint64_t* dur);
+  bool DecodeOp(absl::string_view bytes, int64_t* dt, int64_t* dcorr, uint64_t* dur);
+  void ResetEvent();
+  ViewVisitor* v_;
+  FileSummary* s_;
+  // Reused for every event / op: resetting a whole view per record (a 170-byte memset and
+  // copy) cost more than decoding it.
+  EventView e_;
+  OpView op_;
+  bool e_rare_ = false;  // e_ holds a field that few events set (see ResetEvent)
+  ShapeTable shapes_;
+};
+
+void BatchDecoder::ResetEvent() {
+  e_.corr = 0;
+  e_.kind = EV_LAUNCH;
+  e_.name = e_.stream = e_.api = e_.device = e_.stack = e_.copy_kind = 0;
+  e_.has_shape = false;
+  e_.grid[0] = e_.grid[1] = e_.grid[2] = 0;
+  e_.block[0] = e_.block[1] = e_.block[2] = 0;
+  e_.shmem = 0;
+  e_.bytes = 0;
+  e_.depth = 0;
+  if (!e_rare_) return;
+  e_.ret = 0;
+  e_.ptr = 0;
+  e_.graph = 0;
+  e_.handle = 0;
+  e_.domain = 0;
+  e_.category = 0;
+  e_.color = 0;
+  e_.payload_i = 0;
+  e_.payload_f = 0;
+  e_.has_payload = false;
+  e_.coll = absl::string_view();
+  e_.step = absl::string_view();
+  e_rare_ = false;
+}
+
+bool BatchDecoder::Events(absl::string_view batch) {
+  uint64_t h[3];
+  if (!BatchHeader(batch, h)) return false;
+  shapes_.NextBatch();
+  uint64_t t = h[1], corr = h[2];
+  uint32_t launch_stream = 0, launch_api = 0;
+  e_.thread = uint32_t(h[0]);
+  WireReader w(batch);
+  while (!w.AtEnd()) {
+    uint64_t tag;
+    absl::string_view item;
+    w.Varint(&tag);  // BatchHeader checked the framing
+    if (tag != ((4 << 3) | 2)) {
+      w.Skip(uint32_t(tag & 7));
+      continue;
+    }
+    w.Bytes(&item);
+    ResetEvent();
+    int64_t dt = 0, dcorr = 0;
+    uint64_t dur = 0;
+    if (!DecodeEvent(item, &dt, &dcorr, &dur)) return false;
+    t += uint64_t(dt);
+    e_.start_ns = t;
+    e_.end_ns = t + dur;
+    if (KindHasCorr(e_.kind)) {
+      corr = corr + 1 + uint64_t(dcorr);
+      e_.corr = corr;
+    }
+    if (e_.kind == EV_LAUNCH) {
+      // Undo the launch encodings (sticky stream/api, value-1 dimensions, repeated shapes).
+      if (e_.stream != 0) launch_stream = e_.stream; else e_.stream = launch_stream;
+      if (e_.api != 0) launch_api = e_.api; else e_.api = launch_api;
+      if (e_.has_shape) {
+        for (int i = 1; i < 3; ++i) {
+          ++e_.grid[i];
+          ++e_.block[i];
+        }
+        shapes_.Put(e_.name, {e_.grid[0], e_.grid[1], e_.grid[2], e_.block[0], e_.block[1],
+                              e_.block[2], e_.shmem});
+      } else if (const ShapeTable::Shape* sh = shapes_.Get(e_.name)) {
+        std::copy(sh->begin(), sh->begin() + 3, e_.grid);
+        std::copy(sh->begin() + 3, sh->begin() + 6, e_.block);
+        e_.shmem = (*sh)[6];
+        e_.has_shape = true;
+      }
+    }
+    v_->OnEvent(e_);
+    ++s_->host_events;
+  }
+  return true;
+}
+
+// Decodes one Event into e_, except the delta-coded fields, which go to *dt, *dcorr and *dur.
+bool BatchDecoder::DecodeEvent(absl::string_view bytes, int64_t* dt, int64_t* dcorr,
+                               uint64_t* dur) {
+  WireReader f(bytes);
+  uint64_t x = 0;
+  // Protobuf writes fields in number order: the usual leading ones are matched in sequence,
+  // cheaper than the switch below (a mispredicted indirect jump), which takes the rest in any
+  // order (a repeated field still overrides, as protobuf's last-one-wins).
+  if (f.Take(1 << 3)) {
+    if (!f.Varint(&x)) return false;
+    *dt = ZigZag64(x);
+  }
+  if (f.Take(2 << 3) && !f.Varint(dur)) return false;
+  if (f.Take(3 << 3)) {
+    if (!f.Varint(&x)) return false;
+    e_.kind = EventKind(int32_t(x));
+  }
+  if (f.Take(4 << 3)) {
+    if (!f.Varint(&x)) return false;
+    e_.name = uint32_t(x);
+  }
+  if (f.Take(5 << 3)) {
+    if (!f.Varint(&x)) return false;
+    *dcorr = ZigZag64(x);
+  }
+  while (!f.AtEnd()) {
+    uint64_t tag;
+    if (!f.Varint(&tag)) return false;
+    const uint32_t field = uint32_t(tag >> 3), wt = uint32_t(tag & 7);
+    if (wt == 2 && (field == 28 || field == 29)) {
+      absl::string_view& sub = field == 28 ? e_.coll : e_.step;
+      e_rare_ = true;
+      if (!f.Bytes(&sub) || !WireReader(sub).WellFormed()) return false;
+      continue;
+    }
+    if (wt == 1 && field == 25) {
+      if (!f.Fixed64(&x)) return false;
+      memcpy(&e_.payload_f, &x, sizeof(double));
+      e_rare_ = true;
+      continue;
+    }
+    // Every other known field is a varint; a known field with another wire type is skipped as
+    // unknown, as the protobuf parser does.
+    if (wt != 0 || field == 0 || field > 32) {
+      if (field == 0 || !f.Skip(wt)) return false;
+      continue;
+    }
+    if (!f.Varint(&x)) return false;
+    switch (field) {
+      case 1: *dt = ZigZag64(x); break;
+      case 2: *dur = x; break;
+      case 3: e_.kind = EventKind(int32_t(x)); break;
+      case 4: e_.name = uint32_t(x); break;
+      case 5: *dcorr = ZigZag64(x); break;
+      case 7: e_.stream = uint32_t(x); break;
+      case 9: e_.api = uint32_t(x); break;
+      case 10: e_.device = uint32_t(x); break;
+      case 11: e_.grid[0] = uint32_t(x); e_.has_shape = true; break;
+      case 12: e_.grid[1] = uint32_t(x); break;
+      case 13: e_.grid[2] = uint32_t(x); break;
+      case 14: e_.block[0] = uint32_t(x); break;
+      case 15: e_.block[1] = uint32_t(x); break;
+      case 16: e_.block[2] = uint32_t(x); break;
+      case 17: e_.shmem = uint32_t(x); break;
+      case 18: e_.bytes = x; break;
+      case 19: e_.copy_kind = uint32_t(x); break;
+      case 27: e_.depth = uint32_t(x); break;
+      case 30: e_.stack = uint32_t(x); break;
+      case 6: break;  // thread_hint (reserved)
+      default:
+        e_rare_ = true;
+        switch (field) {
+          case 8: e_.ret = ZigZag32(x); break;
+          case 20: e_.ptr = x; break;
+          case 21: e_.domain = uint32_t(x); break;
+          case 22: e_.category = uint32_t(x); break;
+          case 23: e_.color = uint32_t(x); break;
+          case 24: e_.payload_i = ZigZag64(x); break;
+          case 26: e_.has_payload = x != 0; break;
+          case 31: e_.graph = x; break;
+          case 32: e_.handle = x; break;
+          default: break;  // 25, 28, 29 with a varint wire type: unknown
+        }
+        break;
+    }
+  }
+  return true;
+}
+
+bool BatchDecoder::Ops(absl::string_view batch) {
+  uint64_t h[3];
+  if (!BatchHeader(batch, h)) return false;
+  uint64_t t = h[1], corr = h[2];
+  op_.device = uint32_t(h[0]);
+  WireReader w(batch);
+  while (!w.AtEnd()) {
+    uint64_t tag;
+    absl::string_view item;
+    w.Varint(&tag);  // BatchHeader checked the framing
+    if (tag != ((4 << 3) | 2)) {
+      w.Skip(uint32_t(tag & 7));
+      continue;
+    }
+    w.Bytes(&item);
+    int64_t dt = 0, dcorr = 0;
+    uint64_t dur = 0;
+    if (!DecodeOp(item, &dt, &dcorr, &dur)) return false;
+    t += uint64_t(dt);
+    corr = corr + 1 + uint64_t(dcorr);
+    op_.start_ns = t;
+    op_.end_ns = t + dur;
+    op_.corr = corr;
+    v_->OnOp(op_);
+    ++s_->device_ops;
+  }
+  return true;
+}
+
+// Decodes one DeviceOp into op_, except the delta-coded fields (as DecodeEvent).
+bool BatchDecoder::DecodeOp(absl::string_view bytes, int64_t* dt, int64_t* dcorr,
+                            uint64_t* dur) {
+  op_.kind = DOP_KERNEL;
+  op_.name = op_.stream = op_.copy_kind = op_.context = 0;
+  op_.bytes = op_.graph = op_.raw_start = 0;
+  op_.grid[0] = op_.grid[1] = op_.grid[2] = 0;
+  op_.block[0] = op_.block[1] = op_.block[2] = 0;
+  WireReader f(bytes);
+  uint64_t x;
+  // The usual leading fields in sequence, as in DecodeEvent.
+  if (f.Take(1 << 3)) {
+    if (!f.Varint(&x)) return false;
+    *dt = ZigZag64(x);
+  }
+  if (f.Take(2 << 3) && !f.Varint(dur)) return false;
+  if (f.Take(3 << 3)) {
+    if (!f.Varint(&x)) return false;
+    op_.kind = DeviceOpKind(int32_t(x));
+  }
+  if (f.Take(4 << 3)) {
+    if (!f.Varint(&x)) return false;
+    op_.name = uint32_t(x);
+  }
+  if (f.Take(5 << 3)) {
+    if (!f.Varint(&x)) return false;
+    *dcorr = ZigZag64(x);
+  }
+  if (f.Take(6 << 3)) {
+    if (!f.Varint(&x)) return false;
+    op_.stream = uint32_t(x);
+  }
+  while (!f.AtEnd()) {
+    uint64_t tag;
+    if (!f.Varint(&tag)) return false;
+    const uint32_t field = uint32_t(tag >> 3), wt = uint32_t(tag & 7);
+    if (wt != 0 || field == 0 || field > 17) {
+      if (field == 0 || !f.Skip(wt)) return false;
+      continue;
+    }
+    if (!f.Varint(&x)) return false;
+    switch (field) {
+      case 1: *dt = ZigZag64(x); break;
+      case 2: *dur = x; break;
+      case 3: op_.kind = DeviceOpKind(int32_t(x)); break;
+      case 4: op_.name = uint32_t(x); break;
+      case 5: *dcorr = ZigZag64(x); break;
+      case 6: op_.stream = uint32_t(x); break;
+      case 7: op_.bytes = x; break;
+      case 8: op_.copy_kind = uint32_t(x); break;
+      case 9: op_.graph = x; break;
+      case 10: op_.grid[0] = uint32_t(x); break;
+      case 11: op_.grid[1] = uint32_t(x); break;
+      case 12: op_.grid[2] = uint32_t(x); break;
+      case 13: op_.block[0] = uint32_t(x); break;
+      case 14: op_.block[1] = uint32_t(x); break;
+      case 15: op_.block[2] = uint32_t(x); break;
+      case 16: op_.context = uint32_t(x); break;
+      case 17: op_.raw_start = x; break;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+absl::Status ScanFile(const std::string& path, ViewVisitor* v, FileSummary* summary) {
+  FileSummary local;
+  FileSummary* s = summary != nullptr ? summary : &local;
+  s->path = path;
+  auto reader_or = RecordReader::Open(path);
+  if (!reader_or.ok()) return reader_or.status();
+  RecordReader& reader = **reader_or;
+  s->major = reader.major();
+  s->minor = reader.minor();
+  BatchDecoder decoder(v, s);
+  Record rec;
+  std::string sub;  // a batch re-serialized from an unusually framed Record
+  absl::string_view frame;
+  for (;;) {
+    const uint64_t at = reader.offset();
+    auto more = reader.NextFrame(&frame);
+    if (!more.ok()) {
+      s->frames = reader.records();
+      return more.status();
+    }
+    if (!*more) break;
+    auto corrupt = [&]() {
+      s->frames = reader.records() - 1;
+      return absl::DataLossError(absl::StrCat(path, ": offset ", at, ": corrupt record (",
+                                              frame.size(), " bytes)"));
+    };
+    // Nearly every frame is one event or device batch: decoded by hand. Anything else (and a
+    // batch framed unusually, e.g. split in two fields that protobuf merges) goes through
+    // protobuf.
+    WireReader w(frame);
+    uint64_t tag = 0;
+    absl::string_view body;
+    if (w.Varint(&tag) && (tag == ((3 << 3) | 2) || tag == ((4 << 3) | 2)) && w.Bytes(&body) &&
+        w.AtEnd()) {
+      if (!(tag >> 3 == 3 ? decoder.Events(body) : decoder.Ops(body))) return corrupt();
+      continue;
+    }
+    if (!rec.ParseFromArray(frame.data(), int(frame.size()))) return corrupt();
+    switch (rec.kind_case()) {
+      case Record::kBatch:
+        rec.batch().SerializeToString(&sub);
+        if (!decoder.Events(sub)) return corrupt();
+        break;
+      case Record::kDevice:
+        rec.device().SerializeToString(&sub);
+        if (!decoder.Ops(sub)) return corrupt();
+        break;
+      default:
+        if (rec.kind_case() == Record::kFooter) s->has_footer = true;
+        v->OnRecord(rec);
         break;
     }
   }

@@ -10,6 +10,10 @@
 // times, correlation ids) and hands every host event and device op to a visitor with absolute
 // values, plus every other record as is.
 //
+// ScanFile() is the fast layer for bulk analysis (profanalyze report): the same normalized
+// values, but event and device batches are decoded by hand into plain structs (EventView,
+// OpView) instead of protobuf messages, about 5x cheaper per record.
+//
 // Thread safety: a RecordReader is used by one thread; separate readers are independent, so rank
 // files can be read in parallel.
 #ifndef PROFAGENT_ANALYZER_READER_H_
@@ -73,8 +77,11 @@ class RecordReader {
   std::string buf_;
 };
 
-// True for the event kinds that carry a correlation id (see EventKind in the proto).
-bool KindHasCorr(EventKind k);
+// True for the event kinds that carry a correlation id (see EventKind in the proto). Inline:
+// ScanFile asks for every event.
+inline bool KindHasCorr(EventKind k) {
+  return k == EV_LAUNCH || k == EV_MEMCPY || k == EV_MEMSET || k == EV_GRAPH_LAUNCH;
+}
 
 struct HostEvent {
   uint32_t thread;
@@ -119,6 +126,50 @@ struct FileSummary {
 // Reads `path` to the end, calling `v` for each record in file order. Returns the error of the
 // first bad frame (after having visited every good one before it).
 absl::Status VisitFile(const std::string& path, Visitor* v, FileSummary* summary);
+
+// A host event as ScanFile hands it out: every field of Event with VisitFile's normalization
+// (absolute times and correlation id, sticky launch stream/api and repeated launch shapes filled
+// in, real grid/block dimensions). Sub-messages stay serialized (checked well-formed): parse
+// `coll` / `step` with Collective / StepInfo::ParseFromArray when needed (they are rare).
+struct EventView {
+  uint32_t thread = 0;
+  uint64_t start_ns = 0, end_ns = 0;
+  uint64_t corr = 0;  // 0 when the kind carries none
+  EventKind kind = EV_LAUNCH;
+  uint32_t name = 0, stream = 0, api = 0, device = 0, stack = 0, copy_kind = 0;
+  int32_t ret = 0;
+  bool has_shape = false;  // EV_LAUNCH: grid/block/shmem are known (written or repeated)
+  uint32_t grid[3] = {0, 0, 0}, block[3] = {0, 0, 0}, shmem = 0;
+  uint64_t bytes = 0, ptr = 0, graph = 0, handle = 0;
+  uint32_t domain = 0, category = 0, color = 0, depth = 0;
+  int64_t payload_i = 0;
+  double payload_f = 0;
+  bool has_payload = false;
+  absl::string_view coll, step;  // serialized Collective / StepInfo; empty when absent
+};
+
+// A device op as ScanFile hands it out (absolute times and correlation id).
+struct OpView {
+  uint32_t device = 0;
+  uint64_t start_ns = 0, end_ns = 0, corr = 0;
+  DeviceOpKind kind = DOP_KERNEL;
+  uint32_t name = 0, stream = 0, copy_kind = 0, context = 0;
+  uint64_t bytes = 0, graph = 0, raw_start = 0;
+  uint32_t grid[3] = {0, 0, 0}, block[3] = {0, 0, 0};
+};
+
+class ViewVisitor {
+ public:
+  virtual ~ViewVisitor() = default;
+  virtual void OnEvent(const EventView& e) {}
+  virtual void OnOp(const OpView& op) {}
+  // Every record that is not an event or device batch (header, strings, footer, ...).
+  virtual void OnRecord(const Record& r) {}
+};
+
+// VisitFile's fast sibling: same order, same errors, same FileSummary. Views are valid during
+// the callback only.
+absl::Status ScanFile(const std::string& path, ViewVisitor* v, FileSummary* summary);
 
 // The rank files of a profile directory (*.pb, sorted by name). Error if `dir` is not a readable
 // directory or holds no .pb file.

@@ -11,6 +11,9 @@
 
 #include <catch2/catch.hpp>
 
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+
 namespace profagent {
 namespace analyzer {
 namespace {
@@ -225,6 +228,216 @@ TEST_CASE("bad files give errors naming the file and offset", "[reader]") {
   st = VisitFile(TempPath("does-not-exist.pb"), &c2, nullptr);
   CHECK(st.code() == absl::StatusCode::kNotFound);
   CHECK(VisitFile(TempPath(""), &c2, nullptr).code() == absl::StatusCode::kInvalidArgument);
+}
+
+// Every event and op of a file, as text, through VisitFile or ScanFile: the two must agree.
+std::string Describe(const HostEvent& h) {
+  const Event& e = *h.ev;
+  std::string c, st;
+  e.coll().SerializeToString(&c);
+  e.step().SerializeToString(&st);
+  return absl::StrCat(
+      "E ", h.thread, " ", h.start_ns, " ", h.end_ns, " ", h.corr, " k", e.kind(), " n", e.name(),
+      " s", e.stream(), " a", e.api(), " d", e.device(), " st", e.stack(), " ck", e.copy_kind(),
+      " r", e.ret(), " shape", e.has_grid_x(), ":", e.grid_x(), "x", e.grid_y(), "x", e.grid_z(),
+      "/", e.block_x(), "x", e.block_y(), "x", e.block_z(), "/", e.shmem(), " b", e.bytes(), " p",
+      e.ptr(), " g", e.graph(), " h", e.handle(), " nvtx", e.domain(), ",", e.category(), ",",
+      e.color(), ",", e.depth(), ",", e.payload_i(), ",", e.payload_f(), ",", e.has_payload(),
+      " coll", c.size(), ":", absl::CEscape(c), " step", st.size(), ":", absl::CEscape(st));
+}
+
+std::string Describe(const EventView& e) {
+  return absl::StrCat(
+      "E ", e.thread, " ", e.start_ns, " ", e.end_ns, " ", e.corr, " k", e.kind, " n", e.name,
+      " s", e.stream, " a", e.api, " d", e.device, " st", e.stack, " ck", e.copy_kind, " r",
+      e.ret, " shape", e.has_shape, ":", e.grid[0], "x", e.grid[1], "x", e.grid[2], "/",
+      e.block[0], "x", e.block[1], "x", e.block[2], "/", e.shmem, " b", e.bytes, " p", e.ptr,
+      " g", e.graph, " h", e.handle, " nvtx", e.domain, ",", e.category, ",", e.color, ",",
+      e.depth, ",", e.payload_i, ",", e.payload_f, ",", e.has_payload, " coll", e.coll.size(),
+      ":", absl::CEscape(e.coll), " step", e.step.size(), ":", absl::CEscape(e.step));
+}
+
+std::string DescribeOp(uint32_t device, uint64_t start, uint64_t end, uint64_t corr, int kind,
+                       uint32_t name, uint32_t stream, uint64_t bytes, uint32_t copy_kind,
+                       uint64_t graph, const uint32_t grid[3], const uint32_t block[3],
+                       uint32_t context, uint64_t raw_start) {
+  return absl::StrCat("O ", device, " ", start, " ", end, " ", corr, " k", kind, " n", name,
+                      " s", stream, " b", bytes, " ck", copy_kind, " g", graph, " ", grid[0], "x",
+                      grid[1], "x", grid[2], "/", block[0], "x", block[1], "x", block[2], " c",
+                      context, " raw", raw_start);
+}
+
+class VisitLog : public Visitor {
+ public:
+  std::vector<std::string> lines;
+  void OnHostEvent(const HostEvent& e) override { lines.push_back(Describe(e)); }
+  void OnDeviceOp(const DeviceOpEvent& d) override {
+    const DeviceOp& o = *d.op;
+    const uint32_t grid[3] = {o.grid_x(), o.grid_y(), o.grid_z()};
+    const uint32_t block[3] = {o.block_x(), o.block_y(), o.block_z()};
+    lines.push_back(DescribeOp(d.device, d.start_ns, d.end_ns, d.corr, o.kind(), o.name(),
+                               o.stream(), o.bytes(), o.copy_kind(), o.graph(), grid, block,
+                               o.context(), o.raw_start()));
+  }
+  void OnHeader(const Header&) override { lines.push_back("header"); }
+  void OnString(uint32_t id, const std::string& v) override {
+    lines.push_back(absl::StrCat("string ", id, " ", v));
+  }
+  void OnOther(const Record& r) override { lines.push_back(absl::StrCat("other ", r.kind_case())); }
+};
+
+class ScanLog : public ViewVisitor {
+ public:
+  std::vector<std::string> lines;
+  void OnEvent(const EventView& e) override { lines.push_back(Describe(e)); }
+  void OnOp(const OpView& o) override {
+    lines.push_back(DescribeOp(o.device, o.start_ns, o.end_ns, o.corr, o.kind, o.name, o.stream,
+                               o.bytes, o.copy_kind, o.graph, o.grid, o.block, o.context,
+                               o.raw_start));
+  }
+  void OnRecord(const Record& r) override {
+    if (r.kind_case() == Record::kHeader) {
+      lines.push_back("header");
+    } else if (r.kind_case() == Record::kString) {
+      lines.push_back(absl::StrCat("string ", r.string().id(), " ", r.string().value()));
+    } else {
+      lines.push_back(absl::StrCat("other ", r.kind_case()));
+    }
+  }
+};
+
+// Every field and encoding: launch shapes written, repeated and absent, sticky stream/api,
+// NVTX fields, sub-messages, negative deltas, a batch framed as two fields (protobuf merges).
+std::string RichFile(std::vector<size_t>* frame_ends) {
+  std::string f = SmallFile(frame_ends);
+  Record r;
+  EventBatch* b = r.mutable_batch();
+  b->set_thread(7);
+  b->set_base_ns(5000000);
+  b->set_corr_base(100);
+  auto add = [&](EventKind k, int64_t dt, uint64_t dur, uint32_t name) {
+    Event* e = b->add_events();
+    e->set_kind(k);
+    e->set_dt(dt);
+    e->set_dur(dur);
+    e->set_name(name);
+    return e;
+  };
+  Event* e = add(EV_LAUNCH, 0, 10, 1);
+  e->set_stream(3);
+  e->set_api(9);
+  e->set_grid_x(4);
+  e->set_grid_y(1);
+  e->set_block_z(2);
+  e->set_shmem(1024);
+  add(EV_LAUNCH, 300, 10, 1)->set_dcorr(2);  // repeats the shape, stream and api
+  e = add(EV_LAUNCH, -100, 10, 2);           // no shape known for name 2
+  e->set_stack(5);
+  e = add(EV_LAUNCH, 50, 10, 2);
+  e->set_grid_x(0);  // written shape of zeros
+  e = add(EV_NVTX_RANGE, 1000, 5000, 1);
+  e->set_domain(3);
+  e->set_category(4);
+  e->set_color(0xff00ff);
+  e->set_depth(2);
+  e->set_payload_i(-7);
+  e->set_payload_f(2.5);
+  e->set_has_payload(true);
+  e = add(EV_COLLECTIVE, 10, 70, 1);
+  e->mutable_coll()->set_op(1);
+  e->mutable_coll()->set_seq(42);
+  e->mutable_coll()->set_peer(-1);
+  e = add(EV_STEP, 10, 80, 0);
+  e->mutable_step()->set_tokens(8);
+  e->mutable_step()->set_kv(-1);
+  e = add(EV_ALLOC, 10, 5, 0);
+  e->set_ptr(0xdeadbeef);
+  e->set_bytes(1 << 20);
+  e->set_device(1);
+  e->set_ret(-3);
+  e = add(EV_MEMCPY, 10, 5, 0);
+  e->set_copy_kind(2);
+  e->set_dcorr(-1);
+  e = add(EV_STREAM, 10, 0, 0);
+  e->set_handle(0x1234);
+  add(EV_GRAPH_LAUNCH, 10, 0, 0)->set_graph(77);
+  AddRecord(&f, r);
+  frame_ends->push_back(f.size());
+  r.Clear();
+  DeviceBatch* d = r.mutable_device();
+  d->set_device(2);
+  d->set_base_ns(6000000);
+  d->set_corr_base(100);
+  for (int i = 0; i < 3; ++i) {
+    DeviceOp* op = d->add_ops();
+    op->set_dt(i == 1 ? -20 : 30);
+    op->set_dur(15);
+    op->set_kind(i == 2 ? DOP_MEMCPY : DOP_KERNEL);
+    op->set_name(1);
+    op->set_dcorr(i);
+    op->set_stream(4);
+    op->set_bytes(i * 10);
+    op->set_copy_kind(1);
+    op->set_graph(i);
+    op->set_grid_x(5);
+    op->set_grid_y(6);
+    op->set_grid_z(7);
+    op->set_block_x(8);
+    op->set_block_y(9);
+    op->set_block_z(10);
+    op->set_context(11);
+    op->set_raw_start(12);
+  }
+  AddRecord(&f, r);
+  frame_ends->push_back(f.size());
+  // One Record holding the batch field twice: protobuf merges them into one batch.
+  Record part;
+  part.mutable_batch()->set_thread(8);
+  part.mutable_batch()->add_events()->set_dt(3);
+  std::string body;
+  part.SerializeToString(&body);
+  part.mutable_batch()->clear_thread();
+  part.mutable_batch()->mutable_events(0)->set_dt(4);
+  std::string second;
+  part.SerializeToString(&second);
+  body += second;
+  PutVarint(&f, body.size());
+  f += body;
+  frame_ends->push_back(f.size());
+  return f;
+}
+
+TEST_CASE("ScanFile hands out what VisitFile does, at every truncation", "[reader]") {
+  std::vector<size_t> ends;
+  const std::string full = RichFile(&ends);
+  const std::string path = TempPath("rich.pb");
+  WriteFile(path, full);
+  {
+    VisitLog v;
+    ScanLog sc;
+    FileSummary vs, ss;
+    REQUIRE(VisitFile(path, &v, &vs).ok());
+    REQUIRE(ScanFile(path, &sc, &ss).ok());
+    CHECK(v.lines.size() > 20);
+    CHECK(sc.lines == v.lines);
+    CHECK(ss.host_events == vs.host_events);
+    CHECK(ss.device_ops == vs.device_ops);
+    CHECK(ss.frames == vs.frames);
+  }
+  for (size_t cut = 12; cut < full.size(); ++cut) {
+    INFO("cut at " << cut);
+    std::string bytes = full.substr(0, cut);
+    WriteFile(path, bytes);
+    VisitLog v;
+    ScanLog sc;
+    FileSummary vs, ss;
+    absl::Status a = VisitFile(path, &v, &vs), b = ScanFile(path, &sc, &ss);
+    CHECK(a == b);
+    CHECK(sc.lines == v.lines);
+    CHECK(ss.frames == vs.frames);
+    CHECK(ss.truncated == vs.truncated);
+    CHECK(ss.warning == vs.warning);
+  }
 }
 
 TEST_CASE("profile directories", "[reader]") {

@@ -1,6 +1,10 @@
 #include "analyzer/report/analysis.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cmath>
 #include <cstdio>
@@ -10,6 +14,7 @@
 #include <set>
 #include <thread>
 #include <unordered_map>
+#include <utility>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/ascii.h"
@@ -119,20 +124,141 @@ double BusFactor(const std::string& op, int n) {
   return 1.0;
 }
 
-void CsvField(std::string* out, const std::string& s) {
-  bool plain = true;
-  for (char c : s) plain &= c != ',' && c != '"' && c != '\n';
-  if (plain) {
-    out->append(s);
-    return;
-  }
-  out->push_back('"');
+// A field of ops.csv: quoted when it holds `,`, `"` or a newline.
+std::string CsvField(absl::string_view s) {
+  if (s.find_first_of(",\"\n") == absl::string_view::npos) return std::string(s);
+  std::string out = "\"";
   for (char c : s) {
-    if (c == '"') out->push_back('"');
-    out->push_back(c);
+    if (c == '"') out.push_back('"');
+    out.push_back(c);
   }
-  out->push_back('"');
+  out.push_back('"');
+  return out;
 }
+
+constexpr char kCsvHeader[] =
+    "rank,index,name,bucket,kind,grid,block,stream,launch_ns,api_dur_ns,start_ns,end_ns,"
+    "dur_ns,launch_to_start_ns,nvtx_path\n";
+
+constexpr char kDigitPairs[] =
+    "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+    "8081828384858687888990919293949596979899";
+
+void Put8Digits(char* q, uint32_t v) {
+  const uint32_t hi = v / 10000, lo = v % 10000;
+  memcpy(q, kDigitPairs + (hi / 100) * 2, 2);
+  memcpy(q + 2, kDigitPairs + (hi % 100) * 2, 2);
+  memcpy(q + 4, kDigitPairs + (lo / 100) * 2, 2);
+  memcpy(q + 6, kDigitPairs + (lo % 100) * 2, 2);
+}
+
+int DecimalDigits(uint64_t v) {
+  static constexpr uint64_t kPow10[20] = {
+      1ull, 10ull, 100ull, 1000ull, 10000ull, 100000ull, 1000000ull, 10000000ull, 100000000ull,
+      1000000000ull, 10000000000ull, 100000000000ull, 1000000000000ull, 10000000000000ull,
+      100000000000000ull, 1000000000000000ull, 10000000000000000ull, 100000000000000000ull,
+      1000000000000000000ull, 10000000000000000000ull};
+  const uint64_t x = v | 1;
+  const int t = (64 - __builtin_clzll(x)) * 1233 >> 12;  // floor(log10) or one more
+  return t - (x < kPow10[t]) + 1;
+}
+
+// Writes `v` in decimal at p; returns the end. Digits are stored straight into the output,
+// backwards (staging them in a local buffer and copying it stalled on store forwarding), eight
+// per 64-bit division, the rest in 32-bit arithmetic.
+char* PutU64(char* p, uint64_t v) {
+  char* const end = p + DecimalDigits(v);
+  char* q = end;
+  while (v >= 100000000) {
+    q -= 8;
+    Put8Digits(q, uint32_t(v % 100000000));
+    v /= 100000000;
+  }
+  uint32_t w = uint32_t(v);
+  while (w >= 100) {
+    q -= 2;
+    memcpy(q, kDigitPairs + (w % 100) * 2, 2);
+    w /= 100;
+  }
+  if (w >= 10) {
+    memcpy(q - 2, kDigitPairs + w * 2, 2);
+  } else {
+    q[-1] = char('0' + w);
+  }
+  return end;
+}
+
+char* PutI64(char* p, int64_t v) {
+  if (v >= 0) return PutU64(p, uint64_t(v));
+  *p++ = '-';
+  return PutU64(p, ~uint64_t(v) + 1);
+}
+
+char* PutStr(char* p, absl::string_view s) {
+  memcpy(p, s.data(), s.size());
+  return p + s.size();
+}
+
+// ops.csv output: rows are formatted by hand (PutU64, ...) straight into a large buffer written
+// with write(2); per-field StrAppend/CsvField calls were most of the report's time with ops.csv.
+class CsvOut {
+ public:
+  ~CsvOut() { Close(); }
+  bool Open(const std::string& path) {
+    fd_ = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd_ < 0) return false;
+    cap_ = kCap;
+    buf_.reset(new char[cap_]);
+    p_ = buf_.get();
+    return true;
+  }
+  bool is_open() const { return fd_ >= 0; }
+  // Flushes and closes; false if any write failed.
+  bool Close() {
+    if (fd_ < 0) return ok_;
+    Flush();
+    ok_ &= close(fd_) == 0;
+    fd_ = -1;
+    buf_.reset();
+    return ok_;
+  }
+  // Room for at least n bytes at the returned pointer; Commit(end) after writing them.
+  char* Reserve(size_t n) {
+    if (size_t(buf_.get() + cap_ - p_) < n) {
+      Flush();
+      if (n > cap_) {  // a row longer than the buffer (huge names): grow to it
+        cap_ = n;
+        buf_.reset(new char[cap_]);
+        p_ = buf_.get();
+      }
+    }
+    return p_;
+  }
+  void Commit(char* end) { p_ = end; }
+
+ private:
+  static constexpr size_t kCap = 4 << 20;
+  void Flush() {
+    const char* d = buf_.get();
+    size_t n = size_t(p_ - d);
+    while (n > 0 && ok_) {
+      const ssize_t w = write(fd_, d, n);
+      if (w < 0 && errno == EINTR) continue;
+      ok_ = w > 0;
+      if (w > 0) {
+        d += w;
+        n -= size_t(w);
+      }
+    }
+    p_ = buf_.get();
+  }
+  int fd_ = -1;
+  bool ok_ = true;
+  size_t cap_ = 0;
+  std::unique_ptr<char[]> buf_;
+  char* p_ = nullptr;
+};
 
 // ---------------------------------------------------------------------------------------------
 // Step messages (NVTX convention).
@@ -197,56 +323,6 @@ StepFields ParseStepFields(const std::string& msg, const std::string& kv_reduce)
 }
 
 // ---------------------------------------------------------------------------------------------
-// Protobuf wire format, for the first pass's fast scan of event/device batches (only a few
-// fields of each event are needed there; the full decode is VisitFile's, in pass 2).
-
-class Wire {
- public:
-  explicit Wire(absl::string_view s)
-      : p_(reinterpret_cast<const uint8_t*>(s.data())), end_(p_ + s.size()) {}
-  bool AtEnd() const { return p_ >= end_; }
-  bool Varint(uint64_t* v) {
-    uint64_t r = 0;
-    for (int shift = 0; shift < 64 && p_ < end_; shift += 7) {
-      const uint8_t b = *p_++;
-      r |= uint64_t(b & 0x7f) << shift;
-      if ((b & 0x80) == 0) {
-        *v = r;
-        return true;
-      }
-    }
-    return false;
-  }
-  bool Bytes(absl::string_view* out) {
-    uint64_t n;
-    if (!Varint(&n) || n > uint64_t(end_ - p_)) return false;
-    *out = absl::string_view(reinterpret_cast<const char*>(p_), n);
-    p_ += n;
-    return true;
-  }
-  bool Skip(uint32_t wire_type) {
-    uint64_t v;
-    absl::string_view s;
-    switch (wire_type) {
-      case 0: return Varint(&v);
-      case 1: return Advance(8);
-      case 2: return Bytes(&s);
-      case 5: return Advance(4);
-      default: return false;
-    }
-  }
-
- private:
-  bool Advance(size_t n) {
-    if (n > size_t(end_ - p_)) return false;
-    p_ += n;
-    return true;
-  }
-  const uint8_t* p_;
-  const uint8_t* end_;
-};
-
-// ---------------------------------------------------------------------------------------------
 // Shared, immutable analysis context.
 
 struct Context {
@@ -266,15 +342,55 @@ struct Context {
 // ---------------------------------------------------------------------------------------------
 // Per-file records.
 
+// 32 bytes: report memory grows with the number of ranges. String ids are at most
+// kMaxStringId, so the flags fit beside the name.
 struct Range {
   uint64_t start, end;
-  uint32_t thread, name;
+  uint32_t thread;
+  uint32_t name : 30;
+  uint32_t frame : 1;       // a step or run range: never an engine bucket
+  uint32_t api : 1;         // a host API call mapped by an engine `api` rule (not NVTX)
   int32_t parent = -1;
   int16_t model = -1;       // bucket of the nearest model-mapped range (self or ancestor)
   int16_t engine = -1;      // engine bucket of this range itself
-  bool frame = false;       // a step or run range: never an engine bucket
-  bool api = false;         // a host API call mapped by an engine `api` rule (not NVTX)
 };
+static_assert(sizeof(Range) == 32, "Range is kept per NVTX range");
+
+// Sorts ranges by thread, start, longer first. A thread's ranges arrive nearly in start order
+// (batches are), so they are grouped by thread (stable, linear) and a thread's group is sorted
+// only when out of order: one general sort was 8% of the report's time.
+void SortRanges(std::vector<Range>* ranges) {
+  auto less = [](const Range& a, const Range& b) {
+    if (a.thread != b.thread) return a.thread < b.thread;
+    if (a.start != b.start) return a.start < b.start;
+    return a.end > b.end;
+  };
+  if (std::is_sorted(ranges->begin(), ranges->end(), less)) return;
+  std::map<uint32_t, size_t> slot;  // per thread: its count, then where its group starts
+  auto for_each_slot = [&](auto f) {
+    uint32_t thread = 0;
+    size_t* at = nullptr;
+    for (const Range& r : *ranges) {
+      if (at == nullptr || r.thread != thread) {
+        thread = r.thread;
+        at = &slot[thread];
+      }
+      f(r, at);
+    }
+  };
+  for_each_slot([](const Range&, size_t* n) { ++*n; });
+  size_t begin = 0;
+  for (auto& t : slot) begin += std::exchange(t.second, begin);
+  std::vector<Range> grouped(ranges->size());
+  for_each_slot([&](const Range& r, size_t* at) { grouped[(*at)++] = r; });
+  ranges->swap(grouped);
+  auto first = ranges->begin();
+  for (const auto& t : slot) {  // t.second is now the end of the thread's group
+    auto last = ranges->begin() + std::ptrdiff_t(t.second);
+    if (!std::is_sorted(first, last, less)) std::sort(first, last, less);
+    first = last;
+  }
+}
 
 struct StepRec {
   uint64_t start, end;
@@ -340,7 +456,63 @@ struct BucketAcc {  // per run slot
   std::vector<uint64_t> model_ns, engine_ns;
 };
 
-class FileAnalysis : public Visitor {
+// Launches / device ops waiting for their correlation partner. Ids are nearly sequential and
+// most entries wait briefly, so a direct-mapped ring (slot = id mod size) serves nearly every
+// lookup without hashing; an entry displaced by a newer id (a graph launch kept for all its
+// kernels, a launch whose op never comes) moves to a hash map.
+template <typename T>
+class CorrTable {
+ public:
+  T* Find(uint64_t corr) {
+    if (ring_.empty()) return nullptr;  // nothing put yet
+    Slot& s = ring_[corr & kMask];
+    if (s.used && s.corr == corr) return &s.value;
+    if (overflow_.empty()) return nullptr;
+    auto it = overflow_.find(corr);
+    return it == overflow_.end() ? nullptr : &it->second;
+  }
+  // Inserts or replaces.
+  void Put(uint64_t corr, const T& value) {
+    if (ring_.empty()) ring_.resize(kMask + 1);
+    Slot& s = ring_[corr & kMask];
+    if (s.used && s.corr != corr) overflow_.insert_or_assign(s.corr, s.value);
+    if (!overflow_.empty()) overflow_.erase(corr);
+    s.used = true;
+    s.corr = corr;
+    s.value = value;
+  }
+  void Erase(uint64_t corr) {  // corr is in the table
+    Slot& s = ring_[corr & kMask];
+    if (s.used && s.corr == corr) {
+      s.used = false;
+    } else {
+      overflow_.erase(corr);
+    }
+  }
+  template <typename F>
+  void ForEach(F f) const {
+    for (const Slot& s : ring_) {
+      if (s.used) f(s.corr, s.value);
+    }
+    for (const auto& p : overflow_) f(p.first, p.second);
+  }
+  void Clear() {
+    std::vector<Slot>().swap(ring_);
+    overflow_.clear();
+  }
+
+ private:
+  static constexpr uint64_t kMask = 4095;
+  struct Slot {
+    uint64_t corr = 0;
+    bool used = false;
+    T value;
+  };
+  std::vector<Slot> ring_;  // allocated at the first Put
+  absl::flat_hash_map<uint64_t, T> overflow_;
+};
+
+class FileAnalysis : public ViewVisitor {
  public:
   FileAnalysis(const Context* ctx, std::string path, int index)
       : ctx_(ctx), path_(std::move(path)), index_(index) {}
@@ -389,29 +561,19 @@ class FileAnalysis : public Visitor {
   const std::string& StrPublic(uint32_t id) const { return Str(id); }
 
  private:
-  void OnHeader(const Header& h) override;
-  void OnString(uint32_t id, const std::string& value) override;
-  void OnHostEvent(const HostEvent& e) override;
-  void OnDeviceOp(const DeviceOpEvent& d) override;
-  void OnOther(const Record& r) override;
+  void OnRecord(const Record& r) override;
+  void OnEvent(const EventView& e) override;
+  void OnOp(const OpView& op) override;
+  void OnHeader(const Header& h);
+  void OnString(uint32_t id, const std::string& value);
+  void OnOther(const Record& r);
 
   const std::string& Str(uint32_t id) const {
     static const std::string kEmpty;
     return id < strings_.size() ? strings_[id] : kEmpty;
   }
-  // Pass 1 sees host events through a hand-written decoder (ScanBatch): only these fields.
-  struct LiteEvent {
-    uint32_t thread = 0;
-    uint64_t start = 0, end = 0;
-    int kind = 0;
-    uint32_t name = 0, api = 0;
-    absl::string_view step;  // serialized StepInfo, for EV_STEP / EV_RUN
-  };
-  void Host1(const LiteEvent& e);
-  bool ScanBatch(absl::string_view b);
-  bool ScanDevice(absl::string_view b);
-  std::vector<absl::string_view> scan_items_;
-  void Host2(const HostEvent& e);
+  void Host1(const EventView& e);
+  void Host2(const EventView& e);
   void Finish1();
   void Finish2();
   int KernelBucket(uint32_t name);
@@ -420,7 +582,9 @@ class FileAnalysis : public Visitor {
   const std::string& Path(int range);
   void Emit(const PendingOp& op, const PendingLaunch* l);
   int StepOf(uint64_t t) const;
-  void FlushCsv(bool force);
+  int StepOfNear(uint64_t t);
+  KernelAgg& Kernel(uint64_t key);
+  const std::string& CsvName(uint32_t name_id, int bucket);
 
   int pass_ = 1;
   std::vector<std::string> strings_;
@@ -430,9 +594,10 @@ class FileAnalysis : public Visitor {
   std::vector<StepRec> agent_steps_, nvtx_steps_;
   std::vector<RunRec> agent_runs_, nvtx_runs_;
   std::vector<Range> ranges_;
-  // ops.csv NVTX paths, interned: per range an index into paths_ (-1 = not built yet).
+  // ops.csv NVTX paths, interned: per range an index into paths_ and csv_paths_ (the same,
+  // CSV-escaped); -1 = not built yet.
   std::vector<int32_t> path_of_range_;
-  std::vector<std::string> paths_;
+  std::vector<std::string> paths_, csv_paths_;
   absl::flat_hash_map<std::string, int32_t> path_index_;
   std::unordered_map<uint32_t, std::pair<size_t, size_t>> thread_ranges_;
   struct Cursor {
@@ -446,16 +611,29 @@ class FileAnalysis : public Visitor {
   std::pair<size_t, size_t> cached_span_;
   std::unordered_map<uint64_t, std::pair<std::string, int>> comms_;  // id -> unique_id, size
   std::unordered_map<uint32_t, std::vector<std::string>> stacks_;
-  absl::flat_hash_map<uint64_t, PendingLaunch> pending_launch_;
-  absl::flat_hash_map<uint64_t, PendingOp> pending_op_;
+  size_t step_hint_ = 0;
+  // Pass 2 looks up kernels_ per device op: a small direct-mapped cache of (key, entry) in front.
+  struct KernelSlot {
+    uint64_t key = 0;
+    KernelAgg* agg = nullptr;
+  };
+  std::array<KernelSlot, 64> kernel_cache_;
+  // Host API time (count, ns) while pass 2 runs, folded into api_ at its end: per API name
+  // string id, and per kind for calls without a name.
+  std::vector<std::pair<uint64_t, uint64_t>> api_by_name_;
+  std::array<std::pair<uint64_t, uint64_t>, 32> api_by_kind_{};
+  CorrTable<PendingLaunch> pending_launch_;
+  CorrTable<PendingOp> pending_op_;
   // NCCL calls waiting for their kernel's device op (correlation id -> index in arrivals_).
   absl::flat_hash_map<uint64_t, size_t> coll_by_corr_;
   std::vector<uint64_t> dev_last_end_ = std::vector<uint64_t>(kDirectDevices, 0);
   absl::flat_hash_map<uint32_t, uint64_t> dev_last_end_far_;  // odd device numbers
   uint64_t busy_end_ = 0;
   bool host_mode_ = false;
-  FILE* csv_ = nullptr;
-  std::string csv_buf_;
+  CsvOut csv_;
+  // ops.csv name fields, escaped once: per string id (kernel names), per bucket (unnamed ops).
+  std::vector<std::string> csv_names_, csv_buckets_;
+  std::vector<bool> csv_name_done_;
   uint64_t op_index_ = 0;
 };
 
@@ -463,154 +641,30 @@ class FileAnalysis : public Visitor {
 
 absl::Status FileAnalysis::Pass1() {
   pass_ = 1;
-  fsum_.path = path_;
-  auto reader_or = RecordReader::Open(path_);
-  if (!reader_or.ok()) return reader_or.status();
-  RecordReader& reader = **reader_or;
-  fsum_.major = reader.major();
-  fsum_.minor = reader.minor();
-  Record rec;
-  absl::string_view frame;
-  for (;;) {
-    const uint64_t at = reader.offset();
-    auto more = reader.NextFrame(&frame);
-    if (!more.ok()) return more.status();
-    if (!*more) break;
-    auto corrupt = [&]() {
-      return absl::DataLossError(
-          absl::StrCat(path_, ": offset ", at, ": corrupt record (", frame.size(), " bytes)"));
-    };
-    // Event and device batches (nearly all frames) are decoded by hand; the rest by protobuf.
-    Wire w(frame);
-    uint64_t tag = 0;
-    absl::string_view body;
-    if (w.Varint(&tag) && (tag == ((3 << 3) | 2) || tag == ((4 << 3) | 2)) && w.Bytes(&body) &&
-        w.AtEnd()) {
-      if (!(tag >> 3 == 3 ? ScanBatch(body) : ScanDevice(body))) return corrupt();
-      continue;
-    }
-    if (!rec.ParseFromArray(frame.data(), int(frame.size()))) return corrupt();
-    switch (rec.kind_case()) {
-      case Record::kHeader:
-        OnHeader(rec.header());
-        break;
-      case Record::kString:
-        OnString(rec.string().id(), rec.string().value());
-        break;
-      case Record::kFooter:
-        fsum_.has_footer = true;
-        OnOther(rec);
-        break;
-      default:
-        OnOther(rec);
-        break;
-    }
-  }
-  fsum_.frames = reader.records();
-  fsum_.truncated = reader.truncated();
-  fsum_.warning = reader.warning();
+  absl::Status s = ScanFile(path_, this, &fsum_);
+  if (!s.ok()) return s;
   if (fsum_.truncated) warnings_.push_back(fsum_.warning);
   device_ops_pass1_ = fsum_.device_ops;
   Finish1();
   return absl::OkStatus();
 }
 
-bool FileAnalysis::ScanBatch(absl::string_view b) {
-  Wire w(b);
-  uint64_t thread = 0, base = 0;
-  scan_items_.clear();
-  while (!w.AtEnd()) {
-    uint64_t tag;
-    if (!w.Varint(&tag)) return false;
-    const uint32_t field = uint32_t(tag >> 3), wt = uint32_t(tag & 7);
-    if (field == 1 && wt == 0) {
-      if (!w.Varint(&thread)) return false;
-    } else if (field == 2 && wt == 0) {
-      if (!w.Varint(&base)) return false;
-    } else if (field == 4 && wt == 2) {
-      absl::string_view ev;
-      if (!w.Bytes(&ev)) return false;
-      scan_items_.push_back(ev);
-    } else if (!w.Skip(wt)) {
-      return false;
-    }
+void FileAnalysis::OnRecord(const Record& r) {
+  if (pass_ != 1) return;
+  switch (r.kind_case()) {
+    case Record::kHeader:
+      OnHeader(r.header());
+      break;
+    case Record::kString:
+      OnString(r.string().id(), r.string().value());
+      break;
+    default:
+      OnOther(r);
+      break;
   }
-  uint64_t t = base;
-  LiteEvent e;
-  e.thread = uint32_t(thread);
-  for (absl::string_view ev : scan_items_) {
-    Wire f(ev);
-    uint64_t dt = 0, dur = 0, kind = 0, name = 0, api = 0;
-    e.step = absl::string_view();
-    while (!f.AtEnd()) {
-      uint64_t tag;
-      if (!f.Varint(&tag)) return false;
-      const uint32_t field = uint32_t(tag >> 3), wt = uint32_t(tag & 7);
-      bool ok;
-      switch (field) {
-        case 1: ok = wt == 0 && f.Varint(&dt); break;
-        case 2: ok = wt == 0 && f.Varint(&dur); break;
-        case 3: ok = wt == 0 && f.Varint(&kind); break;
-        case 4: ok = wt == 0 && f.Varint(&name); break;
-        case 9: ok = wt == 0 && f.Varint(&api); break;
-        case 29: ok = wt == 2 && f.Bytes(&e.step); break;
-        default: ok = f.Skip(wt); break;
-      }
-      if (!ok) return false;
-    }
-    t += uint64_t(int64_t(dt >> 1) ^ -int64_t(dt & 1));  // zigzag (sint64)
-    e.start = t;
-    e.end = t + dur;
-    e.kind = int(kind);
-    e.name = uint32_t(name);
-    e.api = uint32_t(api);
-    Host1(e);
-    ++fsum_.host_events;
-  }
-  return true;
-}
-
-bool FileAnalysis::ScanDevice(absl::string_view b) {
-  Wire w(b);
-  uint64_t base = 0;
-  scan_items_.clear();
-  while (!w.AtEnd()) {
-    uint64_t tag;
-    if (!w.Varint(&tag)) return false;
-    const uint32_t field = uint32_t(tag >> 3), wt = uint32_t(tag & 7);
-    if (field == 2 && wt == 0) {
-      if (!w.Varint(&base)) return false;
-    } else if (field == 4 && wt == 2) {
-      absl::string_view op;
-      if (!w.Bytes(&op)) return false;
-      scan_items_.push_back(op);
-    } else if (!w.Skip(wt)) {
-      return false;
-    }
-  }
-  uint64_t t = base;
-  for (absl::string_view op : scan_items_) {
-    Wire f(op);
-    uint64_t dt = 0, dur = 0;
-    while (!f.AtEnd()) {
-      uint64_t tag;
-      if (!f.Varint(&tag)) return false;
-      const uint32_t field = uint32_t(tag >> 3), wt = uint32_t(tag & 7);
-      bool ok = field == 1 && wt == 0   ? f.Varint(&dt)
-                : field == 2 && wt == 0 ? f.Varint(&dur)
-                                        : f.Skip(wt);
-      if (!ok) return false;
-    }
-    t += uint64_t(int64_t(dt >> 1) ^ -int64_t(dt & 1));
-    t0_ = std::min(t0_, t);
-    t1_ = std::max(t1_, t + dur);
-    ++fsum_.device_ops;
-  }
-  return true;
 }
 
 void FileAnalysis::OnHeader(const Header& h) {
-  if (pass_ != 1) return;
   header_ = h;
   rank_ = h.rank();
   world_ = h.world_size();
@@ -619,7 +673,6 @@ void FileAnalysis::OnHeader(const Header& h) {
 }
 
 void FileAnalysis::OnString(uint32_t id, const std::string& value) {
-  if (pass_ != 1) return;
   if (id > kMaxStringId) {  // corrupt or hostile: ids are small and dense in real files
     ++bad_string_ids_;
     return;
@@ -629,7 +682,6 @@ void FileAnalysis::OnString(uint32_t id, const std::string& value) {
 }
 
 void FileAnalysis::OnOther(const Record& r) {
-  if (pass_ != 1) return;
   switch (r.kind_case()) {
     case Record::kProcess: {
       const ProcessInfo& p = r.process();
@@ -679,8 +731,12 @@ void FileAnalysis::OnOther(const Record& r) {
   }
 }
 
-void FileAnalysis::OnHostEvent(const HostEvent& e) {
-  if (pass_ == 2) Host2(e);  // pass 1 decodes batches itself (ScanBatch)
+void FileAnalysis::OnEvent(const EventView& e) {
+  if (pass_ == 1) {
+    Host1(e);
+  } else {
+    Host2(e);
+  }
 }
 
 int FileAnalysis::ApiEngineBucket(uint32_t name) {
@@ -694,9 +750,9 @@ int FileAnalysis::ApiEngineBucket(uint32_t name) {
   return b;
 }
 
-void FileAnalysis::Host1(const LiteEvent& e) {
-  t0_ = std::min(t0_, e.start);
-  t1_ = std::max(t1_, e.end);
+void FileAnalysis::Host1(const EventView& e) {
+  t0_ = std::min(t0_, e.start_ns);
+  t1_ = std::max(t1_, e.end_ns);
   switch (e.kind) {
     case EV_STEP:
     case EV_RUN: {
@@ -704,8 +760,8 @@ void FileAnalysis::Host1(const LiteEvent& e) {
       si.ParseFromArray(e.step.data(), int(e.step.size()));
       if (e.kind == EV_STEP) {
         StepRec s;
-        s.start = e.start;
-        s.end = e.end;
+        s.start = e.start_ns;
+        s.end = e.end_ns;
         s.tokens = si.tokens();
         s.kv = si.kv();
         s.bsz = si.bsz();
@@ -713,7 +769,7 @@ void FileAnalysis::Host1(const LiteEvent& e) {
         s.warmup = si.warmup();
         agent_steps_.push_back(std::move(s));
       } else {
-        RunRec r{e.start, e.end, Str(si.label()), si.warmup()};
+        RunRec r{e.start_ns, e.end_ns, Str(si.label()), si.warmup()};
         agent_runs_.push_back(std::move(r));
       }
       return;
@@ -728,15 +784,14 @@ void FileAnalysis::Host1(const LiteEvent& e) {
         fk = std::regex_search(msg, ctx_->step_re) ? 1 : std::regex_search(msg, ctx_->run_re) ? 2
                                                                                              : 0;
       }
-      Range r{e.start, e.end, e.thread, name};
-      r.frame = fk != 0;
+      Range r{e.start_ns, e.end_ns, e.thread, name, fk != 0, false};
       ranges_.push_back(r);
       if (fk == 0) return;
       StepFields f = ParseStepFields(msg, ctx_->opt.kv_reduce);
       if (fk == 1) {
         StepRec s;
-        s.start = e.start;
-        s.end = e.end;
+        s.start = e.start_ns;
+        s.end = e.end_ns;
         s.tokens = f.tokens;
         s.kv = f.kv;
         s.bsz = f.bsz;
@@ -744,7 +799,7 @@ void FileAnalysis::Host1(const LiteEvent& e) {
         s.warmup = f.warmup;
         nvtx_steps_.push_back(std::move(s));
       } else {
-        nvtx_runs_.push_back(RunRec{e.start, e.end, f.label, f.warmup});
+        nvtx_runs_.push_back(RunRec{e.start_ns, e.end_ns, f.label, f.warmup});
       }
       return;
     }
@@ -755,8 +810,7 @@ void FileAnalysis::Host1(const LiteEvent& e) {
     case EV_COMM: {
       uint32_t api = e.api != 0 ? e.api : e.name;
       if (api != 0 && ApiEngineBucket(api) >= 0) {
-        Range r{e.start, e.end, e.thread, api};
-        r.api = true;
+        Range r{e.start_ns, e.end_ns, e.thread, api, false, true};
         ranges_.push_back(r);
       }
       return;
@@ -798,11 +852,7 @@ void FileAnalysis::Finish1() {
                                                   std::vector<uint64_t>(nb, 0)});
 
   // NVTX nesting: sort by thread, start, longer first; parents from a stack sweep.
-  std::sort(ranges_.begin(), ranges_.end(), [](const Range& a, const Range& b) {
-    if (a.thread != b.thread) return a.thread < b.thread;
-    if (a.start != b.start) return a.start < b.start;
-    return a.end > b.end;
-  });
+  SortRanges(&ranges_);
   std::vector<int32_t> stack;
   std::vector<int32_t> mapped_anc(ranges_.size(), -1);
   std::vector<int64_t> excl(ranges_.size(), 0);
@@ -856,6 +906,40 @@ void FileAnalysis::Finish1() {
   }
 }
 
+// StepOf for pass 2's device ops, which come nearly in time order: the step found last time and
+// the next one are tried before a binary search.
+int FileAnalysis::StepOfNear(uint64_t t) {
+  const size_t n = steps_.size();
+  // True when steps_[i] is the last step starting at or before t (what StepOf looks at).
+  auto last_before = [&](size_t i) {
+    return i < n && steps_[i].start <= t && (i + 1 == n || steps_[i + 1].start > t);
+  };
+  size_t i = step_hint_;
+  if (!last_before(i)) {
+    if (last_before(i + 1)) {
+      ++i;
+    } else {
+      auto it = std::upper_bound(steps_.begin(), steps_.end(), t,
+                                 [](uint64_t x, const StepRec& s) { return x < s.start; });
+      if (it == steps_.begin()) return -1;
+      i = size_t(it - steps_.begin()) - 1;
+    }
+  }
+  step_hint_ = i;
+  const StepRec& s = steps_[i];
+  return t >= s.end && t != s.start ? -1 : int(i);
+}
+
+KernelAgg& FileAnalysis::Kernel(uint64_t key) {
+  KernelSlot& c = kernel_cache_[(key * 0x9E3779B97F4A7C15ull) >> 58];
+  if (c.agg != nullptr && c.key == key) return *c.agg;
+  const size_t before = kernels_.size();
+  KernelAgg* agg = &kernels_[key];
+  if (kernels_.size() != before) kernel_cache_.fill(KernelSlot());  // a rehash moves entries
+  c = KernelSlot{key, agg};
+  return *agg;
+}
+
 int FileAnalysis::StepOf(uint64_t t) const {
   auto it = std::upper_bound(steps_.begin(), steps_.end(), t,
                              [](uint64_t x, const StepRec& s) { return x < s.start; });
@@ -871,26 +955,26 @@ absl::Status FileAnalysis::Pass2(const std::string& csv_part) {
   pass_ = 2;
   host_mode_ = device_ops_pass1_ == 0;
   if (!csv_part.empty()) {
-    csv_ = fopen(csv_part.c_str(), "wb");
-    if (csv_ == nullptr) {
+    if (!csv_.Open(csv_part)) {
       return absl::InternalError(absl::StrCat(csv_part, ": cannot write: ", strerror(errno)));
     }
+    // Every part has the header; the merge keeps the first part's only.
+    csv_.Commit(PutStr(csv_.Reserve(sizeof(kCsvHeader)), kCsvHeader));
   }
   FileSummary again;
-  absl::Status s = VisitFile(path_, this, &again);
+  absl::Status s = ScanFile(path_, this, &again);
   if (s.ok()) Finish2();
   // What the merge does not need goes now (files are merged after every thread finished).
   std::vector<Range>().swap(ranges_);
   std::vector<int32_t>().swap(path_of_range_);
   std::vector<std::string>().swap(paths_);
+  std::vector<std::string>().swap(csv_paths_);
   path_index_.clear();
   cursors_.clear();
   cached_cursor_ = nullptr;
   stacks_.clear();
-  if (csv_ != nullptr) {
-    FlushCsv(true);
-    fclose(csv_);
-    csv_ = nullptr;
+  if (csv_.is_open() && !csv_.Close() && s.ok()) {
+    s = absl::InternalError(absl::StrCat(csv_part, ": write failed: ", strerror(errno)));
   }
   return s;
 }
@@ -942,6 +1026,7 @@ const std::string& FileAnalysis::Path(int range) {
     auto it = path_index_.find(p);
     if (it == path_index_.end()) {
       it = path_index_.emplace(p, int32_t(paths_.size())).first;
+      csv_paths_.push_back(CsvField(p));
       paths_.push_back(std::move(p));
     }
     path_of_range_[range] = it->second;
@@ -949,9 +1034,26 @@ const std::string& FileAnalysis::Path(int range) {
   return paths_[path_of_range_[range]];
 }
 
-void FileAnalysis::Host2(const HostEvent& e) {
-  const Event& ev = *e.ev;
-  const int kind = ev.kind();
+const std::string& FileAnalysis::CsvName(uint32_t name_id, int bucket) {
+  if (name_id == 0) {  // unnamed (copies): named by the bucket
+    if (csv_buckets_.empty()) {
+      for (const std::string& b : ctx_->buckets) csv_buckets_.push_back(CsvField(b));
+    }
+    return csv_buckets_[bucket];
+  }
+  if (name_id >= csv_names_.size()) {
+    csv_names_.resize(name_id + 1);
+    csv_name_done_.resize(name_id + 1, false);
+  }
+  if (!csv_name_done_[name_id]) {
+    csv_names_[name_id] = CsvField(Str(name_id));
+    csv_name_done_[name_id] = true;
+  }
+  return csv_names_[name_id];
+}
+
+void FileAnalysis::Host2(const EventView& e) {
+  const int kind = e.kind;
   switch (kind) {
     case EV_LAUNCH:
     case EV_GRAPH_LAUNCH:
@@ -960,30 +1062,26 @@ void FileAnalysis::Host2(const HostEvent& e) {
       PendingLaunch l;
       l.start = e.start_ns;
       l.end = e.end_ns;
-      l.name = ev.name();
+      l.name = e.name;
       l.thread = e.thread;
-      l.stack = ev.stack();
-      l.stream = ev.stream();
+      l.stack = e.stack;
+      l.stream = e.stream;
       l.graph = kind == EV_GRAPH_LAUNCH;
       l.range = Innermost(e.thread, e.start_ns);
       l.bucket = -1;
       if (kind == EV_LAUNCH) {
-        int b = KernelBucket(ev.name());
+        int b = KernelBucket(e.name);
         if (b < 0 || b == ctx_->gemm) {
           int from_nvtx = l.range >= 0 ? ranges_[l.range].model : -1;
           b = from_nvtx >= 0 ? from_nvtx : ctx_->others;
         }
         l.bucket = int16_t(b);
       }
-      l.grid[0] = ev.grid_x();
-      l.grid[1] = ev.grid_y();  // VisitFile already undid the value-1 encoding
-      l.grid[2] = ev.grid_z();
-      l.block[0] = ev.block_x();
-      l.block[1] = ev.block_y();
-      l.block[2] = ev.block_z();
+      std::copy(e.grid, e.grid + 3, l.grid);  // ScanFile already undid the value-1 encoding
+      std::copy(e.block, e.block + 3, l.block);
       if (host_mode_) {
         if (kind == EV_LAUNCH || kind == EV_MEMCPY || kind == EV_MEMSET) {
-          PendingOp op{e.start_ns, e.end_ns, ev.name(), ev.stream(), ev.copy_kind(), ev.device(),
+          PendingOp op{e.start_ns, e.end_ns, e.name, e.stream, e.copy_kind, e.device,
                        kind == EV_LAUNCH ? DOP_KERNEL : kind == EV_MEMCPY ? DOP_MEMCPY
                                                                           : DOP_MEMSET};
           std::copy(l.grid, l.grid + 3, op.grid);
@@ -991,40 +1089,40 @@ void FileAnalysis::Host2(const HostEvent& e) {
           Emit(op, &l);  // host timing: the launch is the op
         }
       } else {
-        auto it = pending_op_.find(e.corr);
-        if (it != pending_op_.end()) {
-          Emit(it->second, &l);
-          pending_op_.erase(it);
-          if (l.graph) pending_launch_[e.corr] = l;
+        if (PendingOp* op = pending_op_.Find(e.corr)) {
+          Emit(*op, &l);
+          pending_op_.Erase(e.corr);
+          if (l.graph) pending_launch_.Put(e.corr, l);
         } else {
-          pending_launch_[e.corr] = l;
+          pending_launch_.Put(e.corr, l);
         }
       }
       break;
     }
     case EV_ALLOC:
     case EV_FREE: {
-      MemDev& m = mem_[ev.device()];
+      MemDev& m = mem_[e.device];
       if (kind == EV_ALLOC) {
         ++m.allocs;
-        m.alloc_bytes += ev.bytes();
-        m.cur += ev.bytes();
-        m.live[ev.ptr()] += ev.bytes();
+        m.alloc_bytes += e.bytes;
+        m.cur += e.bytes;
+        m.live[e.ptr] += e.bytes;
         if (m.cur > m.peak) {
           m.peak = m.cur;
           m.peak_at = e.start_ns;
         }
       } else {
         ++m.frees;
-        auto it = m.live.find(ev.ptr());
-        uint64_t b = it != m.live.end() ? it->second : ev.bytes();
+        auto it = m.live.find(e.ptr);
+        uint64_t b = it != m.live.end() ? it->second : e.bytes;
         if (it != m.live.end()) m.live.erase(it);
         m.cur = m.cur >= b ? m.cur - b : 0;
       }
       break;
     }
     case EV_COLLECTIVE: {
-      const Collective& c = ev.coll();
+      Collective c;
+      c.ParseFromArray(e.coll.data(), int(e.coll.size()));  // checked by ScanFile
       auto cit = comms_.find(c.comm());
       int n = cit != comms_.end() && cit->second.second > 0 ? cit->second.second
                                                              : std::max(world_, 1);
@@ -1052,9 +1150,8 @@ void FileAnalysis::Host2(const HostEvent& e) {
         // collective's kernel, i.e. at the kernel's device start (joined by correlation id).
         arrivals_.push_back(Arrival{u->second, c.seq(), int64_t(e.start_ns), int(c.lib())});
         if (c.lib() == LIB_NCCL && c.corr() != 0) {
-          auto d = pending_op_.find(c.corr());
-          if (d != pending_op_.end()) {
-            arrivals_.back().at = int64_t(d->second.start);
+          if (const PendingOp* d = pending_op_.Find(c.corr())) {
+            arrivals_.back().at = int64_t(d->start);
           } else {
             coll_by_corr_[c.corr()] = arrivals_.size() - 1;
           }
@@ -1068,24 +1165,31 @@ void FileAnalysis::Host2(const HostEvent& e) {
   // Host API time by API name.
   if (kind != EV_NVTX_RANGE && kind != EV_NVTX_MARK && kind != EV_NVTX_PUSH && kind != EV_STEP &&
       kind != EV_RUN && kind != EV_MARKER) {
-    uint32_t api = ev.api();
+    uint32_t api = e.api;
     if (api == 0 && (kind == EV_API || kind == EV_SYNC || kind == EV_STREAM ||
                      kind == EV_EVENT || kind == EV_COMM || kind == EV_GROUP)) {
-      api = ev.name();
+      api = e.name;
     }
-    auto& acc = api_[api != 0 ? uint64_t(api) : ((1ull << 32) | uint32_t(kind))];
-    ++acc.first;
-    acc.second += e.end_ns - e.start_ns;
+    std::pair<uint64_t, uint64_t>* acc;
+    if (api != 0 && api < strings_.size()) {
+      if (api >= api_by_name_.size()) api_by_name_.resize(strings_.size());
+      acc = &api_by_name_[api];
+    } else if (api == 0 && uint32_t(kind) < api_by_kind_.size()) {
+      acc = &api_by_kind_[kind];
+    } else {
+      acc = &api_[api != 0 ? uint64_t(api) : ((1ull << 32) | uint32_t(kind))];
+    }
+    ++acc->first;
+    acc->second += e.end_ns - e.start_ns;
   }
 }
 
-void FileAnalysis::OnDeviceOp(const DeviceOpEvent& d) {
+void FileAnalysis::OnOp(const OpView& d) {
   if (pass_ == 1) {
     t0_ = std::min(t0_, d.start_ns);
     t1_ = std::max(t1_, d.end_ns);
     return;
   }
-  const DeviceOp& o = *d.op;
   if (!coll_by_corr_.empty()) {
     auto c = coll_by_corr_.find(d.corr);
     if (c != coll_by_corr_.end()) {
@@ -1093,14 +1197,13 @@ void FileAnalysis::OnDeviceOp(const DeviceOpEvent& d) {
       coll_by_corr_.erase(c);
     }
   }
-  PendingOp op{d.start_ns, d.end_ns, o.name(), o.stream(), o.copy_kind(), d.device, o.kind(),
-               {o.grid_x(), o.grid_y(), o.grid_z()}, {o.block_x(), o.block_y(), o.block_z()}};
-  auto it = pending_launch_.find(d.corr);
-  if (it != pending_launch_.end()) {
-    Emit(op, &it->second);
-    if (!it->second.graph) pending_launch_.erase(it);
+  PendingOp op{d.start_ns, d.end_ns, d.name, d.stream, d.copy_kind, d.device, d.kind,
+               {d.grid[0], d.grid[1], d.grid[2]}, {d.block[0], d.block[1], d.block[2]}};
+  if (const PendingLaunch* l = pending_launch_.Find(d.corr)) {
+    Emit(op, l);
+    if (!l->graph) pending_launch_.Erase(d.corr);
   } else {
-    pending_op_[d.corr] = op;
+    pending_op_.Put(d.corr, op);
   }
 }
 
@@ -1118,12 +1221,12 @@ void FileAnalysis::Emit(const PendingOp& op, const PendingLaunch* l) {
   uint32_t name_id = op.name != 0 ? op.name : l != nullptr ? l->name : 0;
   const std::string& bname = ctx_->buckets[bucket];
   const std::string& name = name_id != 0 ? Str(name_id) : bname;
-  KernelAgg& k = kernels_[(uint64_t(name_id) << 16) | uint64_t(bucket)];
+  KernelAgg& k = Kernel((uint64_t(name_id) << 16) | uint64_t(bucket));
   k.d.Add(double(dur));
   device_total_ns_ += dur;
 
   // Steps and GPU busy time (union of op intervals).
-  int s = StepOf(op.start);
+  int s = StepOfNear(op.start);
   if (s >= 0) {
     StepRec& st = steps_[s];
     // Per run slot, warm-up steps of warm-up runs included (the run's own table); the global
@@ -1163,15 +1266,27 @@ void FileAnalysis::Emit(const PendingOp& op, const PendingLaunch* l) {
     l2s = int64_t(op.start) - int64_t(l->end);
     if (l2s >= 0) launch_to_start_.Add(double(l2s));
   }
-  if (csv_ != nullptr) {
-    std::string& b = csv_buf_;
-    absl::StrAppend(&b, rank_, ",", op_index_++, ",");
-    CsvField(&b, name);
-    absl::StrAppend(&b, ",", bname, ",",
-                    op.kind == DOP_KERNEL ? "kernel" : op.kind == DOP_MEMCPY ? "memcpy"
-                                                     : op.kind == DOP_MEMSET ? "memset"
-                                                                             : "other",
-                    ",");
+  if (csv_.is_open()) {
+    const std::string& csv_name = CsvName(name_id, bucket);
+    const std::string* csv_path = nullptr;
+    if (l != nullptr && l->range >= 0) {
+      Path(l->range);
+      csv_path = &csv_paths_[path_of_range_[l->range]];
+    }
+    // 15 fields of at most 20 digits (or 3 x 11 for grid/block) besides the strings.
+    char* p = csv_.Reserve(512 + csv_name.size() + bname.size() +
+                           (csv_path != nullptr ? csv_path->size() : 0));
+    p = PutI64(p, rank_);
+    *p++ = ',';
+    p = PutU64(p, op_index_++);
+    *p++ = ',';
+    p = PutStr(p, csv_name);
+    *p++ = ',';
+    p = PutStr(p, bname);
+    p = PutStr(p, op.kind == DOP_KERNEL   ? ",kernel,"
+                  : op.kind == DOP_MEMCPY ? ",memcpy,"
+                  : op.kind == DOP_MEMSET ? ",memset,"
+                                          : ",other,");
     const uint32_t* grid = op.grid;
     const uint32_t* block = op.block;
     if (grid[0] == 0 && l != nullptr) {
@@ -1179,52 +1294,73 @@ void FileAnalysis::Emit(const PendingOp& op, const PendingLaunch* l) {
       block = l->block;
     }
     if (grid[0] != 0) {
-      absl::StrAppend(&b, grid[0], "x", std::max(grid[1], 1u), "x", std::max(grid[2], 1u), ",",
-                      block[0], "x", std::max(block[1], 1u), "x", std::max(block[2], 1u), ",");
+      for (const uint32_t* dim : {grid, block}) {
+        p = PutU64(p, dim[0]);
+        *p++ = 'x';
+        p = PutU64(p, std::max(dim[1], 1u));
+        *p++ = 'x';
+        p = PutU64(p, std::max(dim[2], 1u));
+        *p++ = ',';
+      }
     } else {
-      b.append(",,");
+      p = PutStr(p, ",,");
     }
-    absl::StrAppend(&b, op.stream, ",");
+    p = PutU64(p, op.stream);
+    *p++ = ',';
     if (l != nullptr) {
-      absl::StrAppend(&b, l->start - t0_, ",", l->end - l->start, ",");
+      p = PutU64(p, l->start - t0_);
+      *p++ = ',';
+      p = PutU64(p, l->end - l->start);
+      *p++ = ',';
     } else if (host_mode_) {
-      absl::StrAppend(&b, op.start - t0_, ",", dur, ",");
+      p = PutU64(p, op.start - t0_);
+      *p++ = ',';
+      p = PutU64(p, dur);
+      *p++ = ',';
     } else {
-      b.append(",,");
+      p = PutStr(p, ",,");
     }
     if (host_mode_) {
-      b.append(",,,,");
+      p = PutStr(p, ",,,,");
     } else {
-      absl::StrAppend(&b, op.start - t0_, ",", op.end - t0_, ",", dur, ",");
-      if (l != nullptr) absl::StrAppend(&b, l2s);
-      b.push_back(',');
+      p = PutU64(p, op.start - t0_);
+      *p++ = ',';
+      p = PutU64(p, op.end - t0_);
+      *p++ = ',';
+      p = PutU64(p, dur);
+      *p++ = ',';
+      if (l != nullptr) p = PutI64(p, l2s);
+      *p++ = ',';
     }
-    if (l != nullptr) CsvField(&b, Path(l->range));
-    b.push_back('\n');
-    FlushCsv(false);
-  }
-}
-
-void FileAnalysis::FlushCsv(bool force) {
-  if (csv_ == nullptr) return;
-  if (force || csv_buf_.size() > (1 << 20)) {
-    fwrite(csv_buf_.data(), 1, csv_buf_.size(), csv_);
-    csv_buf_.clear();
+    if (csv_path != nullptr) p = PutStr(p, *csv_path);
+    *p++ = '\n';
+    csv_.Commit(p);
   }
 }
 
 void FileAnalysis::Finish2() {
   // Device ops whose launch never appeared, in start order.
-  std::vector<std::pair<uint64_t, PendingOp>> rest(pending_op_.begin(), pending_op_.end());
-  std::sort(rest.begin(), rest.end(),
-            [](const auto& a, const auto& b) { return a.second.start < b.second.start; });
+  std::vector<std::pair<uint64_t, PendingOp>> rest;
+  pending_op_.ForEach([&](uint64_t corr, const PendingOp& op) { rest.emplace_back(corr, op); });
+  // By start, then correlation id: a deterministic order for ties.
+  std::sort(rest.begin(), rest.end(), [](const auto& a, const auto& b) {
+    return a.second.start != b.second.start ? a.second.start < b.second.start
+                                            : a.first < b.first;
+  });
   for (const auto& p : rest) Emit(p.second, nullptr);
   unmatched_ops_ = rest.size();
-  for (const auto& p : pending_launch_) {
-    if (!p.second.graph) ++unmatched_launches_;
+  pending_launch_.ForEach([&](uint64_t, const PendingLaunch& l) {
+    if (!l.graph) ++unmatched_launches_;
+  });
+  pending_op_.Clear();
+  pending_launch_.Clear();
+  for (size_t i = 0; i < api_by_name_.size(); ++i) {
+    if (api_by_name_[i].first > 0) api_[i] = api_by_name_[i];
   }
-  pending_op_.clear();
-  pending_launch_.clear();
+  for (size_t k = 0; k < api_by_kind_.size(); ++k) {
+    if (api_by_kind_[k].first > 0) api_[(1ull << 32) | k] = api_by_kind_[k];
+  }
+  std::vector<std::pair<uint64_t, uint64_t>>().swap(api_by_name_);
   if (host_mode_) {
     warnings_.push_back(absl::StrCat(path_,
                                      ": no device activity records (GPU timing mode ",
@@ -1353,6 +1489,51 @@ Json MeanStd(const std::vector<double>& v) {
   return j;
 }
 
+// Copies the rest of `in` to `out`: in the kernel when it can (copy_file_range), else through
+// user space (another filesystem, an old kernel).
+bool CopyRest(int in, int out) {
+  for (;;) {
+    const ssize_t n = copy_file_range(in, nullptr, out, nullptr, size_t(1) << 30, 0);
+    if (n == 0) return true;
+    if (n < 0 && errno != EINTR) break;
+  }
+  if (errno != EXDEV && errno != ENOSYS && errno != EINVAL && errno != EOPNOTSUPP) return false;
+  std::vector<char> buf(1 << 20);
+  for (;;) {
+    const ssize_t n = read(in, buf.data(), buf.size());
+    if (n == 0) return true;
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    for (ssize_t done = 0; done < n;) {
+      const ssize_t w = write(out, buf.data() + done, size_t(n - done));
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) return false;
+      done += w;
+    }
+  }
+}
+
+// Appends the ops.csv parts of sel[1..] to `first` (sel[0]'s), each without its header line.
+absl::Status AppendParts(const std::string& first, const std::vector<FileAnalysis*>& sel,
+                         const std::vector<std::string>& parts) {
+  // Not O_APPEND, which copy_file_range refuses.
+  const int out = open(first.c_str(), O_WRONLY | O_CLOEXEC);
+  bool ok = out >= 0 && lseek(out, 0, SEEK_END) >= 0;
+  for (size_t i = 1; i < sel.size() && ok; ++i) {
+    const int in = open(parts[sel[i]->index_].c_str(), O_RDONLY | O_CLOEXEC);
+    ok = in >= 0 && lseek(in, off_t(sizeof(kCsvHeader) - 1), SEEK_SET) >= 0 && CopyRest(in, out);
+    if (in >= 0) close(in);
+  }
+  if (out >= 0) ok &= close(out) == 0;
+  if (!ok) {
+    return absl::InternalError(
+        absl::StrCat(first, ": cannot merge the ops.csv parts: ", strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<int>> ParseRankList(const std::string& s) {
@@ -1472,27 +1653,16 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
     return a->rank_ < b->rank_;
   });
 
-  // ops.csv: header + the parts in rank order.
+  // ops.csv: the parts in rank order. The first part becomes ops.csv (renamed, not copied); the
+  // others are appended after their header, in the kernel when it can (copy_file_range).
   if (!ops_csv_path.empty()) {
-    FILE* out = fopen(ops_csv_path.c_str(), "wb");
-    if (out == nullptr) {
-      cleanup();
-      return absl::InternalError(absl::StrCat(ops_csv_path, ": cannot write: ", strerror(errno)));
+    const std::string& first = parts[sel[0]->index_];
+    absl::Status s = AppendParts(first, sel, parts);
+    if (s.ok() && rename(first.c_str(), ops_csv_path.c_str()) != 0) {
+      s = absl::InternalError(absl::StrCat(ops_csv_path, ": cannot write: ", strerror(errno)));
     }
-    const char kHeader[] =
-        "rank,index,name,bucket,kind,grid,block,stream,launch_ns,api_dur_ns,start_ns,end_ns,"
-        "dur_ns,launch_to_start_ns,nvtx_path\n";
-    fwrite(kHeader, 1, sizeof(kHeader) - 1, out);
-    std::vector<char> buf(1 << 20);
-    for (auto* f : sel) {
-      FILE* in = fopen(parts[f->index_].c_str(), "rb");
-      if (in == nullptr) continue;
-      size_t n;
-      while ((n = fread(buf.data(), 1, buf.size(), in)) > 0) fwrite(buf.data(), 1, n, out);
-      fclose(in);
-    }
-    fclose(out);
     cleanup();
+    if (!s.ok()) return s;
   }
 
   // ----- meta -----
