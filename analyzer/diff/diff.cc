@@ -226,6 +226,14 @@ std::vector<double> StepSamples(const OJson& s) {
   return v;
 }
 
+// Average ms per step of a bucket: buckets_model_avg_ms.X.ms, buckets_engine_avg_ms.X.ms, and
+// the same in runs (runs[i]....) and runs_aggregate (....mean, ....std).
+bool IsPerStepBucketMs(const std::string& name) {
+  return (name.find("buckets_model_avg_ms") != std::string::npos ||
+          name.find("buckets_engine_avg_ms") != std::string::npos) &&
+         (EndsWith(name, ".ms") || EndsWith(name, ".mean") || EndsWith(name, ".std"));
+}
+
 std::optional<Statistic> StepStatisticFor(const std::string& name) {
   static const std::pair<const char*, Statistic> kMap[] = {
       {"stats.step_latency_ms.mean", Statistic::kMean},
@@ -483,6 +491,9 @@ DiffResult DiffSummaries(const OJson& base, const OJson& now, const DiffOptions&
   };
   const double runs_a = runs_of(ra), runs_b = runs_of(rb);
 
+  auto base_step = base_values.find("stats.step_latency_ms.mean");
+  const double base_step_ms =
+      base_step != base_values.end() && base_step->second ? *base_step->second : 0;
   for (const std::string& name : names) {
     MetricDiff m;
     m.name = name;
@@ -513,6 +524,12 @@ DiffResult DiffSummaries(const OJson& base, const OJson& now, const DiffOptions&
     }
     if (std::fabs(worse_pct) <= m.threshold_pct) {
       m.verdict = Verdict::kWithin;
+    } else if (worse_pct > 0 && IsPerStepBucketMs(name) && base_step_ms > 0 &&
+               std::fabs(*m.now - *m.base) <
+                   options.min_step_share_pct / 100 * base_step_ms) {
+      m.verdict = Verdict::kWithin;
+      m.test = absl::StrCat("below ", Fmt(options.min_step_share_pct),
+                            "% of the base mean step (", Fmt(base_step_ms), " ms)");
     } else if (worse_pct < 0) {
       m.verdict = Verdict::kBetter;
     } else {
@@ -699,6 +716,7 @@ void AddDiffCommand(CLI::App& app, int* exit_code) {
     double threshold = 5.0;
     std::vector<std::string> metric_thresholds;
     bool fail_untested = false;
+    double min_step_share = 0.5;
   };
   auto o = std::make_shared<Opts>();
   CLI::App* sub = app.add_subcommand(
@@ -712,10 +730,15 @@ void AddDiffCommand(CLI::App& app, int* exit_code) {
                   "per-metric threshold PATH=PCT (PATH may use * wildcards); repeatable");
   sub->add_flag("--fail-untested", o->fail_untested,
                 "also fail on metrics worse beyond the threshold that have no samples to test");
+  sub->add_option("--min-step-share", o->min_step_share,
+                  "bucket time changes smaller than this percent of the base mean step are "
+                  "never regressions (0.5)")
+      ->check(CLI::NonNegativeNumber);
   sub->callback([o, exit_code]() {
     DiffOptions options;
     options.threshold_pct = o->threshold;
     options.fail_untested = o->fail_untested;
+    options.min_step_share_pct = o->min_step_share;
     for (const std::string& s : o->metric_thresholds) {
       auto kv = ParseMetricThreshold(s);
       if (!kv.ok()) {

@@ -53,6 +53,10 @@ struct DiffOptions {
   int bootstrap_resamples = 4000;
   uint64_t seed = 20240601;
   bool fail_untested = false;
+  // Materiality floor for per-step time averages (buckets_*_avg_ms and their run aggregates): a
+  // change smaller than this share of the base mean step latency cannot move a step by more
+  // than that, so it is never a regression (tiny buckets swing by large percentages). Percent.
+  double min_step_share_pct = 0.5;
 };
 
 enum class Direction { kLowerIsBetter, kHigherIsBetter, kInfo };

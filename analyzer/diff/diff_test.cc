@@ -151,6 +151,28 @@ TEST_CASE("an improvement exits 0") {
   REQUIRE(Diff("diff_improvement.json", "diff_base.json").code == 1);
 }
 
+TEST_CASE("a tiny bucket swinging by a large factor is below the materiality floor") {
+  // Base mean step 10.008 ms: the floor is 0.5 % of it, 0.050 ms.
+  auto base = LoadSummary(kData + "diff_base.json");
+  REQUIRE(base.ok());
+  nlohmann::ordered_json b = *base, tiny = *base, big = *base;
+  b["buckets_model_avg_ms"]["sampler"] = {{"ms", 0.002}, {"share", 0.0}};
+  tiny["buckets_model_avg_ms"]["sampler"] = {{"ms", 0.040}, {"share", 0.0}};  // 20x, +0.038 ms
+  big["buckets_model_avg_ms"]["sampler"] = {{"ms", 0.080}, {"share", 0.0}};   // +0.078 ms
+  DiffResult d = DiffSummaries(b, tiny, DiffOptions());
+  const MetricDiff* m = Find(d, "buckets_model_avg_ms.sampler.ms");
+  REQUIRE(m != nullptr);
+  CHECK(m->verdict == Verdict::kWithin);
+  CHECK(m->test.find("below 0.5% of the base mean step") != std::string::npos);
+  // Above the floor the usual rule applies (no samples for buckets: untested, not "within").
+  d = DiffSummaries(b, big, DiffOptions());
+  CHECK(Find(d, "buckets_model_avg_ms.sampler.ms")->verdict == Verdict::kUntested);
+  DiffOptions no_floor;
+  no_floor.min_step_share_pct = 0;
+  d = DiffSummaries(b, tiny, no_floor);
+  CHECK(Find(d, "buckets_model_avg_ms.sampler.ms")->verdict == Verdict::kUntested);
+}
+
 TEST_CASE("identical summaries: no regression") {
   Run r = Diff("diff_base.json", "diff_base.json");
   REQUIRE(r.code == 0);

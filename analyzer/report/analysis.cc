@@ -414,8 +414,21 @@ struct PendingLaunch {
   int32_t range;
   int16_t bucket;
   bool graph;
+  bool timed;  // the call's end was read (see LaunchTimed)
   uint32_t grid[3], block[3];
 };
+
+// Host API time of one API: calls, calls whose duration was measured, their total ns. Kernel and
+// graph launches are timed on 1 in N calls (Header.launch_api_sample): the rest have no end.
+struct ApiAcc {
+  uint64_t count = 0, timed = 0, ns = 0;
+};
+
+// False for a kernel/graph launch whose end the agent did not read (dur 0 in the file: a timed
+// launch has dur >= 1, see proto/profagent.proto).
+inline bool LaunchTimed(int kind, uint64_t start_ns, uint64_t end_ns) {
+  return !((kind == EV_LAUNCH || kind == EV_GRAPH_LAUNCH) && end_ns == start_ns);
+}
 
 struct PendingOp {
   uint64_t start, end;
@@ -538,6 +551,9 @@ class FileAnalysis : public ViewVisitor {
   std::vector<std::string> warnings_;
   uint64_t t0_ = UINT64_MAX, t1_ = 0;
   uint64_t device_ops_pass1_ = 0;
+  // Kernel launches seen in pass 1, and those whose API duration was timed (their total ns):
+  // with host timing, an untimed launch's time is estimated as the timed mean.
+  uint64_t launches_ = 0, launches_timed_ = 0, launches_timed_ns_ = 0;
   bool nvtx_steps_used_ = false;
 
   std::vector<StepRec> steps_;
@@ -554,8 +570,8 @@ class FileAnalysis : public ViewVisitor {
   std::map<uint32_t, MemDev> mem_;
   Distribution gaps_, launch_to_start_;
   std::vector<Gap> top_gaps_;
-  // Key: API name string id, or (1 << 32 | kind) for calls without a name: count, ns.
-  absl::flat_hash_map<uint64_t, std::pair<uint64_t, uint64_t>> api_;
+  // Key: API name string id, or (1 << 32 | kind) for calls without a name.
+  absl::flat_hash_map<uint64_t, ApiAcc> api_;
   uint64_t busy_ns_ = 0;
   uint64_t unmatched_ops_ = 0, unmatched_launches_ = 0;
   const std::string& StrPublic(uint32_t id) const { return Str(id); }
@@ -618,10 +634,10 @@ class FileAnalysis : public ViewVisitor {
     KernelAgg* agg = nullptr;
   };
   std::array<KernelSlot, 64> kernel_cache_;
-  // Host API time (count, ns) while pass 2 runs, folded into api_ at its end: per API name
-  // string id, and per kind for calls without a name.
-  std::vector<std::pair<uint64_t, uint64_t>> api_by_name_;
-  std::array<std::pair<uint64_t, uint64_t>, 32> api_by_kind_{};
+  // Host API time while pass 2 runs, folded into api_ at its end: per API name string id, and
+  // per kind for calls without a name.
+  std::vector<ApiAcc> api_by_name_;
+  std::array<ApiAcc, 32> api_by_kind_{};
   CorrTable<PendingLaunch> pending_launch_;
   CorrTable<PendingOp> pending_op_;
   // NCCL calls waiting for their kernel's device op (correlation id -> index in arrivals_).
@@ -753,6 +769,13 @@ int FileAnalysis::ApiEngineBucket(uint32_t name) {
 void FileAnalysis::Host1(const EventView& e) {
   t0_ = std::min(t0_, e.start_ns);
   t1_ = std::max(t1_, e.end_ns);
+  if (e.kind == EV_LAUNCH) {
+    ++launches_;
+    if (LaunchTimed(e.kind, e.start_ns, e.end_ns)) {
+      ++launches_timed_;
+      launches_timed_ns_ += e.end_ns - e.start_ns;
+    }
+  }
   switch (e.kind) {
     case EV_STEP:
     case EV_RUN: {
@@ -1067,6 +1090,7 @@ void FileAnalysis::Host2(const EventView& e) {
       l.stack = e.stack;
       l.stream = e.stream;
       l.graph = kind == EV_GRAPH_LAUNCH;
+      l.timed = LaunchTimed(kind, e.start_ns, e.end_ns);
       l.range = Innermost(e.thread, e.start_ns);
       l.bucket = -1;
       if (kind == EV_LAUNCH) {
@@ -1081,7 +1105,9 @@ void FileAnalysis::Host2(const EventView& e) {
       std::copy(e.block, e.block + 3, l.block);
       if (host_mode_) {
         if (kind == EV_LAUNCH || kind == EV_MEMCPY || kind == EV_MEMSET) {
-          PendingOp op{e.start_ns, e.end_ns, e.name, e.stream, e.copy_kind, e.device,
+          uint64_t end = e.end_ns;
+          if (!l.timed && launches_timed_ > 0) end += launches_timed_ns_ / launches_timed_;
+          PendingOp op{e.start_ns, end, e.name, e.stream, e.copy_kind, e.device,
                        kind == EV_LAUNCH ? DOP_KERNEL : kind == EV_MEMCPY ? DOP_MEMCPY
                                                                           : DOP_MEMSET};
           std::copy(l.grid, l.grid + 3, op.grid);
@@ -1170,7 +1196,7 @@ void FileAnalysis::Host2(const EventView& e) {
                      kind == EV_EVENT || kind == EV_COMM || kind == EV_GROUP)) {
       api = e.name;
     }
-    std::pair<uint64_t, uint64_t>* acc;
+    ApiAcc* acc;
     if (api != 0 && api < strings_.size()) {
       if (api >= api_by_name_.size()) api_by_name_.resize(strings_.size());
       acc = &api_by_name_[api];
@@ -1179,8 +1205,11 @@ void FileAnalysis::Host2(const EventView& e) {
     } else {
       acc = &api_[api != 0 ? uint64_t(api) : ((1ull << 32) | uint32_t(kind))];
     }
-    ++acc->first;
-    acc->second += e.end_ns - e.start_ns;
+    ++acc->count;
+    if (LaunchTimed(kind, e.start_ns, e.end_ns)) {
+      ++acc->timed;
+      acc->ns += e.end_ns - e.start_ns;
+    }
   }
 }
 
@@ -1262,7 +1291,9 @@ void FileAnalysis::Emit(const PendingOp& op, const PendingLaunch* l) {
   }
   last = std::max(last, op.end);
   int64_t l2s = 0;
-  if (l != nullptr && !host_mode_) {
+  // From the launch call's return: only launches whose end was read.
+  const bool l2s_known = l != nullptr && !host_mode_ && l->timed;
+  if (l2s_known) {
     l2s = int64_t(op.start) - int64_t(l->end);
     if (l2s >= 0) launch_to_start_.Add(double(l2s));
   }
@@ -1310,7 +1341,7 @@ void FileAnalysis::Emit(const PendingOp& op, const PendingLaunch* l) {
     if (l != nullptr) {
       p = PutU64(p, l->start - t0_);
       *p++ = ',';
-      p = PutU64(p, l->end - l->start);
+      if (l->timed) p = PutU64(p, l->end - l->start);  // else empty: not timed
       *p++ = ',';
     } else if (host_mode_) {
       p = PutU64(p, op.start - t0_);
@@ -1329,7 +1360,7 @@ void FileAnalysis::Emit(const PendingOp& op, const PendingLaunch* l) {
       *p++ = ',';
       p = PutU64(p, dur);
       *p++ = ',';
-      if (l != nullptr) p = PutI64(p, l2s);
+      if (l2s_known) p = PutI64(p, l2s);
       *p++ = ',';
     }
     if (csv_path != nullptr) p = PutStr(p, *csv_path);
@@ -1355,17 +1386,22 @@ void FileAnalysis::Finish2() {
   pending_op_.Clear();
   pending_launch_.Clear();
   for (size_t i = 0; i < api_by_name_.size(); ++i) {
-    if (api_by_name_[i].first > 0) api_[i] = api_by_name_[i];
+    if (api_by_name_[i].count > 0) api_[i] = api_by_name_[i];
   }
   for (size_t k = 0; k < api_by_kind_.size(); ++k) {
-    if (api_by_kind_[k].first > 0) api_[(1ull << 32) | k] = api_by_kind_[k];
+    if (api_by_kind_[k].count > 0) api_[(1ull << 32) | k] = api_by_kind_[k];
   }
-  std::vector<std::pair<uint64_t, uint64_t>>().swap(api_by_name_);
+  std::vector<ApiAcc>().swap(api_by_name_);
   if (host_mode_) {
     warnings_.push_back(absl::StrCat(path_,
                                      ": no device activity records (GPU timing mode ",
                                      TimingName(timing_),
-                                     "): kernel times are host launch API times"));
+                                     "): kernel times are host launch API times",
+                                     launches_timed_ < launches_
+                                         ? absl::StrCat(" (", launches_timed_, " of ", launches_,
+                                                        " launches timed; the others count as "
+                                                        "their mean)")
+                                         : std::string()));
   }
   if (unmatched_ops_ > 0) {
     warnings_.push_back(absl::StrCat(path_, ": ", unmatched_ops_,
@@ -2025,27 +2061,33 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
   ig["gap_us"] = LatJson(ref->gaps_, 1e-3);
   host["idle_gaps"] = ig;
   host["launch_to_start_us"] = LatJson(ref->launch_to_start_, 1e-3);
-  std::map<std::string, std::pair<uint64_t, uint64_t>> api_by_name;
+  std::map<std::string, ApiAcc> api_by_name;
   for (const auto& a : ref->api_) {
     std::string n = (a.first >> 32) != 0 ? std::string(KindApiName(int(a.first & 0xffffffff)))
                                          : ref->StrPublic(uint32_t(a.first));
-    auto& acc = api_by_name[n];
-    acc.first += a.second.first;
-    acc.second += a.second.second;
+    ApiAcc& acc = api_by_name[n];
+    acc.count += a.second.count;
+    acc.timed += a.second.timed;
+    acc.ns += a.second.ns;
   }
-  std::vector<std::pair<std::string, std::pair<uint64_t, uint64_t>>> apis(api_by_name.begin(),
-                                                                         api_by_name.end());
-  std::sort(apis.begin(), apis.end(), [](const auto& a, const auto& b) {
-    return a.second.second != b.second.second ? a.second.second > b.second.second
-                                              : a.first < b.first;
+  // Total time: the timed calls' mean times all calls (sampled launches are a random sample).
+  auto total_ns = [](const ApiAcc& a) {
+    return a.timed == 0 ? 0.0 : double(a.ns) * double(a.count) / double(a.timed);
+  };
+  std::vector<std::pair<std::string, ApiAcc>> apis(api_by_name.begin(), api_by_name.end());
+  std::sort(apis.begin(), apis.end(), [&](const auto& a, const auto& b) {
+    const double ta = total_ns(a.second), tb = total_ns(b.second);
+    return ta != tb ? ta > tb : a.first < b.first;
   });
   Json japi = Json::array();
   for (const auto& a : apis) {
     Json ja;
     ja["name"] = a.first;
-    ja["count"] = a.second.first;
-    ja["total_ms"] = Num(NsToMs(double(a.second.second)));
-    ja["mean_us"] = Num(double(a.second.second) / double(a.second.first) / 1e3);
+    ja["count"] = a.second.count;
+    ja["timed"] = a.second.timed;
+    ja["total_ms"] = a.second.timed == 0 ? Json() : Num(NsToMs(total_ns(a.second)));
+    ja["mean_us"] = a.second.timed == 0 ? Json()
+                                        : Num(double(a.second.ns) / double(a.second.timed) / 1e3);
     japi.push_back(ja);
   }
   host["api"] = japi;

@@ -267,14 +267,20 @@ std::string RenderMarkdown(const Json& s) {
                   " us, p50 ", F(h["launch_to_start_us"]["p50"]), " us, p99 ",
                   F(h["launch_to_start_us"]["p99"]), " us\n\n");
   if (!h["api"].empty()) {
-    md += "| host API | calls | total ms | mean us |\n|---|---:|---:|---:|\n";
+    md += "| host API | calls | timed | total ms | mean us |\n|---|---:|---:|---:|---:|\n";
     size_t n = 0;
+    bool sampled = false;
     for (const Json& a : h["api"]) {
-      if (++n > 15) break;
+      sampled |= a["timed"] != a["count"];
+      if (++n > 15) continue;
       absl::StrAppend(&md, "| ", Cell(a["name"].get<std::string>()), " | ", F(a["count"]), " | ",
-                      F(a["total_ms"]), " | ", F(a["mean_us"]), " |\n");
+                      F(a["timed"]), " | ", F(a["total_ms"]), " | ", F(a["mean_us"]), " |\n");
     }
     md += "\n";
+    if (sampled) {
+      md += "Launch calls are timed on 1 in N (PROFAGENT_LAUNCH_API_SAMPLE): their total is the "
+            "timed calls' mean times all calls.\n\n";
+    }
   }
   if (!h["longest_gaps"].empty()) {
     md += "Longest idle gaps:\n\n";

@@ -19,6 +19,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
 #include "analyzer/report/analysis.h"
 #include "analyzer/report/profile_builder.h"
 #include "analyzer/report/report.h"
@@ -395,6 +396,71 @@ TEST_CASE("host timing mode uses launch API times and says so") {
   bool warned = false;
   for (const auto& w : (*s)["meta"]["warnings"]) {
     warned |= w.get<std::string>().find("host launch API times") != std::string::npos;
+  }
+  CHECK(warned);
+}
+
+// Launch API durations timed on 1 in N launches (Header.launch_api_sample): 4 launches of a
+// norm kernel at 100, 200, 300, 400 us; only the second is timed (8 us, dur 0 = not timed).
+// Device: each kernel 50 us, starting 20 us after its launch.
+void WriteSampledLaunches(const std::string& path, GpuTimingMode timing) {
+  ProfileBuilder b(path, 1, 1);
+  b.WriteHeader(0, 1, "h0", timing);
+  b.Host(1, 0, 0, ProfileBuilder::Step(1000 * kUs, 4, -1, 0, false));
+  for (uint64_t i = 0; i < 4; ++i) {
+    Event l = ProfileBuilder::Launch(b.Str("vllm::rms_norm_kernel"), i == 1 ? 8 * kUs : 0);
+    l.set_api(b.Str("cudaLaunchKernel"));
+    b.Host(1, (100 + 100 * i) * kUs, i + 1, l);
+    if (timing == GPU_TIMING_CUPTI) b.Device(0, (120 + 100 * i) * kUs, i + 1, Kernel(50 * kUs));
+  }
+  b.Close(true);
+}
+
+TEST_CASE("launches timed 1 in N: API time estimated from the timed ones, untimed left empty") {
+  const std::string dir = TmpDir("sampled");
+  WriteSampledLaunches(dir + "/rank0.pb", GPU_TIMING_CUPTI);
+  std::string printed;
+  REQUIRE(RunReport(dir, dir, ReportOptions(), &printed).ok());
+  std::ifstream in(dir + "/summary.json");
+  Json s = Json::parse(in);
+  const Json* launch = nullptr;
+  for (const Json& a : s["host"]["api"]) {
+    if (a["name"] == "cudaLaunchKernel") launch = &a;
+  }
+  REQUIRE(launch != nullptr);
+  CHECK((*launch)["count"] == 4);
+  CHECK((*launch)["timed"] == 1);
+  CHECK((*launch)["mean_us"] == 8.0);
+  CHECK((*launch)["total_ms"] == 0.032);  // the timed mean x 4 calls
+  // Launch to start only where the launch's end is known: 120+100 - (200+8) = 12 us.
+  CHECK(s["host"]["launch_to_start_us"]["count"] == 1);
+  CHECK(s["host"]["launch_to_start_us"]["mean"] == 12.0);
+  CHECK(s["kernels"][0]["count"] == 4);
+  // ops.csv: launch_ns, api_dur_ns, ..., launch_to_start_ns (empty when not timed).
+  std::string csv = ReadAll(dir + "/ops.csv");
+  std::vector<std::string> rows = absl::StrSplit(csv, '\n', absl::SkipEmpty());
+  REQUIRE(rows.size() == 5);
+  for (size_t i = 1; i < rows.size(); ++i) {
+    std::vector<std::string> f = absl::StrSplit(rows[i], ',');
+    REQUIRE(f.size() >= 14);
+    INFO(rows[i]);
+    CHECK(f[9] == (i == 2 ? "8000" : ""));     // api_dur_ns
+    CHECK(f[13] == (i == 2 ? "12000" : ""));   // launch_to_start_ns
+    CHECK(f[12] == "50000");                   // device dur_ns: always there
+  }
+  CHECK(ReadAll(dir + "/report.md").find("| cudaLaunchKernel | 4 | 1 | 0.032 | 8.000 |") !=
+        std::string::npos);
+}
+
+TEST_CASE("host timing with launches timed 1 in N: untimed kernels count as the timed mean") {
+  const std::string dir = TmpDir("sampled_host");
+  WriteSampledLaunches(dir + "/rank0.pb", GPU_TIMING_HOST);
+  auto s = BuildSummary({dir + "/rank0.pb"}, ReportOptions(), "");
+  REQUIRE(s.ok());
+  CHECK((*s)["buckets_model_avg_ms"]["norm"]["ms"] == 0.032);  // 4 x 8 us
+  bool warned = false;
+  for (const auto& w : (*s)["meta"]["warnings"]) {
+    warned |= w.get<std::string>().find("1 of 4 launches timed") != std::string::npos;
   }
   CHECK(warned);
 }
