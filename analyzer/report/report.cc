@@ -149,8 +149,12 @@ std::string RenderMarkdown(const Json& s) {
   for (const Json& r : meta["ranks"]) ranks.push_back(r.dump());
   std::vector<std::string> hosts;
   for (const Json& h : meta["hosts"]) hosts.push_back(h.get<std::string>());
-  absl::StrAppend(&md, "- ranks: ", absl::StrJoin(ranks, ", "), " (world size ",
-                  meta["world_size"].dump(), "), hosts: ", absl::StrJoin(hosts, ", "), "\n");
+  // world_size 0: no rank source (a single process without MPI/NCCL/launcher rank).
+  const std::string world = meta["world_size"] == 0
+                                ? std::string("world size not recorded")
+                                : absl::StrCat("world size ", meta["world_size"].dump());
+  absl::StrAppend(&md, "- ranks: ", absl::StrJoin(ranks, ", "), " (", world, "), hosts: ",
+                  absl::StrJoin(hosts, ", "), "\n");
   absl::StrAppend(&md, "- GPU timing: ", meta["gpu_timing"].get<std::string>(),
                   meta["gpu_timing_reason"].get<std::string>().empty()
                       ? std::string()
