@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <functional>
 #include <iostream>
 #include <memory>
@@ -126,34 +127,51 @@ class ValueInterner {
   std::unordered_map<std::string, uint64_t> ids_;
 };
 
-// Formats launch shapes, remembering recent ones (a decode loop repeats a handful of shapes).
-class DimsCache {
+// The interned "grid" and "block" annotation values of launch shapes, remembering recent ones
+// (a decode loop repeats a handful of shapes).
+class ShapeCache {
  public:
-  explicit DimsCache(ValueInterner* values) : values_(values) {}
+  struct Shape {
+    Name grid{0, {}}, block{0, {}};
+  };
+  explicit ShapeCache(ValueInterner* values) : values_(values) {}
 
-  Name Get(uint32_t x, uint32_t y, uint32_t z) {
-    Slot& s = slots_[(x * 2654435761u ^ y * 40503u ^ z * 97u) & (kSlots - 1)];
-    if (__builtin_expect(s.value.iid != 0 && s.x == x && s.y == y && s.z == z, 1)) return s.value;
-    return Fill(s, x, y, z);
+  // Dimensions as the reader hands them out; a y or z of 0 reads as 1.
+  const Shape& Get(const uint32_t grid[3], const uint32_t block[3]) {
+    const uint32_t h = grid[0] * 2654435761u + grid[1] * 40503u + grid[2] * 97u +
+                       block[0] * 2246822519u + block[1] * 3266489917u + block[2];
+    Slot& s = slots_[h >> (32 - kSlotBits)];
+    if (__builtin_expect(s.shape.grid.iid != 0 && memcmp(s.grid, grid, sizeof(s.grid)) == 0 &&
+                             memcmp(s.block, block, sizeof(s.block)) == 0,
+                         1)) {
+      return s.shape;
+    }
+    return Fill(s, grid, block);
   }
 
  private:
-  static constexpr uint32_t kSlots = 64;
+  static constexpr uint32_t kSlotBits = 6;
   struct Slot {
-    uint32_t x = 0, y = 0, z = 0;
-    Name value{0, {}};
+    uint32_t grid[3] = {0, 0, 0}, block[3] = {0, 0, 0};
+    Shape shape;
   };
-  __attribute__((noinline)) Name Fill(Slot& s, uint32_t x, uint32_t y, uint32_t z) {
-    s.x = x;
-    s.y = y;
-    s.z = z;
+  // Interns the grid text first, then the block's: the value numbering is by first use.
+  __attribute__((noinline)) const Shape& Fill(Slot& s, const uint32_t grid[3],
+                                              const uint32_t block[3]) {
+    memcpy(s.grid, grid, sizeof(s.grid));
+    memcpy(s.block, block, sizeof(s.block));
+    s.shape.grid = Intern(grid);
+    s.shape.block = Intern(block);
+    return s.shape;
+  }
+  Name Intern(const uint32_t d[3]) {
     char text[40];
-    s.value = values_->Get(std::string_view(text, FormatDims(text, x, y, z)));
-    return s.value;
+    return values_->Get(std::string_view(
+        text, FormatDims(text, d[0], std::max(d[1], 1u), std::max(d[2], 1u))));
   }
 
   ValueInterner* values_;
-  Slot slots_[kSlots];
+  Slot slots_[1 << kSlotBits];
 };
 
 // Kernel and API names arrive mangled when the agent did not demangle them ("_Z12gemmPfi");
@@ -168,7 +186,7 @@ std::string Demangle(const std::string& s) {
 }
 
 // Streams one rank file into the sink.
-class FileConverter : public Visitor {
+class FileConverter : public ViewVisitor {
  public:
   FileConverter(TraceSink* sink, uint32_t file_index, const FileMeta& meta, int64_t offset_ns,
                 int32_t pid, bool remapped, size_t counter_window)
@@ -179,8 +197,7 @@ class FileConverter : public Visitor {
         pid_(pid),
         remapped_(remapped),
         window_(std::max<size_t>(counter_window, 1)),
-        grid_dims_(&values_),
-        block_dims_(&values_) {
+        shapes_(&values_) {
     for (int k = 0; k <= EV_MARKER; ++k) kind_names_[k] = Synth(KindName(EventKind(k)));
     for (uint32_t k = 0; k < 5; ++k) {
       memcpy_names_[k] = Synth(std::string("Memcpy ") + CopyKindName(k));
@@ -200,78 +217,85 @@ class FileConverter : public Visitor {
     process_track_ = sink_->ProcessTrack(TrackUuid(file_, kTrackProcess, 0), pid_, name);
   }
 
-  void OnString(uint32_t id, const std::string& value) override {
-    if (id < (1u << 24)) {
-      if (id >= strings_.size()) strings_.resize(std::max<size_t>(id + 1, strings_.size() * 2));
-      strings_[id] = Demangle(value);
-    } else {
-      big_strings_[id] = Demangle(value);
+  void OnRecord(const Record& r) override {
+    switch (r.kind_case()) {
+      case Record::kString:
+        OnString(r.string().id(), r.string().value());
+        break;
+      case Record::kDrops:
+        if (r.drops().count() != 0) {
+          Arg args[2] = {Arg::Uint(pi::kArgCount, r.drops().count()),
+                         Arg::Str(pi::kArgReason, r.drops().reason())};
+          sink_->Instant(process_track_, last_ts_, drops_name_, args, 2, 0);
+        }
+        break;
+      default:
+        break;
     }
   }
 
-  void OnHostEvent(const HostEvent& he) override {
-    const Event& e = *he.ev;
-    const uint64_t start = Ts(he.start_ns);
-    const uint64_t end = Ts(he.end_ns);
+  void OnEvent(const EventView& e) override {
+    const uint64_t start = Ts(e.start_ns);
+    const uint64_t end = Ts(e.end_ns);
     Arg args[10];
     int n = 0;
     uint64_t flow_out = 0;
-    const EventKind kind = e.kind();
-    pi::TrackId track = ThreadTrack(he.thread);
+    bool untimed = false;
+    const EventKind kind = e.kind;
+    pi::TrackId track = ThreadTrack(e.thread);
     Name name;
     switch (kind) {
       case EV_LAUNCH: {
-        name = e.api() != 0 ? StringName(e.api()) : launch_name_;
-        args[n++] = Arg::Uint(pi::kArgCorrelation, he.corr);
-        if (e.grid_x() != 0) {
+        name = e.api != 0 ? StringName(e.api) : launch_name_;
+        args[n++] = Arg::Uint(pi::kArgCorrelation, e.corr);
+        if (e.grid[0] != 0) {
           // The reader has undone the value-1 and sticky-shape encodings.
-          args[n++] = Arg::Interned(
-              pi::kArgGrid,
-              grid_dims_.Get(e.grid_x(), std::max(e.grid_y(), 1u), std::max(e.grid_z(), 1u)));
-          args[n++] = Arg::Interned(
-              pi::kArgBlock,
-              block_dims_.Get(e.block_x(), std::max(e.block_y(), 1u), std::max(e.block_z(), 1u)));
+          const ShapeCache::Shape& shape = shapes_.Get(e.grid, e.block);
+          args[n++] = Arg::Interned(pi::kArgGrid, shape.grid);
+          args[n++] = Arg::Interned(pi::kArgBlock, shape.block);
         }
-        if (e.shmem() != 0) args[n++] = Arg::Uint(pi::kArgShmem, e.shmem());
-        args[n++] = Arg::Uint(pi::kArgStream, e.stream());
-        flow_out = he.corr;
+        if (e.shmem != 0) args[n++] = Arg::Uint(pi::kArgShmem, e.shmem);
+        args[n++] = Arg::Uint(pi::kArgStream, e.stream);
+        flow_out = e.corr;
+        untimed = e.end_ns == e.start_ns && meta_.launch_api_sample > 1;
         break;
       }
       case EV_MEMCPY:
       case EV_MEMSET:
-        name = NameOr(e.name(), e.api(), kind);
-        args[n++] = Arg::Uint(pi::kArgCorrelation, he.corr);
-        args[n++] = Arg::Uint(pi::kArgBytes, e.bytes());
+        name = NameOr(e.name, e.api, kind);
+        args[n++] = Arg::Uint(pi::kArgCorrelation, e.corr);
+        args[n++] = Arg::Uint(pi::kArgBytes, e.bytes);
         if (kind == EV_MEMCPY) {
-          args[n++] = Arg::Interned(pi::kArgCopyKind, copy_kinds_[std::min(e.copy_kind(), 4u)]);
+          args[n++] = Arg::Interned(pi::kArgCopyKind, copy_kinds_[std::min(e.copy_kind, 4u)]);
         }
-        args[n++] = Arg::Uint(pi::kArgStream, e.stream());
-        flow_out = he.corr;
+        args[n++] = Arg::Uint(pi::kArgStream, e.stream);
+        flow_out = e.corr;
         break;
       case EV_GRAPH_LAUNCH:
-        name = NameOr(e.name(), e.api(), kind);
-        args[n++] = Arg::Uint(pi::kArgCorrelation, he.corr);
-        args[n++] = Arg::Ptr(pi::kArgGraph, e.graph());
-        flow_out = he.corr;
+        name = NameOr(e.name, e.api, kind);
+        args[n++] = Arg::Uint(pi::kArgCorrelation, e.corr);
+        args[n++] = Arg::Ptr(pi::kArgGraph, e.graph);
+        flow_out = e.corr;
+        untimed = e.end_ns == e.start_ns && meta_.launch_api_sample > 1;
         break;
       case EV_ALLOC:
       case EV_FREE: {
-        name = NameOr(e.name(), e.api(), kind);
-        uint64_t bytes = e.bytes();
+        name = NameOr(e.name, e.api, kind);
+        uint64_t bytes = e.bytes;
         if (kind == EV_ALLOC) {
-          if (e.ret() == 0 && e.ptr() != 0) live_[e.ptr()] = bytes;
+          if (e.ret == 0 && e.ptr != 0) live_[e.ptr] = bytes;
         } else {
-          auto it = live_.find(e.ptr());
+          auto it = live_.find(e.ptr);
           if (it != live_.end()) {
             if (bytes == 0) bytes = it->second;
             live_.erase(it);
           }
         }
         args[n++] = Arg::Uint(pi::kArgBytes, bytes);
-        args[n++] = Arg::Ptr(pi::kArgPtr, e.ptr());
-        if (e.ret() == 0 && e.copy_kind() != MEM_HOST_PINNED && bytes != 0) {
+        args[n++] = Arg::Ptr(pi::kArgPtr, e.ptr);
+        if (e.ret == 0 && e.copy_kind != MEM_HOST_PINNED && bytes != 0) {
           const int64_t delta = kind == EV_ALLOC ? int64_t(bytes) : -int64_t(bytes);
-          MemoryDelta(kind == EV_ALLOC ? start : end, e.device(), delta);
+          MemoryDelta(kind == EV_ALLOC ? start : end, e.device, delta);
         }
         break;
       }
@@ -279,27 +303,30 @@ class FileConverter : public Visitor {
       case EV_NVTX_PUSH:
       case EV_NVTX_MARK:
       case EV_MARKER:
-        name = NameOr(e.name(), 0, kind);
-        if (e.domain() != 0) args[n++] = Arg::Str(pi::kArgDomain, StringName(e.domain()).str);
-        if (e.has_payload()) args[n++] = Arg::Int(pi::kArgPayload, e.payload_i());
+        name = NameOr(e.name, 0, kind);
+        if (e.domain != 0) args[n++] = Arg::Str(pi::kArgDomain, StringName(e.domain).str);
+        if (e.has_payload) args[n++] = Arg::Int(pi::kArgPayload, e.payload_i);
         break;
       case EV_STEP:
       case EV_RUN: {
-        const StepInfo& s = e.step();
+        // ScanFile checked the sub-message is well formed; it has no string fields.
+        StepInfo& s = step_;
+        s.ParseFromArray(e.step.data(), static_cast<int>(e.step.size()));
         uint32_t label = s.label() != 0 ? s.label() : s.phase();
-        name = NameOr(label, e.name(), kind);
+        name = NameOr(label, e.name, kind);
         args[n++] = Arg::Uint(pi::kArgIndex, s.index());
         if (s.tokens() >= 0) args[n++] = Arg::Int(pi::kArgTokens, s.tokens());
         if (s.kv() >= 0) args[n++] = Arg::Int(pi::kArgKv, s.kv());
         if (s.bsz() >= 0) args[n++] = Arg::Int(pi::kArgBsz, s.bsz());
         if (s.warmup()) args[n++] = Arg::Int(pi::kArgWarmup, 1);
         if (kind == EV_STEP && s.run() != 0) args[n++] = Arg::Uint(pi::kArgRun, s.run());
-        track = kind == EV_STEP ? StepsTrack(he.thread) : RunsTrack(he.thread);
+        track = kind == EV_STEP ? StepsTrack(e.thread) : RunsTrack(e.thread);
         break;
       }
       case EV_COLLECTIVE: {
-        const Collective& c = e.coll();
-        name = NameOr(e.name(), c.op(), kind);
+        Collective& c = coll_;
+        c.ParseFromArray(e.coll.data(), static_cast<int>(e.coll.size()));
+        name = NameOr(e.name, c.op(), kind);
         args[n++] = Arg::Uint(pi::kArgBytes, c.bytes());
         args[n++] = Arg::Uint(pi::kArgCount, c.count());
         args[n++] = Arg::Uint(pi::kArgSeq, c.seq());
@@ -308,66 +335,61 @@ class FileConverter : public Visitor {
         break;
       }
       default:
-        name = NameOr(e.name(), e.api(), kind);
+        name = NameOr(e.name, e.api, kind);
         break;
     }
-    if (e.ret() != 0) args[n++] = Arg::Int(pi::kArgRet, e.ret());
+    if (e.ret != 0) args[n++] = Arg::Int(pi::kArgRet, e.ret);
+    const uint64_t flow = flow_out != 0 ? FlowId(file_, flow_out) : 0;
+    if (untimed) {
+      // The agent did not read this launch's return (1 in N sampled): an instant at the call,
+      // not a measured zero-length slice.
+      args[n++] = Arg::Interned(pi::kArgApiDur, NotTimed());
+      sink_->Instant(track, start, name, args, n, flow);
+      return;
+    }
     switch (kind) {
       case EV_NVTX_PUSH:
         sink_->OpenSlice(track, start, name, args, n);
         break;
       case EV_NVTX_MARK:
       case EV_MARKER:
-        sink_->Instant(track, start, name, args, n);
+        sink_->Instant(track, start, name, args, n, 0);
         break;
       default:
-        sink_->Slice(track, start, end, name, args, n, flow_out != 0 ? FlowId(file_, flow_out) : 0,
-                     0);
+        sink_->Slice(track, start, end, name, args, n, flow, 0);
         break;
     }
   }
 
-  void OnDeviceOp(const DeviceOpEvent& d) override {
-    const DeviceOp& op = *d.op;
-    const pi::TrackId track = StreamTrack(d.device, op.stream());
+  void OnOp(const OpView& op) override {
+    const pi::TrackId track = StreamTrack(op.device, op.stream);
     Arg args[6];
     int n = 0;
     Name name;
-    switch (op.kind()) {
+    switch (op.kind) {
       case DOP_KERNEL:
-        name = op.name() != 0 ? StringName(op.name()) : unknown_name_;
+        name = op.name != 0 ? StringName(op.name) : unknown_name_;
         break;
       case DOP_MEMCPY:
-        name = op.name() != 0 ? StringName(op.name()) : memcpy_names_[std::min(op.copy_kind(), 4u)];
+        name = op.name != 0 ? StringName(op.name) : memcpy_names_[std::min(op.copy_kind, 4u)];
         break;
       case DOP_MEMSET:
-        name = op.name() != 0 ? StringName(op.name()) : memset_name_;
+        name = op.name != 0 ? StringName(op.name) : memset_name_;
         break;
       default:
-        name = op.name() != 0 ? StringName(op.name()) : device_op_name_;
+        name = op.name != 0 ? StringName(op.name) : device_op_name_;
         break;
     }
-    args[n++] = Arg::Uint(pi::kArgCorrelation, d.corr);
-    if (op.grid_x() != 0) {
-      args[n++] = Arg::Interned(
-          pi::kArgGrid,
-          grid_dims_.Get(op.grid_x(), std::max(op.grid_y(), 1u), std::max(op.grid_z(), 1u)));
-      args[n++] = Arg::Interned(
-          pi::kArgBlock,
-          block_dims_.Get(op.block_x(), std::max(op.block_y(), 1u), std::max(op.block_z(), 1u)));
+    args[n++] = Arg::Uint(pi::kArgCorrelation, op.corr);
+    if (op.grid[0] != 0) {
+      const ShapeCache::Shape& shape = shapes_.Get(op.grid, op.block);
+      args[n++] = Arg::Interned(pi::kArgGrid, shape.grid);
+      args[n++] = Arg::Interned(pi::kArgBlock, shape.block);
     }
-    if (op.bytes() != 0) args[n++] = Arg::Uint(pi::kArgBytes, op.bytes());
-    if (op.graph() != 0) args[n++] = Arg::Ptr(pi::kArgGraph, op.graph());
-    sink_->Slice(track, Ts(d.start_ns), Ts(d.end_ns), name, args, n, 0,
-                 d.corr != 0 ? FlowId(file_, d.corr) : 0);
-  }
-
-  void OnOther(const Record& r) override {
-    if (r.kind_case() == Record::kDrops && r.drops().count() != 0) {
-      Arg args[2] = {Arg::Uint(pi::kArgCount, r.drops().count()),
-                     Arg::Str(pi::kArgReason, r.drops().reason())};
-      sink_->Instant(process_track_, last_ts_, drops_name_, args, 2);
-    }
+    if (op.bytes != 0) args[n++] = Arg::Uint(pi::kArgBytes, op.bytes);
+    if (op.graph != 0) args[n++] = Arg::Ptr(pi::kArgGraph, op.graph);
+    sink_->Slice(track, Ts(op.start_ns), Ts(op.end_ns), name, args, n, 0,
+                 op.corr != 0 ? FlowId(file_, op.corr) : 0);
   }
 
   // Drains the memory counter window.
@@ -386,6 +408,27 @@ class FileConverter : public Visitor {
     }
   };
 
+  void OnString(uint32_t id, const std::string& value) {
+    if (id < (1u << 24)) {
+      if (id >= names_.size()) names_.resize(std::max<size_t>(id + 1, names_.size() * 2));
+      string_store_.push_back(Demangle(value));
+      const std::string& s = string_store_.back();
+      names_[id] = Name{s.empty() ? 0 : id, s};
+    } else {
+      big_strings_[id] = Demangle(value);
+    }
+  }
+
+  // The api_dur value of untimed launches, interned at first use (a file whose launches were
+  // all timed keeps the value numbering it had before schema 1.1).
+  Name NotTimed() {
+    if (not_timed_.iid == 0) {
+      not_timed_ =
+          values_.Get(absl::StrCat("not timed (1 in ", meta_.launch_api_sample, " sampled)"));
+    }
+    return not_timed_;
+  }
+
   uint64_t Ts(uint64_t local) {
     int64_t t = static_cast<int64_t>(local) + offset_;
     uint64_t r = t < 0 ? 0 : static_cast<uint64_t>(t);
@@ -402,7 +445,10 @@ class FileConverter : public Visitor {
   }
 
   Name StringName(uint32_t id) {
-    if (id < strings_.size() && !strings_[id].empty()) return Name{id, strings_[id]};
+    if (__builtin_expect(id < names_.size() && names_[id].iid != 0, 1)) return names_[id];
+    return FarStringName(id);
+  }
+  __attribute__((noinline)) Name FarStringName(uint32_t id) {
     auto it = big_strings_.find(id);
     if (it != big_strings_.end()) return Name{id, it->second};
     return unknown_name_;
@@ -411,7 +457,7 @@ class FileConverter : public Visitor {
   Name NameOr(uint32_t first, uint32_t second, EventKind kind) {
     if (first != 0) return StringName(first);
     if (second != 0) return StringName(second);
-    return kind <= EV_MARKER ? kind_names_[kind] : unknown_name_;
+    return uint32_t(kind) <= EV_MARKER ? kind_names_[kind] : unknown_name_;
   }
 
   int32_t Tid(uint32_t thread) {
@@ -430,7 +476,10 @@ class FileConverter : public Visitor {
   }
 
   pi::TrackId ThreadTrack(uint32_t thread) {
-    if (thread == last_thread_) return last_thread_track_;
+    if (__builtin_expect(thread == last_thread_, 1)) return last_thread_track_;
+    return SwitchThreadTrack(thread);
+  }
+  __attribute__((noinline)) pi::TrackId SwitchThreadTrack(uint32_t thread) {
     auto it = threads_.find(thread);
     if (it == threads_.end()) {
       const pi::TrackId id = sink_->ThreadTrack(TrackUuid(file_, kTrackThread, thread),
@@ -521,7 +570,10 @@ class FileConverter : public Visitor {
   pi::TrackId process_track_ = 0;
   uint64_t last_ts_ = 0;
 
-  std::vector<std::string> strings_;
+  // String records: ids below 2^24 by index (iid 0 for an empty or unknown string; the text in
+  // string_store_, which never moves), larger ones in big_strings_.
+  std::vector<Name> names_;
+  std::deque<std::string> string_store_;
   std::unordered_map<uint32_t, std::string> big_strings_;
   std::unordered_map<std::string, uint64_t> synth_;
   Name kind_names_[EV_MARKER + 1];
@@ -529,7 +581,10 @@ class FileConverter : public Visitor {
   Name launch_name_, memset_name_, device_op_name_, unknown_name_, drops_name_;
   ValueInterner values_;
   Name copy_kinds_[5];
-  DimsCache grid_dims_, block_dims_;  // separate: one event holds a value from each
+  ShapeCache shapes_;
+  Name not_timed_{0, {}};  // see NotTimed()
+  StepInfo step_;          // scratch for EV_STEP / EV_RUN
+  Collective coll_;        // scratch for EV_COLLECTIVE
 
   std::unordered_map<uint32_t, pi::TrackId> threads_;
   std::unordered_map<uint64_t, pi::TrackId> children_;  // steps, runs, memory: by uuid
@@ -634,6 +689,7 @@ absl::StatusOr<FileMeta> ScanFileMeta(const std::string& path) {
         meta.start_realtime_ns = h.start_realtime_ns();
         meta.start_monotonic_ns = h.start_monotonic_ns();
         meta.boot_id_hash = h.boot_id_hash();
+        meta.launch_api_sample = h.launch_api_sample();
         break;
       }
       case Record::kProcess:
@@ -837,7 +893,7 @@ absl::Status ExportTrace(const std::vector<std::string>& inputs, const std::stri
                        options.counter_window);
     conv.Start();
     PartResult r;
-    r.status = VisitFile(inputs[i], &conv, &r.summary);
+    r.status = ScanFile(inputs[i], &conv, &r.summary);
     if (!r.status.ok()) return r;
     conv.Finish();
     if (!sink->Finish()) {

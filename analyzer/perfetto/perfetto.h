@@ -8,6 +8,11 @@
 //   - one track per GPU stream ("GPU d stream s"): kernels, copies, sets, collective kernels,
 //     with annotations grid/block, bytes, correlation id;
 //   - a flow from every launch (or copy) to its device op, matched by correlation id;
+//   - a kernel or graph launch whose return the agent did not read (schema 1.1: 1 in
+//     Header.launch_api_sample launches is timed, the others have dur 0) is an instant at the
+//     call, not a zero-length slice, annotated api_dur "not timed (1 in N sampled)", with its
+//     flow; in files where every launch was timed (launch_api_sample 0 or 1), dur 0 is a
+//     measured duration and stays a slice;
 //   - a "GPU d memory" counter per device from EV_ALLOC/EV_FREE sizes (an allocation counts
 //     from its call's start, a free from its call's end; a free without a size takes the size
 //     of the live allocation at that pointer; pinned host memory is not counted).
@@ -67,6 +72,7 @@ struct FileMeta {
   uint64_t start_realtime_ns = 0;
   uint64_t start_monotonic_ns = 0;
   uint64_t boot_id_hash = 0;
+  uint32_t launch_api_sample = 0;  // 1 in N launches timed (schema 1.1); 0 or 1: all of them
   bool has_clock_offset = false;   // the ClockOffset with the smallest error is kept
   int64_t clock_offset_ns = 0;
   uint64_t clock_error_ns = 0;

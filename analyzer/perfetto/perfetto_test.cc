@@ -321,11 +321,17 @@ Replay ReplayTrace(const pp::Trace& trace) {
         lines.push_back({{label, o.ts}, line});
         break;
       }
-      case pp::TrackEvent::TYPE_INSTANT:
-        lines.push_back({{label, p.timestamp()},
-                         "instant [" + label + "] ts=" + std::to_string(p.timestamp()) + " \"" +
-                             name + "\"" + args});
+      case pp::TrackEvent::TYPE_INSTANT: {
+        std::string line = "instant [" + label + "] ts=" + std::to_string(p.timestamp()) +
+                           " \"" + name + "\"" + args;
+        for (uint64_t f : te.flow_ids()) {
+          out.flow_out_count[f]++;
+          out.flow_out_ts[f] = p.timestamp();
+          line += " flow_out";
+        }
+        lines.push_back({{label, p.timestamp()}, line});
         break;
+      }
       case pp::TrackEvent::TYPE_COUNTER:
         lines.push_back({{label, p.timestamp()},
                          "counter [" + label + "] ts=" + std::to_string(p.timestamp()) +
@@ -706,6 +712,150 @@ TEST_CASE("a multi-file export is the same trace whatever the thread count") {
       Replay r = ReplayTrace(ParseTrace(dir + "/t1.perfetto"));
       REQUIRE(Sorted(r.events) == Sorted(expected));
     }
+  }
+}
+
+// A profile whose header says 1 in `sample` launches was timed (schema 1.1; 0: an older file,
+// every launch timed): on one thread, a timed and an untimed (dur 0) kernel launch, an untimed
+// and a timed graph launch, a zero-length memcpy (not a launch), and their five device ops.
+void WriteSampledLaunchProfile(const std::string& path, uint32_t sample) {
+  ProfileWriter w(path);
+  REQUIRE(w.ok());
+  Record r;
+  r.mutable_header()->set_pid(50);
+  r.mutable_header()->set_hostname("h");
+  r.mutable_header()->set_launch_api_sample(sample);
+  w.Write(r);
+  w.String(1, "cudaLaunchKernel");
+  w.String(2, "cudaGraphLaunch");
+  w.String(3, "cudaMemcpyAsync");
+  w.String(10, "kernel_a");
+  w.String(11, "kernel_b");
+  w.String(12, "graph_kernel");
+  w.Thread(0, 50, "main");
+  r.Clear();
+  EventBatch* b = r.mutable_batch();
+  b->set_base_ns(1000);
+  Event* e = AddEvent(b, 0, 300, EV_LAUNCH, 10);  // correlation 1
+  e->set_api(1);
+  e->set_stream(3);
+  AddEvent(b, 1000, 0, EV_LAUNCH, 11);  // 2: api and stream are sticky
+  AddEvent(b, 1000, 0, EV_GRAPH_LAUNCH, 2)->set_graph(0xabc);    // 3
+  AddEvent(b, 1000, 200, EV_GRAPH_LAUNCH, 2)->set_graph(0xabc);  // 4
+  e = AddEvent(b, 1000, 0, EV_MEMCPY, 3);                        // 5
+  e->set_bytes(64);
+  e->set_copy_kind(1);
+  e->set_stream(3);
+  w.Write(r);
+  r.Clear();
+  DeviceBatch* d = r.mutable_device();
+  d->set_base_ns(1500);
+  for (uint32_t i = 0; i < 5; ++i) {
+    DeviceOp* op = d->add_ops();
+    op->set_dt(i == 0 ? 0 : 1000);
+    op->set_dur(100);
+    op->set_stream(3);
+    if (i < 4) {
+      op->set_kind(DOP_KERNEL);
+      op->set_name(10 + std::min(i, 2u));
+    } else {
+      op->set_kind(DOP_MEMCPY);
+      op->set_copy_kind(1);
+      op->set_bytes(64);
+    }
+  }
+  w.Write(r);
+}
+
+TEST_CASE("untimed launches of a sampled profile are annotated instants with their flows") {
+  const std::string dir = TmpDir();
+  const std::vector<std::string> device = {
+      "slice [GPU 0 stream 3] depth=0 ts=1500 dur=100 \"kernel_a\" correlation=1 flow_in",
+      "slice [GPU 0 stream 3] depth=0 ts=2500 dur=100 \"kernel_b\" correlation=2 flow_in",
+      "slice [GPU 0 stream 3] depth=0 ts=3500 dur=100 \"graph_kernel\" correlation=3 flow_in",
+      "slice [GPU 0 stream 3] depth=0 ts=4500 dur=100 \"graph_kernel\" correlation=4 flow_in",
+      "slice [GPU 0 stream 3] depth=0 ts=5500 dur=100 \"Memcpy HtoD\" correlation=5 bytes=64 "
+      "flow_in",
+  };
+  const std::string timed_launch =
+      "slice [main] depth=0 ts=1000 dur=300 \"cudaLaunchKernel\" correlation=1 stream=3 flow_out";
+  const std::string timed_graph =
+      "slice [main] depth=0 ts=4000 dur=200 \"cudaGraphLaunch\" correlation=4 graph=0xabc "
+      "flow_out";
+  const std::string memcpy =
+      "slice [main] depth=0 ts=5000 dur=0 \"cudaMemcpyAsync\" correlation=5 bytes=64 "
+      "copy_kind=HtoD stream=3 flow_out";
+  auto check_flows = [](const Replay& r) {
+    REQUIRE(r.flow_out_count.size() == 5);
+    for (const auto& kv : r.flow_out_count) {
+      REQUIRE(kv.second == 1);
+      REQUIRE(r.flow_in_count.at(kv.first) == 1);
+      REQUIRE(r.flow_out_ts.at(kv.first) < r.flow_in_ts.at(kv.first));
+    }
+  };
+
+  SECTION("sampled (schema 1.1): dur 0 launches were not timed") {
+    WriteSampledLaunchProfile(dir + "/rank0.pb", 4);
+    std::ostringstream out, err;
+    REQUIRE(RunPerfettoCommand(dir + "/rank0.pb", "", "perfetto", out, err) == 0);
+    Replay r = ReplayTrace(ParseTrace(dir + "/rank0.pftrace"));
+    std::vector<std::string> expected = device;
+    expected.push_back(timed_launch);
+    expected.push_back("instant [main] ts=2000 \"cudaLaunchKernel\" correlation=2 stream=3 "
+                       "api_dur=not timed (1 in 4 sampled) flow_out");
+    expected.push_back("instant [main] ts=3000 \"cudaGraphLaunch\" correlation=3 graph=0xabc "
+                       "api_dur=not timed (1 in 4 sampled) flow_out");
+    expected.push_back(timed_graph);
+    expected.push_back(memcpy);
+    REQUIRE(r.events == expected);
+    check_flows(r);
+
+    // JSON: the same instants ("i" with the annotation), each the start of its flow.
+    REQUIRE(RunPerfettoCommand(dir + "/rank0.pb", "", "json", out, err) == 0);
+    nlohmann::json j = nlohmann::json::parse(ReadAll(dir + "/rank0.json"));
+    std::map<std::string, std::vector<double>> by_phase;  // "ph name" -> ts
+    std::map<uint64_t, double> flow_s, flow_f;
+    for (const auto& e : j["traceEvents"]) {
+      const std::string ph = e.at("ph");
+      if (ph == "M") continue;
+      if (ph == "s") flow_s[e.at("id").get<uint64_t>()] = e.at("ts").get<double>();
+      if (ph == "f") flow_f[e.at("id").get<uint64_t>()] = e.at("ts").get<double>();
+      if (ph != "X" && ph != "i") continue;
+      by_phase[ph + " " + e.at("name").get<std::string>()].push_back(e.at("ts").get<double>());
+      const bool instant = ph == "i";
+      REQUIRE(e.at("args").contains("api_dur") == instant);
+      if (instant) REQUIRE(e.at("args").at("api_dur") == "not timed (1 in 4 sampled)");
+    }
+    REQUIRE(by_phase["i cudaLaunchKernel"] == std::vector<double>{2.0});
+    REQUIRE(by_phase["i cudaGraphLaunch"] == std::vector<double>{3.0});
+    REQUIRE(by_phase["X cudaLaunchKernel"] == std::vector<double>{1.0});
+    REQUIRE(by_phase["X cudaGraphLaunch"] == std::vector<double>{4.0});
+    REQUIRE(by_phase["X cudaMemcpyAsync"] == std::vector<double>{5.0});
+    REQUIRE(flow_s.size() == 5);
+    std::set<double> starts;
+    for (const auto& kv : flow_s) {
+      REQUIRE(flow_f.count(kv.first) == 1);
+      REQUIRE(kv.second < flow_f[kv.first]);
+      starts.insert(kv.second);
+    }
+    REQUIRE(starts == std::set<double>{1.0, 2.0, 3.0, 4.0, 5.0});
+  }
+
+  SECTION("every launch timed (before schema 1.1): dur 0 is a measured duration") {
+    WriteSampledLaunchProfile(dir + "/rank0.pb", 0);
+    std::ostringstream out, err;
+    REQUIRE(RunPerfettoCommand(dir + "/rank0.pb", "", "perfetto", out, err) == 0);
+    Replay r = ReplayTrace(ParseTrace(dir + "/rank0.pftrace"));
+    std::vector<std::string> expected = device;
+    expected.push_back(timed_launch);
+    expected.push_back("slice [main] depth=0 ts=2000 dur=0 \"cudaLaunchKernel\" correlation=2 "
+                       "stream=3 flow_out");
+    expected.push_back("slice [main] depth=0 ts=3000 dur=0 \"cudaGraphLaunch\" correlation=3 "
+                       "graph=0xabc flow_out");
+    expected.push_back(timed_graph);
+    expected.push_back(memcpy);
+    REQUIRE(r.events == expected);
+    check_flows(r);
   }
 }
 

@@ -16,7 +16,7 @@ const char* const kArgNames[kArgNumKeys] = {
     "correlation", "grid",    "block", "shmem",   "stream", "device", "bytes",
     "copy_kind",   "ptr",     "ret",   "count",   "seq",    "peer",   "comm",
     "index",       "tokens",  "kv",    "bsz",     "warmup", "run",    "payload",
-    "domain",      "graph",   "reason", "kernel",
+    "domain",      "graph",   "reason", "kernel",  "api_dur",
 };
 
 namespace {
@@ -375,8 +375,8 @@ void PerfettoProtoSink::OpenSlice(TrackId track, uint64_t start, Name name, cons
 }
 
 void PerfettoProtoSink::Instant(TrackId track, uint64_t ts, Name name, const Arg* args,
-                                int nargs) {
-  EventPacket(track, ts, kInstant, name, args, nargs, 0, 0, nullptr);
+                                int nargs, uint64_t flow_out) {
+  EventPacket(track, ts, kInstant, name, args, nargs, flow_out, 0, nullptr);
 }
 
 void PerfettoProtoSink::Counter(TrackId track, uint64_t ts, int64_t value) {
@@ -561,6 +561,13 @@ TrackId ChromeJsonSink::CounterTrack(uint64_t, TrackId, std::string_view name,
   return AddTrack(TrackInfo{json_pid, 0, std::string(name)});
 }
 
+void ChromeJsonSink::FlowStart(const TrackInfo& t, uint64_t ts, uint64_t id) {
+  EventHead("s", t.pid, t.tid, ts);
+  Raw(",\"id\":");
+  Uint(id);
+  Raw(",\"cat\":\"flow\",\"name\":\"launch\"}");
+}
+
 void ChromeJsonSink::Slice(TrackId track, uint64_t start, uint64_t end, Name name,
                            const Arg* args, int nargs, uint64_t flow_out, uint64_t flow_in) {
   const TrackInfo& t = tracks_[track];
@@ -571,12 +578,7 @@ void ChromeJsonSink::Slice(TrackId track, uint64_t start, uint64_t end, Name nam
   Str(name.str);
   ArgsObject(args, nargs);
   Raw("}");
-  if (flow_out != 0) {
-    EventHead("s", t.pid, t.tid, start);
-    Raw(",\"id\":");
-    Uint(flow_out);
-    Raw(",\"cat\":\"flow\",\"name\":\"launch\"}");
-  }
+  if (flow_out != 0) FlowStart(t, start, flow_out);
   if (flow_in != 0) {
     EventHead("f", t.pid, t.tid, start);
     Raw(",\"bp\":\"e\",\"id\":");
@@ -598,13 +600,14 @@ void ChromeJsonSink::OpenSlice(TrackId track, uint64_t start, Name name, const A
 }
 
 void ChromeJsonSink::Instant(TrackId track, uint64_t ts, Name name, const Arg* args,
-                             int nargs) {
+                             int nargs, uint64_t flow_out) {
   const TrackInfo& t = tracks_[track];
   EventHead("i", t.pid, t.tid, ts);
   Raw(",\"s\":\"t\",\"name\":");
   Str(name.str);
   ArgsObject(args, nargs);
   Raw("}");
+  if (flow_out != 0) FlowStart(t, ts, flow_out);
   MaybeFlush(kFlushBytes);
 }
 

@@ -60,6 +60,7 @@ enum ArgKey : uint8_t {
   kArgGraph,
   kArgReason,
   kArgKernel,
+  kArgApiDur,
   kArgNumKeys
 };
 extern const char* const kArgNames[kArgNumKeys];
@@ -114,7 +115,9 @@ class TraceSink {
   // A slice whose end was never recorded.
   virtual void OpenSlice(TrackId track, uint64_t start, Name name, const Arg* args,
                          int nargs) = 0;
-  virtual void Instant(TrackId track, uint64_t ts, Name name, const Arg* args, int nargs) = 0;
+  // An instant; flow_out != 0 starts a flow from it, as Slice.
+  virtual void Instant(TrackId track, uint64_t ts, Name name, const Arg* args, int nargs,
+                       uint64_t flow_out) = 0;
   virtual void Counter(TrackId track, uint64_t ts, int64_t value) = 0;
 
   // Writes any trailer and the buffered output. Returns false on a write error (errno set).
@@ -156,7 +159,8 @@ class PerfettoProtoSink : public TraceSink {
   void Slice(TrackId track, uint64_t start, uint64_t end, Name name, const Arg* args, int nargs,
              uint64_t flow_out, uint64_t flow_in) override;
   void OpenSlice(TrackId track, uint64_t start, Name name, const Arg* args, int nargs) override;
-  void Instant(TrackId track, uint64_t ts, Name name, const Arg* args, int nargs) override;
+  void Instant(TrackId track, uint64_t ts, Name name, const Arg* args, int nargs,
+               uint64_t flow_out) override;
   void Counter(TrackId track, uint64_t ts, int64_t value) override;
   bool Finish() override;
 
@@ -206,7 +210,8 @@ class ChromeJsonSink : public TraceSink {
   void Slice(TrackId track, uint64_t start, uint64_t end, Name name, const Arg* args, int nargs,
              uint64_t flow_out, uint64_t flow_in) override;
   void OpenSlice(TrackId track, uint64_t start, Name name, const Arg* args, int nargs) override;
-  void Instant(TrackId track, uint64_t ts, Name name, const Arg* args, int nargs) override;
+  void Instant(TrackId track, uint64_t ts, Name name, const Arg* args, int nargs,
+               uint64_t flow_out) override;
   void Counter(TrackId track, uint64_t ts, int64_t value) override;
   bool Finish() override;
 
@@ -223,6 +228,7 @@ class ChromeJsonSink : public TraceSink {
   void Micros(uint64_t ns);       // ns as microseconds with 3 decimals
   void EventHead(const char* ph, int32_t pid, int32_t tid, uint64_t ts);
   void ArgsObject(const Arg* args, int nargs);
+  void FlowStart(const TrackInfo& t, uint64_t ts, uint64_t id);  // a "s" event from ts
   void Separator();
   TrackId AddTrack(TrackInfo info);
 
