@@ -6,8 +6,10 @@
 //
 // The registration and call-configuration functions are internal to nvcc's generated code and
 // are not reported to the observer; every other entry point is. A <<<>>> launch is reported as
-// cudaLaunchKernel (cbid CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, or the _ptsz one),
-// with the kernel's mangled name as symbol name, like a launch through the public API.
+// CUDA 13's runtime reports it: __cudaLaunchKernel (cbid
+// CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000, or the _ptsz one), with the kernel's
+// mangled name as symbol name. CUDA 13 publishes no params struct for that cbid; gpusim passes
+// the call's arguments in cudaLaunchKernel_v7000_params layout (func = the cudaKernel_t handle).
 #include <cuda_runtime_api.h>
 #include <generated_cuda_runtime_api_meta.h>
 
@@ -69,8 +71,8 @@ cudaError_t EnqueueKernel(ApiCall& api, Kernel* k, dim3 grid, dim3 block, size_t
 cudaError_t LaunchImpl(const ApiInfo& info, const void* func, dim3 grid, dim3 block,
                        void** args, size_t shared_mem, cudaStream_t stream, bool pt) {
   Kernel* k = gpusim::FindKernel(func);
-  cudaLaunchKernel_v7000_params params{k != nullptr ? k->host_fn : func, grid, block, args,
-                                       shared_mem, stream};
+  // `func` as the caller passed it: a host stub, or a cudaKernel_t handle (__cudaLaunchKernel).
+  cudaLaunchKernel_v7000_params params{func, grid, block, args, shared_mem, stream};
   ApiCall api(info, &params, k != nullptr ? k->mangled.c_str() : nullptr);
   return api.Return(EnqueueKernel(api, k, grid, block, shared_mem, stream, pt));
 }
@@ -269,12 +271,12 @@ cudaError_t __cudaPopCallConfiguration(dim3* grid, dim3* block, size_t* shared_m
 
 cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 grid, dim3 block, void** args,
                                size_t shared_mem, cudaStream_t stream) {
-  static const ApiInfo kInfo("cudaLaunchKernel");
+  static const ApiInfo kInfo("__cudaLaunchKernel");
   return LaunchImpl(kInfo, kernel, grid, block, args, shared_mem, stream, false);
 }
 cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 grid, dim3 block, void** args,
                                     size_t shared_mem, cudaStream_t stream) {
-  static const ApiInfo kInfo("cudaLaunchKernel", "cudaLaunchKernel_ptsz");
+  static const ApiInfo kInfo("__cudaLaunchKernel_ptsz");
   return LaunchImpl(kInfo, kernel, grid, block, args, shared_mem, stream, true);
 }
 cudaError_t cudaLaunchKernel(const void* func, dim3 grid, dim3 block, void** args,

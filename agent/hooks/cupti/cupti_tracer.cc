@@ -168,6 +168,11 @@ void FillLaunch(RawEvent* e, const void* f, dim3 g, dim3 b, size_t shmem, const 
   e->launch.shmem = uint32_t(shmem);
 }
 
+// CUDA 13's __cudaLaunchKernel(_ptsz): what nvcc's <<<>>> calls. Spelled as numbers so that the
+// agent also builds against CUDA 12 headers; a CUPTI older than 13 rejects them (optional).
+constexpr CUpti_CallbackId kCbidLaunchKernel13 = 505;
+constexpr CUpti_CallbackId kCbidLaunchKernel13Ptsz = 506;
+
 // A runtime call that did not pass through an agent interposer: record it from its callback.
 void RecordRuntimeFromCallback(CUpti_CallbackId cbid, const CUpti_CallbackData* cb, uint64_t t0,
                                uint64_t t1) {
@@ -182,6 +187,10 @@ void RecordRuntimeFromCallback(CUpti_CallbackId cbid, const CUpti_CallbackData* 
   switch (cbid) {
     case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000:
     case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000:
+    // CUDA 13's <<<>>> entry point. Its header publishes no params struct; the call's arguments
+    // (cudaKernel_t, grid, block, args, shared memory, stream) have cudaLaunchKernel's layout.
+    case kCbidLaunchKernel13:
+    case kCbidLaunchKernel13Ptsz:
     case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000:
     case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000: {
       auto* a = static_cast<const cudaLaunchKernel_v7000_params*>(p);
@@ -315,6 +324,12 @@ void CUPTIAPI ApiCallback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId c
   if (enter) {
     ts.drv_t0 = Now();
     SetLastDriverLaunchCorrelation(cb->correlationId);
+    // Inside an interposed runtime call whose own cbid is not enabled (a runtime newer than
+    // this agent's list): the driver launch it makes carries the call's correlation id, which
+    // the kernel's activity record has too.
+    if (ts.in_runtime != 0 && ts.rt_cb_depth == 0 && ts.api_corr == 0) {
+      ts.api_corr = cb->correlationId;
+    }
     return;
   }
   if (ts.in_runtime == 0 && ts.rt_cb_depth == 0 && Recording()) {
@@ -481,9 +496,16 @@ bool StartLocked(const std::string& explicit_path, const void* cudart_symbol,
       CUPTI_RUNTIME_TRACE_CBID_cudaMemset2DAsync_v3020,
       CUPTI_RUNTIME_TRACE_CBID_cudaMemset2DAsync_ptsz_v7000,
   };
+  static const CUpti_CallbackId kRuntimeOptional[] = {kCbidLaunchKernel13,
+                                                      kCbidLaunchKernel13Ptsz};
   for (CUpti_CallbackId id : kRuntime) {
     r = a.enable_callback(1, g_subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, id);
     if (r != CUPTI_SUCCESS) return fail("cuptiEnableCallback(runtime)", r);
+  }
+  // Entry points newer than CUDA 12 (a CUPTI that does not know them says so; the driver-launch
+  // fallback in ApiCallback then supplies the correlation ids of those launches).
+  for (CUpti_CallbackId id : kRuntimeOptional) {
+    a.enable_callback(1, g_subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, id);
   }
   static const CUpti_CallbackId kDriver[] = {
       CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
