@@ -14,6 +14,7 @@
 #include "agent/core/agent.h"
 #include "agent/core/clock.h"
 #include "agent/core/event.h"
+#include "agent/hooks/cuda_runtime/gpu_timing.h"
 #include "agent/hooks/cuda_runtime/mpmc_queue.h"
 #include "agent/hooks/cuda_runtime/real.h"
 
@@ -34,6 +35,26 @@ Real<decltype(&cudaFuncGetName)> r_func_get_name("cudaFuncGetName");
 Real<decltype(&cudaStreamIsCapturing)> r_is_capturing("cudaStreamIsCapturing");
 Real<decltype(&cudaThreadExchangeStreamCaptureMode)> r_exchange_mode(
     "cudaThreadExchangeStreamCaptureMode");
+Real<decltype(&cudaGetDevice)> r_get_device("cudaGetDevice");
+Real<decltype(&cudaPeekAtLastError)> r_peek_error("cudaPeekAtLastError");
+Real<decltype(&cudaGetLastError)> r_get_error("cudaGetLastError");
+Real<decltype(&cudaGetErrorName)> r_error_name("cudaGetErrorName");
+
+// The runtime's per-thread "last error" belongs to the application. The agent calls the
+// runtime only when none is pending (NoPendingError) and clears what its own failing call left
+// (ClearOwnError), so the application reads exactly the errors of its own calls.
+inline bool NoPendingError() {
+  auto peek = r_peek_error.get();
+  return peek != nullptr && peek() == cudaSuccess;
+}
+void ClearOwnError() {
+  if (auto get = r_get_error.get()) get();
+}
+std::string ErrorName(cudaError_t e) {
+  auto name = r_error_name.get();
+  const char* s = name ? name(e) : nullptr;
+  return s ? s : "cudaError " + std::to_string(int(e));
+}
 
 struct DevicePool {
   std::atomic<int> state{0};  // 0 none, 1 creating, 2 ready, 3 broken
@@ -71,35 +92,83 @@ std::mutex& PollMu() {  // serializes PollOnce between the poller and the shutdo
   return *mu;
 }
 
-bool CreatePool(int device, DevicePool* p) {
+// Creates the event pool of `device` (the current device). On failure returns the error and
+// the call that failed (`what`); the caller clears the thread's error.
+cudaError_t CreatePool(int device, DevicePool* p, const char** what) {
   auto create = r_create.get();
   auto record = r_record.get();
   auto sync = r_evsync.get();
   auto stream_create = r_stream_create.get();
+  *what = "the CUDA runtime";
   if (!create || !record || !sync || !stream_create || !r_query.get() || !r_elapsed.get())
-    return false;
+    return cudaErrorSharedObjectSymbolNotFound;
+  cudaError_t r;
+  *what = "cudaEventCreateWithFlags";
   for (int i = 0; i < kPairs; ++i) {
-    if (create(&p->start[i], cudaEventDefault) != cudaSuccess) return false;
-    if (create(&p->stop[i], cudaEventDefault) != cudaSuccess) return false;
+    if ((r = create(&p->start[i], cudaEventDefault)) != cudaSuccess) return r;
+    if ((r = create(&p->stop[i], cudaEventDefault)) != cudaSuccess) return r;
   }
   cudaStream_t s = nullptr;
-  if (stream_create(&s, cudaStreamNonBlocking) != cudaSuccess) return false;
-  if (create(&p->ref, cudaEventDefault) != cudaSuccess) return false;
+  *what = "cudaStreamCreateWithFlags";
+  if ((r = stream_create(&s, cudaStreamNonBlocking)) != cudaSuccess) return r;
+  *what = "cudaEventCreateWithFlags";
+  if ((r = create(&p->ref, cudaEventDefault)) != cudaSuccess) return r;
+  *what = "cudaEventRecord";
   // The reference event's host time: recorded on a private idle stream, it completes right away.
   // On an idle stream the event completes when it is enqueued, inside the record call: its host
   // time is known to within the call's duration. Re-record until that window is small (the
   // first calls on a fresh stream can be slow).
   for (int attempt = 0; attempt < 20; ++attempt) {
     uint64_t t0 = MonotonicNs();
-    if (record(p->ref, s) != cudaSuccess) return false;
+    if ((r = record(p->ref, s)) != cudaSuccess) return r;
     uint64_t t1 = MonotonicNs();
-    if (sync(p->ref) != cudaSuccess) return false;
+    *what = "cudaEventSynchronize";
+    if ((r = sync(p->ref)) != cudaSuccess) return r;
     p->ref_host_ns = t0 + (t1 - t0) / 2;
     if (t1 - t0 < 4000) break;
   }
   p->free_slots.Init();
   for (int i = 0; i < kPairs; ++i) p->free_slots.Push(device * kPairs + i);
-  return true;
+  return cudaSuccess;
+}
+
+// Errors that mean "no usable GPU in this process" rather than "this device or stream".
+bool NoGpu(cudaError_t e) {
+  return e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver ||
+         e == cudaErrorInitializationError || e == cudaErrorSystemDriverMismatch ||
+         e == cudaErrorCompatNotSupportedOnDevice || e == cudaErrorDevicesUnavailable ||
+         e == cudaErrorSharedObjectSymbolNotFound;
+}
+
+Real<decltype(&cudaSetDevice)> r_set_device("cudaSetDevice");
+
+// Slow path of EventTimerBegin: the first use of a device's pool. Events belong to the device
+// current when they are created: switch to `device` for that, then back.
+__attribute__((noinline)) bool EnsurePool(int device, DevicePool* p) {
+  int st = 0;
+  if (!p->state.compare_exchange_strong(st, 1)) return false;  // another thread is creating it
+  const char* what = "cudaGetDevice";
+  int current = -1;
+  auto get_device = r_get_device.get();
+  auto set_device = r_set_device.get();
+  cudaError_t r = get_device ? get_device(&current) : cudaErrorSharedObjectSymbolNotFound;
+  if (r == cudaSuccess && current != device) {
+    what = "cudaSetDevice";
+    r = set_device ? set_device(device) : cudaErrorSharedObjectSymbolNotFound;
+  }
+  if (r == cudaSuccess) r = CreatePool(device, p, &what);
+  if (current >= 0 && current != device && set_device) set_device(current);
+  p->state.store(r == cudaSuccess ? 2 : 3, std::memory_order_release);
+  if (r == cudaSuccess) return true;
+  ClearOwnError();
+  const std::string why = std::string("CUDA events: ") + what + " returned " + ErrorName(r);
+  if (NoGpu(r)) {
+    FallBackToHostTiming(why + " (no GPU or no driver?); host times only");
+  } else {
+    AddNote("warning", why + "; CUDA-event timing unavailable on device " +
+                           std::to_string(device));
+  }
+  return false;
 }
 
 uint32_t NameFor(const void* func, std::unordered_map<const void*, uint32_t>* cache) {
@@ -219,10 +288,27 @@ void DrainAtShutdown() {
 
 }  // namespace
 
-bool StartEventTimer(std::string* reason) {
+bool StartEventTimer(bool probe, std::string* reason) {
   if (!r_record.get() || !r_create.get() || !r_query.get() || !r_elapsed.get()) {
     *reason = "CUDA events: runtime lacks cudaEventRecord/Query/ElapsedTime";
     return false;
+  }
+  if (probe) {
+    // An error already pending is the application's: only judge it, never clear it.
+    auto peek = r_peek_error.get();
+    cudaError_t r = peek ? peek() : cudaSuccess;
+    const char* what = "the runtime reports";
+    if (r == cudaSuccess && r_get_device.get()) {
+      int device = 0;
+      what = "cudaGetDevice returned";
+      r = r_get_device.get()(&device);
+      if (r != cudaSuccess) ClearOwnError();
+    }
+    if (NoGpu(r)) {
+      *reason = std::string("CUDA events: ") + what + " " + ErrorName(r) +
+                " (no GPU or no driver?)";
+      return false;
+    }
   }
   bool expected = false;
   if (g_started.compare_exchange_strong(expected, true)) {
@@ -249,24 +335,53 @@ void EstimateInterval(uint64_t ev_start_ns, uint64_t ev_stop_ns, uint64_t call_t
   *end_ns = end > start ? end : start;
 }
 
-int32_t EventTimerBegin(int device, cudaStream_t stream) {
+namespace {
+int32_t BeginOn(int device, cudaStream_t stream);  // after the pool checks: see below
+}  // namespace
+
+int32_t EventTimerBegin(cudaStream_t stream) {
+  // An error the application has not read yet: leave the runtime alone (not timed).
+  if (__builtin_expect(!NoPendingError(), 0)) {
+    g_untimed.fetch_add(1, std::memory_order_relaxed);
+    return -1;
+  }
+  int device = 0;
+  auto get_device = r_get_device.get();
+  const cudaError_t r = get_device ? get_device(&device) : cudaErrorSharedObjectSymbolNotFound;
+  if (__builtin_expect(r != cudaSuccess, 0)) {
+    ClearOwnError();
+    if (NoGpu(r)) {
+      FallBackToHostTiming("CUDA events: cudaGetDevice returned " + ErrorName(r) +
+                           " (no GPU or no driver?); host times only");
+    }
+    return -1;
+  }
+  return BeginOn(device, stream);
+}
+
+int32_t EventTimerBeginOnDevice(int device, cudaStream_t stream) {
+  if (__builtin_expect(!NoPendingError(), 0)) {
+    g_untimed.fetch_add(1, std::memory_order_relaxed);
+    return -1;
+  }
+  return BeginOn(device, stream);
+}
+
+namespace {
+int32_t BeginOn(int device, cudaStream_t stream) {
   if (__builtin_expect(unsigned(device) >= unsigned(kMaxDevices), 0)) return -1;
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   auto is_capturing = r_is_capturing.get();
-  if (!is_capturing || is_capturing(stream, &capture) != cudaSuccess ||
-      capture != cudaStreamCaptureStatusNone)
+  if (!is_capturing) return -1;
+  if (is_capturing(stream, &capture) != cudaSuccess) {
+    ClearOwnError();  // e.g. an invalid handle: the application's own call will say so
     return -1;
+  }
+  if (capture != cudaStreamCaptureStatusNone) return -1;
   DevicePool& p = g_pools[device];
   int st = p.state.load(std::memory_order_acquire);
   if (__builtin_expect(st != 2, 0)) {
-    if (st != 0) return -1;
-    if (!p.state.compare_exchange_strong(st, 1)) return -1;
-    bool ok = CreatePool(device, &p);
-    p.state.store(ok ? 2 : 3, std::memory_order_release);
-    if (!ok) {
-      AddNote("warning", "CUDA-event timing unavailable on device " + std::to_string(device));
-      return -1;
-    }
+    if (st != 0 || !EnsurePool(device, &p)) return -1;
   }
   int32_t ticket;
   if (!p.free_slots.Pop(&ticket)) {
@@ -274,17 +389,28 @@ int32_t EventTimerBegin(int device, cudaStream_t stream) {
     return -1;
   }
   if (r_record.get()(p.start[ticket % kPairs], stream) != cudaSuccess) {
+    ClearOwnError();
     p.free_slots.Push(ticket);
     g_untimed.fetch_add(1, std::memory_order_relaxed);
     return -1;
   }
   return ticket;
 }
+}  // namespace
+
+int EventTimerDevice(int32_t ticket) { return ticket < 0 ? 0 : ticket / kPairs; }
 
 void EventTimerEnd(int32_t ticket, cudaStream_t stream, const DeviceOpInfo& info, bool ok) {
   if (ticket < 0) return;
   DevicePool& p = g_pools[ticket / kPairs];
-  if (!ok || r_record.get()(p.stop[ticket % kPairs], stream) != cudaSuccess) {
+  // `ok`: the application's call succeeded, so no error of its own is pending (there was none
+  // at EventTimerBegin).
+  if (!ok) {
+    p.free_slots.Push(ticket);
+    return;
+  }
+  if (r_record.get()(p.stop[ticket % kPairs], stream) != cudaSuccess) {
+    ClearOwnError();
     p.free_slots.Push(ticket);
     return;
   }

@@ -48,13 +48,29 @@ struct DeviceOpInfo {
 void EstimateInterval(uint64_t ev_start_ns, uint64_t ev_stop_ns, uint64_t call_t0_ns,
                       uint64_t call_t1_ns, bool sync_call, uint64_t* start_ns, uint64_t* end_ns);
 
-// Starts the poller thread. Slow path, once. Returns false with a reason if impossible.
-bool StartEventTimer(std::string* reason);
+// Starts the poller thread. Slow path, once. Returns false with a reason if impossible. With
+// `probe`, first asks the runtime for the current device and fails when it reports that there
+// is no usable GPU (e.g. "cudaGetDevice returned cudaErrorInsufficientDriver"); the probe's own
+// error is cleared. Never probe from inside the driver (InitializeInjection runs in cuInit).
+bool StartEventTimer(bool probe, std::string* reason);
 
-// Records the start event of a pair on `stream` of `device`. Returns a ticket (>= 0), or -1 when
-// this operation is not timed (also while `stream` is being captured into a graph: the agent must
-// not add nodes to the application's graph). Hot path.
-int32_t EventTimerBegin(int device, cudaStream_t stream);
+// Records the start event of a pair on `stream`, from the pool of the calling thread's current
+// device (cudaGetDevice: also right when the application chose it through the driver API).
+// Returns a ticket (>= 0), or -1 when this operation is not timed: while `stream` is being
+// captured into a graph (the agent must not add nodes to the application's graph), and while
+// the thread has an error pending that the application has not read yet.
+//
+// The agent's CUDA calls never leave an error behind for the application's cudaGetLastError /
+// cudaPeekAtLastError: they are made only when no error is pending, and a failure of theirs is
+// cleared at once. When the first pool cannot be created because there is no usable GPU
+// (cudaErrorNoDevice, cudaErrorInsufficientDriver, ...), the mode becomes "host" with that
+// reason (SetGpuTiming) instead of failing every operation. Hot path.
+int32_t EventTimerBegin(cudaStream_t stream);
+// As EventTimerBegin, for a stream of `device` (e.g. an NCCL communicator's), whatever the
+// current device.
+int32_t EventTimerBeginOnDevice(int device, cudaStream_t stream);
+// The device of a ticket's pool.
+int EventTimerDevice(int32_t ticket);
 
 // Records the stop event and queues the pair for the poller. `ok` false (the real call failed)
 // returns the pair to the pool. Hot path.

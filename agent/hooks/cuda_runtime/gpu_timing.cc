@@ -22,6 +22,14 @@ uint32_t g_launch_api_sample = 1;
 
 namespace {
 std::once_flag g_once;
+// Why CUPTI was not used, when the decision fell back from it ("" otherwise). Leaked: read by
+// FallBackToHostTiming, which may run during exit.
+std::string& CuptiWhy() {
+  static auto* s = new std::string();
+  return *s;
+}
+
+bool g_from_injection = false;  // deciding inside InitializeInjection (cuInit): no runtime calls
 
 void Decide() {
   HookGuard guard;  // CUDA calls made while deciding are the agent's own
@@ -53,7 +61,8 @@ void Decide() {
         break;
       }
       std::string ev;
-      if (StartEventTimer(&ev)) {
+      CuptiWhy() = why;
+      if (StartEventTimer(!g_from_injection, &ev)) {
         mode = kEvents;
         reason = why + "; using " + ev;
       } else {
@@ -63,7 +72,7 @@ void Decide() {
     }
     case GpuTimingWanted::kEvents: {
       std::string ev;
-      if (StartEventTimer(&ev)) {
+      if (StartEventTimer(!g_from_injection, &ev)) {
         mode = kEvents;
         reason = ev + " (PROFAGENT_GPU_TIMING=events)";
       } else {
@@ -84,7 +93,20 @@ uint8_t DecideMode() {
 
 }  // namespace internal
 
-void DecideModeFromInjection() { internal::DecideMode(); }
+void DecideModeFromInjection() {
+  internal::g_from_injection = true;  // read by Decide, under the once flag
+  internal::DecideMode();
+  internal::g_from_injection = false;
+}
+
+void FallBackToHostTiming(const std::string& why) {
+  static std::once_flag once;
+  std::call_once(once, [&] {
+    const std::string& cupti = internal::CuptiWhy();
+    SetGpuTiming(kHost, cupti.empty() ? why : cupti + "; " + why);
+    internal::g_mode.store(kHost, std::memory_order_release);
+  });
+}
 
 namespace {
 struct RegisterStarter {

@@ -12,6 +12,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <string>
 
 namespace profagent {
 namespace rt {
@@ -35,6 +36,10 @@ inline uint8_t Mode() {
 
 // For InitializeInjection: decide now.
 void DecideModeFromInjection();
+
+// Events mode found no usable GPU (its first event pool could not be created): switches to
+// host timing and records why (the CUPTI reason, if any, then `why`). Slow path, thread-safe.
+void FallBackToHostTiming(const std::string& why);
 
 }  // namespace rt
 }  // namespace profagent

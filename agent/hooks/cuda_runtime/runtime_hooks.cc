@@ -41,6 +41,35 @@ cudaError_t cudaMemcpyAsync_ptsz(void* dst, const void* src, size_t count, cudaM
                                  cudaStream_t stream);
 cudaError_t cudaMemsetAsync_ptsz(void* devPtr, int value, size_t count, cudaStream_t stream);
 }
+// The other per-thread-default-stream entry points (what `nvcc --default-stream per-thread`
+// calls): the header declares them only under CUDA_API_PER_THREAD_DEFAULT_STREAM; each has the
+// signature of its plain twin.
+#define PROFAGENT_DECLARE_PT(fn, suffix) extern "C" decltype(fn) fn##suffix;
+PROFAGENT_DECLARE_PT(cudaMemcpy, _ptds)
+PROFAGENT_DECLARE_PT(cudaMemcpy2D, _ptds)
+PROFAGENT_DECLARE_PT(cudaMemcpyToSymbol, _ptds)
+PROFAGENT_DECLARE_PT(cudaMemcpyFromSymbol, _ptds)
+PROFAGENT_DECLARE_PT(cudaMemset, _ptds)
+PROFAGENT_DECLARE_PT(cudaMemset2D, _ptds)
+PROFAGENT_DECLARE_PT(cudaMemcpy2DAsync, _ptsz)
+PROFAGENT_DECLARE_PT(cudaMemcpyToSymbolAsync, _ptsz)
+PROFAGENT_DECLARE_PT(cudaMemcpyFromSymbolAsync, _ptsz)
+PROFAGENT_DECLARE_PT(cudaMemset2DAsync, _ptsz)
+PROFAGENT_DECLARE_PT(cudaMallocAsync, _ptsz)
+PROFAGENT_DECLARE_PT(cudaFreeAsync, _ptsz)
+PROFAGENT_DECLARE_PT(cudaMallocFromPoolAsync, _ptsz)
+PROFAGENT_DECLARE_PT(cudaStreamSynchronize, _ptsz)
+PROFAGENT_DECLARE_PT(cudaStreamWaitEvent, _ptsz)
+PROFAGENT_DECLARE_PT(cudaStreamQuery, _ptsz)
+PROFAGENT_DECLARE_PT(cudaEventRecord, _ptsz)
+PROFAGENT_DECLARE_PT(cudaEventRecordWithFlags, _ptsz)
+PROFAGENT_DECLARE_PT(cudaLaunchHostFunc, _ptsz)
+PROFAGENT_DECLARE_PT(cudaStreamAddCallback, _ptsz)
+PROFAGENT_DECLARE_PT(cudaStreamBeginCapture, _ptsz)
+PROFAGENT_DECLARE_PT(cudaStreamEndCapture, _ptsz)
+PROFAGENT_DECLARE_PT(cudaGraphUpload, _ptsz)
+PROFAGENT_DECLARE_PT(cudaMemPrefetchAsync, _ptsz)
+#undef PROFAGENT_DECLARE_PT
 
 namespace profagent {
 namespace rt {
@@ -108,6 +137,10 @@ constexpr cudaError_t kNoReal = cudaErrorSharedObjectSymbolNotFound;
 
 inline uint64_t U64(const void* p) { return reinterpret_cast<uint64_t>(p); }
 
+// The stream a _ptsz/_ptds entry point works on: its 0 is the calling thread's per-thread
+// default stream, not the legacy one (CUDA-event timing must record on the same stream).
+inline cudaStream_t Pt(cudaStream_t s) { return s == nullptr ? cudaStreamPerThread : s; }
+
 // ---- Host stacks (PROFAGENT_STACKS=N) -------------------------------------------------------
 // Emits the caller's stack (a kStack event, before the launch event it belongs to) when this
 // launch is sampled. Out of line: the frame buffer stays off the launch hook's stack frame.
@@ -158,7 +191,7 @@ struct LaunchDesc {
 template <typename Call>
 inline cudaError_t DoLaunch(uint16_t api, EvType type, const LaunchDesc& d, Call&& call) {
   uint8_t mode = Mode();
-  int32_t ticket = mode == kEvents ? EventTimerBegin(t_device, d.stream) : -1;
+  int32_t ticket = mode == kEvents ? EventTimerBegin(d.stream) : -1;
   // With CUPTI, its runtime callbacks (inside the real call) see in_runtime and leave the
   // launch to this hook; they hand over CUPTI's correlation id in api_corr.
   const bool cupti = mode == kCupti;
@@ -191,7 +224,7 @@ inline cudaError_t DoLaunch(uint16_t api, EvType type, const LaunchDesc& d, Call
     info.block = block;
     info.stream = uint32_t(U64(d.stream));
     info.kind = type == EvType::kLaunch ? kDopKernel : kDopOther;
-    info.device = uint8_t(t_device);
+    info.device = uint8_t(EventTimerDevice(ticket));
     info.call_t0 = t0;
     info.call_t1 = t1;
     EventTimerEnd(ticket, d.stream, info, r == cudaSuccess);
@@ -227,7 +260,7 @@ template <typename Call>
 inline cudaError_t DoMem(uint16_t api, EvType type, uint64_t bytes, uint32_t kind, const void* ptr,
                          cudaStream_t stream, bool sync_call, Call&& call) {
   uint8_t mode = Mode();
-  int32_t ticket = mode == kEvents ? EventTimerBegin(t_device, stream) : -1;
+  int32_t ticket = mode == kEvents ? EventTimerBegin(stream) : -1;
   cupti::ThreadState& ts = cupti::t_state;
   ts.api_corr = 0;
   ++ts.in_runtime;
@@ -258,7 +291,7 @@ inline cudaError_t DoMem(uint16_t api, EvType type, uint64_t bytes, uint32_t kin
     info.stream = uint32_t(U64(stream));
     info.kind = type == EvType::kMemcpy ? kDopMemcpy : kDopMemset;
     info.copy_kind = uint8_t(kind);
-    info.device = uint8_t(t_device);
+    info.device = uint8_t(EventTimerDevice(ticket));
     info.sync_call = sync_call;
     info.call_t0 = t0;
     info.call_t1 = t1;
@@ -269,13 +302,15 @@ inline cudaError_t DoMem(uint16_t api, EvType type, uint64_t bytes, uint32_t kin
 }
 
 // ---- Allocation ----------------------------------------------------------------------------
-template <typename Call>
-inline cudaError_t DoAlloc(uint16_t api, void** out, size_t size, uint32_t kind, Call&& call) {
+template <typename Call, typename Size>
+inline cudaError_t DoAllocSized(uint16_t api, void** out, Size&& size_after, uint32_t kind,
+                                Call&& call) {
   Mode();
   uint64_t t0 = Now();
   cudaError_t r = call();
   uint64_t t1 = Now();
   void* p = (r == cudaSuccess && out) ? *out : nullptr;
+  const size_t size = size_t(size_after(r));  // the bytes allocated (or asked for, on failure)
   if (p) g_allocs.Insert(U64(p), size, kind);
   RawEvent e;
   std::memset(&e, 0, sizeof(e));
@@ -290,6 +325,11 @@ inline cudaError_t DoAlloc(uint16_t api, void** out, size_t size, uint32_t kind,
   e.mem.device = uint32_t(t_device);
   Emit(e);
   return r;
+}
+
+template <typename Call>
+inline cudaError_t DoAlloc(uint16_t api, void** out, size_t size, uint32_t kind, Call&& call) {
+  return DoAllocSized(api, out, [size](cudaError_t) { return size; }, kind, call);
 }
 
 template <typename Call>
@@ -442,7 +482,7 @@ EXPORT cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 grid, dim3 
                                            void** args, size_t shmem, cudaStream_t stream) {
   return rt::Intercept(real___cudaLaunchKernel_ptsz, [&](auto real) {
     return rt::DoLaunch(api___cudaLaunchKernel_ptsz, EvType::kLaunch,
-                        {kernel, grid, block, shmem, stream},
+                        {kernel, grid, block, shmem, rt::Pt(stream)},
                         [&] { return real(kernel, grid, block, args, shmem, stream); });
   }, kernel, grid, block, args, shmem, stream);
 }
@@ -461,7 +501,7 @@ EXPORT cudaError_t cudaLaunchKernel_ptsz(const void* func, dim3 grid, dim3 block
                                          size_t shmem, cudaStream_t stream) {
   return rt::Intercept(real_cudaLaunchKernel_ptsz, [&](auto real) {
     return rt::DoLaunch(api_cudaLaunchKernel_ptsz, EvType::kLaunch,
-                        {func, grid, block, shmem, stream},
+                        {func, grid, block, shmem, rt::Pt(stream)},
                         [&] { return real(func, grid, block, args, shmem, stream); });
   }, func, grid, block, args, shmem, stream);
 }
@@ -482,21 +522,22 @@ EXPORT cudaError_t cudaLaunchCooperativeKernel_ptsz(const void* func, dim3 grid,
                                                     cudaStream_t stream) {
   return rt::Intercept(real_cudaLaunchCooperativeKernel_ptsz, [&](auto real) {
     return rt::DoLaunch(api_cudaLaunchCooperativeKernel_ptsz, EvType::kLaunch,
-                        {func, grid, block, shmem, stream},
+                        {func, grid, block, shmem, rt::Pt(stream)},
                         [&] { return real(func, grid, block, args, shmem, stream); });
   }, func, grid, block, args, shmem, stream);
 }
 
-static rt::LaunchDesc ExDesc(const cudaLaunchConfig_t* c, const void* func) {
+// `pt`: a _ptsz entry point, whose stream 0 is the per-thread default stream.
+static rt::LaunchDesc ExDesc(const cudaLaunchConfig_t* c, const void* func, bool pt) {
   if (!c) return {func, dim3(), dim3(), 0, nullptr};
-  return {func, c->gridDim, c->blockDim, c->dynamicSmemBytes, c->stream};
+  return {func, c->gridDim, c->blockDim, c->dynamicSmemBytes, pt ? rt::Pt(c->stream) : c->stream};
 }
 
 DEFINE_REAL(cudaLaunchKernelExC)
 EXPORT cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t* config, const void* func,
                                        void** args) {
   return rt::Intercept(real_cudaLaunchKernelExC, [&](auto real) {
-    return rt::DoLaunch(api_cudaLaunchKernelExC, EvType::kLaunch, ExDesc(config, func),
+    return rt::DoLaunch(api_cudaLaunchKernelExC, EvType::kLaunch, ExDesc(config, func, false),
                         [&] { return real(config, func, args); });
   }, config, func, args);
 }
@@ -505,31 +546,33 @@ DEFINE_REAL(cudaLaunchKernelExC_ptsz)
 EXPORT cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t* config, const void* func,
                                             void** args) {
   return rt::Intercept(real_cudaLaunchKernelExC_ptsz, [&](auto real) {
-    return rt::DoLaunch(api_cudaLaunchKernelExC_ptsz, EvType::kLaunch, ExDesc(config, func),
+    return rt::DoLaunch(api_cudaLaunchKernelExC_ptsz, EvType::kLaunch, ExDesc(config, func, true),
                         [&] { return real(config, func, args); });
   }, config, func, args);
 }
 
+// `on` is the stream the graph runs on (`stream`, or the per-thread default for a _ptsz 0).
 static cudaError_t GraphLaunch(uint16_t api, cudaGraphExec_t exec, cudaStream_t stream,
+                               cudaStream_t on,
                                cudaError_t (*real)(cudaGraphExec_t, cudaStream_t)) {
   uint64_t t0 = profagent::Now();
-  cudaError_t r = rt::DoLaunch(api, EvType::kGraphLaunch, {exec, dim3(), dim3(), 0, stream},
+  cudaError_t r = rt::DoLaunch(api, EvType::kGraphLaunch, {exec, dim3(), dim3(), 0, on},
                                [&] { return real(exec, stream); });
-  profagent::model::OnGraphLaunch(t0, profagent::Now(), reinterpret_cast<uint64_t>(stream));
+  profagent::model::OnGraphLaunch(t0, profagent::Now(), reinterpret_cast<uint64_t>(on));
   return r;
 }
 
 DEFINE_REAL(cudaGraphLaunch)
 EXPORT cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) {
   return rt::Intercept(real_cudaGraphLaunch, [&](auto real) {
-    return GraphLaunch(api_cudaGraphLaunch, exec, stream, real);
+    return GraphLaunch(api_cudaGraphLaunch, exec, stream, stream, real);
   }, exec, stream);
 }
 
 DEFINE_REAL(cudaGraphLaunch_ptsz)
 EXPORT cudaError_t cudaGraphLaunch_ptsz(cudaGraphExec_t exec, cudaStream_t stream) {
   return rt::Intercept(real_cudaGraphLaunch_ptsz, [&](auto real) {
-    return GraphLaunch(api_cudaGraphLaunch_ptsz, exec, stream, real);
+    return GraphLaunch(api_cudaGraphLaunch_ptsz, exec, stream, rt::Pt(stream), real);
   }, exec, stream);
 }
 
@@ -555,7 +598,8 @@ DEFINE_REAL(cudaMemcpyAsync_ptsz)
 EXPORT cudaError_t cudaMemcpyAsync_ptsz(void* dst, const void* src, size_t count,
                                         cudaMemcpyKind kind, cudaStream_t stream) {
   return rt::Intercept(real_cudaMemcpyAsync_ptsz, [&](auto real) {
-    return rt::DoMem(api_cudaMemcpyAsync_ptsz, EvType::kMemcpy, count, kind, dst, stream, false,
+    return rt::DoMem(api_cudaMemcpyAsync_ptsz, EvType::kMemcpy, count, kind, dst, rt::Pt(stream),
+                     false,
                      [&] { return real(dst, src, count, kind, stream); });
   }, dst, src, count, kind, stream);
 }
@@ -617,7 +661,7 @@ EXPORT cudaError_t cudaMemsetAsync(void* ptr, int value, size_t count, cudaStrea
 DEFINE_REAL(cudaMemsetAsync_ptsz)
 EXPORT cudaError_t cudaMemsetAsync_ptsz(void* ptr, int value, size_t count, cudaStream_t stream) {
   return rt::Intercept(real_cudaMemsetAsync_ptsz, [&](auto real) {
-    return rt::DoMem(api_cudaMemsetAsync_ptsz, EvType::kMemset, count, 0, ptr, stream, false,
+    return rt::DoMem(api_cudaMemsetAsync_ptsz, EvType::kMemset, count, 0, ptr, rt::Pt(stream), false,
                      [&] { return real(ptr, value, count, stream); });
   }, ptr, value, count, stream);
 }
@@ -806,6 +850,201 @@ EXPORT cudaError_t cudaEventDestroy(cudaEvent_t event) {
                          [&] { return real(event); });
   }, event);
 }
+
+// ---- The remaining entry points, one line each ----------------------------------------------
+// Per-thread-default-stream variants (`nvcc --default-stream per-thread`), symbol copies, pool
+// and pitched allocations, host registration, polls, host functions, capture. Each macro makes
+// one interposer: PROFAGENT_ARGS wraps a parameter or argument list.
+#define PROFAGENT_ARGS(...) __VA_ARGS__
+
+// A copy (type kMemcpy) or set (kMemset) of `bytes` to `dst` on `stream`; `sync` = the call
+// returns once the operation is complete.
+#define PROFAGENT_MEM_HOOK(fn, params, args, type, bytes, kind, dst, stream, sync)              \
+  DEFINE_REAL(fn)                                                                            \
+  EXPORT cudaError_t fn(PROFAGENT_ARGS params) {                                             \
+    return rt::Intercept(real_##fn, [&](auto real) {                                         \
+      return rt::DoMem(api_##fn, type, uint64_t(bytes), uint32_t(kind), dst, stream, sync,   \
+                       [&] { return real(PROFAGENT_ARGS args); });                           \
+    }, PROFAGENT_ARGS args);                                                                 \
+  }
+
+// Any other call: an event of `type` (kSync, kEvent, kApi) with handles a and b.
+#define PROFAGENT_GENERIC_HOOK(fn, params, args, type, a, b)                                  \
+  DEFINE_REAL(fn)                                                                            \
+  EXPORT cudaError_t fn(PROFAGENT_ARGS params) {                                             \
+    return rt::Intercept(real_##fn, [&](auto real) {                                         \
+      return rt::DoGeneric(api_##fn, type, rt::U64(a), rt::U64(b),                           \
+                           [&] { return real(PROFAGENT_ARGS args); });                       \
+    }, PROFAGENT_ARGS args);                                                                 \
+  }
+
+#define PROFAGENT_ALLOC_HOOK(fn, params, args, out, size, kind)                               \
+  DEFINE_REAL(fn)                                                                            \
+  EXPORT cudaError_t fn(PROFAGENT_ARGS params) {                                             \
+    return rt::Intercept(real_##fn, [&](auto real) {                                         \
+      return rt::DoAlloc(api_##fn, out, size, kind, [&] { return real(PROFAGENT_ARGS args); }); \
+    }, PROFAGENT_ARGS args);                                                                 \
+  }
+
+#define PROFAGENT_FREE_HOOK(fn, params, args, ptr, kind, stream)                              \
+  DEFINE_REAL(fn)                                                                            \
+  EXPORT cudaError_t fn(PROFAGENT_ARGS params) {                                             \
+    return rt::Intercept(real_##fn, [&](auto real) {                                         \
+      return rt::DoFree(api_##fn, ptr, kind, stream, [&] { return real(PROFAGENT_ARGS args); }); \
+    }, PROFAGENT_ARGS args);                                                                 \
+  }
+
+// A host synchronization of `stream` (also a step boundary under PROFAGENT_STEP_RULE=sync).
+#define PROFAGENT_STREAM_SYNC_HOOK(fn, stream_expr)                                            \
+  DEFINE_REAL(fn)                                                                            \
+  EXPORT cudaError_t fn(cudaStream_t stream) {                                               \
+    return rt::Intercept(real_##fn, [&](auto real) {                                         \
+      uint64_t t0 = profagent::Now();                                                        \
+      cudaError_t r = rt::DoGeneric(api_##fn, EvType::kSync, rt::U64(stream_expr), 0,        \
+                                    [&] { return real(stream); });                           \
+      profagent::model::OnHostSync(t0, profagent::Now(), rt::U64(stream_expr));              \
+      return r;                                                                              \
+    }, stream);                                                                              \
+  }
+
+// Synchronous copies and sets on the per-thread default stream.
+PROFAGENT_MEM_HOOK(cudaMemcpy_ptds, (void* dst, const void* src, size_t n, cudaMemcpyKind k),
+                   (dst, src, n, k), EvType::kMemcpy, n, k, dst, cudaStreamPerThread, true)
+PROFAGENT_MEM_HOOK(cudaMemcpy2D_ptds,
+                   (void* dst, size_t dp, const void* src, size_t sp, size_t w, size_t h,
+                    cudaMemcpyKind k),
+                   (dst, dp, src, sp, w, h, k), EvType::kMemcpy, uint64_t(w) * h, k, dst,
+                   cudaStreamPerThread, true)
+PROFAGENT_MEM_HOOK(cudaMemset_ptds, (void* p, int v, size_t n), (p, v, n), EvType::kMemset, n, 0,
+                   p, cudaStreamPerThread, true)
+PROFAGENT_MEM_HOOK(cudaMemset2D_ptds, (void* p, size_t pitch, int v, size_t w, size_t h),
+                   (p, pitch, v, w, h), EvType::kMemset, uint64_t(w) * h, 0, p,
+                   cudaStreamPerThread, true)
+// Asynchronous 2D copies and sets on a stream whose 0 is the per-thread default stream.
+PROFAGENT_MEM_HOOK(cudaMemcpy2DAsync_ptsz,
+                   (void* dst, size_t dp, const void* src, size_t sp, size_t w, size_t h,
+                    cudaMemcpyKind k, cudaStream_t s),
+                   (dst, dp, src, sp, w, h, k, s), EvType::kMemcpy, uint64_t(w) * h, k, dst,
+                   rt::Pt(s), false)
+PROFAGENT_MEM_HOOK(cudaMemset2DAsync_ptsz,
+                   (void* p, size_t pitch, int v, size_t w, size_t h, cudaStream_t s),
+                   (p, pitch, v, w, h, s), EvType::kMemset, uint64_t(w) * h, 0, p, rt::Pt(s),
+                   false)
+// Copies to and from __device__ variables (the symbol is its host shadow's address).
+PROFAGENT_MEM_HOOK(cudaMemcpyToSymbol,
+                   (const void* sym, const void* src, size_t n, size_t off, cudaMemcpyKind k),
+                   (sym, src, n, off, k), EvType::kMemcpy, n, k, sym, nullptr, true)
+PROFAGENT_MEM_HOOK(cudaMemcpyToSymbol_ptds,
+                   (const void* sym, const void* src, size_t n, size_t off, cudaMemcpyKind k),
+                   (sym, src, n, off, k), EvType::kMemcpy, n, k, sym, cudaStreamPerThread, true)
+PROFAGENT_MEM_HOOK(cudaMemcpyFromSymbol,
+                   (void* dst, const void* sym, size_t n, size_t off, cudaMemcpyKind k),
+                   (dst, sym, n, off, k), EvType::kMemcpy, n, k, dst, nullptr, true)
+PROFAGENT_MEM_HOOK(cudaMemcpyFromSymbol_ptds,
+                   (void* dst, const void* sym, size_t n, size_t off, cudaMemcpyKind k),
+                   (dst, sym, n, off, k), EvType::kMemcpy, n, k, dst, cudaStreamPerThread, true)
+PROFAGENT_MEM_HOOK(cudaMemcpyToSymbolAsync,
+                   (const void* sym, const void* src, size_t n, size_t off, cudaMemcpyKind k,
+                    cudaStream_t s),
+                   (sym, src, n, off, k, s), EvType::kMemcpy, n, k, sym, s, false)
+PROFAGENT_MEM_HOOK(cudaMemcpyToSymbolAsync_ptsz,
+                   (const void* sym, const void* src, size_t n, size_t off, cudaMemcpyKind k,
+                    cudaStream_t s),
+                   (sym, src, n, off, k, s), EvType::kMemcpy, n, k, sym, rt::Pt(s), false)
+PROFAGENT_MEM_HOOK(cudaMemcpyFromSymbolAsync,
+                   (void* dst, const void* sym, size_t n, size_t off, cudaMemcpyKind k,
+                    cudaStream_t s),
+                   (dst, sym, n, off, k, s), EvType::kMemcpy, n, k, dst, s, false)
+PROFAGENT_MEM_HOOK(cudaMemcpyFromSymbolAsync_ptsz,
+                   (void* dst, const void* sym, size_t n, size_t off, cudaMemcpyKind k,
+                    cudaStream_t s),
+                   (dst, sym, n, off, k, s), EvType::kMemcpy, n, k, dst, rt::Pt(s), false)
+
+// Allocation: stream-ordered (per-thread default stream, pools), pitched, registered host memory.
+PROFAGENT_ALLOC_HOOK(cudaMallocAsync_ptsz, (void** p, size_t n, cudaStream_t s), (p, n, s), p, n,
+                     rt::kMemAsync)
+PROFAGENT_ALLOC_HOOK(cudaMallocFromPoolAsync,
+                     (void** p, size_t n, cudaMemPool_t pool, cudaStream_t s), (p, n, pool, s),
+                     p, n, rt::kMemAsync)
+PROFAGENT_ALLOC_HOOK(cudaMallocFromPoolAsync_ptsz,
+                     (void** p, size_t n, cudaMemPool_t pool, cudaStream_t s), (p, n, pool, s),
+                     p, n, rt::kMemAsync)
+PROFAGENT_FREE_HOOK(cudaFreeAsync_ptsz, (void* p, cudaStream_t s), (p, s), p, rt::kMemAsync,
+                    rt::Pt(s))
+// Registered host memory counts as pinned host memory (not in the device memory counter).
+PROFAGENT_ALLOC_HOOK(cudaHostRegister, (void* p, size_t n, unsigned int flags), (p, n, flags),
+                     &p, n, rt::kMemPinned)
+PROFAGENT_FREE_HOOK(cudaHostUnregister, (void* p), (p), p, rt::kMemPinned, nullptr)
+
+DEFINE_REAL(cudaMallocPitch)
+EXPORT cudaError_t cudaMallocPitch(void** p, size_t* pitch, size_t width, size_t height) {
+  return rt::Intercept(real_cudaMallocPitch, [&](auto real) {
+    return rt::DoAllocSized(
+        api_cudaMallocPitch, p,
+        [&](cudaError_t r) {  // the pitch the runtime chose, times the rows
+          return (r == cudaSuccess && pitch != nullptr ? uint64_t(*pitch) : uint64_t(width)) *
+                 height;
+        },
+        rt::kMemDevice, [&] { return real(p, pitch, width, height); });
+  }, p, pitch, width, height);
+}
+
+// Synchronization on the per-thread default stream, event records.
+PROFAGENT_STREAM_SYNC_HOOK(cudaStreamSynchronize_ptsz, rt::Pt(stream))
+PROFAGENT_GENERIC_HOOK(cudaStreamWaitEvent_ptsz,
+                       (cudaStream_t s, cudaEvent_t ev, unsigned int flags), (s, ev, flags),
+                       EvType::kSync, rt::Pt(s), ev)
+PROFAGENT_GENERIC_HOOK(cudaEventRecord_ptsz, (cudaEvent_t ev, cudaStream_t s), (ev, s),
+                       EvType::kEvent, ev, rt::Pt(s))
+PROFAGENT_GENERIC_HOOK(cudaEventRecordWithFlags,
+                       (cudaEvent_t ev, cudaStream_t s, unsigned int flags), (ev, s, flags),
+                       EvType::kEvent, ev, s)
+PROFAGENT_GENERIC_HOOK(cudaEventRecordWithFlags_ptsz,
+                       (cudaEvent_t ev, cudaStream_t s, unsigned int flags), (ev, s, flags),
+                       EvType::kEvent, ev, rt::Pt(s))
+// Polls: host API time (an engine spinning on cudaEventQuery shows here).
+PROFAGENT_GENERIC_HOOK(cudaStreamQuery, (cudaStream_t s), (s), EvType::kApi, s, 0)
+PROFAGENT_GENERIC_HOOK(cudaStreamQuery_ptsz, (cudaStream_t s), (s), EvType::kApi, rt::Pt(s), 0)
+PROFAGENT_GENERIC_HOOK(cudaEventQuery, (cudaEvent_t ev), (ev), EvType::kApi, 0, ev)
+// Host functions enqueued on a stream.
+PROFAGENT_GENERIC_HOOK(cudaLaunchHostFunc, (cudaStream_t s, cudaHostFn_t fn, void* data),
+                       (s, fn, data), EvType::kApi, s, 0)
+PROFAGENT_GENERIC_HOOK(cudaLaunchHostFunc_ptsz, (cudaStream_t s, cudaHostFn_t fn, void* data),
+                       (s, fn, data), EvType::kApi, rt::Pt(s), 0)
+PROFAGENT_GENERIC_HOOK(cudaStreamAddCallback,
+                       (cudaStream_t s, cudaStreamCallback_t cb, void* data, unsigned int flags),
+                       (s, cb, data, flags), EvType::kApi, s, 0)
+PROFAGENT_GENERIC_HOOK(cudaStreamAddCallback_ptsz,
+                       (cudaStream_t s, cudaStreamCallback_t cb, void* data, unsigned int flags),
+                       (s, cb, data, flags), EvType::kApi, rt::Pt(s), 0)
+// Stream capture and graph set-up (host time; a graph's kernels are recorded at its launch).
+PROFAGENT_GENERIC_HOOK(cudaStreamBeginCapture, (cudaStream_t s, cudaStreamCaptureMode mode),
+                       (s, mode), EvType::kApi, s, 0)
+PROFAGENT_GENERIC_HOOK(cudaStreamBeginCapture_ptsz, (cudaStream_t s, cudaStreamCaptureMode mode),
+                       (s, mode), EvType::kApi, rt::Pt(s), 0)
+PROFAGENT_GENERIC_HOOK(cudaStreamEndCapture, (cudaStream_t s, cudaGraph_t* g), (s, g),
+                       EvType::kApi, s, 0)
+PROFAGENT_GENERIC_HOOK(cudaStreamEndCapture_ptsz, (cudaStream_t s, cudaGraph_t* g), (s, g),
+                       EvType::kApi, rt::Pt(s), 0)
+PROFAGENT_GENERIC_HOOK(cudaGraphInstantiate,
+                       (cudaGraphExec_t* e, cudaGraph_t g, unsigned long long flags),
+                       (e, g, flags), EvType::kApi, 0, g)
+PROFAGENT_GENERIC_HOOK(cudaGraphInstantiateWithFlags,
+                       (cudaGraphExec_t* e, cudaGraph_t g, unsigned long long flags),
+                       (e, g, flags), EvType::kApi, 0, g)
+PROFAGENT_GENERIC_HOOK(cudaGraphUpload, (cudaGraphExec_t e, cudaStream_t s), (e, s),
+                       EvType::kApi, s, e)
+PROFAGENT_GENERIC_HOOK(cudaGraphUpload_ptsz, (cudaGraphExec_t e, cudaStream_t s), (e, s),
+                       EvType::kApi, rt::Pt(s), e)
+// Unified-memory prefetch (migrations are not device ops of this profile).
+PROFAGENT_GENERIC_HOOK(cudaMemPrefetchAsync,
+                       (const void* p, size_t n, cudaMemLocation loc, unsigned int flags,
+                        cudaStream_t s),
+                       (p, n, loc, flags, s), EvType::kApi, s, p)
+PROFAGENT_GENERIC_HOOK(cudaMemPrefetchAsync_ptsz,
+                       (const void* p, size_t n, cudaMemLocation loc, unsigned int flags,
+                        cudaStream_t s),
+                       (p, n, loc, flags, s), EvType::kApi, rt::Pt(s), p)
 
 // ---- Device selection (tracked for per-device event pools; not recorded) -------------------------
 DEFINE_REAL(cudaSetDevice)

@@ -243,7 +243,7 @@ inline Pending Before(CommSlot* slot, Kind kind, int peer, cudaStream_t stream) 
   p.ticket = -1;
   if (p.group == 0 && slot != nullptr && slot->device >= 0 && Recording() &&
       rt::Mode() == rt::kEvents)
-    p.ticket = rt::EventTimerBegin(slot->device, stream);
+    p.ticket = rt::EventTimerBeginOnDevice(slot->device, stream);
   SetLastDriverLaunchCorrelation(0);
   p.t0 = Now();
   return p;
@@ -460,7 +460,7 @@ PROFAGENT_EXPORT ncclResult_t ncclGroupEnd() {
   if (outermost_group) {
     if (guard.outermost() && single_stream && g.device >= 0 && Recording() &&
         rt::Mode() == rt::kEvents)
-      ticket = rt::EventTimerBegin(g.device, stream);
+      ticket = rt::EventTimerBeginOnDevice(g.device, stream);
     SetLastDriverLaunchCorrelation(0);
   }
   const uint64_t t0 = Now();
