@@ -17,6 +17,7 @@
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -24,6 +25,7 @@
 #include "absl/strings/str_split.h"
 #include "analyzer/reader.h"
 #include "analyzer/report/distribution.h"
+#include "analyzer/report/range_store.h"
 #include "analyzer/report/rules.h"
 
 namespace profagent {
@@ -342,55 +344,17 @@ struct Context {
 // ---------------------------------------------------------------------------------------------
 // Per-file records.
 
-// 32 bytes: report memory grows with the number of ranges. String ids are at most
-// kMaxStringId, so the flags fit beside the name.
-struct Range {
-  uint64_t start, end;
-  uint32_t thread;
-  uint32_t name : 30;
-  uint32_t frame : 1;       // a step or run range: never an engine bucket
-  uint32_t api : 1;         // a host API call mapped by an engine `api` rule (not NVTX)
-  int32_t parent = -1;
+// A range on a thread's sweep stack in pass 2 (see FileAnalysis::Advance): the range, where it
+// sits in its thread's sorted order, and what nesting gives it.
+struct OpenRange {
+  StoredRange r;
+  uint32_t index;           // position in the thread's start order (RangeStore)
+  int32_t mapped_anc = -1;  // stack position of the nearest engine-mapped ancestor, -1 = none
   int16_t model = -1;       // bucket of the nearest model-mapped range (self or ancestor)
   int16_t engine = -1;      // engine bucket of this range itself
+  int32_t path = -1;        // ops.csv path id (paths_), -1 = not built yet
+  int64_t excl = 0;         // engine-mapped: own time minus mapped descendants' so far
 };
-static_assert(sizeof(Range) == 32, "Range is kept per NVTX range");
-
-// Sorts ranges by thread, start, longer first. A thread's ranges arrive nearly in start order
-// (batches are), so they are grouped by thread (stable, linear) and a thread's group is sorted
-// only when out of order: one general sort was 8% of the report's time.
-void SortRanges(std::vector<Range>* ranges) {
-  auto less = [](const Range& a, const Range& b) {
-    if (a.thread != b.thread) return a.thread < b.thread;
-    if (a.start != b.start) return a.start < b.start;
-    return a.end > b.end;
-  };
-  if (std::is_sorted(ranges->begin(), ranges->end(), less)) return;
-  std::map<uint32_t, size_t> slot;  // per thread: its count, then where its group starts
-  auto for_each_slot = [&](auto f) {
-    uint32_t thread = 0;
-    size_t* at = nullptr;
-    for (const Range& r : *ranges) {
-      if (at == nullptr || r.thread != thread) {
-        thread = r.thread;
-        at = &slot[thread];
-      }
-      f(r, at);
-    }
-  };
-  for_each_slot([](const Range&, size_t* n) { ++*n; });
-  size_t begin = 0;
-  for (auto& t : slot) begin += std::exchange(t.second, begin);
-  std::vector<Range> grouped(ranges->size());
-  for_each_slot([&](const Range& r, size_t* at) { grouped[(*at)++] = r; });
-  ranges->swap(grouped);
-  auto first = ranges->begin();
-  for (const auto& t : slot) {  // t.second is now the end of the thread's group
-    auto last = ranges->begin() + std::ptrdiff_t(t.second);
-    if (!std::is_sorted(first, last, less)) std::sort(first, last, less);
-    first = last;
-  }
-}
 
 struct StepRec {
   uint64_t start, end;
@@ -411,7 +375,7 @@ struct RunRec {
 struct PendingLaunch {
   uint64_t start, end;
   uint32_t name, thread, stack, stream;
-  int32_t range;
+  int32_t path;   // ops.csv NVTX path id (paths_), -1 = none or not needed
   int16_t bucket;
   bool graph;
   bool timed;  // the call's end was read (see LaunchTimed)
@@ -528,7 +492,7 @@ class CorrTable {
 class FileAnalysis : public ViewVisitor {
  public:
   FileAnalysis(const Context* ctx, std::string path, int index)
-      : ctx_(ctx), path_(std::move(path)), index_(index) {}
+      : ctx_(ctx), path_(std::move(path)), index_(index), ranges_(ctx->opt.range_budget) {}
 
   absl::Status Pass1();
   absl::Status Pass2(const std::string& csv_part);
@@ -577,6 +541,17 @@ class FileAnalysis : public ViewVisitor {
   const std::string& StrPublic(uint32_t id) const { return Str(id); }
 
  private:
+  // Pass 2's sweep of one thread's ranges: the chain of ranges open at the last time asked.
+  // Engine exclusive times are accounted when a range leaves the stack; after a restart (time
+  // went backwards on the thread) ranges already accounted are not accounted again.
+  struct Sweep {
+    std::unique_ptr<RangeStore::Cursor> cursor;
+    std::vector<OpenRange> stack;
+    uint64_t last_t = 0;
+    uint32_t next_index = 0;
+    uint32_t high_water = 0;                     // ranges [0, high_water) were seen before
+    absl::flat_hash_set<uint32_t> unaccounted;  // of those, the ones never accounted
+  };
   void OnRecord(const Record& r) override;
   void OnEvent(const EventView& e) override;
   void OnOp(const OpView& op) override;
@@ -594,8 +569,13 @@ class FileAnalysis : public ViewVisitor {
   void Finish2();
   int KernelBucket(uint32_t name);
   int ApiEngineBucket(uint32_t name);
-  int Innermost(uint32_t thread, uint64_t t);
-  const std::string& Path(int range);
+  Sweep& SweepOf(uint32_t thread);
+  void Advance(Sweep* w, uint64_t t);
+  void Pop(Sweep* w);
+  void NestRange(Sweep* w, const StoredRange& r, uint32_t index);
+  const OpenRange* Innermost(uint32_t thread, uint64_t t);
+  int32_t PathOf(Sweep* w, size_t pos);
+  void FinishSweeps();
   void Emit(const PendingOp& op, const PendingLaunch* l);
   int StepOf(uint64_t t) const;
   int StepOfNear(uint64_t t);
@@ -609,22 +589,17 @@ class FileAnalysis : public ViewVisitor {
   std::vector<int16_t> api_bucket_;     // per string id: -2 unknown
   std::vector<StepRec> agent_steps_, nvtx_steps_;
   std::vector<RunRec> agent_runs_, nvtx_runs_;
-  std::vector<Range> ranges_;
-  // ops.csv NVTX paths, interned: per range an index into paths_ and csv_paths_ (the same,
-  // CSV-escaped); -1 = not built yet.
-  std::vector<int32_t> path_of_range_;
-  std::vector<std::string> paths_, csv_paths_;
-  absl::flat_hash_map<std::string, int32_t> path_index_;
-  std::unordered_map<uint32_t, std::pair<size_t, size_t>> thread_ranges_;
-  struct Cursor {
-    size_t next = 0;
-    uint64_t last_t = 0;
-    std::vector<int32_t> stack;
-  };
-  std::unordered_map<uint32_t, Cursor> cursors_;  // node-based: pointers stay valid
+  // NVTX ranges and engine-mapped API calls, in file order (pass 1), read back per thread in
+  // start order by the sweeps of pass 2; memory bounded (range_store.h).
+  RangeStore ranges_;
+  std::unordered_map<uint32_t, Sweep> sweeps_;  // node-based: pointers stay valid
   uint32_t cached_thread_ = UINT32_MAX;
-  Cursor* cached_cursor_ = nullptr;
-  std::pair<size_t, size_t> cached_span_;
+  Sweep* cached_sweep_ = nullptr;
+  std::vector<int16_t> model_cache_, engine_cache_;  // per NVTX name: -2 unknown
+  // ops.csv NVTX paths, interned by (parent path id, name): ids index paths_ and csv_paths_
+  // (the same, CSV-escaped).
+  std::vector<std::string> paths_, csv_paths_;
+  absl::flat_hash_map<std::pair<int32_t, uint32_t>, int32_t> path_index_;
   std::unordered_map<uint64_t, std::pair<std::string, int>> comms_;  // id -> unique_id, size
   std::unordered_map<uint32_t, std::vector<std::string>> stacks_;
   size_t step_hint_ = 0;
@@ -807,8 +782,8 @@ void FileAnalysis::Host1(const EventView& e) {
         fk = std::regex_search(msg, ctx_->step_re) ? 1 : std::regex_search(msg, ctx_->run_re) ? 2
                                                                                              : 0;
       }
-      Range r{e.start_ns, e.end_ns, e.thread, name, fk != 0, false};
-      ranges_.push_back(r);
+      StoredRange r{e.start_ns, e.end_ns, e.thread, name, fk != 0, false};
+      ranges_.Add(r);
       if (fk == 0) return;
       StepFields f = ParseStepFields(msg, ctx_->opt.kv_reduce);
       if (fk == 1) {
@@ -833,8 +808,8 @@ void FileAnalysis::Host1(const EventView& e) {
     case EV_COMM: {
       uint32_t api = e.api != 0 ? e.api : e.name;
       if (api != 0 && ApiEngineBucket(api) >= 0) {
-        Range r{e.start_ns, e.end_ns, e.thread, api, false, true};
-        ranges_.push_back(r);
+        StoredRange r{e.start_ns, e.end_ns, e.thread, api, false, true};
+        ranges_.Add(r);
       }
       return;
     }
@@ -874,59 +849,8 @@ void FileAnalysis::Finish1() {
   run_buckets_.assign(runs_.size() + 1, BucketAcc{std::vector<uint64_t>(nb, 0),
                                                   std::vector<uint64_t>(nb, 0)});
 
-  // NVTX nesting: sort by thread, start, longer first; parents from a stack sweep.
-  SortRanges(&ranges_);
-  std::vector<int32_t> stack;
-  std::vector<int32_t> mapped_anc(ranges_.size(), -1);
-  std::vector<int64_t> excl(ranges_.size(), 0);
-  std::vector<int16_t> model_cache, engine_cache;
-  for (size_t i = 0; i < ranges_.size(); ++i) {
-    Range& r = ranges_[i];
-    if (i == 0 || ranges_[i - 1].thread != r.thread) {
-      stack.clear();
-      thread_ranges_[r.thread] = {i, i};
-    }
-    thread_ranges_[r.thread].second = i + 1;
-    while (!stack.empty() && ranges_[stack.back()].end <= r.start &&
-           !(ranges_[stack.back()].start == r.start)) {
-      stack.pop_back();
-    }
-    r.parent = stack.empty() ? -1 : stack.back();
-    const Range* p = r.parent >= 0 ? &ranges_[r.parent] : nullptr;
-    // Model bucket: self when mapped, else inherited.
-    int16_t self_model = -1;
-    if (!r.api && !r.frame) {
-      if (r.name >= model_cache.size()) model_cache.resize(r.name + 1, -2);
-      if (model_cache[r.name] == -2) {
-        std::string b = ctx_->rules.Match(RuleScope::kModel, RuleTarget::kNvtx, Str(r.name));
-        model_cache[r.name] = int16_t(b.empty() ? -1 : ctx_->Bucket(b));
-      }
-      self_model = model_cache[r.name];
-      if (r.name >= engine_cache.size()) engine_cache.resize(r.name + 1, -2);
-      if (engine_cache[r.name] == -2) {
-        std::string b = ctx_->rules.Match(RuleScope::kEngine, RuleTarget::kNvtx, Str(r.name));
-        engine_cache[r.name] = int16_t(b.empty() ? -1 : ctx_->Bucket(b));
-      }
-      r.engine = engine_cache[r.name];
-    } else if (r.api) {
-      r.engine = int16_t(ApiEngineBucket(r.name));
-    }
-    r.model = self_model >= 0 ? self_model : (p != nullptr ? p->model : int16_t(-1));
-    if (p != nullptr) mapped_anc[i] = p->engine >= 0 ? r.parent : mapped_anc[r.parent];
-    if (r.engine >= 0) {
-      excl[i] += int64_t(r.end - r.start);
-      if (mapped_anc[i] >= 0) excl[mapped_anc[i]] -= int64_t(r.end - r.start);
-    }
-    if (!r.api) stack.push_back(int32_t(i));
-  }
-  // Engine exclusive time, to the step containing the range's start.
-  for (size_t i = 0; i < ranges_.size(); ++i) {
-    const Range& r = ranges_[i];
-    if (r.engine < 0 || excl[i] <= 0) continue;
-    int k = StepOf(r.start);
-    if (k < 0 || steps_[k].warmup) continue;
-    run_buckets_[steps_[k].run].engine_ns[r.engine] += uint64_t(excl[i]);
-  }
+  // Nesting, model/engine buckets and engine exclusive times come from pass 2's sweeps.
+  ranges_.Finish();
 }
 
 // StepOf for pass 2's device ops, which come nearly in time order: the step found last time and
@@ -986,15 +910,17 @@ absl::Status FileAnalysis::Pass2(const std::string& csv_part) {
   }
   FileSummary again;
   absl::Status s = ScanFile(path_, this, &again);
-  if (s.ok()) Finish2();
+  if (s.ok()) {
+    FinishSweeps();
+    Finish2();
+  }
   // What the merge does not need goes now (files are merged after every thread finished).
-  std::vector<Range>().swap(ranges_);
-  std::vector<int32_t>().swap(path_of_range_);
+  sweeps_.clear();
+  ranges_.Clear();
+  cached_sweep_ = nullptr;
   std::vector<std::string>().swap(paths_);
   std::vector<std::string>().swap(csv_paths_);
   path_index_.clear();
-  cursors_.clear();
-  cached_cursor_ = nullptr;
   stacks_.clear();
   if (csv_.is_open() && !csv_.Close() && s.ok()) {
     s = absl::InternalError(absl::StrCat(csv_part, ": write failed: ", strerror(errno)));
@@ -1013,48 +939,129 @@ int FileAnalysis::KernelBucket(uint32_t name) {
   return b;
 }
 
-int FileAnalysis::Innermost(uint32_t thread, uint64_t t) {
-  if (thread != cached_thread_ || cached_cursor_ == nullptr) {
-    auto tr = thread_ranges_.find(thread);
-    if (tr == thread_ranges_.end()) return -1;
-    cached_thread_ = thread;
-    cached_span_ = tr->second;
-    cached_cursor_ = &cursors_[thread];
-  }
-  const std::pair<size_t, size_t> span = cached_span_;
-  Cursor& c = *cached_cursor_;
-  if (t < c.last_t) {  // time went backwards on this thread: restart the sweep
-    c.next = span.first;
-    c.stack.clear();
-  }
-  if (c.next < span.first) c.next = span.first;
-  c.last_t = t;
-  while (c.next < span.second && ranges_[c.next].start <= t) {
-    if (!ranges_[c.next].api) c.stack.push_back(int32_t(c.next));
-    ++c.next;
-  }
-  // Ranges are properly nested on a thread, so popping ended ones leaves the enclosing chain.
-  while (!c.stack.empty() && ranges_[c.stack.back()].end < t) c.stack.pop_back();
-  return c.stack.empty() ? -1 : c.stack.back();
+FileAnalysis::Sweep& FileAnalysis::SweepOf(uint32_t thread) {
+  if (thread == cached_thread_ && cached_sweep_ != nullptr) return *cached_sweep_;
+  Sweep& w = sweeps_[thread];
+  if (w.cursor == nullptr) w.cursor = ranges_.Open(thread);
+  cached_thread_ = thread;
+  cached_sweep_ = &w;
+  return w;
 }
 
-const std::string& FileAnalysis::Path(int range) {
-  static const std::string kEmpty;
-  if (range < 0) return kEmpty;
-  if (path_of_range_.size() < ranges_.size()) path_of_range_.resize(ranges_.size(), -1);
-  if (path_of_range_[range] < 0) {
-    const Range& r = ranges_[range];
-    std::string p = r.parent >= 0 ? absl::StrCat(Path(r.parent), "/", Str(r.name)) : Str(r.name);
-    if (p.empty()) p = "?";
-    auto it = path_index_.find(p);
-    if (it == path_index_.end()) {
-      it = path_index_.emplace(p, int32_t(paths_.size())).first;
-      csv_paths_.push_back(CsvField(p));
-      paths_.push_back(std::move(p));
-    }
-    path_of_range_[range] = it->second;
+// Takes the next range of the thread's start order: pops what ended before it, then gives it
+// its parent (the stack top), model and engine buckets, and takes its time off the nearest
+// engine-mapped ancestor. API calls mapped by engine rules are leaves: accounted at once, never
+// on the stack (they are nobody's parent).
+void FileAnalysis::NestRange(Sweep* w, const StoredRange& r, uint32_t index) {
+  while (!w->stack.empty() && w->stack.back().r.end <= r.start &&
+         !(w->stack.back().r.start == r.start)) {
+    Pop(w);
   }
-  return paths_[path_of_range_[range]];
+  const OpenRange* p = w->stack.empty() ? nullptr : &w->stack.back();
+  OpenRange o;
+  o.r = r;
+  o.index = index;
+  int16_t self_model = -1;
+  if (!r.api && !r.frame) {
+    if (r.name >= model_cache_.size()) {
+      model_cache_.resize(r.name + 1, -2);
+      engine_cache_.resize(r.name + 1, -2);
+    }
+    if (model_cache_[r.name] == -2) {
+      std::string b = ctx_->rules.Match(RuleScope::kModel, RuleTarget::kNvtx, Str(r.name));
+      model_cache_[r.name] = int16_t(b.empty() ? -1 : ctx_->Bucket(b));
+      b = ctx_->rules.Match(RuleScope::kEngine, RuleTarget::kNvtx, Str(r.name));
+      engine_cache_[r.name] = int16_t(b.empty() ? -1 : ctx_->Bucket(b));
+    }
+    self_model = model_cache_[r.name];
+    o.engine = engine_cache_[r.name];
+  } else if (r.api) {
+    o.engine = int16_t(ApiEngineBucket(r.name));
+  }
+  o.model = self_model >= 0 ? self_model : (p != nullptr ? p->model : int16_t(-1));
+  if (p != nullptr) {
+    o.mapped_anc = p->engine >= 0 ? int32_t(w->stack.size() - 1) : p->mapped_anc;
+  }
+  if (o.engine >= 0) {
+    o.excl = int64_t(r.end - r.start);
+    if (o.mapped_anc >= 0) w->stack[o.mapped_anc].excl -= int64_t(r.end - r.start);
+  }
+  if (!r.api) {
+    w->stack.push_back(o);
+    return;
+  }
+  w->stack.push_back(o);  // accounted like a range that ends at once
+  Pop(w);
+}
+
+// Removes the stack top; an engine-mapped range's exclusive time goes to the step containing
+// its start (unless it was accounted before a restart).
+void FileAnalysis::Pop(Sweep* w) {
+  const OpenRange& o = w->stack.back();
+  bool account = o.index >= w->high_water || w->unaccounted.erase(o.index) > 0;
+  if (account && o.engine >= 0 && o.excl > 0) {
+    int k = StepOf(o.r.start);
+    if (k >= 0 && !steps_[k].warmup) {
+      run_buckets_[steps_[k].run].engine_ns[o.engine] += uint64_t(o.excl);
+    }
+  }
+  w->stack.pop_back();
+}
+
+void FileAnalysis::Advance(Sweep* w, uint64_t t) {
+  if (t < w->last_t) {  // time went backwards on this thread: restart the sweep
+    for (const OpenRange& o : w->stack) {
+      if (o.index >= w->high_water) w->unaccounted.insert(o.index);
+    }
+    w->high_water = std::max(w->high_water, w->next_index);
+    w->stack.clear();
+    w->cursor->Rewind();
+    w->next_index = 0;
+  }
+  w->last_t = t;
+  while (const StoredRange* r = w->cursor->Peek()) {
+    if (r->start > t) break;
+    const StoredRange copy = *r;
+    w->cursor->Advance();
+    NestRange(w, copy, w->next_index++);
+  }
+  // Ranges are properly nested on a thread, so popping ended ones leaves the enclosing chain.
+  while (!w->stack.empty() && w->stack.back().r.end < t) Pop(w);
+}
+
+const OpenRange* FileAnalysis::Innermost(uint32_t thread, uint64_t t) {
+  Sweep& w = SweepOf(thread);
+  Advance(&w, t);
+  return w.stack.empty() ? nullptr : &w.stack.back();
+}
+
+// The ops.csv path of the range at stack position `pos`: its ancestors' names and its own,
+// joined with '/', interned.
+int32_t FileAnalysis::PathOf(Sweep* w, size_t pos) {
+  OpenRange& o = w->stack[pos];
+  if (o.path >= 0) return o.path;
+  const int32_t parent = pos > 0 ? PathOf(w, pos - 1) : -1;
+  auto key = std::make_pair(parent, uint32_t(o.r.name));
+  auto it = path_index_.find(key);
+  if (it == path_index_.end()) {
+    std::string p = parent >= 0 ? absl::StrCat(paths_[parent], "/", Str(o.r.name))
+                                : Str(o.r.name);
+    if (p.empty()) p = "?";
+    it = path_index_.emplace(key, int32_t(paths_.size())).first;
+    csv_paths_.push_back(CsvField(p));
+    paths_.push_back(std::move(p));
+  }
+  o.path = it->second;
+  return o.path;
+}
+
+// After pass 2: every range not reached by a query is nested and accounted too.
+void FileAnalysis::FinishSweeps() {
+  for (uint32_t thread : ranges_.Threads()) {
+    Sweep& w = SweepOf(thread);
+    Advance(&w, UINT64_MAX);
+    while (!w.stack.empty()) Pop(&w);
+  }
 }
 
 const std::string& FileAnalysis::CsvName(uint32_t name_id, int bucket) {
@@ -1091,12 +1098,14 @@ void FileAnalysis::Host2(const EventView& e) {
       l.stream = e.stream;
       l.graph = kind == EV_GRAPH_LAUNCH;
       l.timed = LaunchTimed(kind, e.start_ns, e.end_ns);
-      l.range = Innermost(e.thread, e.start_ns);
+      const OpenRange* in = Innermost(e.thread, e.start_ns);
+      l.path = in != nullptr && csv_.is_open() ? PathOf(cached_sweep_, cached_sweep_->stack.size() - 1)
+                                               : -1;
       l.bucket = -1;
       if (kind == EV_LAUNCH) {
         int b = KernelBucket(e.name);
         if (b < 0 || b == ctx_->gemm) {
-          int from_nvtx = l.range >= 0 ? ranges_[l.range].model : -1;
+          int from_nvtx = in != nullptr ? in->model : -1;
           b = from_nvtx >= 0 ? from_nvtx : ctx_->others;
         }
         l.bucket = int16_t(b);
@@ -1300,10 +1309,7 @@ void FileAnalysis::Emit(const PendingOp& op, const PendingLaunch* l) {
   if (csv_.is_open()) {
     const std::string& csv_name = CsvName(name_id, bucket);
     const std::string* csv_path = nullptr;
-    if (l != nullptr && l->range >= 0) {
-      Path(l->range);
-      csv_path = &csv_paths_[path_of_range_[l->range]];
-    }
+    if (l != nullptr && l->path >= 0) csv_path = &csv_paths_[l->path];
     // 15 fields of at most 20 digits (or 3 x 11 for grid/block) besides the strings.
     char* p = csv_.Reserve(512 + csv_name.size() + bname.size() +
                            (csv_path != nullptr ? csv_path->size() : 0));

@@ -5,18 +5,21 @@
 // Pass 1 collects what later records need to be interpreted: strings, steps and runs (EV_STEP/
 // EV_RUN, or re-derived from NVTX ranges), the NVTX ranges themselves (for projection buckets,
 // engine buckets and ops.csv paths), communicators, clock offsets, stacks. Pass 2 joins device
-// ops to launches by correlation id and aggregates. Both passes decode with ScanFile (no
+// ops to launches by correlation id and aggregates; per thread it sweeps the ranges in start
+// order alongside the events, which gives each launch its enclosing ranges and each engine range
+// its exclusive time. Both passes decode with ScanFile (no
 // protobuf message per record); ops.csv is written per file (one part per file, merged in rank
 // order at the end, the first part renamed rather than copied).
 //
 // Memory: never per kernel, launch or device op (durations go into Distribution: exact up to
 // 64 Ki samples per name, then a fixed histogram), except the launches/ops still waiting for
 // their correlation partner (a launch whose device record never comes stays until the end of
-// its file). What grows, per rank file analysed at once: per NVTX range (or engine-mapped API
-// call) 36 bytes (up to 68 with vector growth), plus 44 more while pass 1 ends (sort and
-// nesting); per step about 100 bytes (+ a phase name over 15 characters) and 8 for its latency
-// sample; per run about 80 bytes + two bucket tables; per collective call 32 bytes (straggler
-// matching); per distinct string its size.
+// its file). NVTX ranges (and engine-mapped API calls) are held up to
+// ReportOptions::range_budget per file, the rest in a temporary file (range_store.h); pass 2
+// nests them with one sweep per thread (memory: the nesting depth). What still grows, per rank
+// file analysed at once: per step about 100 bytes (+ a phase name over 15 characters) and 8 for
+// its latency sample; per run about 80 bytes + two bucket tables; per collective call 32 bytes
+// (straggler matching); per distinct string and distinct NVTX path its size.
 //
 // Errors: every unreadable/corrupt/wrong-version input is an absl::Status naming the file (and
 // byte offset); a truncated file is a warning and its complete prefix is used.
@@ -51,6 +54,9 @@ struct ReportOptions {
   std::string rules_file;                   // "" = built-in rules only
   std::vector<int> ranks;                   // empty = every rank
   int threads = 0;                          // 0 = min(files, hardware threads)
+  // NVTX ranges (and engine-mapped API calls) held in memory per file being analysed; beyond
+  // it they go to a temporary file (range_store.h), so memory does not grow with the profile.
+  size_t range_budget = size_t(1) << 20;    // 24 bytes each: 24 MB
 };
 
 // Parses "0,2-3" into {0, 2, 3}. Error on anything else.

@@ -479,6 +479,116 @@ std::string ReportError(const std::string& dir, const ReportOptions& opt = Repor
   return s.ok() ? std::string() : std::string(s.message());
 }
 
+// A profile written as the agent writes one: every range at its end (children before their
+// parent, the run after all its steps), launches as they happen, device ops in batches, an
+// engine-mapped NCCL call inside each layer, a second thread, and on thread 1 one copy that
+// starts before the launch written before it (time going backwards within a thread).
+void WriteAgentOrderProfile(const std::string& dir, int steps) {
+  ProfileBuilder b(dir + "/rank0.pb", 1, 0, 64);
+  b.WriteHeader(0, 1, "h0", GPU_TIMING_CUPTI);
+  const uint32_t gemm = b.Str("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64");
+  const uint32_t flash = b.Str("flash_fwd_splitkv_kernel");
+  const uint32_t topk = b.Str("topk_sampling_kernel");
+  const uint32_t schedule = b.Str("schedule"), decode = b.Str("decode"),
+                 qkv = b.Str("qkv_proj"), attn = b.Str("attention"), o = b.Str("o_proj"),
+                 sampler = b.Str("sampler"), helper = b.Str("prefetch");
+  uint64_t corr = 0;
+  std::vector<std::pair<uint64_t, uint64_t>> dev;  // (start, corr)
+  auto launch = [&](uint32_t thread, uint64_t t, uint32_t name) {
+    b.Host(thread, t, ++corr, ProfileBuilder::Launch(name, 2 * kUs));
+    dev.emplace_back(t + 3 * kUs, corr);
+  };
+  const uint64_t t0 = 1000 * kUs;
+  uint64_t t = t0;
+  for (int s = 0; s < steps; ++s) {
+    const uint64_t step_start = t;
+    dev.clear();
+    b.Host(1, t, 0, ProfileBuilder::Nvtx(schedule, 5 * kUs, 1));
+    t += 5 * kUs;
+    const uint64_t decode_start = t;
+    for (int l = 0; l < 3; ++l) {
+      const uint64_t layer_start = t;
+      launch(1, t + 1 * kUs, gemm);
+      b.Host(1, t, 0, ProfileBuilder::Nvtx(qkv, 4 * kUs, 3));
+      t += 4 * kUs;
+      launch(1, t + 1 * kUs, flash);
+      if (s == 7 && l == 1) {  // recorded after the flash launch, started before it
+        Event cp;
+        cp.set_kind(EV_MEMCPY);
+        cp.set_dur(1 * kUs);
+        cp.set_bytes(256);
+        cp.set_copy_kind(1);
+        b.Host(1, t + 500, ++corr, cp);
+        dev.emplace_back(t + 3 * kUs + 500, corr);
+      }
+      b.Host(1, t, 0, ProfileBuilder::Nvtx(attn, 4 * kUs, 3));
+      t += 4 * kUs;
+      launch(1, t + 1 * kUs, gemm);
+      b.Host(1, t, 0, ProfileBuilder::Nvtx(o, 4 * kUs, 3));
+      t += 4 * kUs;
+      b.Host(1, t, 0, Coll(b, 3 * kUs, 1, uint64_t(s * 3 + l)));
+      t += 4 * kUs;
+      b.Host(1, layer_start, 0, ProfileBuilder::Nvtx(b.Str("layer " + std::to_string(l)),
+                                                     t - layer_start, 2));
+    }
+    b.Host(1, decode_start, 0, ProfileBuilder::Nvtx(decode, t - decode_start, 1));
+    launch(1, t + 1 * kUs, topk);
+    b.Host(1, t, 0, ProfileBuilder::Nvtx(sampler, 5 * kUs, 1));
+    t += 5 * kUs;
+    b.Host(1, step_start, 0,
+           ProfileBuilder::Nvtx(b.Str("step tokens=8 kv=" + std::to_string(100 + s)),
+                                t - step_start, 0));
+    // Thread 2: a helper range with a launch in it.
+    launch(2, step_start + 2 * kUs, gemm);
+    b.Host(2, step_start + 1 * kUs, 0, ProfileBuilder::Nvtx(helper, 10 * kUs, 0));
+    for (auto& d : dev) {
+      DeviceOp op;
+      op.set_kind(DOP_KERNEL);
+      op.set_dur(2 * kUs);
+      op.set_stream(7);
+      b.Device(0, d.first, d.second, op);
+    }
+    t += 20 * kUs;
+  }
+  b.Host(1, t0, 0, ProfileBuilder::Nvtx(b.Str("run label=agent-order"), t - t0, 0));
+  b.Close(true);
+}
+
+TEST_CASE("NVTX ranges beyond the memory budget: the same report, spilled or not") {
+  const std::string dir = TmpDir("agent_order");
+  WriteAgentOrderProfile(dir, 400);
+  const std::vector<std::string> files = {dir + "/rank0.pb"};
+  ReportOptions in_memory;
+  auto a = BuildSummary(files, in_memory, dir + "/ops_a.csv");
+  REQUIRE(a.ok());
+  ReportOptions spilled;
+  spilled.range_budget = 64;  // the store's smallest buffer: spills every 64 ranges
+  auto b = BuildSummary(files, spilled, dir + "/ops_b.csv");
+  REQUIRE(b.ok());
+  CHECK(a->dump(1) == b->dump(1));
+  const std::string csv = ReadAll(dir + "/ops_a.csv");
+  CHECK(csv == ReadAll(dir + "/ops_b.csv"));
+
+  // And the nesting is right: 400 steps (the run is a frame, not a step).
+  const Json& j = *a;
+  CHECK(j["stats"]["steps"].get<int>() == 400);
+  // Engine: schedule 5 us, sampler 5 us, decode 3 x 16 us minus the NCCL calls (3 x 3 us,
+  // comm.nccl) = 39 us per step.
+  const Json& eng = j["buckets_engine_avg_ms"];
+  CHECK(eng["schedule"]["ms"].get<double>() == Approx(0.005));
+  CHECK(eng["sampler"]["ms"].get<double>() == Approx(0.005));
+  CHECK(eng["decode"]["ms"].get<double>() == Approx(0.039));
+  CHECK(eng["comm.nccl"]["ms"].get<double>() == Approx(0.009));
+  // Model: the gemm in qkv_proj / o_proj ranges goes to those buckets (2 us each, 3 layers).
+  const Json& model = j["buckets_model_avg_ms"];
+  CHECK(model["attn.qkv_proj"]["ms"].get<double>() == Approx(0.006));
+  CHECK(model["attn.o_proj"]["ms"].get<double>() == Approx(0.006));
+  // ops.csv paths: the full chain, including the run and the step.
+  CHECK(csv.find("run label=agent-order/step tokens=8 kv=100/decode/layer 0/qkv_proj") !=
+        std::string::npos);
+  CHECK(csv.find(",prefetch\n") != std::string::npos);
+}
+
 TEST_CASE("bad inputs give one-line errors naming the file") {
   std::string good = ReadAll([] {
     const std::string d = TmpDir("good");
