@@ -4,6 +4,7 @@
 
 #include <cxxabi.h>
 #include <dlfcn.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/syscall.h>
@@ -441,6 +442,19 @@ const Config& GetConfig() { return G().config; }
 
 // Initializes the agent once (constructor of libprofagent.so, or InitializeInjection).
 // Exposed for CUDA_INJECTION64_PATH and for tests.
+std::string AgentLibraryPath() {
+  Dl_info info;
+  if (dladdr(reinterpret_cast<void*>(&AgentLibraryPath), &info) == 0 ||
+      info.dli_fname == nullptr || info.dli_fname[0] == '\0') {
+    return "";
+  }
+  char self[PATH_MAX];
+  if (realpath(info.dli_fname, self) == nullptr) return "";
+  char exe[PATH_MAX];
+  if (realpath("/proc/self/exe", exe) != nullptr && strcmp(exe, self) == 0) return "";
+  return self;
+}
+
 extern "C" __attribute__((visibility("default"))) int profagent_init() {
   if (g_init_started.exchange(true)) return g_initialized.load() ? 1 : 0;
   auto& g = G();

@@ -160,6 +160,11 @@ void RecordDeviceInfo(uint32_t device, const std::string& name, uint64_t total_m
 // A note for the file and, at level "warning"/"error", one line on stderr ("profagent: ...").
 void AddNote(const char* level, const std::string& text);
 
+// The real path of the loaded agent library (libprofagent.so), "" when the agent is linked
+// into the executable itself (tests) or the path cannot be found. For the injection variables
+// the agent points at itself (NVTX_INJECTION64_PATH, CUDA_INJECTION64_PATH). Slow path.
+std::string AgentLibraryPath();
+
 // Writes one line "profagent: <text>" to stderr if the log level allows (0 quiet, 1 warn,
 // 2 info, 3 debug). Slow path only.
 void Log(int level, const char* fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -1,6 +1,7 @@
 #include "tests/gpusim/sim_device.h"
 
 #include <cxxabi.h>
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <time.h>
@@ -708,7 +709,35 @@ bool SymbolSize(const void* host_var, size_t* size) {
 
 // ---- Observer -------------------------------------------------------------------------------
 
-const Observer* CurrentObserver() { return S().observer.load(std::memory_order_acquire); }
+// CUDA_INJECTION64_PATH, as NVIDIA's driver honours it when CUDA initializes: the library is
+// dlopen'ed and its InitializeInjection() called, once per process, before the first API call
+// is reported (so a tool that subscribes there sees that call). A call made while it runs (the
+// tool's own) does not wait for it. A path that cannot be loaded, or a library without the
+// function, is one line on stderr, as the driver ignores it and goes on.
+void InjectOnce() {
+  static std::atomic<int> state{0};  // 0 not yet, 1 running, 2 done
+  if (__builtin_expect(state.load(std::memory_order_acquire) == 2, 1)) return;
+  int expected = 0;
+  if (!state.compare_exchange_strong(expected, 1)) return;
+  const char* path = getenv("CUDA_INJECTION64_PATH");
+  if (path != nullptr && path[0] != '\0') {
+    void* h = dlopen(path, RTLD_NOW);
+    auto init = h != nullptr ? reinterpret_cast<int (*)()>(dlsym(h, "InitializeInjection"))
+                             : nullptr;
+    if (init != nullptr) {
+      init();
+    } else {
+      fprintf(stderr, "gpusim: CUDA_INJECTION64_PATH=%s: %s\n", path,
+              h == nullptr ? dlerror() : "no InitializeInjection");
+    }
+  }
+  state.store(2, std::memory_order_release);
+}
+
+const Observer* CurrentObserver() {
+  InjectOnce();
+  return S().observer.load(std::memory_order_acquire);
+}
 
 void SetObserver(GpusimApiCallback api_cb, GpusimOpCallback op_cb, void* user) {
   // The previous Observer is leaked on purpose: another thread may still be using it.

@@ -2,6 +2,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include <sched.h>
+
 #include <mutex>
 #include <string>
 
@@ -21,7 +23,8 @@ uint32_t g_stack_depth = 32;
 uint32_t g_launch_api_sample = 1;
 
 namespace {
-std::once_flag g_once;
+// 0 undecided, 1 being decided (by one thread), 2 decided.
+std::atomic<int> g_state{0};
 // Why CUPTI was not used, when the decision fell back from it ("" otherwise). Leaked: read by
 // FallBackToHostTiming, which may run during exit.
 std::string& CuptiWhy() {
@@ -29,9 +32,8 @@ std::string& CuptiWhy() {
   return *s;
 }
 
-bool g_from_injection = false;  // deciding inside InitializeInjection (cuInit): no runtime calls
-
-void Decide() {
+// `from_injection`: inside InitializeInjection (cuInit): no CUDA runtime calls.
+void Decide(bool from_injection) {
   HookGuard guard;  // CUDA calls made while deciding are the agent's own
   const Config& cfg = GetConfig();
   g_stack_every = cfg.stack_every;
@@ -62,7 +64,7 @@ void Decide() {
       }
       std::string ev;
       CuptiWhy() = why;
-      if (StartEventTimer(!g_from_injection, &ev)) {
+      if (StartEventTimer(!from_injection, &ev)) {
         mode = kEvents;
         reason = why + "; using " + ev;
       } else {
@@ -72,7 +74,7 @@ void Decide() {
     }
     case GpuTimingWanted::kEvents: {
       std::string ev;
-      if (StartEventTimer(!g_from_injection, &ev)) {
+      if (StartEventTimer(!from_injection, &ev)) {
         mode = kEvents;
         reason = ev + " (PROFAGENT_GPU_TIMING=events)";
       } else {
@@ -86,18 +88,25 @@ void Decide() {
 }
 }  // namespace
 
+// Decides unless another thread is deciding; returns false in that case.
+bool TryDecide(bool from_injection) {
+  int s = 0;
+  if (!g_state.compare_exchange_strong(s, 1, std::memory_order_acq_rel)) return s == 2;
+  Decide(from_injection);
+  g_state.store(2, std::memory_order_release);
+  return true;
+}
+
 uint8_t DecideMode() {
-  std::call_once(g_once, Decide);
+  // Another thread is deciding: wait for it (a hook needs the mode before it calls the runtime).
+  // The deciding thread never waits for a hook's thread, so this cannot deadlock.
+  while (!TryDecide(false)) sched_yield();
   return g_mode.load(std::memory_order_acquire);
 }
 
 }  // namespace internal
 
-void DecideModeFromInjection() {
-  internal::g_from_injection = true;  // read by Decide, under the once flag
-  internal::DecideMode();
-  internal::g_from_injection = false;
-}
+void DecideModeFromInjection() { internal::TryDecide(true); }
 
 void FallBackToHostTiming(const std::string& why) {
   static std::once_flag once;

@@ -220,7 +220,7 @@ struct Scenario {
     std::ofstream(dir + "/costs.txt") << "^first_kernel 5000\n^excl_kernel 5000\n"
                                       << "^plugin_kernel 5000\n^injected_kernel 1000\n"
                                       << "^worker_kernel 2000\n^before_fork 1000\n"
-                                      << "^after_fork 1000\n^ptds_kernel 2000\n";
+                                      << "^after_fork 1000\n^ptds_kernel 2000\n^static_kernel 1000\n";
     run = Run(dir, "GPUSIM_COSTS=" + dir + "/costs.txt GPUSIM_TRUTH=" + dir +
                        "/truth.json PROFAGENT_OUTPUT=" + dir + "/prof LD_PRELOAD=" +
                        AgentPath() + " " + env,
@@ -625,6 +625,20 @@ TEST_CASE("PROFAGENT_LAUNCH_API_SAMPLE=N times 1 launch in N at random, never al
     INFO(kv.first << " timed " << kv.second);
     CHECK(kv.second >= 60);  // 125 expected per kernel
   }
+}
+
+TEST_CASE("Runtime calls no interposer sees (a static runtime): CUDA injection + CUPTI record them") {
+  Scenario s("static", "", kPkg + "rt_static");
+  REQUIRE(s.run.code == 0);
+  CHECK(s.run.out == "errors=0\n");
+  REQUIRE(s.loaded);
+  if (CuptiUnavailable(s.prof)) return;
+  // The driver (gpusim) called InitializeInjection through the CUDA_INJECTION64_PATH the
+  // preloaded agent set; CUPTI's runtime callbacks recorded every launch, copy and set.
+  CheckLaunchesMatchTruth(s, /*by_corr=*/true);
+  CHECK(s.prof.Kind(EV_LAUNCH).size() == 10);
+  CheckDeviceDurations(s, /*include_graph_kernels=*/false);
+  CheckCopiesCorrelated(s);
 }
 
 TEST_CASE("No GPU (NVIDIA's libcudart, no driver): results and errors unchanged, file says why") {

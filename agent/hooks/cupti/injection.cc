@@ -1,8 +1,13 @@
 // CUDA_INJECTION64_PATH entry point: the CUDA driver dlopens the agent and calls
-// InitializeInjection() once per process when CUDA initializes. The agent core initializes from
-// its own constructor (which ran at dlopen); here the GPU timing mode is decided, which enables
-// CUPTI. Calling it twice (or being both preloaded and injected) initializes once.
+// InitializeInjection() once per process when CUDA initializes (inside cuInit). The agent core
+// initializes from its own constructor (which ran at dlopen); here the GPU timing mode is
+// decided, which enables CUPTI, unless another thread is deciding it already (then it returns at
+// once: waiting inside cuInit could deadlock with that thread's CUPTI start). Calling it twice
+// (or being both preloaded and injected) initializes once.
+#include <stdlib.h>
+
 #include <atomic>
+#include <cstring>
 #include <string>
 
 #include "agent/core/agent.h"
@@ -10,6 +15,21 @@
 #include "agent/hooks/cupti/cupti_tracer.h"
 
 extern "C" int profagent_init();  // agent/core: idempotent
+
+namespace {
+// Preloaded (LD_PRELOAD), the agent also asks the driver to call InitializeInjection when CUDA
+// initializes, by pointing CUDA_INJECTION64_PATH at itself when it is unset: a program whose
+// CUDA runtime is linked statically makes no call the interposers can see, but the driver
+// initializes for it too, and CUPTI's callbacks then record its launches. A process that never
+// initializes CUDA is unaffected; another tool's CUDA_INJECTION64_PATH is left alone.
+__attribute__((constructor)) void InstallCudaInjectionEnv() {
+  const char* enable = getenv("PROFAGENT_ENABLE");
+  if (enable != nullptr && std::strcmp(enable, "0") == 0) return;
+  if (getenv("CUDA_INJECTION64_PATH") != nullptr) return;
+  const std::string self = profagent::AgentLibraryPath();
+  if (!self.empty()) setenv("CUDA_INJECTION64_PATH", self.c_str(), 0);
+}
+}  // namespace
 
 extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) {
   static std::atomic<int> calls{0};

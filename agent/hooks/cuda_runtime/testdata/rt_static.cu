@@ -1,0 +1,49 @@
+// Stands in for a program with a statically linked CUDA runtime: every runtime call goes through
+// a pointer taken from libcudart's own symbol table (dlsym on its handle), so no LD_PRELOAD
+// interposer sees it. The agent can only learn of this work the way it learns of a static
+// runtime's: through CUDA_INJECTION64_PATH (which a preloaded agent sets) and CUPTI callbacks.
+// Exit code 0 when every call succeeded.
+#include <cuda_runtime.h>
+#include <dlfcn.h>
+
+#include <cstdio>
+
+__global__ void static_kernel_a(int i) {}
+__global__ void static_kernel_b(float* p) {}
+
+template <typename F>
+F Sym(void* h, const char* name) {
+  return reinterpret_cast<F>(dlsym(h, name));
+}
+
+int main() {
+  void* rt = dlopen("libcudart.so.13", RTLD_NOW | RTLD_NOLOAD);
+  if (rt == nullptr) return 3;
+  // The C entry points (cuda_runtime.h adds C++ template overloads of some names).
+  auto malloc_ = Sym<cudaError_t (*)(void**, size_t)>(rt, "cudaMalloc");
+  auto free_ = Sym<cudaError_t (*)(void*)>(rt, "cudaFree");
+  auto launch = Sym<cudaError_t (*)(const void*, dim3, dim3, void**, size_t, cudaStream_t)>(
+      rt, "cudaLaunchKernel");
+  auto memset_ = Sym<cudaError_t (*)(void*, int, size_t, cudaStream_t)>(rt, "cudaMemsetAsync");
+  auto memcpy_ =
+      Sym<cudaError_t (*)(void*, const void*, size_t, cudaMemcpyKind)>(rt, "cudaMemcpy");
+  auto sync = Sym<cudaError_t (*)()>(rt, "cudaDeviceSynchronize");
+  if (!malloc_ || !free_ || !launch || !memset_ || !memcpy_ || !sync) return 4;
+  float* d = nullptr;
+  int errors = malloc_(reinterpret_cast<void**>(&d), 4096) != cudaSuccess;
+  for (int i = 0; i < 5; ++i) {
+    void* args_a[] = {&i};
+    errors += launch(reinterpret_cast<const void*>(static_kernel_a), dim3(4), dim3(64), args_a, 0,
+                     nullptr) != cudaSuccess;
+    void* args_b[] = {&d};
+    errors += launch(reinterpret_cast<const void*>(static_kernel_b), dim3(2), dim3(32), args_b, 0,
+                     nullptr) != cudaSuccess;
+  }
+  errors += memset_(d, 0, 4096, nullptr) != cudaSuccess;
+  float h[16];
+  errors += memcpy_(h, d, sizeof(h), cudaMemcpyDeviceToHost) != cudaSuccess;
+  errors += sync() != cudaSuccess;
+  errors += free_(d) != cudaSuccess;
+  printf("errors=%d\n", errors);
+  return errors == 0 ? 0 : 1;
+}
