@@ -1,16 +1,18 @@
 // CUDA runtime entry points of gpusim's libcudart.so.13: errors, devices, streams and events.
-// Memory and copies are in cudart_memory.cc; launches, registration and graphs in
-// cudart_launch.cc. Every entry point reports itself to the observer (ApiCall) and records its
-// error as the thread's last.
+// Memory and copies are in cudart_memory.cc; launches, registration and capture in
+// cudart_launch.cc; graphs in cudart_graph.cc. Every entry point reports itself to the observer
+// (ApiCall) and records its error as the thread's last.
 #include <cuda_runtime_api.h>
 #include <generated_cuda_runtime_api_meta.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "tests/gpusim/cudart_unsupported.h"
 #include "tests/gpusim/sim_device.h"
@@ -122,18 +124,30 @@ cudaError_t StreamWaitEventImpl(const ApiInfo& info, cudaStream_t stream, cudaEv
   Stream* after = nullptr;
   uint64_t seq = 0;
   gpusim::Graph* captured = nullptr;
+  std::vector<gpusim::GraphNode*> captured_nodes;
   {
     std::lock_guard<std::mutex> lock(e->mu);
     after = e->stream;
     seq = e->seq;
     captured = e->capture_graph;
+    if (captured != nullptr) captured_nodes = e->capture_nodes;
   }
-  if (captured != nullptr) {  // joins the capture (fork of a captured stream)
+  if (captured != nullptr) {
+    // A stream joins the capture (fork), or a capturing stream gains the nodes captured before
+    // the record as dependencies of its next node (join).
     std::lock_guard<std::mutex> lock(s->mu);
     if (s->capture_graph == nullptr) {
       s->capture_graph = captured;
-      std::lock_guard<std::mutex> glock(captured->mu);
+      s->capture_deps = captured_nodes;
+      std::lock_guard<std::mutex> glock(gpusim::GraphMutex());
       captured->capturing_streams.push_back(s);
+    } else if (s->capture_graph == captured) {
+      for (gpusim::GraphNode* n : captured_nodes) {
+        if (std::find(s->capture_deps.begin(), s->capture_deps.end(), n) ==
+            s->capture_deps.end()) {
+          s->capture_deps.push_back(n);
+        }
+      }
     }
     return api.Return(cudaSuccess);
   }
@@ -154,25 +168,8 @@ cudaError_t EventRecordImpl(const ApiInfo& info, cudaEvent_t event, cudaStream_t
   gpusim::Event* e = AsEvent(event);
   if (s == nullptr || !gpusim::IsLiveEvent(e)) return api.Return(cudaErrorInvalidResourceHandle);
   Op* op = new Op();
-  op->action = Op::kEventRecord;
-  op->report = true;
-  op->rec.kind = GPUSIM_OP_EVENT;
   op->rec.correlation_id = api.corr();
-  op->event = e;
-  {
-    std::lock_guard<std::mutex> lock(e->mu);
-    op->event_generation = ++e->generation;
-    e->timed = false;
-    e->capture_graph = nullptr;
-  }
-  // Holding e->mu across Enqueue could deadlock with the worker; a concurrent query between
-  // the two sections sees the previous record, as it would on a real device.
-  uint64_t seq = gpusim::Enqueue(s, op);
-  if (seq != 0) {
-    std::lock_guard<std::mutex> lock(e->mu);
-    e->stream = s;
-    e->seq = seq;
-  }
+  gpusim::RecordEvent(s, e, op);
   return api.Return(cudaSuccess);
 }
 

@@ -1,8 +1,8 @@
 // CUDA runtime entry points of gpusim's libcudart.so.13 for code: fat-binary registration (the
 // calls nvcc's generated host code makes at load time), kernel launches (<<<>>> through
 // __cudaPushCallConfiguration / __cudaPopCallConfiguration / __cudaGetKernel /
-// __cudaLaunchKernel, and the cudaLaunchKernel* API), host functions, function attributes,
-// stream capture and graphs.
+// __cudaLaunchKernel, and the cudaLaunchKernel* API), host functions, function attributes and
+// stream capture. Graphs (building, instantiating, launching) are in cudart_graph.cc.
 //
 // The registration and call-configuration functions are internal to nvcc's generated code and
 // are not reported to the observer; every other entry point is. A <<<>>> launch is reported as
@@ -13,6 +13,7 @@
 #include <cuda_runtime_api.h>
 #include <generated_cuda_runtime_api_meta.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <vector>
 
@@ -50,20 +51,8 @@ cudaError_t EnqueueKernel(ApiCall& api, Kernel* k, dim3 grid, dim3 block, size_t
   Stream* s = gpusim::ResolveStream(stream, pt);
   if (s == nullptr) return cudaErrorInvalidResourceHandle;
   Op* op = new Op();
-  op->action = Op::kKernel;
-  op->report = true;
-  op->rec.kind = GPUSIM_OP_KERNEL;
-  op->rec.name = k->demangled.c_str();
-  op->rec.mangled_name = k->mangled.c_str();
+  gpusim::InitKernelOp(op, k, grid, block, shared_mem);
   op->rec.correlation_id = api.corr();
-  op->rec.grid[0] = grid.x;
-  op->rec.grid[1] = grid.y;
-  op->rec.grid[2] = grid.z;
-  op->rec.block[0] = block.x;
-  op->rec.block[1] = block.y;
-  op->rec.block[2] = block.z;
-  op->rec.shared_mem = static_cast<uint32_t>(shared_mem);
-  op->duration_ns = k->cost.DurationNs(threads_per_block * blocks);
   gpusim::Enqueue(s, op);
   return cudaSuccess;
 }
@@ -107,19 +96,74 @@ cudaError_t HostFnImpl(const ApiInfo& info, cudaStream_t stream, cudaHostFn_t fn
   return api.Return(cudaSuccess);
 }
 
+// Checks that `deps` (n handles) are live nodes of `g` (GraphMutex() held) and appends the new
+// ones to `out`.
+bool AddCaptureDepsLocked(gpusim::Graph* g, const cudaGraphNode_t* deps, size_t n,
+                          std::vector<gpusim::GraphNode*>* out) {
+  if (n > 0 && deps == nullptr) return false;
+  for (size_t i = 0; i < n; ++i) {
+    auto* d = reinterpret_cast<gpusim::GraphNode*>(deps[i]);
+    if (!gpusim::IsLiveNodeLocked(d) || d->graph != g) return false;
+  }
+  for (size_t i = 0; i < n; ++i) {
+    auto* d = reinterpret_cast<gpusim::GraphNode*>(deps[i]);
+    if (std::find(out->begin(), out->end(), d) == out->end()) out->push_back(d);
+  }
+  return true;
+}
+
+// cudaStreamBeginCapture, or, with `to_graph`, cudaStreamBeginCaptureToGraph: the capture adds
+// to the graph `into`, its first node depending on `deps` (their edge data is not kept: captured
+// edges have default data).
 cudaError_t BeginCaptureImpl(const ApiInfo& info, cudaStream_t stream,
-                             cudaStreamCaptureMode mode, bool pt) {
+                             cudaStreamCaptureMode mode, bool pt, bool to_graph = false,
+                             cudaGraph_t into = nullptr, const cudaGraphNode_t* deps = nullptr,
+                             size_t num_deps = 0) {
   ApiCall api(info);
+  if (to_graph && into == nullptr) return api.Return(cudaErrorInvalidValue);
   Stream* s = gpusim::ResolveStream(stream, pt);
   if (s == nullptr) return api.Return(cudaErrorInvalidResourceHandle);
   if (s->legacy) return api.Return(cudaErrorStreamCaptureUnsupported);
   std::lock_guard<std::mutex> lock(s->mu);
   if (s->capture_graph != nullptr) return api.Return(cudaErrorIllegalState);
-  gpusim::Graph* g = gpusim::CreateGraph(false);
-  g->capturing_streams.push_back(s);
+  gpusim::Graph* g = reinterpret_cast<gpusim::Graph*>(into);
+  std::vector<gpusim::GraphNode*> first_deps;
+  if (g == nullptr) g = gpusim::CreateGraph(false);
+  {
+    std::lock_guard<std::mutex> glock(gpusim::GraphMutex());
+    if (into != nullptr && (!gpusim::IsLiveGraphLocked(g, false) ||
+                            !AddCaptureDepsLocked(g, deps, num_deps, &first_deps))) {
+      return api.Return(cudaErrorInvalidValue);
+    }
+    g->capturing_streams.push_back(s);
+  }
   s->capture_graph = g;
   s->capture_mode = mode;
   s->capture_origin = true;
+  s->capture_deps = first_deps;
+  return api.Return(cudaSuccess);
+}
+
+// cudaStreamAddCaptureDependencies (0) adds `deps` to the stream's capture dependencies,
+// cudaStreamSetCaptureDependencies (1) replaces them.
+cudaError_t UpdateCaptureDepsImpl(const ApiInfo& info, cudaStream_t stream,
+                                  const cudaGraphNode_t* deps, size_t num_deps, unsigned flags,
+                                  bool pt) {
+  ApiCall api(info);
+  Stream* s = gpusim::ResolveStream(stream, pt);
+  if (s == nullptr) return api.Return(cudaErrorInvalidResourceHandle);
+  if (flags != cudaStreamAddCaptureDependencies && flags != cudaStreamSetCaptureDependencies) {
+    return api.Return(cudaErrorInvalidValue);
+  }
+  std::lock_guard<std::mutex> lock(s->mu);
+  if (s->capture_graph == nullptr) return api.Return(cudaErrorIllegalState);
+  std::vector<gpusim::GraphNode*> updated;
+  if (flags == cudaStreamAddCaptureDependencies) updated = s->capture_deps;
+  std::lock_guard<std::mutex> glock(gpusim::GraphMutex());
+  if (!AddCaptureDepsLocked(s->capture_graph, deps, num_deps, &updated)) {
+    return api.Return(cudaErrorInvalidValue);
+  }
+  s->capture_deps = updated;
   return api.Return(cudaSuccess);
 }
 
@@ -137,7 +181,7 @@ cudaError_t EndCaptureImpl(const ApiInfo& info, cudaStream_t stream, cudaGraph_t
   }
   std::vector<Stream*> streams;
   {
-    std::lock_guard<std::mutex> lock(g->mu);
+    std::lock_guard<std::mutex> lock(gpusim::GraphMutex());
     streams.swap(g->capturing_streams);
   }
   for (Stream* t : streams) {
@@ -145,16 +189,24 @@ cudaError_t EndCaptureImpl(const ApiInfo& info, cudaStream_t stream, cudaGraph_t
     if (t->capture_graph == g) {
       t->capture_graph = nullptr;
       t->capture_origin = false;
+      t->capture_deps.clear();
     }
   }
   *graph = reinterpret_cast<cudaGraph_t>(g);
   return api.Return(cudaSuccess);
 }
 
+// cudaStreamIsCapturing / cudaStreamGetCaptureInfo. The dependency array returned is the
+// stream's own (valid until the next capture on the stream, as CUDA documents); every edge has
+// default data.
 cudaError_t CaptureStatusImpl(const ApiInfo& info, cudaStream_t stream,
                               cudaStreamCaptureStatus* status, unsigned long long* id,
-                              cudaGraph_t* graph, bool pt) {
+                              cudaGraph_t* graph, const cudaGraphNode_t** deps,
+                              const cudaGraphEdgeData** edges, size_t* num_deps, bool pt) {
   ApiCall api(info);
+  if (deps != nullptr) *deps = nullptr;
+  if (edges != nullptr) *edges = nullptr;
+  if (num_deps != nullptr) *num_deps = 0;
   Stream* s = gpusim::ResolveStream(stream, pt);
   if (s == nullptr) return api.Return(cudaErrorInvalidResourceHandle);
   if (status == nullptr) return api.Return(cudaErrorInvalidValue);
@@ -163,46 +215,17 @@ cudaError_t CaptureStatusImpl(const ApiInfo& info, cudaStream_t stream,
   *status = g != nullptr ? cudaStreamCaptureStatusActive : cudaStreamCaptureStatusNone;
   if (id != nullptr && g != nullptr) *id = g->id;
   if (graph != nullptr) *graph = reinterpret_cast<cudaGraph_t>(g);
-  return api.Return(cudaSuccess);
-}
-
-cudaError_t GraphLaunchImpl(const ApiInfo& info, cudaGraphExec_t exec, cudaStream_t stream,
-                            bool pt) {
-  cudaGraphLaunch_v10000_params params{exec, stream};
-  ApiCall api(info, &params);
-  gpusim::Graph* g = reinterpret_cast<gpusim::Graph*>(exec);
-  if (!gpusim::IsLiveGraph(g, /*exec=*/true)) return api.Return(cudaErrorInvalidValue);
-  Stream* s = gpusim::ResolveStream(stream, pt);
-  if (s == nullptr) return api.Return(cudaErrorInvalidResourceHandle);
-  std::vector<Op> nodes;
-  {
-    std::lock_guard<std::mutex> lock(g->mu);
-    nodes = g->nodes;
+  if (g != nullptr) {
+    if (deps != nullptr) {
+      *deps = reinterpret_cast<const cudaGraphNode_t*>(s->capture_deps.data());
+    }
+    if (edges != nullptr) {
+      thread_local std::vector<cudaGraphEdgeData> default_edges;
+      default_edges.assign(s->capture_deps.size(), cudaGraphEdgeData{});
+      *edges = default_edges.data();
+    }
+    if (num_deps != nullptr) *num_deps = s->capture_deps.size();
   }
-  uint64_t now = gpusim::NowNs();
-  for (const Op& node : nodes) {
-    Op* op = new Op(node);
-    op->rec.correlation_id = api.corr();
-    op->rec.graph_id = g->id;
-    op->rec.queued_ns = now;
-    gpusim::Enqueue(s, op);
-  }
-  return api.Return(cudaSuccess);
-}
-
-cudaError_t InstantiateImpl(const ApiInfo& info, cudaGraphExec_t* exec, cudaGraph_t graph) {
-  ApiCall api(info);
-  gpusim::Graph* g = reinterpret_cast<gpusim::Graph*>(graph);
-  if (exec == nullptr || !gpusim::IsLiveGraph(g, /*exec=*/false)) {
-    return api.Return(cudaErrorInvalidValue);
-  }
-  gpusim::Graph* e = gpusim::CreateGraph(/*exec=*/true);
-  e->id = g->id;  // ops of a launch carry the id of the graph they were instantiated from
-  {
-    std::lock_guard<std::mutex> lock(g->mu);
-    e->nodes = g->nodes;
-  }
-  *exec = reinterpret_cast<cudaGraphExec_t>(e);
   return api.Return(cudaSuccess);
 }
 
@@ -400,7 +423,7 @@ cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* num_blocks, const
                                                                 dynamic_smem, 0);
 }
 
-// ---- Capture and graphs ---------------------------------------------------------------------
+// ---- Capture --------------------------------------------------------------------------------
 
 cudaError_t cudaStreamBeginCapture(cudaStream_t stream, enum cudaStreamCaptureMode mode) {
   static const ApiInfo kInfo("cudaStreamBeginCapture");
@@ -409,6 +432,32 @@ cudaError_t cudaStreamBeginCapture(cudaStream_t stream, enum cudaStreamCaptureMo
 cudaError_t cudaStreamBeginCapture_ptsz(cudaStream_t stream, enum cudaStreamCaptureMode mode) {
   static const ApiInfo kInfo("cudaStreamBeginCapture_ptsz");
   return BeginCaptureImpl(kInfo, stream, mode, true);
+}
+cudaError_t cudaStreamBeginCaptureToGraph(cudaStream_t stream, cudaGraph_t graph,
+                                          const cudaGraphNode_t* deps, const cudaGraphEdgeData*,
+                                          size_t num_deps, enum cudaStreamCaptureMode mode) {
+  static const ApiInfo kInfo("cudaStreamBeginCaptureToGraph");
+  return BeginCaptureImpl(kInfo, stream, mode, false, true, graph, deps, num_deps);
+}
+cudaError_t cudaStreamBeginCaptureToGraph_ptsz(cudaStream_t stream, cudaGraph_t graph,
+                                               const cudaGraphNode_t* deps,
+                                               const cudaGraphEdgeData*, size_t num_deps,
+                                               enum cudaStreamCaptureMode mode) {
+  static const ApiInfo kInfo("cudaStreamBeginCaptureToGraph_ptsz");
+  return BeginCaptureImpl(kInfo, stream, mode, true, true, graph, deps, num_deps);
+}
+cudaError_t cudaStreamUpdateCaptureDependencies(cudaStream_t stream, cudaGraphNode_t* deps,
+                                                const cudaGraphEdgeData*, size_t num_deps,
+                                                unsigned int flags) {
+  static const ApiInfo kInfo("cudaStreamUpdateCaptureDependencies");
+  return UpdateCaptureDepsImpl(kInfo, stream, deps, num_deps, flags, false);
+}
+cudaError_t cudaStreamUpdateCaptureDependencies_ptsz(cudaStream_t stream,
+                                                     cudaGraphNode_t* deps,
+                                                     const cudaGraphEdgeData*, size_t num_deps,
+                                                     unsigned int flags) {
+  static const ApiInfo kInfo("cudaStreamUpdateCaptureDependencies_ptsz");
+  return UpdateCaptureDepsImpl(kInfo, stream, deps, num_deps, flags, true);
 }
 cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t* graph) {
   static const ApiInfo kInfo("cudaStreamEndCapture");
@@ -420,12 +469,14 @@ cudaError_t cudaStreamEndCapture_ptsz(cudaStream_t stream, cudaGraph_t* graph) {
 }
 cudaError_t cudaStreamIsCapturing(cudaStream_t stream, enum cudaStreamCaptureStatus* status) {
   static const ApiInfo kInfo("cudaStreamIsCapturing");
-  return CaptureStatusImpl(kInfo, stream, status, nullptr, nullptr, false);
+  return CaptureStatusImpl(kInfo, stream, status, nullptr, nullptr, nullptr, nullptr, nullptr,
+                           false);
 }
 cudaError_t cudaStreamIsCapturing_ptsz(cudaStream_t stream,
                                        enum cudaStreamCaptureStatus* status) {
   static const ApiInfo kInfo("cudaStreamIsCapturing_ptsz");
-  return CaptureStatusImpl(kInfo, stream, status, nullptr, nullptr, true);
+  return CaptureStatusImpl(kInfo, stream, status, nullptr, nullptr, nullptr, nullptr, nullptr,
+                           true);
 }
 cudaError_t cudaStreamGetCaptureInfo(cudaStream_t stream,
                                      enum cudaStreamCaptureStatus* status,
@@ -433,10 +484,7 @@ cudaError_t cudaStreamGetCaptureInfo(cudaStream_t stream,
                                      const cudaGraphNode_t** deps, const cudaGraphEdgeData** edges,
                                      size_t* num_deps) {
   static const ApiInfo kInfo("cudaStreamGetCaptureInfo");
-  if (deps != nullptr) *deps = nullptr;
-  if (edges != nullptr) *edges = nullptr;
-  if (num_deps != nullptr) *num_deps = 0;
-  return CaptureStatusImpl(kInfo, stream, status, id, graph, false);
+  return CaptureStatusImpl(kInfo, stream, status, id, graph, deps, edges, num_deps, false);
 }
 cudaError_t cudaStreamGetCaptureInfo_ptsz(cudaStream_t stream,
                                           enum cudaStreamCaptureStatus* status,
@@ -444,10 +492,7 @@ cudaError_t cudaStreamGetCaptureInfo_ptsz(cudaStream_t stream,
                                           const cudaGraphNode_t** deps,
                                           const cudaGraphEdgeData** edges, size_t* num_deps) {
   static const ApiInfo kInfo("cudaStreamGetCaptureInfo_ptsz");
-  if (deps != nullptr) *deps = nullptr;
-  if (edges != nullptr) *edges = nullptr;
-  if (num_deps != nullptr) *num_deps = 0;
-  return CaptureStatusImpl(kInfo, stream, status, id, graph, true);
+  return CaptureStatusImpl(kInfo, stream, status, id, graph, deps, edges, num_deps, true);
 }
 
 cudaError_t cudaThreadExchangeStreamCaptureMode(enum cudaStreamCaptureMode* mode) {
@@ -458,54 +503,6 @@ cudaError_t cudaThreadExchangeStreamCaptureMode(enum cudaStreamCaptureMode* mode
   cudaStreamCaptureMode old = current;
   current = *mode;
   *mode = old;
-  return api.Return(cudaSuccess);
-}
-
-cudaError_t cudaGraphCreate(cudaGraph_t* graph, unsigned int) {
-  static const ApiInfo kInfo("cudaGraphCreate");
-  ApiCall api(kInfo);
-  if (graph == nullptr) return api.Return(cudaErrorInvalidValue);
-  *graph = reinterpret_cast<cudaGraph_t>(gpusim::CreateGraph(false));
-  return api.Return(cudaSuccess);
-}
-
-cudaError_t cudaGraphInstantiate(cudaGraphExec_t* exec, cudaGraph_t graph, unsigned long long) {
-  static const ApiInfo kInfo("cudaGraphInstantiate");
-  return InstantiateImpl(kInfo, exec, graph);
-}
-cudaError_t cudaGraphInstantiateWithFlags(cudaGraphExec_t* exec, cudaGraph_t graph,
-                                          unsigned long long) {
-  static const ApiInfo kInfo("cudaGraphInstantiateWithFlags");
-  return InstantiateImpl(kInfo, exec, graph);
-}
-cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) {
-  static const ApiInfo kInfo("cudaGraphLaunch");
-  return GraphLaunchImpl(kInfo, exec, stream, false);
-}
-cudaError_t cudaGraphLaunch_ptsz(cudaGraphExec_t exec, cudaStream_t stream) {
-  static const ApiInfo kInfo("cudaGraphLaunch_ptsz");
-  return GraphLaunchImpl(kInfo, exec, stream, true);
-}
-cudaError_t cudaGraphUpload(cudaGraphExec_t exec, cudaStream_t) {
-  static const ApiInfo kInfo("cudaGraphUpload");
-  ApiCall api(kInfo);
-  gpusim::Graph* g = reinterpret_cast<gpusim::Graph*>(exec);
-  return api.Return(gpusim::IsLiveGraph(g, true) ? cudaSuccess : cudaErrorInvalidValue);
-}
-cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec) {
-  static const ApiInfo kInfo("cudaGraphExecDestroy");
-  ApiCall api(kInfo);
-  gpusim::Graph* g = reinterpret_cast<gpusim::Graph*>(exec);
-  if (!gpusim::IsLiveGraph(g, true)) return api.Return(cudaErrorInvalidValue);
-  gpusim::DestroyGraph(g);
-  return api.Return(cudaSuccess);
-}
-cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
-  static const ApiInfo kInfo("cudaGraphDestroy");
-  ApiCall api(kInfo);
-  gpusim::Graph* g = reinterpret_cast<gpusim::Graph*>(graph);
-  if (!gpusim::IsLiveGraph(g, false)) return api.Return(cudaErrorInvalidValue);
-  gpusim::DestroyGraph(g);
   return api.Return(cudaSuccess);
 }
 

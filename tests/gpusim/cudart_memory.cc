@@ -38,35 +38,15 @@ bool ValidKind(int kind) { return kind >= cudaMemcpyHostToHost && kind <= cudaMe
 Op* NewCopyOp(uint32_t corr, void* dst, size_t dpitch, const void* src, size_t spitch,
               size_t width, size_t height, int kind) {
   Op* op = new Op();
-  op->action = Op::kCopy;
-  op->report = true;
-  op->rec.kind = GPUSIM_OP_MEMCPY;
+  gpusim::InitCopyOp(op, dst, dpitch, src, spitch, width, height, kind);
   op->rec.correlation_id = corr;
-  op->rec.copy_kind = gpusim::ResolveCopyKind(dst, src, kind);
-  op->rec.bytes = static_cast<uint64_t>(width) * height;
-  op->dst = dst;
-  op->src = src;
-  op->dpitch = dpitch;
-  op->spitch = spitch;
-  op->width = width;
-  op->height = height;
-  op->duration_ns = gpusim::Costs().CopyNs(op->rec.copy_kind, op->rec.bytes);
   return op;
 }
 
 Op* NewSetOp(uint32_t corr, void* dst, size_t pitch, int value, size_t width, size_t height) {
   Op* op = new Op();
-  op->action = Op::kSet;
-  op->report = true;
-  op->rec.kind = GPUSIM_OP_MEMSET;
+  gpusim::InitSetOp(op, dst, pitch, value, 1, width, height);
   op->rec.correlation_id = corr;
-  op->rec.bytes = static_cast<uint64_t>(width) * height;
-  op->dst = dst;
-  op->dpitch = pitch;
-  op->width = width;
-  op->height = height;
-  op->value = value;
-  op->duration_ns = gpusim::Costs().MemsetNs(op->rec.bytes);
   return op;
 }
 

@@ -76,7 +76,7 @@ RunResult Run(const std::string& program, const std::vector<std::string>& args,
 // One ground-truth line. Only the keys the tests use.
 struct TruthOp {
   std::string op, name, kind;
-  int64_t stream = -1, corr = -1, graph = -1, pid = -1, device = -1, rank = -2;
+  int64_t stream = -1, corr = -1, graph = -1, node = -1, pid = -1, device = -1, rank = -2;
   int64_t queued_ns = 0, start_ns = 0, end_ns = 0, bytes = -1;
   std::vector<int64_t> grid, block;
   int64_t duration() const { return end_ns - start_ns; }
@@ -140,6 +140,7 @@ std::vector<TruthOp> ReadTruth(const std::string& path) {
     t.stream = IntValue(line, "stream");
     t.corr = IntValue(line, "corr");
     t.graph = IntValue(line, "graph");
+    t.node = IntValue(line, "node");
     t.queued_ns = IntValue(line, "queued_ns");
     t.start_ns = IntValue(line, "start_ns");
     t.end_ns = IntValue(line, "end_ns");
@@ -307,6 +308,18 @@ void CheckTimingScenario(const std::string& program, bool legacy) {
   }
 }
 
+// Kernels named `name` (demangled name starts with "name("), in truth order.
+std::vector<const TruthOp*> Kernels(const std::vector<TruthOp>& ops, const std::string& name) {
+  std::vector<const TruthOp*> out;
+  for (const TruthOp& t : ops) {
+    if (t.op == "kernel" && t.name.rfind(name + "(", 0) == 0) out.push_back(&t);
+  }
+  return out;
+}
+
+// Default-model kernel duration under sim_graph's costs: 100 us + 1 ns per thread.
+int64_t GraphKernelNs(int64_t grid, int64_t block) { return 100000 + grid * block; }
+
 TEST_CASE("sim_basic: bytes move, error codes, unsupported functions, truth of copies") {
   std::string truth = TmpDir() + "/truth_basic.jsonl";
   remove(truth.c_str());
@@ -468,4 +481,149 @@ TEST_CASE("sim_hints: advice, prefetch, cache config, device choice and pools su
   CHECK(r.out.find("done") != std::string::npos);
   CHECK(r.out.find("FAIL") == std::string::npos);
   CHECK(r.err.find("not supported") == std::string::npos);
+}
+
+TEST_CASE("sim_graph: graphs built by hand, cloned, launched, updated; captured graph updated") {
+  std::string costs = TmpDir() + "/graph_costs.txt", truth = TmpDir() + "/truth_graph.jsonl";
+  WriteFile(costs, "^gk_long 2000\n^gk_ 100 + 0.001*threads\n");
+  remove(truth.c_str());
+  RunResult r = Run("tests/gpusim/sim_graph", {}, {"GPUSIM_COSTS=" + costs,
+                                                    "GPUSIM_TRUTH=" + truth});
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("FAIL") == std::string::npos);
+  CHECK(r.out.find("failures 0") != std::string::npos);
+  CHECK(Printed(r.out, "host_node_runs") == 6);
+  // The 3D copy is the only unsupported request, reported once.
+  CHECK(r.err ==
+        "gpusim: a graph memcpy node with a CUDA array or a 3D extent is not supported\n");
+  std::vector<TruthOp> ops = ReadTruth(truth);
+  CheckStreamsSerial(ops);
+
+  // ---- The hand-built graph: six launches of the clone's executable graph. ----
+  std::vector<const TruthOp*> first = Kernels(ops, "gk_first");
+  std::vector<const TruthOp*> second = Kernels(ops, "gk_second");
+  REQUIRE(first.size() == 6);
+  REQUIRE(second.size() == 6);
+  int64_t graph_id = first[0]->graph;
+  CHECK(graph_id > 0);
+  // Each launch (one correlation id): memset, HtoD, gk_first, gk_second, two DtoH, host node,
+  // all with the graph's id and each with its node's id.
+  std::map<int64_t, std::vector<const TruthOp*>> launches;
+  for (const TruthOp& t : ops) {
+    if (t.graph == graph_id) launches[t.corr].push_back(&t);
+  }
+  REQUIRE(launches.size() == 6);
+  std::vector<int64_t> node_ids;  // of the first launch, in truth order
+  for (const TruthOp* t : launches.begin()->second) node_ids.push_back(t->node);
+  int index = 0;
+  const TruthOp* previous_last = nullptr;
+  for (auto& kv : launches) {
+    std::vector<const TruthOp*>& l = kv.second;
+    INFO("launch " << index + 1);
+    REQUIRE(l.size() == 7);
+    std::map<std::string, std::vector<const TruthOp*>> by;
+    for (const TruthOp* t : l) {
+      by[t->op == "kernel" ? t->name.substr(0, t->name.find('(')) : t->op + t->kind].push_back(t);
+      CHECK(t->stream == l[0]->stream);
+      CHECK(t->node > 0);
+    }
+    REQUIRE(by["memset"].size() == 1);
+    REQUIRE(by["memcpyHtoD"].size() == 1);
+    REQUIRE(by["gk_first"].size() == 1);
+    REQUIRE(by["gk_second"].size() == 1);
+    REQUIRE(by["memcpyDtoH"].size() == 2);
+    REQUIRE(by["hostfn"].size() == 1);
+    const TruthOp& set = *by["memset"][0];
+    const TruthOp& htod = *by["memcpyHtoD"][0];
+    const TruthOp& k1 = *by["gk_first"][0];
+    const TruthOp& k2 = *by["gk_second"][0];
+    const TruthOp& host = *by["hostfn"][0];
+    CHECK(set.bytes == 4096);
+    CHECK(htod.bytes == 4096);
+    // Dependency order: memset and HtoD -> gk_first -> gk_second -> both DtoH -> host node.
+    CHECK(k1.start_ns >= std::max(set.end_ns, htod.end_ns));
+    CHECK(k2.start_ns >= k1.end_ns);
+    for (const TruthOp* d : by["memcpyDtoH"]) {
+      CHECK(d->start_ns >= k2.end_ns);
+      CHECK(host.start_ns >= d->end_ns);
+    }
+    // The same nodes (ids) in every launch, each once.
+    std::vector<int64_t> ids;
+    for (const TruthOp* t : l) ids.push_back(t->node);
+    CHECK(ids == node_ids);
+    CHECK(k1.node == first[0]->node);
+    // Grids: 64/64 (launches 1-3), 256/64 after cudaGraphExecKernelNodeSetParams (4), 64/512
+    // after cudaGraphExecUpdate from the edited clone (5, 6); durations from the cost model.
+    int64_t g1 = index == 3 ? 256 : 64;
+    int64_t g2 = index >= 4 ? 512 : 64;
+    CHECK(k1.grid == std::vector<int64_t>{g1, 1, 1});
+    CHECK(k2.grid == std::vector<int64_t>{g2, 1, 1});
+    CHECK(k1.duration() == GraphKernelNs(g1, 256));
+    CHECK(k2.duration() == GraphKernelNs(g2, 256));
+    // Launches do not overlap; launch 6 (another stream) waited for launch 5.
+    const TruthOp* launch_first = l[0];
+    const TruthOp* launch_last = l[0];
+    for (const TruthOp* t : l) {
+      if (t->start_ns < launch_first->start_ns) launch_first = t;
+      if (t->end_ns > launch_last->end_ns) launch_last = t;
+    }
+    if (previous_last != nullptr) CHECK(launch_first->start_ns >= previous_last->end_ns);
+    if (index == 5) CHECK(l[0]->stream != first[4]->stream);
+    previous_last = launch_last;
+    ++index;
+  }
+
+  // ---- Child graph (inlined, cloned at add time) and its event record node. ----
+  const TruthOp& child_a = Kernel(ops, "gk_child_a");
+  const TruthOp& child_b = Kernel(ops, "gk_child_b");
+  const TruthOp& after = Kernel(ops, "gk_after");
+  CHECK(child_a.graph > 0);
+  CHECK(child_a.graph != graph_id);
+  CHECK(child_b.graph == child_a.graph);
+  CHECK(child_b.corr == child_a.corr);
+  CHECK(child_a.grid == std::vector<int64_t>{3, 1, 1});  // the edit after adding did not reach
+  CHECK(child_b.start_ns >= child_a.end_ns);
+  const TruthOp* set2d = nullptr;
+  for (const TruthOp& t : ops) {
+    if (t.op == "memset" && t.graph == child_a.graph) set2d = &t;
+  }
+  REQUIRE(set2d != nullptr);
+  CHECK(set2d->bytes == 16 * 2 * 4);
+  CHECK(child_a.start_ns >= set2d->end_ns);
+  CHECK(after.graph == 0);
+  CHECK(after.stream != child_b.stream);
+  CHECK(after.start_ns >= child_b.end_ns);
+
+  // ---- Event wait node: gk_waiter's graph waited for gk_long on the other stream. ----
+  const TruthOp& lng = Kernel(ops, "gk_long");
+  const TruthOp& waiter = Kernel(ops, "gk_waiter");
+  CHECK(lng.duration() == 2000000);
+  CHECK(waiter.graph > 0);
+  CHECK(waiter.stream != lng.stream);
+  CHECK(waiter.start_ns >= lng.end_ns);
+
+  // ---- Captured graph: grid 32 (exec set params), then 48 (exec update). ----
+  std::vector<const TruthOp*> captured = Kernels(ops, "gk_captured");
+  REQUIRE(captured.size() == 2);
+  CHECK(captured[0]->grid == std::vector<int64_t>{32, 1, 1});
+  CHECK(captured[1]->grid == std::vector<int64_t>{48, 1, 1});
+  CHECK(captured[0]->duration() == GraphKernelNs(32, 128));
+  CHECK(captured[1]->duration() == GraphKernelNs(48, 128));
+  CHECK(captured[0]->graph > 0);
+  CHECK(captured[1]->graph == captured[0]->graph);
+  CHECK(captured[1]->node == captured[0]->node);
+  CHECK(captured[1]->corr != captured[0]->corr);
+
+  // ---- cudaGraphAddNode: the kernel ran only in the launch where it was enabled. ----
+  const TruthOp& generic = Kernel(ops, "gk_generic");
+  CHECK(generic.grid == std::vector<int64_t>{5, 1, 1});
+  int generic_memsets = 0;
+  for (const TruthOp& t : ops) generic_memsets += t.op == "memset" && t.graph == generic.graph;
+  CHECK(generic_memsets == 2);
+
+  // ---- cudaStreamBeginCaptureToGraph: the captured kernel ran from that graph. ----
+  const TruthOp& tograph = Kernel(ops, "gk_tograph");
+  CHECK(tograph.graph > 0);
+  CHECK(tograph.grid == std::vector<int64_t>{2, 1, 1});
 }

@@ -45,7 +45,10 @@ struct State {
   std::vector<Stream*> device_streams[kMaxDevices];  // all non-legacy streams with a worker
   Stream* legacy[kMaxDevices] = {};
   std::unordered_set<Event*> events;
-  std::unordered_set<Graph*> graphs;
+
+  std::mutex graph_mu;  // GraphMutex(): graphs, nodes and everything in them
+  std::unordered_set<const Graph*> graphs;
+  std::unordered_set<const GraphNode*> nodes;
 
   std::mutex alloc_mu;
   std::map<uintptr_t, Allocation> allocations;
@@ -166,11 +169,11 @@ void WriteTruthLine(const GpusimOpRecord& r) {
   char buf[512];
   snprintf(buf, sizeof(buf),
            "{\"op\":\"%s\",\"pid\":%d,\"rank\":%d,\"device\":%u,\"stream\":%u,\"corr\":%u,"
-           "\"queued_ns\":%llu,\"start_ns\":%llu,\"end_ns\":%llu,\"graph\":%u",
+           "\"queued_ns\":%llu,\"start_ns\":%llu,\"end_ns\":%llu,\"graph\":%u,\"node\":%u",
            op, static_cast<int>(getpid()), S().rank, r.device, r.stream_id, r.correlation_id,
            static_cast<unsigned long long>(r.queued_ns),
            static_cast<unsigned long long>(r.start_ns),
-           static_cast<unsigned long long>(r.end_ns), r.graph_id);
+           static_cast<unsigned long long>(r.end_ns), r.graph_id, r.graph_node_id);
   std::string line = buf;
   if (r.kind == GPUSIM_OP_KERNEL) {
     line += ",\"name\":";
@@ -200,6 +203,16 @@ void Report(const GpusimOpRecord& r) {
 
 // ---- Stream workers -------------------------------------------------------------------------
 
+// Writes `value` into every element of `size` bytes (2 or 4) of [d, d + bytes).
+void FillElements(char* d, size_t bytes, unsigned size, uint32_t value) {
+  if (size == 2) {
+    uint16_t v = static_cast<uint16_t>(value);
+    for (size_t i = 0; i + 2 <= bytes; i += 2) memcpy(d + i, &v, 2);
+  } else {
+    for (size_t i = 0; i + 4 <= bytes; i += 4) memcpy(d + i, &value, 4);
+  }
+}
+
 void MoveBytes(const Op& op) {
   char* d = static_cast<char*>(op.dst);
   bool staged = !op.staging.empty();
@@ -208,8 +221,11 @@ void MoveBytes(const Op& op) {
   for (size_t row = 0; row < op.height; ++row) {
     if (op.action == Op::kCopy) {
       memmove(d + row * op.dpitch, s + row * spitch, op.width);
-    } else {
+    } else if (op.element_size <= 1) {
       memset(d + row * op.dpitch, op.value, op.width);
+    } else {
+      FillElements(d + row * op.dpitch, op.width, op.element_size,
+                   static_cast<uint32_t>(op.value));
     }
   }
 }
@@ -377,22 +393,30 @@ void AddLegacyWaits(Stream* s, Op* op) {
   }
 }
 
-// Records `op` into the capture graph of `s` (s->mu held). Takes ownership.
+// Records `op` into the capture graph of `s` (s->mu held). Takes ownership. A captured event
+// record remembers the stream's capture dependencies (for a later cudaStreamWaitEvent join);
+// every other op becomes a node depending on them, and the stream's only dependency after it.
 void CaptureOp(Stream* s, Op* op) {
   Graph* g = s->capture_graph;
   if (op->action == Op::kEventRecord) {
     std::lock_guard<std::mutex> lock(op->event->mu);
     op->event->capture_graph = g;
+    op->event->capture_nodes = s->capture_deps;
   } else if (op->action == Op::kCustom) {
     // Custom ops (NCCL collectives) are not captured: their argument is single-use.
     fprintf(stderr, "gpusim: a %s enqueued during stream capture is dropped\n",
             op->rec.name != nullptr ? op->rec.name : "custom operation");
     if (op->free_arg != nullptr) op->free_arg(op->arg);
   } else if (op->action != Op::kWaitOnly) {
-    op->waits.clear();
-    op->rec.graph_node_id = NextGraphNodeId();
-    std::lock_guard<std::mutex> lock(g->mu);
-    g->nodes.push_back(*op);
+    NodeWork work = WorkFromCapturedOp(*op);
+    std::lock_guard<std::mutex> lock(S().graph_mu);
+    if (IsLiveGraphLocked(g, false)) {
+      std::vector<GraphNode*> deps;
+      for (GraphNode* d : s->capture_deps) {  // a node destroyed meanwhile is not a dependency
+        if (IsLiveNodeLocked(d) && d->graph == g) deps.push_back(d);
+      }
+      s->capture_deps.assign(1, AddNodeLocked(g, std::move(work), deps, nullptr));
+    }
   }
   delete op;
 }
@@ -595,7 +619,59 @@ void ResetDevice(int device) {
   }
 }
 
-// ---- Events and graphs ----------------------------------------------------------------------
+// ---- Ops ------------------------------------------------------------------------------------
+
+void InitKernelOp(Op* op, const Kernel* k, dim3 grid, dim3 block, size_t shared_mem) {
+  op->action = Op::kKernel;
+  op->report = true;
+  op->kernel = k;
+  op->rec.kind = GPUSIM_OP_KERNEL;
+  op->rec.name = k->demangled.c_str();
+  op->rec.mangled_name = k->mangled.c_str();
+  op->rec.grid[0] = grid.x;
+  op->rec.grid[1] = grid.y;
+  op->rec.grid[2] = grid.z;
+  op->rec.block[0] = block.x;
+  op->rec.block[1] = block.y;
+  op->rec.block[2] = block.z;
+  op->rec.shared_mem = static_cast<uint32_t>(shared_mem);
+  uint64_t threads = static_cast<uint64_t>(block.x) * block.y * block.z * grid.x * grid.y *
+                     grid.z;
+  op->duration_ns = k->cost.DurationNs(threads);
+}
+
+void InitCopyOp(Op* op, void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
+                size_t height, int kind) {
+  op->action = Op::kCopy;
+  op->report = true;
+  op->rec.kind = GPUSIM_OP_MEMCPY;
+  op->rec.copy_kind = ResolveCopyKind(dst, src, kind);
+  op->rec.bytes = static_cast<uint64_t>(width) * height;
+  op->dst = dst;
+  op->src = src;
+  op->dpitch = dpitch;
+  op->spitch = spitch;
+  op->width = width;
+  op->height = height;
+  op->duration_ns = Costs().CopyNs(op->rec.copy_kind, op->rec.bytes);
+}
+
+void InitSetOp(Op* op, void* dst, size_t pitch, int value, unsigned element_size,
+               size_t width_bytes, size_t height) {
+  op->action = Op::kSet;
+  op->report = true;
+  op->rec.kind = GPUSIM_OP_MEMSET;
+  op->rec.bytes = static_cast<uint64_t>(width_bytes) * height;
+  op->dst = dst;
+  op->dpitch = pitch;
+  op->width = width_bytes;
+  op->height = height;
+  op->value = value;
+  op->element_size = element_size;
+  op->duration_ns = Costs().MemsetNs(op->rec.bytes);
+}
+
+// ---- Events ---------------------------------------------------------------------------------
 
 Event* CreateEvent(unsigned flags) {
   Event* e = new Event();
@@ -615,26 +691,163 @@ void DestroyEvent(Event* e) {
   S().events.erase(e);
 }
 
-Graph* CreateGraph(bool exec) {
+uint64_t RecordEvent(Stream* s, Event* e, Op* op) {
+  op->action = Op::kEventRecord;
+  op->report = true;
+  op->rec.kind = GPUSIM_OP_EVENT;
+  op->event = e;
+  {
+    std::lock_guard<std::mutex> lock(e->mu);
+    op->event_generation = ++e->generation;
+    e->timed = false;
+    e->capture_graph = nullptr;
+  }
+  // Holding e->mu across Enqueue could deadlock with the worker; a concurrent query between
+  // the two sections sees the previous record, as it would on a real device.
+  uint64_t seq = Enqueue(s, op);
+  if (seq != 0) {
+    std::lock_guard<std::mutex> lock(e->mu);
+    e->stream = s;
+    e->seq = seq;
+  }
+  return seq;
+}
+
+// ---- Graphs ---------------------------------------------------------------------------------
+
+std::mutex& GraphMutex() { return S().graph_mu; }
+
+Graph* CreateGraphLocked(bool exec) {
   Graph* g = new Graph();
   g->exec = exec;
   g->id = S().next_graph_id.fetch_add(1);
-  std::lock_guard<std::mutex> lock(S().mu);
   S().graphs.insert(g);
   return g;
 }
 
-bool IsLiveGraph(Graph* g, bool exec) {
-  std::lock_guard<std::mutex> lock(S().mu);
+Graph* CreateGraph(bool exec) {
+  std::lock_guard<std::mutex> lock(S().graph_mu);
+  return CreateGraphLocked(exec);
+}
+
+bool IsLiveGraphLocked(const Graph* g, bool exec) {
   return S().graphs.count(g) != 0 && g->exec == exec;
 }
 
+bool IsLiveGraph(Graph* g, bool exec) {
+  std::lock_guard<std::mutex> lock(S().graph_mu);
+  return IsLiveGraphLocked(g, exec);
+}
+
+bool IsLiveNodeLocked(const GraphNode* n) { return S().nodes.count(n) != 0; }
+
+void DestroyGraphLocked(Graph* g) {
+  if (S().graphs.erase(g) == 0) return;
+  for (GraphNode* n : g->nodes) {
+    S().nodes.erase(n);
+    if (n->work.child != nullptr) DestroyGraphLocked(n->work.child);
+  }
+  g->nodes.clear();
+  g->launch.clear();
+  g->launch.shrink_to_fit();
+  g->shape.clear();
+}
+
 void DestroyGraph(Graph* g) {
-  std::lock_guard<std::mutex> lock(S().mu);
-  S().graphs.erase(g);
+  std::lock_guard<std::mutex> lock(S().graph_mu);
+  DestroyGraphLocked(g);
 }
 
 uint32_t NextGraphNodeId() { return S().next_node_id.fetch_add(1); }
+
+GraphNode* AddNodeLocked(Graph* g, NodeWork work, const std::vector<GraphNode*>& deps,
+                         const cudaGraphEdgeData* edge_data) {
+  GraphNode* n = new GraphNode();
+  n->graph = g;
+  n->id = NextGraphNodeId();
+  n->work = std::move(work);
+  n->work.op.rec.graph_node_id = n->id;
+  n->deps = deps;
+  n->edge_data.resize(deps.size());
+  if (edge_data != nullptr) n->edge_data.assign(edge_data, edge_data + deps.size());
+  if (n->work.child != nullptr) n->work.child->owner = n;
+  g->nodes.push_back(n);
+  S().nodes.insert(n);
+  return n;
+}
+
+void DestroyNodeLocked(GraphNode* n) {
+  Graph* g = n->graph;
+  for (GraphNode* m : g->nodes) {
+    for (size_t i = 0; i < m->deps.size();) {
+      if (m->deps[i] == n) {
+        m->deps.erase(m->deps.begin() + static_cast<long>(i));
+        m->edge_data.erase(m->edge_data.begin() + static_cast<long>(i));
+      } else {
+        ++i;
+      }
+    }
+  }
+  for (size_t i = 0; i < g->nodes.size(); ++i) {
+    if (g->nodes[i] == n) {
+      g->nodes.erase(g->nodes.begin() + static_cast<long>(i));
+      break;
+    }
+  }
+  S().nodes.erase(n);
+  if (n->work.child != nullptr) DestroyGraphLocked(n->work.child);
+}
+
+NodeWork WorkFromCapturedOp(const Op& op) {
+  NodeWork w;
+  w.op = op;
+  w.op.waits.clear();
+  w.op.staging.clear();  // a launch copies the source as it is then, like the device
+  w.op.staging.shrink_to_fit();
+  w.op.rec.correlation_id = 0;
+  w.op.rec.queued_ns = 0;
+  switch (op.action) {
+    case Op::kKernel:
+      w.type = cudaGraphNodeTypeKernel;
+      w.kernel.func = const_cast<void*>(op.kernel->host_fn);
+      w.kernel.gridDim = dim3(op.rec.grid[0], op.rec.grid[1], op.rec.grid[2]);
+      w.kernel.blockDim = dim3(op.rec.block[0], op.rec.block[1], op.rec.block[2]);
+      w.kernel.sharedMemBytes = op.rec.shared_mem;
+      break;
+    case Op::kCopy:
+      w.type = cudaGraphNodeTypeMemcpy;
+      w.copy.srcPtr = cudaPitchedPtr{const_cast<void*>(op.src), op.spitch, op.width, op.height};
+      w.copy.dstPtr = cudaPitchedPtr{op.dst, op.dpitch, op.width, op.height};
+      w.copy.extent = cudaExtent{op.width, op.height, 1};
+      w.copy.kind = static_cast<cudaMemcpyKind>(op.rec.copy_kind);
+      break;
+    case Op::kSet:
+      w.type = cudaGraphNodeTypeMemset;
+      w.set.dst = op.dst;
+      w.set.pitch = op.dpitch;
+      w.set.value = static_cast<unsigned>(op.value);
+      w.set.elementSize = op.element_size;
+      w.set.width = op.width / (op.element_size == 0 ? 1 : op.element_size);
+      w.set.height = op.height;
+      break;
+    case Op::kHostFn:
+    case Op::kStreamCallback:
+      w.type = cudaGraphNodeTypeHost;
+      w.host.fn = op.host_fn;
+      w.host.userData = op.user_data;
+      break;
+    case Op::kFreeMemory:
+      // cudaFreeAsync during capture: CUDA adds a memory free node. Replaying a free on every
+      // launch would free the memory twice, so the node frees nothing (the memory leaks).
+      w.type = cudaGraphNodeTypeMemFree;
+      w.op = Op();
+      break;
+    default:
+      w.op = Op();
+      break;
+  }
+  return w;
+}
 
 // ---- Memory ---------------------------------------------------------------------------------
 

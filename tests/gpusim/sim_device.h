@@ -1,5 +1,6 @@
 // The engine of gpusim's libcudart.so.13: simulated devices, streams with FIFO worker threads,
-// events, captured graphs, the allocation table, the observer hooks and the ground-truth log.
+// events, graphs (captured or built node by node), the allocation table, the observer hooks and
+// the ground-truth log.
 //
 // The CUDA entry points (cudart_*.cc) translate API calls into Ops and enqueue them here. A
 // stream's worker thread executes its Ops in order, in real time: an op starts when the device
@@ -16,9 +17,9 @@
 // already enqueued on the legacy default stream. cudaStreamWaitEvent enqueues a wait-only Op.
 //
 // Thread safety: every function here may be called from any number of host threads. Handles
-// (Stream, Event, Graph) are never freed, so a stale pointer is detected through the live-handle
-// sets instead of crashing. Nothing here is hot-path safe in the profiler's sense (locks,
-// allocation): the launch path costs a few hundred ns, measured by gpusim_bench.
+// (Stream, Event, Graph, GraphNode) are never freed, so a stale pointer is detected through the
+// live-handle sets instead of crashing. Nothing here is hot-path safe in the profiler's sense
+// (locks, allocation): the launch path costs a few hundred ns, measured by gpusim_bench.
 #ifndef PROFAGENT_TESTS_GPUSIM_SIM_DEVICE_H_
 #define PROFAGENT_TESTS_GPUSIM_SIM_DEVICE_H_
 
@@ -48,6 +49,7 @@ void SleepUntilNs(uint64_t deadline_ns);
 struct Stream;
 struct Event;
 struct Graph;
+struct GraphNode;
 
 // A registered kernel (from __cudaRegisterFunction). Its address is the cudaKernel_t handle
 // returned by __cudaGetKernel. Lives forever.
@@ -58,7 +60,7 @@ struct Kernel {
   KernelCost cost;
 };
 
-// One unit of work of a stream.
+// One unit of work of a stream (also the work of a graph node, copied into a stream at launch).
 struct Op {
   enum Action {
     kKernel, kCopy, kSet, kHostFn, kStreamCallback, kEventRecord, kWaitOnly, kFreeMemory,
@@ -68,11 +70,14 @@ struct Op {
   bool report = false;          // observer + ground truth when done
   GpusimOpRecord rec = {};      // identity of the op; times filled by the worker
   uint64_t duration_ns = 0;     // modelled duration (kernels, copies, sets)
-  // kCopy / kSet (2D: height rows of width bytes; 1D: height 1).
+  const Kernel* kernel = nullptr;  // kKernel
+  // kCopy / kSet (2D: height rows of width bytes; 1D: height 1). A kSet writes `value` into
+  // every element of `element_size` bytes (1, 2 or 4; width is a multiple of it).
   void* dst = nullptr;
   const void* src = nullptr;
   size_t dpitch = 0, spitch = 0, width = 0, height = 1;
   int value = 0;
+  unsigned element_size = 1;
   std::vector<char> staging;  // if not empty: the source rows (packed), taken at enqueue time
   // kHostFn / kStreamCallback.
   cudaHostFn_t host_fn = nullptr;
@@ -116,6 +121,9 @@ struct Stream {
   Graph* capture_graph = nullptr;
   cudaStreamCaptureMode capture_mode = cudaStreamCaptureModeGlobal;
   bool capture_origin = false;
+  // The nodes the next op captured on this stream depends on: the stream's last captured node,
+  // or the nodes joined through cudaStreamWaitEvent on an event recorded in the capture.
+  std::vector<GraphNode*> capture_deps;
 
   bool blocking() const { return legacy || !(flags & cudaStreamNonBlocking); }
 };
@@ -129,15 +137,70 @@ struct Event {
   uint64_t time_ns = 0;      // set by the worker when the record op executes
   bool timed = false;        // time_ns belongs to `generation`
   Graph* capture_graph = nullptr;  // recorded during a capture into this graph
+  std::vector<GraphNode*> capture_nodes;  // the recording stream's capture_deps at that record
 };
 
-// A captured (or empty) graph; instantiation copies the nodes.
+// ---- Graphs ---------------------------------------------------------------------------------
+//
+// A cudaGraph_t is a Graph with nodes (GraphNode, the cudaGraphNode_t handles) and dependency
+// edges; stream capture and the cudaGraphAdd*Node functions build the same structure. A
+// cudaGraphExec_t is a Graph with `exec` set that holds a snapshot taken at instantiation: its
+// nodes' work flattened (child graphs inlined) in a topological order, which cudaGraphLaunch
+// enqueues serially on the launch stream. Everything in Graph, GraphNode and ExecNode is guarded
+// by GraphMutex(), a leaf lock (nothing else is acquired while it is held).
+
+// What a node does: its type, the Op it enqueues (kernel, memcpy, memset, host) and its
+// parameters as the application gave them (returned by the cudaGraph*NodeGetParams functions).
+struct NodeWork {
+  cudaGraphNodeType type = cudaGraphNodeTypeEmpty;
+  Op op;  // action kWaitOnly for node types that enqueue no work of their own
+  cudaKernelNodeParams kernel = {};
+  cudaMemcpy3DParms copy = {};
+  cudaMemsetParams set = {};
+  cudaHostNodeParams host = {};
+  Event* event = nullptr;  // event record / event wait nodes
+  Graph* child = nullptr;  // child graph nodes: the graph the node owns (a clone, or moved in)
+};
+
+// A node of a graph: a cudaGraphNode_t. Never freed; a destroyed node (or a node of a destroyed
+// graph) leaves the live set, so later calls with its handle fail with cudaErrorInvalidValue.
+struct GraphNode {
+  Graph* graph = nullptr;  // the graph it belongs to (fixed)
+  uint32_t id = 0;         // graph_node_id of the ops it enqueues (CUPTI's graphNodeId)
+  NodeWork work;
+  std::vector<GraphNode*> deps;             // incoming edges, in the order they were added
+  std::vector<cudaGraphEdgeData> edge_data;  // parallel to deps
+  const GraphNode* cloned_from = nullptr;  // cudaGraphClone: the node copied (compared only)
+};
+
+// One unit of an executable graph, in launch order.
+struct ExecNode {
+  const GraphNode* origin = nullptr;  // top-level node instantiated from (nullptr inside a child)
+  NodeWork work;                      // work.child is unused: child graphs are inlined
+  bool enabled = true;                // cudaGraphNodeSetEnabled
+};
+
+// The shape of one node of an instantiated graph, for cudaGraphExecUpdate's topology check.
+struct NodeShape {
+  cudaGraphNodeType type;
+  std::vector<size_t> deps;  // indices of the dependencies in creation order, sorted
+  int copy_kind;             // memcpy nodes: the resolved cudaMemcpyKind
+  std::string child;         // child graph nodes: an encoding of the child's shape
+};
+
 struct Graph {
   uint32_t id = 0;
-  std::mutex mu;
-  std::vector<Op> nodes;
-  std::vector<Stream*> capturing_streams;
   bool exec = false;  // a cudaGraphExec_t
+  // cudaGraph_t:
+  std::vector<GraphNode*> nodes;  // live nodes, in creation order
+  GraphNode* owner = nullptr;     // the child graph node that owns this graph, if any
+  std::vector<Stream*> capturing_streams;
+  // cudaGraphExec_t:
+  std::vector<ExecNode> launch;  // flattened, topologically ordered
+  std::vector<NodeShape> shape;  // of the instantiated graph's top-level nodes
+  unsigned long long flags = 0;  // instantiation flags
+  Stream* last_stream = nullptr;  // where the previous launch's last op went, and its seq
+  uint64_t last_seq = 0;
 };
 
 // What an allocation is, for cudaMemcpyDefault, cudaPointerGetAttributes and cudaFree checks.
@@ -180,8 +243,9 @@ bool DestroyStream(Stream* s);
 Stream* LegacyStream(int device);
 
 // Enqueues `op` (takes ownership) unless the stream is capturing, in which case the op becomes a
-// node of the capture graph. Adds the legacy-stream ordering waits. Returns the op's sequence
-// number, or 0 when it was captured.
+// node of the capture graph, depending on the stream's capture_deps (copies then read their
+// source when a launch executes them, not at capture). Adds the legacy-stream ordering waits.
+// Returns the op's sequence number, or 0 when it was captured.
 uint64_t Enqueue(Stream* s, Op* op);
 // Blocks until every op with sequence number <= seq of `s` has completed.
 void WaitForSeq(Stream* s, uint64_t seq);
@@ -191,15 +255,47 @@ void SynchronizeDevice(int device);
 // Streams of `device` (created and default), for DeviceReset.
 void ResetDevice(int device);
 
-// ---- Events and graphs -----------------------------------------------------------------------
+// ---- Ops ------------------------------------------------------------------------------------
+
+// Fill the work of an op (action, report, rec identity, duration from the cost model); the
+// caller sets the correlation id. `kind` may be cudaMemcpyDefault (resolved from the pointers).
+void InitKernelOp(Op* op, const Kernel* k, dim3 grid, dim3 block, size_t shared_mem);
+void InitCopyOp(Op* op, void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
+                size_t height, int kind);
+void InitSetOp(Op* op, void* dst, size_t pitch, int value, unsigned element_size,
+               size_t width_bytes, size_t height);
+
+// ---- Events ---------------------------------------------------------------------------------
 
 Event* CreateEvent(unsigned flags);
 bool IsLiveEvent(Event* e);
 void DestroyEvent(Event* e);
+// Enqueues `op` (owned; its identity fields already set) as a record of `e` on `s`, with
+// cudaEventRecord's semantics: later waits and queries refer to this record. Returns the op's
+// sequence number (0 when captured).
+uint64_t RecordEvent(Stream* s, Event* e, Op* op);
+
+// ---- Graphs (see the Graph section above) ---------------------------------------------------
+
+std::mutex& GraphMutex();
 Graph* CreateGraph(bool exec);
+Graph* CreateGraphLocked(bool exec);  // with GraphMutex() held
 bool IsLiveGraph(Graph* g, bool exec);
+// With GraphMutex() held: whether `g` is a live graph of that kind / `n` a live node.
+bool IsLiveGraphLocked(const Graph* g, bool exec);
+bool IsLiveNodeLocked(const GraphNode* n);
+// Invalidates the handle; a cudaGraph_t's nodes and child graphs go with it.
 void DestroyGraph(Graph* g);
+void DestroyGraphLocked(Graph* g);
 uint32_t NextGraphNodeId();
+// With GraphMutex() held: appends a node with `work` and these dependencies (live nodes of `g`,
+// no duplicates: the caller checks) to `g`; returns its handle. `edge_data` may be null.
+GraphNode* AddNodeLocked(Graph* g, NodeWork work, const std::vector<GraphNode*>& deps,
+                         const cudaGraphEdgeData* edge_data);
+// With GraphMutex() held: removes `n` from its graph and from its dependents' edges.
+void DestroyNodeLocked(GraphNode* n);
+// The node a captured op becomes (type and parameters derived from the op).
+NodeWork WorkFromCapturedOp(const Op& op);
 
 // ---- Memory ---------------------------------------------------------------------------------
 
