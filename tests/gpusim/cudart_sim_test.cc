@@ -206,7 +206,9 @@ const char kCosts[] =
     "^p1_long 2000\n"
     "^p1_mid 500 + 0.001*threads\n"
     "^p1_other 2000\n"
-    "^p2_long 2000\n"
+    // Long enough that the next launches (another stream) start before it ends even when the
+    // host thread is starved for milliseconds on a busy 2-core machine.
+    "^p2_long 20000\n"
     "^p2_ 300\n"
     "^p3_first 300\n"
     "^p3_waiter 100\n"

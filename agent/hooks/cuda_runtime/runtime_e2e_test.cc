@@ -220,7 +220,8 @@ struct Scenario {
     std::ofstream(dir + "/costs.txt") << "^first_kernel 5000\n^excl_kernel 5000\n"
                                       << "^plugin_kernel 5000\n^injected_kernel 1000\n"
                                       << "^worker_kernel 2000\n^before_fork 1000\n"
-                                      << "^after_fork 1000\n^ptds_kernel 2000\n^static_kernel 1000\n";
+                                      << "^after_fork 1000\n^ptds_kernel 2000\n^static_kernel 1000\n"
+                                      << "^graph_fill 500\n^graph_reduce 300\n";
     run = Run(dir, "GPUSIM_COSTS=" + dir + "/costs.txt GPUSIM_TRUTH=" + dir +
                        "/truth.json PROFAGENT_OUTPUT=" + dir + "/prof LD_PRELOAD=" +
                        AgentPath() + " " + env,
@@ -625,6 +626,64 @@ TEST_CASE("PROFAGENT_LAUNCH_API_SAMPLE=N times 1 launch in N at random, never al
     INFO(kv.first << " timed " << kv.second);
     CHECK(kv.second >= 60);  // 125 expected per kernel
   }
+}
+
+TEST_CASE("A graph built by hand: CUPTI reports each node once, attributed to its launch") {
+  Scenario s("graph_cupti", "PROFAGENT_GPU_TIMING=cupti", kPkg + "rt_graph");
+  REQUIRE(s.run.code == 0);
+  CHECK(s.run.out == "host_runs=4 errors=0\n");
+  REQUIRE(s.loaded);
+  if (CuptiUnavailable(s.prof)) return;
+  auto launches = s.prof.Kind(EV_GRAPH_LAUNCH);
+  REQUIRE(launches.size() == 4);
+  std::set<uint64_t> launch_corrs;
+  for (auto* g : launches) launch_corrs.insert(g->corr);
+  // Every kernel, copy and set the simulator ran from the graph: one device op, the graph launch's
+  // correlation id, a graph id, the kernel's name.
+  int kernels = 0, copies = 0, sets = 0;
+  for (auto& t : s.truth) {
+    if (t.op != "kernel" && t.op != "memcpy" && t.op != "memset") continue;
+    REQUIRE(t.graph != 0);
+    INFO(t.op << " " << t.name << " corr " << t.corr);
+    CHECK(launch_corrs.count(t.corr) == 1);
+    int n = 0;
+    for (auto& d : s.prof.dev) {
+      if (d.corr != t.corr || d.op.graph() == 0) continue;
+      if (t.op == "kernel" && d.op.kind() == DOP_KERNEL && SameKernel(s.prof.Str(d.op.name()), t))
+        ++n;
+      if (t.op == "memcpy" && d.op.kind() == DOP_MEMCPY && d.op.bytes() == t.bytes) ++n;
+      if (t.op == "memset" && d.op.kind() == DOP_MEMSET) ++n;
+    }
+    CHECK(n == 1);
+    kernels += t.op == "kernel";
+    copies += t.op == "memcpy";
+    sets += t.op == "memset";
+  }
+  CHECK(kernels == 8);
+  CHECK(copies == 8);
+  CHECK(sets == 4);
+  CheckDeviceDurations(s, /*include_graph_kernels=*/true);
+  // The changed grid took effect in the last launch: the profile says so too.
+  int wide = 0;
+  for (auto& d : s.prof.dev) wide += d.op.kind() == DOP_KERNEL && d.op.grid_x() == 32;
+  CHECK(wide == 1);
+}
+
+TEST_CASE("A graph built by hand under CUDA events and host timing: one entry per launch") {
+  Scenario ev("graph_events", "PROFAGENT_GPU_TIMING=events", kPkg + "rt_graph");
+  REQUIRE(ev.run.code == 0);
+  REQUIRE(ev.loaded);
+  CHECK(ev.prof.timing == GPU_TIMING_EVENTS);
+  auto launches = ev.prof.Kind(EV_GRAPH_LAUNCH);
+  REQUIRE(launches.size() == 4);
+  std::set<uint64_t> dev_corrs;
+  for (auto& d : ev.prof.dev) dev_corrs.insert(d.corr);
+  for (auto* g : launches) CHECK(dev_corrs.count(g->corr) == 1);  // the whole graph, timed
+  Scenario host("graph_host", "PROFAGENT_GPU_TIMING=host", kPkg + "rt_graph");
+  REQUIRE(host.run.code == 0);
+  REQUIRE(host.loaded);
+  CHECK(host.prof.Kind(EV_GRAPH_LAUNCH).size() == 4);
+  CHECK(host.prof.dev.empty());
 }
 
 TEST_CASE("Runtime calls no interposer sees (a static runtime): CUDA injection + CUPTI record them") {
