@@ -50,6 +50,13 @@ namespace {
 
 thread_local ThreadState* t_state __attribute__((tls_model("initial-exec"))) = nullptr;
 thread_local uint32_t t_last_driver_corr __attribute__((tls_model("initial-exec"))) = 0;
+struct DriverLaunches {
+  static constexpr uint32_t kKept = 16;
+  uint32_t n;
+  uint64_t stream[kKept];
+  uint32_t corr[kKept];
+};
+thread_local DriverLaunches t_driver_launches __attribute__((tls_model("initial-exec"))) = {};
 thread_local bool t_registering __attribute__((tls_model("initial-exec"))) = false;
 
 pthread_key_t g_exit_key;
@@ -284,7 +291,27 @@ uint32_t NextCorrelationIdSlow() {
 }  // namespace internal
 
 uint32_t LastDriverLaunchCorrelation() { return t_last_driver_corr; }
-void SetLastDriverLaunchCorrelation(uint32_t corr) { t_last_driver_corr = corr; }
+void SetLastDriverLaunchCorrelation(uint32_t corr) {
+  t_last_driver_corr = corr;
+  if (corr == 0) t_driver_launches.n = 0;
+}
+
+void NoteDriverLaunch(uint64_t stream, uint32_t corr) {
+  DriverLaunches& d = t_driver_launches;
+  const uint32_t i = d.n++ % DriverLaunches::kKept;
+  d.stream[i] = stream;
+  d.corr[i] = corr;
+}
+
+uint32_t DriverLaunchOnStream(uint64_t stream) {
+  const DriverLaunches& d = t_driver_launches;
+  const uint32_t kept = d.n < DriverLaunches::kKept ? d.n : DriverLaunches::kKept;
+  for (uint32_t k = 0; k < kept; ++k) {  // newest first
+    const uint32_t i = (d.n - 1 - k) % DriverLaunches::kKept;
+    if (d.stream[i] == stream) return d.corr[i];
+  }
+  return 0;
+}
 
 uint32_t InternString(const std::string& s) {
   auto& g = G();

@@ -104,6 +104,14 @@ constexpr size_t kMaxExtraBytes = 2048;
 uint32_t LastDriverLaunchCorrelation();
 void SetLastDriverLaunchCorrelation(uint32_t corr);
 
+// The driver launches (cuLaunchKernel*) the CUPTI hook saw on this thread since the last
+// SetLastDriverLaunchCorrelation(0), with their streams (the last 16 are kept): an NCCL group
+// over several streams launches one kernel per stream inside ncclGroupEnd, and each member call
+// is matched to its stream's. DriverLaunchOnStream returns 0 when none was seen on `stream`.
+// Thread-local, no lock: usable in hooks.
+void NoteDriverLaunch(uint64_t stream, uint32_t corr);
+uint32_t DriverLaunchOnStream(uint64_t stream);
+
 // Next agent-assigned correlation id of this thread (used when no CUPTI id is available). Never 0.
 inline uint32_t NextCorrelationId() {
   if (__builtin_expect(internal::t_corr_next != internal::t_corr_end, 1)) {

@@ -376,7 +376,7 @@ struct PendingLaunch {
   uint64_t start, end;
   uint32_t name, thread, stack, stream;
   int32_t path;   // ops.csv NVTX path id (paths_), -1 = none or not needed
-  int16_t bucket;
+  int16_t nvtx_model;  // bucket of the innermost model-mapped NVTX range, -1 = none
   bool graph;
   bool timed;  // the call's end was read (see LaunchTimed)
   uint32_t grid[3], block[3];
@@ -399,15 +399,29 @@ struct PendingOp {
   uint32_t name, stream, copy_kind, device;
   int kind;
   uint32_t grid[3], block[3];
+  bool coll = false;  // the kernel of an NCCL call (its launch event may never come: events mode)
 };
 
 struct KernelAgg {
   Distribution d;
 };
 
+// Calls of one library/op/size class. An NCCL call only enqueues its kernel: its time is the
+// kernel's device time when the kernel is known (joined by correlation id), else the host call.
 struct CollAgg {
-  uint64_t count = 0, bytes = 0, time_ns = 0;
+  uint64_t count = 0, bytes = 0, time_ns = 0;  // time_ns: host call durations
+  uint64_t dev_count = 0, dev_ns = 0;          // calls timed on the device, their device time
+  uint64_t dev_host_ns = 0;                    // the host time of those calls
   int n = 1;
+  // Host time, with the device time instead for the calls that have one.
+  uint64_t best_ns() const { return time_ns - dev_host_ns + dev_ns; }
+};
+
+// An NCCL call waiting for its kernel's device op (see Host2, OnOp).
+struct CollWait {
+  size_t arrival;   // index into arrivals_, SIZE_MAX = none
+  CollAgg* agg;     // in colls_ (std::map: stable)
+  uint64_t host_ns;
 };
 
 struct Arrival {
@@ -530,7 +544,7 @@ class FileAnalysis : public ViewVisitor {
   std::vector<Arrival> arrivals_;
   std::vector<std::string> comm_uids_;
   absl::flat_hash_map<std::string, uint32_t> comm_uid_index_;
-  uint64_t coll_calls_ = 0, coll_ns_ = 0;
+  uint64_t coll_calls_ = 0, coll_ns_ = 0;  // coll_ns_: host, device for calls that have it
   std::map<uint32_t, MemDev> mem_;
   Distribution gaps_, launch_to_start_;
   std::vector<Gap> top_gaps_;
@@ -616,7 +630,8 @@ class FileAnalysis : public ViewVisitor {
   CorrTable<PendingLaunch> pending_launch_;
   CorrTable<PendingOp> pending_op_;
   // NCCL calls waiting for their kernel's device op (correlation id -> index in arrivals_).
-  absl::flat_hash_map<uint64_t, size_t> coll_by_corr_;
+  absl::flat_hash_map<uint64_t, CollWait> coll_by_corr_;
+  void CollKernel(const CollWait& w, const PendingOp& op);
   std::vector<uint64_t> dev_last_end_ = std::vector<uint64_t>(kDirectDevices, 0);
   absl::flat_hash_map<uint32_t, uint64_t> dev_last_end_far_;  // odd device numbers
   uint64_t busy_end_ = 0;
@@ -1101,15 +1116,7 @@ void FileAnalysis::Host2(const EventView& e) {
       const OpenRange* in = Innermost(e.thread, e.start_ns);
       l.path = in != nullptr && csv_.is_open() ? PathOf(cached_sweep_, cached_sweep_->stack.size() - 1)
                                                : -1;
-      l.bucket = -1;
-      if (kind == EV_LAUNCH) {
-        int b = KernelBucket(e.name);
-        if (b < 0 || b == ctx_->gemm) {
-          int from_nvtx = in != nullptr ? in->model : -1;
-          b = from_nvtx >= 0 ? from_nvtx : ctx_->others;
-        }
-        l.bucket = int16_t(b);
-      }
+      l.nvtx_model = in != nullptr ? in->model : int16_t(-1);
       std::copy(e.grid, e.grid + 3, l.grid);  // ScanFile already undid the value-1 encoding
       std::copy(e.block, e.block + 3, l.block);
       if (host_mode_) {
@@ -1174,6 +1181,7 @@ void FileAnalysis::Host2(const EventView& e) {
       a.n = n;
       ++coll_calls_;
       coll_ns_ += e.end_ns - e.start_ns;
+      CollWait w{SIZE_MAX, &a, e.end_ns - e.start_ns};
       if (cit != comms_.end() && !cit->second.first.empty()) {
         auto u = comm_uid_index_.find(cit->second.first);
         if (u == comm_uid_index_.end()) {
@@ -1184,12 +1192,14 @@ void FileAnalysis::Host2(const EventView& e) {
         // An NCCL call only enqueues: its rank "arrives" when its stream reaches the
         // collective's kernel, i.e. at the kernel's device start (joined by correlation id).
         arrivals_.push_back(Arrival{u->second, c.seq(), int64_t(e.start_ns), int(c.lib())});
-        if (c.lib() == LIB_NCCL && c.corr() != 0) {
-          if (const PendingOp* d = pending_op_.Find(c.corr())) {
-            arrivals_.back().at = int64_t(d->start);
-          } else {
-            coll_by_corr_[c.corr()] = arrivals_.size() - 1;
-          }
+        w.arrival = arrivals_.size() - 1;
+      }
+      if (c.lib() == LIB_NCCL && c.corr() != 0) {
+        if (PendingOp* d = pending_op_.Find(c.corr())) {
+          CollKernel(w, *d);
+          d->coll = true;
+        } else {
+          coll_by_corr_[c.corr()] = w;
         }
       }
       break;
@@ -1228,15 +1238,16 @@ void FileAnalysis::OnOp(const OpView& d) {
     t1_ = std::max(t1_, d.end_ns);
     return;
   }
+  PendingOp op{d.start_ns, d.end_ns, d.name, d.stream, d.copy_kind, d.device, d.kind,
+               {d.grid[0], d.grid[1], d.grid[2]}, {d.block[0], d.block[1], d.block[2]}};
   if (!coll_by_corr_.empty()) {
     auto c = coll_by_corr_.find(d.corr);
     if (c != coll_by_corr_.end()) {
-      arrivals_[c->second].at = int64_t(d.start_ns);
+      CollKernel(c->second, op);
+      op.coll = true;
       coll_by_corr_.erase(c);
     }
   }
-  PendingOp op{d.start_ns, d.end_ns, d.name, d.stream, d.copy_kind, d.device, d.kind,
-               {d.grid[0], d.grid[1], d.grid[2]}, {d.block[0], d.block[1], d.block[2]}};
   if (const PendingLaunch* l = pending_launch_.Find(d.corr)) {
     Emit(op, l);
     if (!l->graph) pending_launch_.Erase(d.corr);
@@ -1245,16 +1256,30 @@ void FileAnalysis::OnOp(const OpView& d) {
   }
 }
 
+// An NCCL call's kernel: its device start is the rank's arrival, its device time the call's.
+void FileAnalysis::CollKernel(const CollWait& w, const PendingOp& op) {
+  const uint64_t dur = op.end > op.start ? op.end - op.start : 0;
+  if (w.arrival != SIZE_MAX) arrivals_[w.arrival].at = int64_t(op.start);
+  ++w.agg->dev_count;
+  w.agg->dev_ns += dur;
+  w.agg->dev_host_ns += w.host_ns;
+  coll_ns_ = coll_ns_ - w.host_ns + dur;
+}
+
 void FileAnalysis::Emit(const PendingOp& op, const PendingLaunch* l) {
   const uint64_t dur = op.end > op.start ? op.end - op.start : 0;
   int bucket;
   if (op.kind == DOP_MEMCPY || op.kind == DOP_MEMSET) {
     bucket = ctx_->Bucket(MemcpyBucket(op.kind == DOP_MEMSET, op.copy_kind));
-  } else if (l != nullptr && l->bucket >= 0) {
-    bucket = l->bucket;
   } else {
-    bucket = KernelBucket(op.name);
-    if (bucket < 0 || bucket == ctx_->gemm) bucket = ctx_->others;
+    // The kernel's name decides: the launch's, else (no name, or one no rule knows: a driver
+    // launch recorded without its kernel) the device op's. A GEMM or an unknown kernel goes to
+    // the innermost NVTX projection range.
+    bucket = l != nullptr && l->name != 0 && !l->graph ? KernelBucket(l->name) : -1;
+    if (bucket < 0 && op.name != 0) bucket = KernelBucket(op.name);
+    if (bucket < 0 || bucket == ctx_->gemm) {
+      bucket = l != nullptr && l->nvtx_model >= 0 ? l->nvtx_model : ctx_->others;
+    }
   }
   uint32_t name_id = op.name != 0 ? op.name : l != nullptr ? l->name : 0;
   const std::string& bname = ctx_->buckets[bucket];
@@ -1384,8 +1409,11 @@ void FileAnalysis::Finish2() {
     return a.second.start != b.second.start ? a.second.start < b.second.start
                                             : a.first < b.first;
   });
-  for (const auto& p : rest) Emit(p.second, nullptr);
-  unmatched_ops_ = rest.size();
+  for (const auto& p : rest) {
+    Emit(p.second, nullptr);
+    // An NCCL kernel timed by CUDA events has its call, not a launch event.
+    if (!p.second.coll) ++unmatched_ops_;
+  }
   pending_launch_.ForEach([&](uint64_t, const PendingLaunch& l) {
     if (!l.graph) ++unmatched_launches_;
   });
@@ -1955,6 +1983,9 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
       a.count += c.second.count;
       a.bytes += c.second.bytes;
       a.time_ns += c.second.time_ns;
+      a.dev_count += c.second.dev_count;
+      a.dev_ns += c.second.dev_ns;
+      a.dev_host_ns += c.second.dev_host_ns;
       a.n = std::max(a.n, c.second.n);
       cranks[c.first].insert(f->rank_);
     }
@@ -1970,8 +2001,11 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
     jc["count"] = c.second.count;
     uint64_t bytes = c.second.count > 0 ? c.second.bytes / c.second.count : 0;
     jc["bytes"] = bytes;
-    jc["time_ms"] = Num(NsToMs(double(c.second.time_ns)));
-    double mean_ns = c.second.count > 0 ? double(c.second.time_ns) / double(c.second.count) : 0;
+    const CollAgg& ca = c.second;
+    jc["time_ms"] = Num(NsToMs(double(ca.best_ns())));
+    jc["time_source"] = ca.dev_count == ca.count ? "device" : ca.dev_count == 0 ? "host" : "mixed";
+    jc["device_timed"] = ca.dev_count;
+    double mean_ns = ca.count > 0 ? double(ca.best_ns()) / double(ca.count) : 0;
     jc["mean_us"] = Num(mean_ns / 1e3);
     double algbw = mean_ns > 0 ? double(bytes) / mean_ns : 0;  // bytes/ns == GB/s
     jc["algbw_gbps"] = mean_ns > 0 ? Num(algbw) : Json(nullptr);

@@ -227,16 +227,18 @@ std::string RenderMarkdown(const Json& s) {
   if (c["ops"].empty()) {
     md += "(no collectives)\n\n";
   } else {
-    md += "| lib | op | size | ranks | calls | bytes | mean us | algbw GB/s | busbw GB/s |\n"
-          "|---|---|---|---:|---:|---:|---:|---:|---:|\n";
+    md += "| lib | op | size | ranks | calls | bytes | mean us | timed on | algbw GB/s | "
+          "busbw GB/s |\n"
+          "|---|---|---|---:|---:|---:|---:|---|---:|---:|\n";
     for (const Json& o : c["ops"]) {
       absl::StrAppend(&md, "| ", o["lib"].get<std::string>(), " | ",
                       Cell(o["op"].get<std::string>()), " | ", o["size_class"].get<std::string>(),
                       " | ", F(o["ranks"]), " | ", F(o["count"]), " | ", F(o["bytes"]), " | ",
-                      F(o["mean_us"]), " | ", F(o["algbw_gbps"]), " | ", F(o["busbw_gbps"]),
-                      " |\n");
+                      F(o["mean_us"]), " | ", o["time_source"].get<std::string>(), " | ",
+                      F(o["algbw_gbps"]), " | ", F(o["busbw_gbps"]), " |\n");
     }
-    md += "\n";
+    md += "\nTime of a call: its kernel's device time when the kernel is known (NCCL), else the "
+          "host call (MPI; an NCCL call only enqueues).\n\n";
     const Json& sg = c["stragglers"];
     absl::StrAppend(&md, "Stragglers: ", sg["calls_matched"].dump(),
                     " calls matched across ranks; arrival skew mean ",

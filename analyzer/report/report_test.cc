@@ -88,7 +88,8 @@ DeviceOp Kernel(uint64_t dur) {
 //       cudaMemcpy h2d 30200 dur 20, dev 30300+100
 //   memory: alloc 1 MiB @500, alloc 2 MiB @600, free the 1 MiB @700. Drops: 3.
 // rank 1 (host h1, clock 5000 us behind rank 0, ClockOffset +5000 us), thread 1:
-//   nccl kernel launch 8500 (dev 8510+60); ncclAllReduce 8530 dur 20 (seq 0), 20010 dur 30 (seq 1)
+//   nccl kernel launch 8500 (dev 8510+60); ncclAllReduce 8530 dur 20 (seq 0, its kernel: corr 1,
+//   so timed 60 us on the device, arriving at 8510), 20010 dur 30 (seq 1, no kernel: host time)
 void WriteGoldenProfile(const std::string& dir) {
   {
     ProfileBuilder b(dir + "/rank0.pb");
@@ -205,7 +206,9 @@ void WriteGoldenProfile(const std::string& dir) {
     b.Write(comm);
     b.Host(1, 8500 * kUs, 1,
            ProfileBuilder::Launch(b.Str("ncclDevKernel_AllReduce_Sum_bf16_RING_LL"), 10 * kUs));
-    b.Host(1, 8530 * kUs, 0, Coll(b, 20 * kUs, 7, 0));
+    Event first = Coll(b, 20 * kUs, 7, 0);
+    first.mutable_coll()->set_corr(1);  // its kernel: the launch above (device 60 us)
+    b.Host(1, 8530 * kUs, 0, first);
     b.Host(1, 20010 * kUs, 0, Coll(b, 30 * kUs, 7, 1));
     b.Flush();
     b.Device(0, 8510 * kUs, 1, Kernel(60 * kUs));
@@ -299,17 +302,23 @@ TEST_CASE("golden two-rank profile: summary.json, report.md, ops.csv") {
   CHECK(k0["p99_us"] == 500.0);
   CHECK(k0["share"] == Approx(1100.0 / 2360));
   CHECK(s["kernels"].back()["bucket"] == "comm.allreduce");
-  // Collectives: 4 calls of 1 MiB, 140 us in all: algbw = 1048576 B / 35000 ns.
+  // Collectives: 4 calls of 1 MiB: 50, 40, 30 us on the host and one timed by its kernel, 60 us
+  // on the device (not its 20 us enqueue): 180 us, algbw = 1048576 B / 45000 ns.
   const Json& co = s["collectives"]["ops"][0];
   CHECK(co["count"] == 4);
   CHECK(co["size_class"] == "1MiB-4MiB");
-  CHECK(co["algbw_gbps"] == Approx(1048576.0 / 35000));
-  CHECK(co["busbw_gbps"] == Approx(1048576.0 / 35000));  // n = 2: factor 2(n-1)/n = 1
-  // Stragglers: rank 1 arrives 30 us then 10 us after rank 0 (after the clock offset).
+  CHECK(co["time_ms"] == 0.18);
+  CHECK(co["time_source"] == "mixed");
+  CHECK(co["device_timed"] == 1);
+  CHECK(co["algbw_gbps"] == Approx(1048576.0 / 45000));
+  CHECK(co["busbw_gbps"] == Approx(1048576.0 / 45000));  // n = 2: factor 2(n-1)/n = 1
+  CHECK(s["collectives"]["per_rank"][1]["time_ms"] == 0.09);
+  // Stragglers: rank 1 arrives 10 us after rank 0 both times (after the clock offset): at its
+  // kernel's device start (8510 + 5000 us) for seq 0, at its host call for seq 1.
   const Json& sg = s["collectives"]["stragglers"];
   CHECK(sg["calls_matched"] == 2);
-  CHECK(sg["skew_us"]["mean"] == 20.0);
-  CHECK(sg["wait_ms_by_rank"]["0"] == 0.04);
+  CHECK(sg["skew_us"]["mean"] == 10.0);
+  CHECK(sg["wait_ms_by_rank"]["0"] == 0.02);
   CHECK(sg["most_frequent_last_arriver"] == 1);
   // Host: 10 launch-to-start latencies: eight of 90 us, 390 and 80 -> mean 119.
   const Json& h = s["host"];

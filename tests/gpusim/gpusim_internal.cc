@@ -7,12 +7,12 @@
 namespace {
 // Argument-less ApiInfo for driver calls: the callback gets the caller's cbid and name.
 void DriverCallback(int is_exit, int cbid, const char* func_name, const char* symbol_name,
-                    uint32_t corr) {
+                    uint32_t corr, const void* params) {
   const gpusim::Observer* obs = gpusim::CurrentObserver();
   if (obs == nullptr || obs->api_cb == nullptr) return;
   int ret = 0;  // CUDA_SUCCESS
   obs->api_cb(obs->user, GPUSIM_DOMAIN_DRIVER, is_exit, cbid, func_name, symbol_name, corr,
-              nullptr, is_exit ? &ret : nullptr);
+              params, is_exit ? &ret : nullptr);
 }
 }  // namespace
 
@@ -24,15 +24,16 @@ void gpusim_set_observer(GpusimApiCallback api_cb, GpusimOpCallback op_cb, void*
 
 uint32_t gpusim_next_correlation_id(void) { return gpusim::NextCorrelationId(); }
 
-uint32_t gpusim_driver_call_begin(int cbid, const char* func_name, const char* symbol_name) {
+uint32_t gpusim_driver_call_begin(int cbid, const char* func_name, const char* symbol_name,
+                                  const void* params) {
   uint32_t corr = gpusim::NextCorrelationId();
-  DriverCallback(0, cbid, func_name, symbol_name, corr);
+  DriverCallback(0, cbid, func_name, symbol_name, corr, params);
   return corr;
 }
 
 void gpusim_driver_call_end(int cbid, const char* func_name, const char* symbol_name,
-                            uint32_t correlation_id) {
-  DriverCallback(1, cbid, func_name, symbol_name, correlation_id);
+                            uint32_t correlation_id, const void* params) {
+  DriverCallback(1, cbid, func_name, symbol_name, correlation_id, params);
 }
 
 int gpusim_stream_enqueue(gpusim_stream_t stream, const GpusimOpRecord* tmpl,

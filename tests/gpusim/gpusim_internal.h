@@ -84,9 +84,12 @@ uint32_t gpusim_next_correlation_id(void);
 
 // Emits an API callback pair around a simulated driver call made by another gpusim library:
 // gpusim_driver_call_begin returns the correlation id to put on the operations it enqueues.
-uint32_t gpusim_driver_call_begin(int cbid, const char* func_name, const char* symbol_name);
+// `params` is what CUPTI hands out as the call's functionParams (e.g. cuLaunchKernelEx_params),
+// or NULL.
+uint32_t gpusim_driver_call_begin(int cbid, const char* func_name, const char* symbol_name,
+                                  const void* params);
 void gpusim_driver_call_end(int cbid, const char* func_name, const char* symbol_name,
-                            uint32_t correlation_id);
+                            uint32_t correlation_id, const void* params);
 
 // Enqueues a custom operation on `stream` (NULL = legacy default stream). When the stream
 // worker reaches it, it sets rec->start_ns, calls run(arg, rec) which blocks for as long as the

@@ -67,7 +67,8 @@
 #include <unordered_set>
 #include <vector>
 
-#include <cupti_driver_cbid.h>
+#include <cuda.h>
+#include <cupti.h>  // cuLaunchKernelEx_params (generated_cuda_meta.h, in cupti.h's order)
 #include <nccl.h>
 
 #include "tests/gpusim/gpusim_internal.h"
@@ -699,10 +700,23 @@ ncclResult_t LaunchOnStream(cudaStream_t stream, std::vector<Part*> parts) {
   tmpl.grid[1] = tmpl.grid[2] = 1;
   tmpl.block[0] = 512;
   tmpl.block[1] = tmpl.block[2] = 1;
+  // What NVIDIA's NCCL passes to cuLaunchKernelEx, as CUPTI shows it: the launch shape and
+  // stream, and a CUfunction (here: the kernel name's address, stable for the process).
+  CUlaunchConfig cfg;
+  memset(&cfg, 0, sizeof(cfg));
+  cfg.gridDimX = tmpl.grid[0];
+  cfg.gridDimY = cfg.gridDimZ = 1;
+  cfg.blockDimX = tmpl.block[0];
+  cfg.blockDimY = cfg.blockDimZ = 1;
+  cfg.hStream = reinterpret_cast<CUstream>(stream);
+  cuLaunchKernelEx_params launch_params;
+  memset(&launch_params, 0, sizeof(launch_params));
+  launch_params.config = &cfg;
+  launch_params.f = reinterpret_cast<CUfunction>(const_cast<char*>(kernel));
   uint32_t corr = 0;
   if (sim->driver_call_begin != nullptr) {
     corr = sim->driver_call_begin(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, "cuLaunchKernelEx",
-                                  kernel);
+                                  kernel, &launch_params);
   }
   tmpl.correlation_id = corr;
   auto* l = new Launch;
@@ -711,7 +725,7 @@ ncclResult_t LaunchOnStream(cudaStream_t stream, std::vector<Part*> parts) {
                                 &FreeLaunch);
   if (sim->driver_call_end != nullptr) {
     sim->driver_call_end(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, "cuLaunchKernelEx", kernel,
-                         corr);
+                         corr, &launch_params);
   }
   if (err != 0) return Fail(ncclUnhandledCudaError, "stream enqueue failed: cuda error %d", err);
   return ncclSuccess;

@@ -336,14 +336,17 @@ TEST_CASE("two ranks with a delayed rank: the straggler and the waits", "[demo][
   CHECK((*files)[0] == dir + "/prof/rank0.pb");
   CHECK((*files)[1] == dir + "/prof/rank1.pb");
 
-  // Truth: per rank, the wait of every collective = start (last arrival) - own arrival.
+  // Truth: per rank, the wait of every collective = start (last arrival) - own arrival; its
+  // kernel runs from the rank's arrival to the end.
   std::map<int, double> truth_wait_ms;
+  double truth_kernel_ms = 0;
   size_t calls = 0;
   for (const json& t : ReadTruth(dir)) {
     if (t["op"] != "collective") continue;
     int rank = t["comm_rank"].get<int>();
     truth_wait_ms[rank] +=
         double(t["start_ns"].get<int64_t>() - t["arrive_ns"].get<int64_t>()) / 1e6;
+    truth_kernel_ms += double(t["end_ns"].get<int64_t>() - t["arrive_ns"].get<int64_t>()) / 1e6;
     if (rank == 0) ++calls;
   }
   REQUIRE(calls == 2 * 2 * 5);  // 2 all-reduces per layer x 2 layers x 5 forward passes
@@ -363,6 +366,22 @@ TEST_CASE("two ranks with a delayed rank: the straggler and the waits", "[demo][
   CHECK(std::fabs(w0 - truth_wait_ms[0]) <=
         std::max(0.05 * truth_wait_ms[0], 0.020 * double(calls)));
   CHECK(w0 > 0.5 * 1.5 * double(calls));  // the 1.5 ms delay shows in rank 0's wait
+
+  // The NCCL calls are timed by their kernels (not by their enqueue on the host): the report's
+  // total equals the truth's kernel time, both ranks.
+  double nccl_ms = 0;
+  size_t nccl_calls = 0;
+  for (const json& o : sum["collectives"]["ops"]) {
+    if (o["lib"] != "nccl") continue;
+    CHECK(o["time_source"] == "device");
+    nccl_ms += o["time_ms"].get<double>();
+    nccl_calls += o["count"].get<size_t>();
+  }
+  CHECK(nccl_calls == 2 * calls);
+  INFO("truth NCCL kernel ms " << truth_kernel_ms << " report " << nccl_ms);
+  CHECK(nccl_ms == Approx(truth_kernel_ms).epsilon(0.02));
+  // And their kernels are in the model bucket of all-reduces.
+  CHECK(sum["buckets_model_avg_ms"].contains("comm.allreduce"));
 }
 
 }  // namespace

@@ -236,20 +236,24 @@ TEST_CASE("NCCL on gpusim under the agent: calls match the simulator's ground tr
 }
 
 // One process, four communicators from ncclCommInitAll (gpusim's own nccl_ranks test program,
-// mode "initall"), and one ncclGroupStart/End around an AllReduce on each.
-TEST_CASE("ncclCommInitAll and a multi-communicator group in one process") {
-  const std::string out = FreshDir("nccl_initall");
+// mode "initall"), and one ncclGroupStart/End around an AllReduce on each (as nccl-tests -g 4
+// runs), in CUPTI and in CUDA-event timing.
+void CheckInitAllGroup(const std::string& timing) {
+  INFO("PROFAGENT_GPU_TIMING=" << timing);
+  const std::string out = FreshDir("nccl_initall_" + timing);
   const std::string cudart = Runfile("tests/gpusim/libcudart.so.13");
   const std::string nccl = Runfile("tests/gpusim/libnccl.so.2");
+  const std::string truth_path = out + "/truth.jsonl";
   std::string log;
   const int rc = Run("env LD_LIBRARY_PATH=" + cudart.substr(0, cudart.rfind('/')) + ":" +
                          nccl.substr(0, nccl.rfind('/')) + " GPUSIM_DEVICES=4 LD_PRELOAD=" +
-                         Runfile("agent/libprofagent.so") + " PROFAGENT_OUTPUT=" + out + " " +
-                         Runfile("tests/gpusim/nccl_ranks") + " 4 initall",
+                         Runfile("agent/libprofagent.so") + " PROFAGENT_OUTPUT=" + out +
+                         "/prof PROFAGENT_GPU_TIMING=" + timing + " GPUSIM_TRUTH=" + truth_path +
+                         " " + Runfile("tests/gpusim/nccl_ranks") + " 4 initall",
                      &log);
   INFO(log);
   REQUIRE(rc == 0);
-  std::vector<RankProfile> files = LoadProfileDir(out);
+  std::vector<RankProfile> files = LoadProfileDir(out + "/prof");
   REQUIRE(files.size() == 1);
   const RankProfile& p = files[0];
   REQUIRE(p.error.empty());
@@ -276,10 +280,38 @@ TEST_CASE("ncclCommInitAll and a multi-communicator group in one process") {
     CHECK(c.bytes == 256);
     CHECK(c.group == p.colls[0].group);
     CHECK(c.group != 0);
-    CHECK(c.corr == 0);  // four streams: no single fused launch to point to
     comms.insert(c.comm);
   }
   CHECK(comms.size() == 4);
+  // Four streams, four kernels: each member has its own stream's kernel (CUPTI: the launch on
+  // its stream; events: its stream's event pair), whose device interval is the simulator's.
+  std::vector<Truth> truth = ReadTruth(truth_path);
+  REQUIRE(truth.size() == 4);
+  std::set<uint64_t> corrs;
+  for (const CollRecord& c : p.colls) {
+    INFO("comm " << c.comm);
+    REQUIRE(c.corr != 0);
+    corrs.insert(c.corr);
+    const RankProfile::Dev* dev = nullptr;
+    for (const auto& d : p.device_ops) {
+      if (d.corr == c.corr) dev = &d;
+    }
+    REQUIRE(dev != nullptr);
+    const int comm_rank = p.comms.at(c.comm).rank();
+    const Truth* t = nullptr;
+    for (const Truth& x : truth) {
+      if (x.comm_rank == comm_rank) t = &x;
+    }
+    REQUIRE(t != nullptr);
+    const int64_t kTol = timing == "cupti" ? 1000 : 200000;  // events: host-side gaps
+    CHECK(std::llabs(int64_t(dev->end_ns) - int64_t(t->end_ns)) <= kTol);
+    if (timing == "cupti") {
+      // The kernel runs from this rank's arrival (it then waits for the others) to the end.
+      CHECK(c.corr == t->corr);
+      CHECK(std::llabs(int64_t(dev->start_ns) - int64_t(t->arrive_ns)) <= kTol);
+    }
+  }
+  CHECK(corrs.size() == 4);
   int groups = 0;
   for (const OtherEvent& o : p.others) {
     if (o.kind != EV_GROUP) continue;
@@ -292,6 +324,11 @@ TEST_CASE("ncclCommInitAll and a multi-communicator group in one process") {
     }
   }
   CHECK(groups == 1);
+}
+
+TEST_CASE("ncclCommInitAll and a multi-communicator group in one process") {
+  CheckInitAllGroup("cupti");
+  CheckInitAllGroup("events");
 }
 
 }  // namespace

@@ -292,10 +292,24 @@ void RecordDriverLaunch(CUpti_CallbackId cbid, const CUpti_CallbackData* cb, uin
     FillLaunch(&e, f, dim3(a->gridDimX, a->gridDimY, a->gridDimZ),
                dim3(a->blockDimX, a->blockDimY, a->blockDimZ), a->sharedMemBytes, a->hStream);
   }
+  // No CUfunction in the parameters: the symbol name's address keys the kernel's name.
+  if (f == nullptr) f = cb->symbolName;
   e.launch.func = f;
   e.launch.corr = cb->correlationId;
   NoteFunctionName(f, cb->symbolName);
   Emit(e);
+}
+
+// The stream of a driver launch (0 = default stream or unknown): cuLaunchKernel(_ptsz) and
+// cuLaunchCooperativeKernel(_ptsz) share cuLaunchKernel's parameter prefix.
+uint64_t DriverLaunchStream(CUpti_CallbackId cbid, const void* p) {
+  if (p == nullptr) return 0;
+  if (cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx ||
+      cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz) {
+    auto* a = static_cast<const cuLaunchKernelEx_params*>(p);
+    return a->config != nullptr ? reinterpret_cast<uint64_t>(a->config->hStream) : 0;
+  }
+  return reinterpret_cast<uint64_t>(static_cast<const cuLaunchKernel_params*>(p)->hStream);
 }
 
 void CUPTIAPI ApiCallback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
@@ -324,6 +338,7 @@ void CUPTIAPI ApiCallback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId c
   if (enter) {
     ts.drv_t0 = Now();
     SetLastDriverLaunchCorrelation(cb->correlationId);
+    NoteDriverLaunch(DriverLaunchStream(cbid, cb->functionParams), cb->correlationId);
     // Inside an interposed runtime call whose own cbid is not enabled (a runtime newer than
     // this agent's list): the driver launch it makes carries the call's correlation id, which
     // the kernel's activity record has too.

@@ -439,6 +439,58 @@ PROFAGENT_EXPORT ncclResult_t ncclGroupStart() {
   return fn();
 }
 
+namespace profagent {
+namespace {
+// An events-mode event pair on one stream of a group (see ncclGroupEnd).
+struct StreamTicket {
+  uint64_t stream;
+  int32_t device;
+  int32_t ticket;
+  uint32_t corr;
+};
+constexpr int kMaxStreams = 16;
+
+// One event pair per distinct (device, stream) of the group's held-back members.
+int BeginStreamTickets(const GroupBuffer& b, StreamTicket* out) {
+  int n = 0;
+  for (uint32_t i = 0; i < b.n && n < kMaxStreams; ++i) {
+    const CollExtra& x = b.m[i].x;
+    if (x.device < 0) continue;
+    bool seen = false;
+    for (int k = 0; k < n && !seen; ++k) seen = out[k].stream == x.stream && out[k].device == x.device;
+    if (seen) continue;
+    const int32_t t =
+        rt::EventTimerBeginOnDevice(x.device, reinterpret_cast<cudaStream_t>(x.stream));
+    if (t >= 0) out[n++] = StreamTicket{x.stream, x.device, t, 0};
+  }
+  return n;
+}
+
+void EndTicket(int32_t ticket, uint64_t stream, int32_t device, uint32_t corr, uint64_t t0,
+               uint64_t t1, bool ok) {
+  rt::DeviceOpInfo d;
+  std::memset(&d, 0, sizeof(d));
+  d.func = &g_name_keys[kGroupNameKey];
+  d.corr = corr;
+  d.stream = uint32_t(stream);
+  d.kind = 0;  // DOP_KERNEL
+  d.device = uint8_t(device);
+  d.call_t0 = t0;
+  d.call_t1 = t1;
+  rt::EventTimerEnd(ticket, reinterpret_cast<cudaStream_t>(stream), d, ok);
+}
+
+// A member's correlation id in a group over several streams: its stream's event pair (events
+// mode), else the kernel the driver launched on its stream (CUPTI), else 0.
+uint32_t StreamCorr(uint64_t stream, const StreamTicket* tickets, int n) {
+  for (int k = 0; k < n; ++k) {
+    if (tickets[k].stream == stream) return tickets[k].corr;
+  }
+  return DriverLaunchOnStream(stream);
+}
+}  // namespace
+}  // namespace profagent
+
 // The outermost ncclGroupEnd launches the group's fused kernel(s). Its correlation id (CUPTI's
 // last driver launch, or, in events mode with every member on one stream, an event pair around
 // the call) goes on the kGroup event and, when the members share one stream, on each member.
@@ -457,10 +509,17 @@ PROFAGENT_EXPORT ncclResult_t ncclGroupEnd() {
   const bool single_stream = g.members > 0 && !g.multi_stream;
   const cudaStream_t stream = reinterpret_cast<cudaStream_t>(g.stream);
   int32_t ticket = -1;
+  // Events mode, members on several streams: an event pair per stream (up to kMaxStreams).
+  StreamTicket tickets[kMaxStreams];
+  int ntickets = 0;
   if (outermost_group) {
-    if (guard.outermost() && single_stream && g.device >= 0 && Recording() &&
-        rt::Mode() == rt::kEvents)
-      ticket = rt::EventTimerBeginOnDevice(g.device, stream);
+    if (guard.outermost() && g.device >= 0 && Recording() && rt::Mode() == rt::kEvents) {
+      if (single_stream) {
+        ticket = rt::EventTimerBeginOnDevice(g.device, stream);
+      } else if (GroupBuffer* b = tls_group_buf) {
+        ntickets = BeginStreamTickets(*b, tickets);
+      }
+    }
     SetLastDriverLaunchCorrelation(0);
   }
   const uint64_t t0 = Now();
@@ -471,16 +530,13 @@ PROFAGENT_EXPORT ncclResult_t ncclGroupEnd() {
     uint32_t corr = LastDriverLaunchCorrelation();
     if (ticket >= 0) {
       if (corr == 0) corr = NextCorrelationId();
-      rt::DeviceOpInfo d;
-      std::memset(&d, 0, sizeof(d));
-      d.func = &g_name_keys[kGroupNameKey];
-      d.corr = corr;
-      d.stream = uint32_t(g.stream);
-      d.kind = 0;  // DOP_KERNEL
-      d.device = uint8_t(g.device);
-      d.call_t0 = t0;
-      d.call_t1 = t1;
-      rt::EventTimerEnd(ticket, stream, d, rc == ncclSuccess);
+      EndTicket(ticket, g.stream, g.device, corr, t0, t1, rc == ncclSuccess);
+    }
+    for (int k = 0; k < ntickets; ++k) {
+      StreamTicket& st = tickets[k];
+      st.corr = DriverLaunchOnStream(st.stream);
+      if (st.corr == 0) st.corr = NextCorrelationId();
+      EndTicket(st.ticket, st.stream, st.device, st.corr, t0, t1, rc == ncclSuccess);
     }
     if (guard.outermost() && Recording()) {
       RawEvent e{};
@@ -496,8 +552,12 @@ PROFAGENT_EXPORT ncclResult_t ncclGroupEnd() {
     }
     if (GroupBuffer* b = tls_group_buf) {
       for (uint32_t i = 0; i < b->n; ++i) {
-        b->m[i].x.corr = single_stream ? corr : 0;
-        EmitWithBytes(b->m[i].e, &b->m[i].x, sizeof(CollExtra));
+        // Over several streams (several communicators of one process, e.g. ncclCommInitAll),
+        // each member gets the kernel launched on its own stream (CUPTI), or its stream's
+        // event pair (events mode).
+        CollExtra& x = b->m[i].x;
+        x.corr = single_stream ? corr : StreamCorr(x.stream, tickets, ntickets);
+        EmitWithBytes(b->m[i].e, &x, sizeof(CollExtra));
       }
       b->n = 0;
     }

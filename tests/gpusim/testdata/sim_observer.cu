@@ -104,14 +104,15 @@ int main() {
   cudaMemcpyAsync(host, d, sizeof(host), cudaMemcpyDeviceToHost, s);
   void* args[] = {&d};
   cudaLaunchKernel(reinterpret_cast<const void*>(observed_kernel), dim3(5), dim3(32), args, 0, s);
-  uint32_t drv_corr = drv_begin(17, "cuLaunchKernelEx", "ncclDevKernel_AllReduce_Sum_f32");
+  uint32_t drv_corr =
+      drv_begin(17, "cuLaunchKernelEx", "ncclDevKernel_AllReduce_Sum_f32", nullptr);
   GpusimOpRecord tmpl = {};
   tmpl.kind = GPUSIM_OP_COLLECTIVE;
   tmpl.name = "AllReduce";
   tmpl.correlation_id = drv_corr;
   int runs = 0;
   int rc = enqueue(reinterpret_cast<gpusim_stream_t>(s), &tmpl, RunCustom, &runs, FreeCustom);
-  drv_end(17, "cuLaunchKernelEx", "ncclDevKernel_AllReduce_Sum_f32", drv_corr);
+  drv_end(17, "cuLaunchKernelEx", "ncclDevKernel_AllReduce_Sum_f32", drv_corr, nullptr);
   cudaStreamSynchronize(s);
   set_observer(nullptr, nullptr, nullptr);
   observed_kernel<<<1, 32, 0, s>>>(d);  // not observed
