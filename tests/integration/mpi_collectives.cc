@@ -212,6 +212,28 @@ void Iteration(int it, int rank, int n) {
   for (int i = 0; i < 7; ++i) s7[i] = rank * 7 + i;
   MPI_Sendrecv(s7, 7, MPI_INT, right, 7, r7, 7, MPI_INT, left, 7, w, MPI_STATUS_IGNORE);
   Check(r7[0] == left * 7 && r7[6] == left * 7 + 6, "MPI_Sendrecv", it);
+
+  // The synchronous-mode sends: Issend to the right with an Irecv from the left, a blocking
+  // Ssend/Recv ring (even ranks send first), then Sendrecv_replace.
+  std::vector<int> qin(30, -1), qout(30, rank);
+  MPI_Request q[2];
+  MPI_Irecv(qin.data(), 30, MPI_INT, left, 8, w, &q[0]);
+  MPI_Issend(qout.data(), 30, MPI_INT, right, 8, w, &q[1]);
+  MPI_Waitall(2, q, MPI_STATUSES_IGNORE);
+  Check(qin[0] == left && qin[29] == left, "MPI_Issend/Irecv", it);
+  char smsg[20], sgot[20];
+  for (int i = 0; i < 20; ++i) smsg[i] = char('A' + rank);
+  if (rank % 2 == 0) {
+    MPI_Ssend(smsg, 20, MPI_CHAR, right, 9, w);
+    MPI_Recv(sgot, 20, MPI_CHAR, left, 9, w, MPI_STATUS_IGNORE);
+  } else {
+    MPI_Recv(sgot, 20, MPI_CHAR, left, 9, w, MPI_STATUS_IGNORE);
+    MPI_Ssend(smsg, 20, MPI_CHAR, right, 9, w);
+  }
+  Check(sgot[0] == char('A' + left) && sgot[19] == sgot[0], "MPI_Ssend/Recv", it);
+  int rep[3] = {rank, rank, rank};
+  MPI_Sendrecv_replace(rep, 3, MPI_INT, right, 10, left, 10, w, MPI_STATUS_IGNORE);
+  Check(rep[0] == left && rep[2] == left, "MPI_Sendrecv_replace", it);
 }
 
 // The remaining non-blocking collectives, each group completed by a different function:

@@ -82,21 +82,32 @@ std::vector<Expect> ExtraCollectives(int r, int n) {
 }
 
 // Point-to-point calls of one iteration, by direction in per-pair sequence order: sends to
-// the right neighbour (Isend, Send, Sendrecv) and receives from the left one (Irecv, Recv; the
-// Sendrecv's receive takes the third number of the pair without a record of its own).
+// the right neighbour (Isend, Send, Sendrecv, Issend, Ssend, Sendrecv_replace) and receives from
+// the left one (Irecv, Recv, -, Irecv, Recv, -: a Sendrecv's receive takes its number of the
+// pair without a record of its own).
+constexpr int kP2pPerIter = 6;
+bool NoRecvRecord(uint64_t seq) { return seq % kP2pPerIter == 2 || seq % kP2pPerIter == 5; }
 std::vector<Expect> Sends(int r, int n) {
   const int right = (r + 1) % n;
   return {
       {"MPI_Isend", "MPI_INT", "", 100, 400, 0, right, true},
       {"MPI_Send", "MPI_CHAR", "", 50, 50, 0, right, false},
       {"MPI_Sendrecv", "MPI_INT", "", 7, 28, 28, right, false},
+      {"MPI_Issend", "MPI_INT", "", 30, 120, 0, right, true},
+      {"MPI_Ssend", "MPI_CHAR", "", 20, 20, 0, right, false},
+      {"MPI_Sendrecv_replace", "MPI_INT", "", 3, 12, 12, right, false},
   };
 }
 std::vector<Expect> Recvs(int r, int n) {
   const int left = (r - 1 + n) % n;
+  const Expect none{"", "", "", 0, 0, 0, -1, false};
   return {
       {"MPI_Irecv", "MPI_INT", "", 100, 400, 400, left, true},
       {"MPI_Recv", "MPI_CHAR", "", 50, 50, 50, left, false},
+      none,
+      {"MPI_Irecv", "MPI_INT", "", 30, 120, 120, left, true},
+      {"MPI_Recv", "MPI_CHAR", "", 20, 20, 20, left, false},
+      none,
   };
 }
 
@@ -175,7 +186,9 @@ TEST_CASE("MPI collectives under the agent: every call recorded on every rank") 
         half_call = &c;
         continue;
       }
-      const bool is_send = c.api == "MPI_Send" || c.api == "MPI_Isend" || c.api == "MPI_Sendrecv";
+      const bool is_send = c.api == "MPI_Send" || c.api == "MPI_Isend" ||
+                           c.api == "MPI_Sendrecv" || c.api == "MPI_Issend" ||
+                           c.api == "MPI_Ssend" || c.api == "MPI_Sendrecv_replace";
       const bool is_recv = c.api == "MPI_Recv" || c.api == "MPI_Irecv";
       if (is_send || is_recv) {
         auto& m = is_send ? sends_by_seq[r] : recvs_by_seq[r];
@@ -187,8 +200,8 @@ TEST_CASE("MPI collectives under the agent: every call recorded on every rank") 
       coll_seq[c.seq] = &c;
     }
     REQUIRE(coll_seq.size() == size_t(kIters * kWorldCollsPerIter + kExtraColls));
-    REQUIRE(sends_by_seq[r].size() == size_t(kIters * 3));
-    REQUIRE(recvs_by_seq[r].size() == size_t(kIters * 2));
+    REQUIRE(sends_by_seq[r].size() == size_t(kIters * kP2pPerIter));
+    REQUIRE(recvs_by_seq[r].size() == size_t(kIters * 4));
     for (const auto& kv : coll_seq) {
       const uint64_t iter_end = kIters * kWorldCollsPerIter;
       CheckCall(*kv.second, kv.first < iter_end ? coll[kv.first % kWorldCollsPerIter]
@@ -196,10 +209,10 @@ TEST_CASE("MPI collectives under the agent: every call recorded on every rank") 
       world_by_seq[int(kv.first)].push_back(kv.second);
     }
     CHECK(coll_seq.rbegin()->first == uint64_t(kIters * kWorldCollsPerIter + kExtraColls - 1));
-    for (const auto& kv : sends_by_seq[r]) CheckCall(*kv.second, sends[kv.first % 3]);
+    for (const auto& kv : sends_by_seq[r]) CheckCall(*kv.second, sends[kv.first % kP2pPerIter]);
     for (const auto& kv : recvs_by_seq[r]) {
-      REQUIRE(kv.first % 3 < 2);
-      CheckCall(*kv.second, recvs[kv.first % 3]);
+      REQUIRE(!NoRecvRecord(kv.first));
+      CheckCall(*kv.second, recvs[kv.first % kP2pPerIter]);
     }
 
     // The split communicator: one Allreduce, its own sequence from 0, matching unique ids.
@@ -244,7 +257,7 @@ TEST_CASE("MPI collectives under the agent: every call recorded on every rank") 
   for (int r = 0; r < kRanks; ++r) {
     const int right = (r + 1) % kRanks;
     for (const auto& kv : sends_by_seq[r]) {
-      if (kv.second->api == "MPI_Sendrecv") continue;
+      if (NoRecvRecord(kv.first)) continue;  // Sendrecv(_replace): paired with its own kind
       REQUIRE(recvs_by_seq[right].count(kv.first) == 1);
       const CollRecord* rcv = recvs_by_seq[right].at(kv.first);
       CHECK(rcv->bytes == kv.second->bytes);
@@ -269,7 +282,10 @@ TEST_CASE("PROFAGENT_CLOCK_SYNC=0 turns the ping-pong off and still records ever
   REQUIRE(ranks.size() == size_t(kRanks));
   for (const RankProfile& p : ranks) {
     CHECK(p.offsets.empty());
-    CHECK(p.colls.size() == size_t(kIters * (kWorldCollsPerIter + 5) + kExtraColls + 1));
+    // Per iteration: the world collectives, 6 sends and 4 receives; then the extra collectives
+    // and the split communicator's Allreduce.
+    CHECK(p.colls.size() == size_t(kIters * (kWorldCollsPerIter + kP2pPerIter + 4) +
+                                   kExtraColls + 1));
   }
 }
 

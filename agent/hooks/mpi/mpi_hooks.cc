@@ -610,6 +610,18 @@ using profagent::H;
     (buf, count, dt, dest, tag, comm), SendOnly(count, dt, dest, comm))                           \
   X(Isend, kSend, (const void* buf, int count, H dt, int dest, int tag, H comm, void* req),       \
     (buf, count, dt, dest, tag, comm, req), Nb(SendOnly(count, dt, dest, comm), req))             \
+  X(Ssend, kSend, (const void* buf, int count, H dt, int dest, int tag, H comm),                  \
+    (buf, count, dt, dest, tag, comm), SendOnly(count, dt, dest, comm))                           \
+  X(Bsend, kSend, (const void* buf, int count, H dt, int dest, int tag, H comm),                  \
+    (buf, count, dt, dest, tag, comm), SendOnly(count, dt, dest, comm))                           \
+  X(Rsend, kSend, (const void* buf, int count, H dt, int dest, int tag, H comm),                  \
+    (buf, count, dt, dest, tag, comm), SendOnly(count, dt, dest, comm))                           \
+  X(Issend, kSend, (const void* buf, int count, H dt, int dest, int tag, H comm, void* req),      \
+    (buf, count, dt, dest, tag, comm, req), Nb(SendOnly(count, dt, dest, comm), req))             \
+  X(Ibsend, kSend, (const void* buf, int count, H dt, int dest, int tag, H comm, void* req),      \
+    (buf, count, dt, dest, tag, comm, req), Nb(SendOnly(count, dt, dest, comm), req))             \
+  X(Irsend, kSend, (const void* buf, int count, H dt, int dest, int tag, H comm, void* req),      \
+    (buf, count, dt, dest, tag, comm, req), Nb(SendOnly(count, dt, dest, comm), req))             \
   X(Recv, kRecv, (void* buf, int count, H dt, int src, int tag, H comm, void* status),            \
     (buf, count, dt, src, tag, comm, status), Same(count, dt, nullptr, src, comm))                \
   X(Irecv, kRecv, (void* buf, int count, H dt, int src, int tag, H comm, void* req),              \
@@ -618,7 +630,11 @@ using profagent::H;
     (const void* sbuf, int sc, H st, int dest, int stag, void* rbuf, int rc, H rt, int src,       \
      int rtag, H comm, void* status),                                                             \
     (sbuf, sc, st, dest, stag, rbuf, rc, rt, src, rtag, comm, status),                            \
-    Sendrecv(sc, st, rc, rt, dest, src, comm))
+    Sendrecv(sc, st, rc, rt, dest, src, comm))                                                    \
+  X(Sendrecv_replace, kSend,                                                                      \
+    (void* buf, int count, H dt, int dest, int stag, int src, int rtag, H comm, void* status),    \
+    (buf, count, dt, dest, stag, src, rtag, comm, status), Sendrecv(count, dt, count, dt, dest,   \
+                                                                    src, comm))
 
 // Sequence numbers are taken even while Recording() is off (see the top of this file).
 #define PROFAGENT_MPI_WRAPPER(NAME, KIND, PARAMS, ARGS, INFO)                                     \
