@@ -100,8 +100,16 @@ absl::StatusOr<bool> RecordReader::NextFrame(absl::string_view* frame) {
                                             ": corrupt frame length ", len, " (limit ",
                                             kMaxFrameBytes, ")"));
   }
-  buf_.resize(len);
-  size_t got = len == 0 ? 0 : fread(&buf_[0], 1, len, f_);
+  // The buffer grows with the bytes that actually arrive (doubling past 1 MiB), not to the
+  // declared length at once: a corrupt or cut length costs what the file holds, not 64 MiB.
+  size_t got = 0;
+  while (got < len) {
+    const size_t want = size_t(std::min<uint64_t>(len - got, std::max<size_t>(got, 1 << 20)));
+    if (buf_.size() < got + want) buf_.resize(got + want);
+    const size_t n = fread(&buf_[got], 1, want, f_);
+    got += n;
+    if (n < want) break;
+  }
   if (got < len) {
     truncated_ = true;
     warning_ = absl::StrCat(path_, ": offset ", frame_start, ": last frame is truncated (",
@@ -286,6 +294,24 @@ class WireReader {
     }
     return false;
   }
+  // A field tag as protobuf's parser reads it (and VisitFile must agree): at most 5 bytes,
+  // the value kept modulo 2^32. A longer tag is corrupt.
+  bool Tag(uint64_t* tag) {
+    if (p_ < end_ && p_[0] < 0x80) {  // field numbers below 16: one byte
+      *tag = *p_++;
+      return true;
+    }
+    uint32_t r = 0;
+    for (int i = 0; i < 5 && p_ < end_; ++i) {
+      const uint8_t b = *p_++;
+      r |= uint32_t(b & 0x7f) << (7 * i);
+      if ((b & 0x80) == 0) {
+        *tag = r;
+        return true;
+      }
+    }
+    return false;
+  }
   bool Bytes(absl::string_view* out) {
     uint64_t n;
     if (!Varint(&n) || n > uint64_t(end_ - p_)) return false;
@@ -304,7 +330,7 @@ class WireReader {
   bool WellFormed() {
     while (!AtEnd()) {
       uint64_t tag;
-      if (!Varint(&tag) || (tag >> 3) == 0 || !Skip(uint32_t(tag & 7))) return false;
+      if (!Tag(&tag) || (tag >> 3) == 0 || !Skip(uint32_t(tag & 7))) return false;
     }
     return true;
   }
@@ -378,7 +404,7 @@ bool BatchHeader(absl::string_view batch, uint64_t h[3]) {
   h[0] = h[1] = h[2] = 0;
   while (!w.AtEnd()) {
     uint64_t tag;
-    if (!w.Varint(&tag)) return false;
+    if (!w.Tag(&tag)) return false;
     const uint32_t field = uint32_t(tag >> 3), wt = uint32_t(tag & 7);
     const bool ok = field >= 1 && field <= 3 && wt == 0 ? w.Varint(&h[field - 1]) : w.Skip(wt);
     if (!ok || field == 0) return false;
@@ -439,11 +465,12 @@ bool BatchDecoder::Events(absl::string_view batch) {
   uint64_t t = h[1], corr = h[2];
   uint32_t launch_stream = 0, launch_api = 0;
   e_.thread = uint32_t(h[0]);
+  uint64_t events = 0;  // counted in the summary once the whole batch decoded, as VisitFile
   WireReader w(batch);
   while (!w.AtEnd()) {
     uint64_t tag;
     absl::string_view item;
-    w.Varint(&tag);  // BatchHeader checked the framing
+    w.Tag(&tag);  // BatchHeader checked the framing
     if (tag != ((4 << 3) | 2)) {
       w.Skip(uint32_t(tag & 7));
       continue;
@@ -479,8 +506,9 @@ bool BatchDecoder::Events(absl::string_view batch) {
       }
     }
     v_->OnEvent(e_);
-    ++s_->host_events;
+    ++events;
   }
+  s_->host_events += events;
   return true;
 }
 
@@ -511,7 +539,7 @@ bool BatchDecoder::DecodeEvent(absl::string_view bytes, int64_t* dt, int64_t* dc
   }
   while (!f.AtEnd()) {
     uint64_t tag;
-    if (!f.Varint(&tag)) return false;
+    if (!f.Tag(&tag)) return false;
     const uint32_t field = uint32_t(tag >> 3), wt = uint32_t(tag & 7);
     if (wt == 2 && (field == 28 || field == 29)) {
       absl::string_view& sub = field == 28 ? e_.coll : e_.step;
@@ -578,11 +606,12 @@ bool BatchDecoder::Ops(absl::string_view batch) {
   if (!BatchHeader(batch, h)) return false;
   uint64_t t = h[1], corr = h[2];
   op_.device = uint32_t(h[0]);
+  uint64_t ops = 0;  // as in Events
   WireReader w(batch);
   while (!w.AtEnd()) {
     uint64_t tag;
     absl::string_view item;
-    w.Varint(&tag);  // BatchHeader checked the framing
+    w.Tag(&tag);  // BatchHeader checked the framing
     if (tag != ((4 << 3) | 2)) {
       w.Skip(uint32_t(tag & 7));
       continue;
@@ -597,8 +626,9 @@ bool BatchDecoder::Ops(absl::string_view batch) {
     op_.end_ns = t + dur;
     op_.corr = corr;
     v_->OnOp(op_);
-    ++s_->device_ops;
+    ++ops;
   }
+  s_->device_ops += ops;
   return true;
 }
 
@@ -636,7 +666,7 @@ bool BatchDecoder::DecodeOp(absl::string_view bytes, int64_t* dt, int64_t* dcorr
   }
   while (!f.AtEnd()) {
     uint64_t tag;
-    if (!f.Varint(&tag)) return false;
+    if (!f.Tag(&tag)) return false;
     const uint32_t field = uint32_t(tag >> 3), wt = uint32_t(tag & 7);
     if (wt != 0 || field == 0 || field > 17) {
       if (field == 0 || !f.Skip(wt)) return false;
@@ -700,7 +730,7 @@ absl::Status ScanFile(const std::string& path, ViewVisitor* v, FileSummary* summ
     WireReader w(frame);
     uint64_t tag = 0;
     absl::string_view body;
-    if (w.Varint(&tag) && (tag == ((3 << 3) | 2) || tag == ((4 << 3) | 2)) && w.Bytes(&body) &&
+    if (w.Tag(&tag) && (tag == ((3 << 3) | 2) || tag == ((4 << 3) | 2)) && w.Bytes(&body) &&
         w.AtEnd()) {
       if (!(tag >> 3 == 3 ? decoder.Events(body) : decoder.Ops(body))) return corrupt();
       continue;

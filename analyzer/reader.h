@@ -168,7 +168,10 @@ class ViewVisitor {
 };
 
 // VisitFile's fast sibling: same order, same errors, same FileSummary. Views are valid during
-// the callback only.
+// the callback only. One difference on a corrupt batch: VisitFile hands out nothing of it,
+// ScanFile decodes while it hands out and may already have handed out the batch's leading
+// events (or ops) when it finds the corruption and returns the error (the FileSummary counts
+// only complete batches, as VisitFile's).
 absl::Status ScanFile(const std::string& path, ViewVisitor* v, FileSummary* summary);
 
 // The rank files of a profile directory (*.pb, sorted by name). Error if `dir` is not a readable

@@ -33,11 +33,29 @@ namespace {
 constexpr size_t kTopGaps = 10;
 constexpr uint32_t kDirectDevices = 64;
 constexpr uint32_t kMaxStringId = 1u << 24;  // larger ids are treated as corrupt
+// The agent numbers strings 1, 2, 3, ... and writes them in that order, so an id far beyond the
+// definitions seen so far is corrupt as well: ids are accepted up to twice their number plus
+// this slack. Keeps the per-id tables proportional to the file (one hostile id near
+// kMaxStringId cost a gigabyte).
+constexpr uint64_t kStringIdSlack = 1u << 16;
 
 // ---------------------------------------------------------------------------------------------
 // Small helpers.
 
 double Round6(double x) { return std::round(x * 1e6) / 1e6; }
+
+// a - b, saturated to the int64_t range (times are unsigned; corrupt ones can be anything).
+int64_t SignedDiff(uint64_t a, uint64_t b) {
+  if (a >= b) return a - b > uint64_t(INT64_MAX) ? INT64_MAX : int64_t(a - b);
+  return b - a > uint64_t(INT64_MAX) ? INT64_MIN : -int64_t(b - a);
+}
+
+// a + b, saturated to the int64_t range.
+int64_t SaturatedAdd(int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_add_overflow(a, b, &r)) return b > 0 ? INT64_MAX : INT64_MIN;
+  return r;
+}
 double NsToMs(double ns) { return ns / 1e6; }
 
 Json Num(double x) {
@@ -269,14 +287,13 @@ struct StepFields {
   bool warmup = false;
 };
 
+// Values are non-negative (ParseStepFields); sums are exact (128 bits), "sum" saturates.
 int64_t ReduceKv(std::vector<int64_t>& v, const std::string& how) {
   if (v.empty()) return -1;
   if (how == "max") return *std::max_element(v.begin(), v.end());
-  if (how == "sum") {
-    int64_t s = 0;
-    for (int64_t x : v) s += x;
-    return s;
-  }
+  unsigned __int128 sum = 0;
+  for (int64_t x : v) sum += uint64_t(x);
+  if (how == "sum") return sum > uint64_t(INT64_MAX) ? INT64_MAX : int64_t(sum);
   if (how == "p50" || how == "p90") {
     std::sort(v.begin(), v.end());
     double p = how == "p50" ? 50 : 90;
@@ -284,9 +301,8 @@ int64_t ReduceKv(std::vector<int64_t>& v, const std::string& how) {
     if (rank < 1) rank = 1;
     return v[std::min(rank, v.size()) - 1];
   }
-  int64_t s = 0;
-  for (int64_t x : v) s += x;
-  return (s * 2 + int64_t(v.size())) / (2 * int64_t(v.size()));  // mean, rounded half up
+  const unsigned __int128 n = v.size();
+  return int64_t((sum * 2 + n) / (2 * n));  // mean, rounded half up (at most the max value)
 }
 
 StepFields ParseStepFields(const std::string& msg, const std::string& kv_reduce) {
@@ -542,6 +558,7 @@ class FileAnalysis : public ViewVisitor {
   int rank_ = -1, world_ = 0;
   bool rank_guessed_ = false;
   uint64_t bad_string_ids_ = 0;
+  uint64_t strings_defined_ = 0;
   int timing_ = 0;
   std::string timing_reason_;
   int64_t clock_offset_ = 0;
@@ -689,10 +706,12 @@ void FileAnalysis::OnHeader(const Header& h) {
 }
 
 void FileAnalysis::OnString(uint32_t id, const std::string& value) {
-  if (id > kMaxStringId) {  // corrupt or hostile: ids are small and dense in real files
+  // Corrupt or hostile: ids are small and dense in real files (kStringIdSlack).
+  if (id > kMaxStringId || id > 2 * strings_defined_ + kStringIdSlack) {
     ++bad_string_ids_;
     return;
   }
+  ++strings_defined_;
   if (id >= strings_.size()) strings_.resize(id + 1);
   strings_[id] = value;
 }
@@ -804,8 +823,7 @@ void FileAnalysis::Host1(const EventView& e) {
       int8_t& fk = frame_kind_[name];
       const std::string& msg = Str(name);
       if (fk < 0) {
-        fk = std::regex_search(msg, ctx_->step_re) ? 1 : std::regex_search(msg, ctx_->run_re) ? 2
-                                                                                             : 0;
+        fk = SearchPrefix(msg, ctx_->step_re) ? 1 : SearchPrefix(msg, ctx_->run_re) ? 2 : 0;
       }
       Range r{e.start_ns, e.end_ns, e.thread, name, fk != 0, false};
       ranges_.push_back(r);
@@ -914,8 +932,10 @@ void FileAnalysis::Finish1() {
     r.model = self_model >= 0 ? self_model : (p != nullptr ? p->model : int16_t(-1));
     if (p != nullptr) mapped_anc[i] = p->engine >= 0 ? r.parent : mapped_anc[r.parent];
     if (r.engine >= 0) {
-      excl[i] += int64_t(r.end - r.start);
-      if (mapped_anc[i] >= 0) excl[mapped_anc[i]] -= int64_t(r.end - r.start);
+      // Two's complement wrap-around rather than overflow on corrupt times (no UB).
+      const uint64_t d = r.end - r.start;
+      excl[i] = int64_t(uint64_t(excl[i]) + d);
+      if (mapped_anc[i] >= 0) excl[mapped_anc[i]] = int64_t(uint64_t(excl[mapped_anc[i]]) - d);
     }
     if (!r.api) stack.push_back(int32_t(i));
   }
@@ -1063,6 +1083,10 @@ const std::string& FileAnalysis::CsvName(uint32_t name_id, int bucket) {
       for (const std::string& b : ctx_->buckets) csv_buckets_.push_back(CsvField(b));
     }
     return csv_buckets_[bucket];
+  }
+  if (name_id >= strings_.size()) {  // an undefined string: empty, and no cache entry for it
+    static const std::string kEmpty;
+    return kEmpty;
   }
   if (name_id >= csv_names_.size()) {
     csv_names_.resize(name_id + 1);
@@ -1294,7 +1318,7 @@ void FileAnalysis::Emit(const PendingOp& op, const PendingLaunch* l) {
   // From the launch call's return: only launches whose end was read.
   const bool l2s_known = l != nullptr && !host_mode_ && l->timed;
   if (l2s_known) {
-    l2s = int64_t(op.start) - int64_t(l->end);
+    l2s = SignedDiff(op.start, l->end);
     if (l2s >= 0) launch_to_start_.Add(double(l2s));
   }
   if (csv_.is_open()) {
@@ -1430,7 +1454,7 @@ void AddStep(StepSet* s, const StepRec& st) {
   s->lat.Add(double(d));
   s->busy.Add(double(st.busy_ns));
   ++s->steps;
-  if (st.tokens > 0) s->tokens += st.tokens;
+  if (st.tokens > 0) s->tokens = SaturatedAdd(s->tokens, st.tokens);
   s->total_ns += d;
   s->samples_ms.push_back(Round6(NsToMs(double(d))));
 }
@@ -1754,13 +1778,28 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
     }
   }
   if (world > 0 && options.ranks.empty()) {
+    // The gaps between the ranks present, the first kListed of them by number (the world size
+    // comes from the file: a corrupt one must not cost a loop or a list of 2^31 ranks).
+    constexpr size_t kListed = 64;
     std::vector<int> missing;
-    for (int r = 0; r < world; ++r) {
-      if (ranks.count(r) == 0) missing.push_back(r);
+    int64_t n_missing = world;
+    int next = 0;  // every rank below is present or listed
+    auto gap = [&](int end) {
+      for (; next < end && missing.size() < kListed; ++next) missing.push_back(next);
+    };
+    for (int r : ranks) {
+      if (r < 0 || r >= world) continue;
+      --n_missing;
+      gap(r);
+      next = r + 1;
     }
-    if (!missing.empty()) {
-      warnings.push_back(absl::StrCat("ranks missing from the profile (world size ", world,
-                                      "): ", absl::StrJoin(missing, ",")));
+    gap(world);
+    if (n_missing > 0) {
+      warnings.push_back(absl::StrCat(
+          "ranks missing from the profile (world size ", world, "): ",
+          absl::StrJoin(missing, ","),
+          int64_t(missing.size()) < n_missing ? absl::StrCat(",... (", n_missing, " in all)")
+                                              : std::string()));
     }
   }
   if (sel.size() > 1) {
@@ -1978,7 +2017,8 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
   std::map<std::pair<std::string, uint64_t>, int> call_lib;
   for (auto* f : sel) {
     for (const auto& a : f->arrivals_) {
-      calls[{f->comm_uids_[a.uid], a.seq}].emplace_back(f->rank_, a.at + f->clock_offset_);
+      calls[{f->comm_uids_[a.uid], a.seq}].emplace_back(f->rank_,
+                                                        SaturatedAdd(a.at, f->clock_offset_));
       call_lib[{f->comm_uids_[a.uid], a.seq}] = a.lib;
     }
   }
@@ -1999,10 +2039,11 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
         last_rank = ra.first;
       }
     }
-    skew.Add(double(hi - lo));
+    skew.Add(double(uint64_t(hi) - uint64_t(lo)));  // hi >= lo: exact in 64 bits
     for (const auto& ra : c.second) {
-      wait_ns[ra.first] += double(hi - ra.second);
-      wait_ns_by_lib[call_lib[c.first]][ra.first] += double(hi - ra.second);
+      const double wait = double(uint64_t(hi) - uint64_t(ra.second));
+      wait_ns[ra.first] += wait;
+      wait_ns_by_lib[call_lib[c.first]][ra.first] += wait;
     }
     ++last_count[last_rank];
   }
