@@ -154,15 +154,22 @@ absl::Status VisitFile(const std::string& path, Visitor* v, FileSummary* summary
     google::protobuf::MessageLite* in_place = nullptr;
     if (first == 0x1a && rec.kind_case() == Record::kBatch) in_place = rec.mutable_batch();
     if (first == 0x22 && rec.kind_case() == Record::kDevice) in_place = rec.mutable_device();
+    // Only a frame that is exactly that one field (a complete length, then the payload to the
+    // end) takes the shortcut; anything else, e.g. a frame cut inside the length, is left to
+    // the full parse (which rejects a lone tag byte that the shortcut read as an empty batch).
     size_t payload_at = 1;
     uint64_t payload_len = 0;
+    bool have_len = false;
     for (int shift = 0; in_place != nullptr && payload_at < frame.size() && shift < 35;
          shift += 7) {
       const uint8_t c = static_cast<uint8_t>(frame[payload_at++]);
       payload_len |= uint64_t(c & 0x7f) << shift;
-      if ((c & 0x80) == 0) break;
+      if ((c & 0x80) == 0) {
+        have_len = true;
+        break;
+      }
     }
-    const bool whole = in_place != nullptr && payload_at + payload_len == frame.size();
+    const bool whole = have_len && payload_at + payload_len == frame.size();
     if (whole ? !in_place->ParseFromArray(frame.data() + payload_at, int(payload_len))
               : !rec.ParseFromArray(frame.data(), int(frame.size()))) {
       s->frames = reader.records() - 1;

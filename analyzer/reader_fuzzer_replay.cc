@@ -4,8 +4,12 @@
 // the seed corpus under the normal toolchain: an input that crashes, trips a check of the
 // target or leaks a descriptor kills the process, which fails the test.
 //
+// The process runs under a 1 GiB address-space limit (libFuzzer stops at 2 GB of RSS), so an
+// input that makes the analyzer allocate gigabytes fails here too instead of only slowing down.
+//
 // Also a reproducer with the gcc build: bazel-bin/analyzer/reader_fuzzer_corpus_test crash-FILE.
 #include <dirent.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -15,6 +19,15 @@
 #include <iterator>
 #include <string>
 #include <vector>
+
+// ASan reserves terabytes of shadow address space: no limit under it.
+#if defined(__SANITIZE_ADDRESS__)
+#define PROFAGENT_REPLAY_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define PROFAGENT_REPLAY_ASAN 1
+#endif
+#endif
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
 
@@ -61,6 +74,10 @@ int main(int argc, char** argv) {
     fprintf(stderr, "%s: no inputs\n", argv[0]);
     return 2;
   }
+#ifndef PROFAGENT_REPLAY_ASAN
+  const rlimit limit = {rlim_t{1} << 30, rlim_t{1} << 30};
+  if (setrlimit(RLIMIT_AS, &limit) != 0) perror("setrlimit");
+#endif
   size_t bytes = 0;
   for (const std::string& f : inputs) {
     std::ifstream in(f, std::ios::binary);
