@@ -578,6 +578,21 @@ TEST_CASE("implausible values in a file: saturated sums, bounded lists, long nam
   CHECK(ReadAll(d + "/ops.csv").find("\n0,1,,others,kernel,") != std::string::npos);
 }
 
+TEST_CASE("a profile directory whose name is not UTF-8 (summary.json escapes it)") {
+  const std::string d = TmpDir("latin1_caf\xe9");
+  {
+    ProfileBuilder b(d + "/rank0.pb");
+    b.WriteHeader(0, 1, "h0", GPU_TIMING_CUPTI);
+    b.Host(1, 0, 0, ProfileBuilder::Step(1000 * kUs, 1, -1, 0, false));
+    b.Close(true);
+  }
+  std::string printed;
+  REQUIRE(RunReport(d, d, ReportOptions(), &printed).ok());
+  const Json j = Json::parse(ReadAll(d + "/summary.json"));
+  CHECK(j["meta"]["files"][0]["path"].get<std::string>().find("caf\xef\xbf\xbd") !=
+        std::string::npos);
+}
+
 TEST_CASE("a truncated file is a warning and its complete prefix is used") {
   const std::string d = TmpDir("trunc_src");
   {
