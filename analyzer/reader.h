@@ -12,7 +12,8 @@
 //
 // ScanFile() is the fast layer for bulk analysis (profanalyze report): the same normalized
 // values, but event and device batches are decoded by hand into plain structs (EventView,
-// OpView) instead of protobuf messages, about 5x cheaper per record.
+// OpView) instead of protobuf messages, about 5x cheaper per record. The two layers are checked
+// against each other on arbitrary bytes by analyzer/reader_fuzzer.cc (scripts/fuzz.sh).
 //
 // Thread safety: a RecordReader is used by one thread; separate readers are independent, so rank
 // files can be read in parallel.

@@ -43,6 +43,7 @@ constexpr uint64_t kStringIdSlack = 1u << 16;
 // Small helpers.
 
 double Round6(double x) { return std::round(x * 1e6) / 1e6; }
+double NsToMs(double ns) { return ns / 1e6; }
 
 // a - b, saturated to the int64_t range (times are unsigned; corrupt ones can be anything).
 int64_t SignedDiff(uint64_t a, uint64_t b) {
@@ -56,7 +57,6 @@ int64_t SaturatedAdd(int64_t a, int64_t b) {
   if (__builtin_add_overflow(a, b, &r)) return b > 0 ? INT64_MAX : INT64_MIN;
   return r;
 }
-double NsToMs(double ns) { return ns / 1e6; }
 
 Json Num(double x) {
   if (!std::isfinite(x)) return nullptr;
