@@ -1,5 +1,5 @@
 // Writes the generated seeds of the reader fuzzer's corpus (analyzer/testdata/fuzz_corpus,
-// files gen_*.pb) into a directory: small profiles that between them hold every record type
+// files gen_*) into a directory: small profiles that between them hold every record type
 // and event kind, so that the fuzzer starts from inputs that reach deep into the report and the
 // exporter. The corpus also holds files recorded by the agent on the simulator and truncations
 // (see scripts/fuzz.sh).
@@ -259,7 +259,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::string dir = argv[1];
-  profagent::analyzer::NvtxProfile(dir + "/gen_nvtx_steps.pb");
-  profagent::analyzer::AgentStepsProfile(dir + "/gen_agent_steps.pb");
+  profagent::analyzer::NvtxProfile(dir + "/gen_nvtx_steps");
+  profagent::analyzer::AgentStepsProfile(dir + "/gen_agent_steps");
   return 0;
 }
