@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "absl/strings/str_cat.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 
 namespace profagent {
 namespace analyzer {
@@ -100,8 +101,16 @@ absl::StatusOr<bool> RecordReader::NextFrame(absl::string_view* frame) {
                                             ": corrupt frame length ", len, " (limit ",
                                             kMaxFrameBytes, ")"));
   }
-  buf_.resize(len);
-  size_t got = len == 0 ? 0 : fread(&buf_[0], 1, len, f_);
+  // The buffer grows with the bytes that actually arrive (doubling past 1 MiB), not to the
+  // declared length at once: a corrupt or cut length costs what the file holds, not 64 MiB.
+  size_t got = 0;
+  while (got < len) {
+    const size_t want = size_t(std::min<uint64_t>(len - got, std::max<size_t>(got, 1 << 20)));
+    if (buf_.size() < got + want) buf_.resize(got + want);
+    const size_t n = fread(&buf_[got], 1, want, f_);
+    got += n;
+    if (n < want) break;
+  }
   if (got < len) {
     truncated_ = true;
     warning_ = absl::StrCat(path_, ": offset ", frame_start, ": last frame is truncated (",
@@ -142,21 +151,24 @@ absl::Status VisitFile(const std::string& path, Visitor* v, FileSummary* summary
     const char first = frame.empty() ? 0 : frame[0];  // the tag of Record's oneof field
     Record& rec = first == 0x1a ? batch_rec : first == 0x22 ? device_rec : other_rec;
     // Record::ParseFromArray clears the oneof first, which deletes the previous batch and every
-    // event in it; once the case is set, parse the payload into the kept sub-message instead.
-    google::protobuf::MessageLite* in_place = nullptr;
-    if (first == 0x1a && rec.kind_case() == Record::kBatch) in_place = rec.mutable_batch();
-    if (first == 0x22 && rec.kind_case() == Record::kDevice) in_place = rec.mutable_device();
-    size_t payload_at = 1;
-    uint64_t payload_len = 0;
-    for (int shift = 0; in_place != nullptr && payload_at < frame.size() && shift < 35;
-         shift += 7) {
-      const uint8_t c = static_cast<uint8_t>(frame[payload_at++]);
-      payload_len |= uint64_t(c & 0x7f) << shift;
-      if ((c & 0x80) == 0) break;
+    // event in it. Once the case is set, the kept batch is emptied instead (its events stay
+    // allocated for reuse) and the frame is merged into the Record: the same parse, with
+    // protobuf's own checks and nesting limits, as for any other frame.
+    google::protobuf::Message* kept = nullptr;
+    if (first == 0x1a && rec.kind_case() == Record::kBatch) kept = rec.mutable_batch();
+    if (first == 0x22 && rec.kind_case() == Record::kDevice) kept = rec.mutable_device();
+    bool parsed;
+    if (kept != nullptr) {
+      kept->Clear();
+      if (!rec.GetReflection()->GetUnknownFields(rec).empty()) {
+        rec.GetReflection()->MutableUnknownFields(&rec)->Clear();
+      }
+      google::protobuf::io::ArrayInputStream in(frame.data(), int(frame.size()));
+      parsed = rec.MergeFromBoundedZeroCopyStream(&in, int(frame.size()));
+    } else {
+      parsed = rec.ParseFromArray(frame.data(), int(frame.size()));
     }
-    const bool whole = in_place != nullptr && payload_at + payload_len == frame.size();
-    if (whole ? !in_place->ParseFromArray(frame.data() + payload_at, int(payload_len))
-              : !rec.ParseFromArray(frame.data(), int(frame.size()))) {
+    if (!parsed) {
       s->frames = reader.records() - 1;
       return absl::DataLossError(absl::StrCat(path, ": offset ", at, ": corrupt record (",
                                               frame.size(), " bytes)"));
@@ -286,6 +298,24 @@ class WireReader {
     }
     return false;
   }
+  // A field tag as protobuf's parser reads it (and VisitFile must agree): at most 5 bytes,
+  // the value kept modulo 2^32. A longer tag is corrupt.
+  bool Tag(uint64_t* tag) {
+    if (p_ < end_ && p_[0] < 0x80) {  // field numbers below 16: one byte
+      *tag = *p_++;
+      return true;
+    }
+    uint32_t r = 0;
+    for (int i = 0; i < 5 && p_ < end_; ++i) {
+      const uint8_t b = *p_++;
+      r |= uint32_t(b & 0x7f) << (7 * i);
+      if ((b & 0x80) == 0) {
+        *tag = r;
+        return true;
+      }
+    }
+    return false;
+  }
   bool Bytes(absl::string_view* out) {
     uint64_t n;
     if (!Varint(&n) || n > uint64_t(end_ - p_)) return false;
@@ -300,34 +330,53 @@ class WireReader {
     return true;
   }
   // True when the rest parses as a message of scalar and bytes fields (what protobuf's parser
-  // checks for Collective and StepInfo, which have no nested messages).
-  bool WellFormed() {
+  // checks for Collective and StepInfo, which have no nested messages); `depth` as in Skip.
+  bool WellFormed(int depth) {
     while (!AtEnd()) {
       uint64_t tag;
-      if (!Varint(&tag) || (tag >> 3) == 0 || !Skip(uint32_t(tag & 7))) return false;
+      if (!Tag(&tag) || (tag >> 3) == 0 || !Skip(tag, depth)) return false;
     }
     return true;
   }
-  // Skips a field of an unknown number (groups, which proto3 never writes, are corrupt).
-  bool Skip(uint32_t wire_type) {
+  // Skips the value of a field of an unknown number whose tag was just read, as protobuf's
+  // parser does. `depth` is the nesting budget the parser has left at this level (kBatchDepth,
+  // ...). A group (proto3 never writes one, but the parser accepts it as an unknown field)
+  // runs to its matching end tag.
+  bool Skip(uint64_t tag, int depth) {
     uint64_t v;
     absl::string_view b;
-    switch (wire_type) {
+    switch (tag & 7) {
       case 0: return Varint(&v);
       case 1: return Fixed64(&v);
       case 2: return Bytes(&b);
+      case 3: return SkipGroup(uint32_t(tag >> 3), depth - 1);
       case 5:
         if (end_ - p_ < 4) return false;
         p_ += 4;
         return true;
-      default: return false;
+      default: return false;  // an end tag without its start; wire types 6 and 7
     }
   }
 
  private:
+  bool SkipGroup(uint32_t field, int depth) {
+    if (depth < 0) return false;
+    for (;;) {
+      uint64_t tag;
+      if (!Tag(&tag)) return false;  // also at the end: the group is not closed
+      if ((tag & 7) == 4) return (tag >> 3) == field;
+      if ((tag >> 3) == 0 || !Skip(tag, depth)) return false;
+    }
+  }
+
   const uint8_t* p_;
   const uint8_t* end_;
 };
+
+// The nesting budget protobuf's parser has left inside an EventBatch or DeviceBatch of a Record,
+// inside one of their events or ops, and inside an event's Collective or StepInfo (it starts at
+// 100 and spends one per message or group entered): a group nested deeper is corrupt for it.
+constexpr int kBatchDepth = 99, kItemDepth = 98, kSubDepth = 97;
 
 int64_t ZigZag64(uint64_t v) { return int64_t(v >> 1) ^ -int64_t(v & 1); }
 int32_t ZigZag32(uint64_t v) { return ZigZag64(uint32_t(v)); }
@@ -378,9 +427,10 @@ bool BatchHeader(absl::string_view batch, uint64_t h[3]) {
   h[0] = h[1] = h[2] = 0;
   while (!w.AtEnd()) {
     uint64_t tag;
-    if (!w.Varint(&tag)) return false;
+    if (!w.Tag(&tag)) return false;
     const uint32_t field = uint32_t(tag >> 3), wt = uint32_t(tag & 7);
-    const bool ok = field >= 1 && field <= 3 && wt == 0 ? w.Varint(&h[field - 1]) : w.Skip(wt);
+    const bool ok =
+        field >= 1 && field <= 3 && wt == 0 ? w.Varint(&h[field - 1]) : w.Skip(tag, kBatchDepth);
     if (!ok || field == 0) return false;
   }
   return true;
@@ -439,13 +489,14 @@ bool BatchDecoder::Events(absl::string_view batch) {
   uint64_t t = h[1], corr = h[2];
   uint32_t launch_stream = 0, launch_api = 0;
   e_.thread = uint32_t(h[0]);
+  uint64_t events = 0;  // counted in the summary once the whole batch decoded, as VisitFile
   WireReader w(batch);
   while (!w.AtEnd()) {
     uint64_t tag;
     absl::string_view item;
-    w.Varint(&tag);  // BatchHeader checked the framing
+    w.Tag(&tag);  // BatchHeader checked the framing
     if (tag != ((4 << 3) | 2)) {
-      w.Skip(uint32_t(tag & 7));
+      w.Skip(tag, kBatchDepth);
       continue;
     }
     w.Bytes(&item);
@@ -479,8 +530,9 @@ bool BatchDecoder::Events(absl::string_view batch) {
       }
     }
     v_->OnEvent(e_);
-    ++s_->host_events;
+    ++events;
   }
+  s_->host_events += events;
   return true;
 }
 
@@ -511,12 +563,12 @@ bool BatchDecoder::DecodeEvent(absl::string_view bytes, int64_t* dt, int64_t* dc
   }
   while (!f.AtEnd()) {
     uint64_t tag;
-    if (!f.Varint(&tag)) return false;
+    if (!f.Tag(&tag)) return false;
     const uint32_t field = uint32_t(tag >> 3), wt = uint32_t(tag & 7);
     if (wt == 2 && (field == 28 || field == 29)) {
       absl::string_view& sub = field == 28 ? e_.coll : e_.step;
       e_rare_ = true;
-      if (!f.Bytes(&sub) || !WireReader(sub).WellFormed()) return false;
+      if (!f.Bytes(&sub) || !WireReader(sub).WellFormed(kSubDepth)) return false;
       continue;
     }
     if (wt == 1 && field == 25) {
@@ -528,7 +580,7 @@ bool BatchDecoder::DecodeEvent(absl::string_view bytes, int64_t* dt, int64_t* dc
     // Every other known field is a varint; a known field with another wire type is skipped as
     // unknown, as the protobuf parser does.
     if (wt != 0 || field == 0 || field > 32) {
-      if (field == 0 || !f.Skip(wt)) return false;
+      if (field == 0 || !f.Skip(tag, kItemDepth)) return false;
       continue;
     }
     if (!f.Varint(&x)) return false;
@@ -578,13 +630,14 @@ bool BatchDecoder::Ops(absl::string_view batch) {
   if (!BatchHeader(batch, h)) return false;
   uint64_t t = h[1], corr = h[2];
   op_.device = uint32_t(h[0]);
+  uint64_t ops = 0;  // as in Events
   WireReader w(batch);
   while (!w.AtEnd()) {
     uint64_t tag;
     absl::string_view item;
-    w.Varint(&tag);  // BatchHeader checked the framing
+    w.Tag(&tag);  // BatchHeader checked the framing
     if (tag != ((4 << 3) | 2)) {
-      w.Skip(uint32_t(tag & 7));
+      w.Skip(tag, kBatchDepth);
       continue;
     }
     w.Bytes(&item);
@@ -597,8 +650,9 @@ bool BatchDecoder::Ops(absl::string_view batch) {
     op_.end_ns = t + dur;
     op_.corr = corr;
     v_->OnOp(op_);
-    ++s_->device_ops;
+    ++ops;
   }
+  s_->device_ops += ops;
   return true;
 }
 
@@ -636,10 +690,10 @@ bool BatchDecoder::DecodeOp(absl::string_view bytes, int64_t* dt, int64_t* dcorr
   }
   while (!f.AtEnd()) {
     uint64_t tag;
-    if (!f.Varint(&tag)) return false;
+    if (!f.Tag(&tag)) return false;
     const uint32_t field = uint32_t(tag >> 3), wt = uint32_t(tag & 7);
     if (wt != 0 || field == 0 || field > 17) {
-      if (field == 0 || !f.Skip(wt)) return false;
+      if (field == 0 || !f.Skip(tag, kItemDepth)) return false;
       continue;
     }
     if (!f.Varint(&x)) return false;
@@ -700,7 +754,7 @@ absl::Status ScanFile(const std::string& path, ViewVisitor* v, FileSummary* summ
     WireReader w(frame);
     uint64_t tag = 0;
     absl::string_view body;
-    if (w.Varint(&tag) && (tag == ((3 << 3) | 2) || tag == ((4 << 3) | 2)) && w.Bytes(&body) &&
+    if (w.Tag(&tag) && (tag == ((3 << 3) | 2) || tag == ((4 << 3) | 2)) && w.Bytes(&body) &&
         w.AtEnd()) {
       if (!(tag >> 3 == 3 ? decoder.Events(body) : decoder.Ops(body))) return corrupt();
       continue;

@@ -12,7 +12,8 @@
 //
 // ScanFile() is the fast layer for bulk analysis (profanalyze report): the same normalized
 // values, but event and device batches are decoded by hand into plain structs (EventView,
-// OpView) instead of protobuf messages, about 5x cheaper per record.
+// OpView) instead of protobuf messages, about 5x cheaper per record. The two layers are checked
+// against each other on arbitrary bytes by analyzer/reader_fuzzer.cc (scripts/fuzz.sh).
 //
 // Thread safety: a RecordReader is used by one thread; separate readers are independent, so rank
 // files can be read in parallel.
@@ -168,7 +169,10 @@ class ViewVisitor {
 };
 
 // VisitFile's fast sibling: same order, same errors, same FileSummary. Views are valid during
-// the callback only.
+// the callback only. One difference on a corrupt batch: VisitFile hands out nothing of it,
+// ScanFile decodes while it hands out and may already have handed out the batch's leading
+// events (or ops) when it finds the corruption and returns the error (the FileSummary counts
+// only complete batches, as VisitFile's).
 absl::Status ScanFile(const std::string& path, ViewVisitor* v, FileSummary* summary);
 
 // The rank files of a profile directory (*.pb, sorted by name). Error if `dir` is not a readable

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Installs every Debian package profagent needs (idempotent) and checks what it cannot install.
 # Usage: scripts/setup.sh            (called by scripts/demo.sh and scripts/test.sh)
+#        scripts/setup.sh --fuzz     also what scripts/fuzz.sh needs (clang, libFuzzer, sanitizers)
 set -euo pipefail
+FUZZ=0
+[[ "${1:-}" == "--fuzz" ]] && FUZZ=1
 
 PKGS=(
   bazel-bootstrap        # Bazel 4.2.3, builds offline with the WORKSPACE overrides
@@ -14,6 +17,12 @@ PKGS=(
   libunwind-dev
   openmpi-bin libopenmpi-dev
 )
+# scripts/fuzz.sh only: the gcc build and `bazel test //...` never need clang.
+FUZZ_PKGS=(
+  clang                  # clang 14 on Debian 12
+  libclang-rt-14-dev     # libFuzzer, ASan and UBSan runtimes for clang 14
+)
+if ((FUZZ)); then PKGS+=("${FUZZ_PKGS[@]}"); fi
 
 missing=()
 for p in "${PKGS[@]}"; do
@@ -40,7 +49,9 @@ for f in include/cuda_runtime_api.h include/cupti.h include/nccl.h include/nvtx3
     problems=1
   fi
 done
-for t in bazel protoc mpirun; do
+TOOLS=(bazel protoc mpirun)
+if ((FUZZ)); then TOOLS+=(clang); fi
+for t in "${TOOLS[@]}"; do
   command -v "$t" >/dev/null || { echo "setup: $t not found after installation" >&2; problems=1; }
 done
 if ((problems)); then

@@ -40,6 +40,13 @@ namespace {
 // Linux pids stay below 2^22; synthetic pids/tids (collisions, unknown tids) start there.
 constexpr int32_t kSyntheticBase = 1 << 22;
 constexpr uint64_t kSynthIidBase = uint64_t{1} << 32;
+// Strings with an id outside the dense table (kStringIdSlack) are named by iids from here, so
+// that the sink's per-sequence bitmaps stay small.
+constexpr uint64_t kFarIidBase = uint64_t{1} << 33;
+// The agent numbers strings 1, 2, 3, ... in file order: ids up to twice the number defined so
+// far plus this slack index the dense table; any other goes to a map (a corrupt id near 2^24
+// made the table 400 MB).
+constexpr uint64_t kStringIdSlack = 1 << 16;
 
 enum TrackKind : uint64_t {
   kTrackProcess = 0,
@@ -294,7 +301,8 @@ class FileConverter : public ViewVisitor {
         args[n++] = Arg::Uint(pi::kArgBytes, bytes);
         args[n++] = Arg::Ptr(pi::kArgPtr, e.ptr);
         if (e.ret == 0 && e.copy_kind != MEM_HOST_PINNED && bytes != 0) {
-          const int64_t delta = kind == EV_ALLOC ? int64_t(bytes) : -int64_t(bytes);
+          const int64_t b = static_cast<int64_t>(std::min<uint64_t>(bytes, INT64_MAX));
+          const int64_t delta = kind == EV_ALLOC ? b : -b;
           MemoryDelta(kind == EV_ALLOC ? start : end, e.device, delta);
         }
         break;
@@ -409,7 +417,8 @@ class FileConverter : public ViewVisitor {
   };
 
   void OnString(uint32_t id, const std::string& value) {
-    if (id < (1u << 24)) {
+    if (id < (1u << 24) && id <= 2 * strings_defined_ + kStringIdSlack) {
+      ++strings_defined_;
       if (id >= names_.size()) names_.resize(std::max<size_t>(id + 1, names_.size() * 2));
       string_store_.push_back(Demangle(value));
       const std::string& s = string_store_.back();
@@ -429,9 +438,15 @@ class FileConverter : public ViewVisitor {
     return not_timed_;
   }
 
+  // local + offset, clamped to [0, 2^64) (corrupt times or offsets must not overflow).
   uint64_t Ts(uint64_t local) {
-    int64_t t = static_cast<int64_t>(local) + offset_;
-    uint64_t r = t < 0 ? 0 : static_cast<uint64_t>(t);
+    uint64_t r;
+    if (offset_ >= 0) {
+      if (__builtin_add_overflow(local, static_cast<uint64_t>(offset_), &r)) r = UINT64_MAX;
+    } else {
+      const uint64_t back = 0 - static_cast<uint64_t>(offset_);
+      r = local > back ? local - back : 0;
+    }
     last_ts_ = r;
     return r;
   }
@@ -450,7 +465,7 @@ class FileConverter : public ViewVisitor {
   }
   __attribute__((noinline)) Name FarStringName(uint32_t id) {
     auto it = big_strings_.find(id);
-    if (it != big_strings_.end()) return Name{id, it->second};
+    if (it != big_strings_.end()) return Name{kFarIidBase + id, it->second};
     return unknown_name_;
   }
 
@@ -556,7 +571,7 @@ class FileConverter : public ViewVisitor {
     MemUpdate u = pending_.top();
     pending_.pop();
     int64_t& v = mem_value_[u.device];
-    v += u.delta;
+    if (__builtin_add_overflow(v, u.delta, &v)) v = u.delta > 0 ? INT64_MAX : INT64_MIN;
     sink_->Counter(MemoryTrack(u.device), u.ts, v);
   }
 
@@ -570,8 +585,10 @@ class FileConverter : public ViewVisitor {
   pi::TrackId process_track_ = 0;
   uint64_t last_ts_ = 0;
 
-  // String records: ids below 2^24 by index (iid 0 for an empty or unknown string; the text in
-  // string_store_, which never moves), larger ones in big_strings_.
+  // String records: dense ids (below 2^24, see kStringIdSlack) by index (iid = id, 0 for an
+  // empty or unknown string; the text in string_store_, which never moves), any other in
+  // big_strings_ (iid kFarIidBase + id).
+  uint64_t strings_defined_ = 0;
   std::vector<Name> names_;
   std::deque<std::string> string_store_;
   std::unordered_map<uint32_t, std::string> big_strings_;
@@ -762,9 +779,10 @@ std::vector<FileAlignment> ComputeAlignment(const std::vector<FileMeta>& files) 
     } else if (f.has_header && r.has_header && f.start_realtime_ns != 0 &&
                r.start_realtime_ns != 0) {
       // local -> realtime -> reference monotonic -> rank 0.
-      const int64_t f_rt = static_cast<int64_t>(f.start_realtime_ns - f.start_monotonic_ns);
-      const int64_t r_rt = static_cast<int64_t>(r.start_realtime_ns - r.start_monotonic_ns);
-      a.offset_ns = f_rt - r_rt + ref_offset;
+      // In wrapping 64-bit arithmetic: corrupt clocks give a wrong offset, not overflow.
+      const uint64_t f_rt = f.start_realtime_ns - f.start_monotonic_ns;
+      const uint64_t r_rt = r.start_realtime_ns - r.start_monotonic_ns;
+      a.offset_ns = static_cast<int64_t>(f_rt - r_rt + static_cast<uint64_t>(ref_offset));
       a.method = "realtime";
     }
   }

@@ -1025,6 +1025,41 @@ TEST_CASE("mangled kernel names are shown demangled") {
   REQUIRE(r.slice_start.count("GPU 0 stream 0|_Znot_a_valid_mangling") == 1);
 }
 
+TEST_CASE("string ids far beyond the dense table still name their events, on every track") {
+  // A dense table indexed by such ids (and per-track interning tables) cost hundreds of MB.
+  const std::string dir = TmpDir();
+  constexpr uint32_t kFar = 4000000, kVeryFar = 3000000000u;
+  {
+    ProfileWriter w(dir + "/rank0.pb");
+    w.Header(10, "h", 0, 0, 0);
+    w.String(1, "near");
+    w.String(kFar, "far_kernel");
+    w.String(kVeryFar, "very_far_kernel");
+    Record r;
+    DeviceBatch* d = r.mutable_device();
+    d->set_base_ns(100);
+    for (uint32_t stream = 1; stream <= 40; ++stream) {
+      for (uint32_t name : {1u, kFar, kVeryFar}) {
+        DeviceOp* op = d->add_ops();
+        op->set_dt(10);
+        op->set_dur(5);
+        op->set_name(name);
+        op->set_stream(stream);
+      }
+    }
+    w.Write(r);
+  }
+  std::ostringstream out, err;
+  REQUIRE(RunPerfettoCommand(dir + "/rank0.pb", "", "perfetto", out, err) == 0);
+  Replay r = ReplayTrace(ParseTrace(dir + "/rank0.pftrace"));
+  for (const char* track : {"GPU 0 stream 1|", "GPU 0 stream 40|"}) {
+    for (const char* name : {"near", "far_kernel", "very_far_kernel"}) {
+      INFO(track << name);
+      REQUIRE(r.slice_start.count(std::string(track) + name) == 1);
+    }
+  }
+}
+
 TEST_CASE("every truncation and every single-byte corruption: exit 0 or 2, never a crash") {
   const std::string dir = TmpDir();
   WriteSmallProfile(dir + "/full.pb");

@@ -22,7 +22,6 @@ const char* const kArgNames[kArgNumKeys] = {
 namespace {
 
 constexpr size_t kFlushBytes = 1 << 20;
-constexpr uint64_t kSmallIids = 1 << 22;
 
 // Field numbers of the Perfetto schema subset (proto/perfetto_trace.proto).
 enum : uint32_t {
@@ -146,15 +145,6 @@ inline char* PutAnnotation(char* p, const Arg& a) {
   return p;
 }
 
-inline bool Sent(std::vector<uint8_t>& sent, uint64_t iid) {
-  return iid < sent.size() && sent[iid] != 0;
-}
-
-inline void MarkSent(std::vector<uint8_t>& sent, uint64_t iid) {
-  if (iid >= sent.size()) sent.resize(std::max<size_t>(iid + 1, 2 * sent.size()));
-  sent[iid] = 1;
-}
-
 }  // namespace
 
 void TraceSink::Flush() {
@@ -253,12 +243,7 @@ TrackId PerfettoProtoSink::CounterTrack(uint64_t uuid, TrackId parent, std::stri
 }
 
 void PerfettoProtoSink::InternName(Track& t, Name name) {
-  if (name.iid < kSmallIids) {
-    if (Sent(t.names_sent, name.iid)) return;
-    MarkSent(t.names_sent, name.iid);
-  } else if (!t.large_names_sent.insert(name.iid).second) {
-    return;
-  }
+  if (!t.names_sent.Insert(name.iid)) return;
   size_t e = interned_.BeginNested(kIdEventNames);
   interned_.VarintField(kInternIid, name.iid);
   interned_.BytesField(kInternName, name.str);
@@ -275,8 +260,7 @@ void PerfettoProtoSink::InternArg(Track& t, const Arg& a) {
     interned_.EndNested(e);
   }
   const uint64_t iid = static_cast<uint64_t>(a.i);
-  if (a.kind == Arg::kInterned && !Sent(t.values_sent, iid)) {
-    MarkSent(t.values_sent, iid);
+  if (a.kind == Arg::kInterned && t.values_sent.Insert(iid)) {
     size_t e = interned_.BeginNested(kIdDebugAnnotationStringValues);
     interned_.VarintField(kInternIid, iid);
     interned_.BytesField(kInternName, a.s);
@@ -291,9 +275,7 @@ void PerfettoProtoSink::EventPacket(TrackId id, uint64_t ts, uint32_t type, Name
                                     uint64_t flow_in, const uint64_t* end) {
   Track& t = tracks_[id];
   interned_.Clear();
-  if (name.iid != 0 && !(name.iid < kSmallIids && Sent(t.names_sent, name.iid))) {
-    InternName(t, name);
-  }
+  if (name.iid != 0 && !t.names_sent.Contains(name.iid)) InternName(t, name);
   // Bound: packet and event headers, flows, the end packet, 16 bytes per annotation besides
   // its text, slack for two length shifts.
   size_t bound = 128;
@@ -317,7 +299,7 @@ void PerfettoProtoSink::EventPacket(TrackId id, uint64_t ts, uint32_t type, Name
   for (int i = 0; i < nargs; ++i) {
     const Arg& a = args[i];
     if ((t.arg_names_sent & (1u << a.key)) == 0 ||
-        (a.kind == Arg::kInterned && !Sent(t.values_sent, static_cast<uint64_t>(a.i)))) {
+        (a.kind == Arg::kInterned && !t.values_sent.Contains(static_cast<uint64_t>(a.i)))) {
       InternArg(t, a);
     }
     p = PutAnnotation(p, a);

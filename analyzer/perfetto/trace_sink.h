@@ -21,6 +21,7 @@
 #ifndef PROFAGENT_ANALYZER_PERFETTO_TRACE_SINK_H_
 #define PROFAGENT_ANALYZER_PERFETTO_TRACE_SINK_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -88,6 +89,32 @@ struct Arg {
   static Arg Interned(ArgKey k, Name v) {
     return Arg{k, kInterned, static_cast<int64_t>(v.iid), v.str};
   }
+};
+
+// The iids already interned on a packet sequence: a bitmap for iids below 2^16 (string ids of
+// real files are small and dense), a hash set above. (A vector sized by the largest iid let one
+// event named by a corrupt string id cost megabytes on every track.)
+class IidSet {
+ public:
+  bool Contains(uint64_t iid) const {
+    if (iid >= kBitmapIids) return !large_.empty() && large_.count(iid) != 0;
+    return iid / 64 < bits_.size() && ((bits_[iid / 64] >> (iid % 64)) & 1) != 0;
+  }
+  // False when `iid` was already in.
+  bool Insert(uint64_t iid) {
+    if (iid >= kBitmapIids) return large_.insert(iid).second;
+    if (iid / 64 >= bits_.size()) bits_.resize(std::max<size_t>(iid / 64 + 1, 2 * bits_.size()));
+    uint64_t& word = bits_[iid / 64];
+    const uint64_t bit = uint64_t{1} << (iid % 64);
+    if (word & bit) return false;
+    word |= bit;
+    return true;
+  }
+
+ private:
+  static constexpr uint64_t kBitmapIids = 1 << 16;
+  std::vector<uint64_t> bits_;
+  std::unordered_set<uint64_t> large_;
 };
 
 // A track defined on a sink: dense, in definition order.
@@ -172,9 +199,8 @@ class PerfettoProtoSink : public TraceSink {
     char seq_fields[8];
     uint8_t seq_fields_len;
     uint32_t arg_names_sent = 0;  // bit per ArgKey
-    std::vector<uint8_t> names_sent;   // by iid, iid < kSmallIids
-    std::unordered_set<uint64_t> large_names_sent;
-    std::vector<uint8_t> values_sent;  // by iid
+    IidSet names_sent;
+    IidSet values_sent;
   };
 
   // Starts the track's sequence with its descriptor packet; `body` encodes the

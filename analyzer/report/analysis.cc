@@ -35,12 +35,30 @@ namespace {
 constexpr size_t kTopGaps = 10;
 constexpr uint32_t kDirectDevices = 64;
 constexpr uint32_t kMaxStringId = 1u << 24;  // larger ids are treated as corrupt
+// The agent numbers strings 1, 2, 3, ... and writes them in that order, so an id far beyond the
+// definitions seen so far is corrupt as well: ids are accepted up to twice their number plus
+// this slack. Keeps the per-id tables proportional to the file (one hostile id near
+// kMaxStringId cost a gigabyte).
+constexpr uint64_t kStringIdSlack = 1u << 16;
 
 // ---------------------------------------------------------------------------------------------
 // Small helpers.
 
 double Round6(double x) { return std::round(x * 1e6) / 1e6; }
 double NsToMs(double ns) { return ns / 1e6; }
+
+// a - b, saturated to the int64_t range (times are unsigned; corrupt ones can be anything).
+int64_t SignedDiff(uint64_t a, uint64_t b) {
+  if (a >= b) return a - b > uint64_t(INT64_MAX) ? INT64_MAX : int64_t(a - b);
+  return b - a > uint64_t(INT64_MAX) ? INT64_MIN : -int64_t(b - a);
+}
+
+// a + b, saturated to the int64_t range.
+int64_t SaturatedAdd(int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_add_overflow(a, b, &r)) return b > 0 ? INT64_MAX : INT64_MIN;
+  return r;
+}
 
 Json Num(double x) {
   if (!std::isfinite(x)) return nullptr;
@@ -271,14 +289,13 @@ struct StepFields {
   bool warmup = false;
 };
 
+// Values are non-negative (ParseStepFields); sums are exact (128 bits), "sum" saturates.
 int64_t ReduceKv(std::vector<int64_t>& v, const std::string& how) {
   if (v.empty()) return -1;
   if (how == "max") return *std::max_element(v.begin(), v.end());
-  if (how == "sum") {
-    int64_t s = 0;
-    for (int64_t x : v) s += x;
-    return s;
-  }
+  unsigned __int128 sum = 0;
+  for (int64_t x : v) sum += uint64_t(x);
+  if (how == "sum") return sum > uint64_t(INT64_MAX) ? INT64_MAX : int64_t(sum);
   if (how == "p50" || how == "p90") {
     std::sort(v.begin(), v.end());
     double p = how == "p50" ? 50 : 90;
@@ -286,9 +303,8 @@ int64_t ReduceKv(std::vector<int64_t>& v, const std::string& how) {
     if (rank < 1) rank = 1;
     return v[std::min(rank, v.size()) - 1];
   }
-  int64_t s = 0;
-  for (int64_t x : v) s += x;
-  return (s * 2 + int64_t(v.size())) / (2 * int64_t(v.size()));  // mean, rounded half up
+  const unsigned __int128 n = v.size();
+  return int64_t((sum * 2 + n) / (2 * n));  // mean, rounded half up (at most the max value)
 }
 
 StepFields ParseStepFields(const std::string& msg, const std::string& kv_reduce) {
@@ -520,6 +536,7 @@ class FileAnalysis : public ViewVisitor {
   int rank_ = -1, world_ = 0;
   bool rank_guessed_ = false;
   uint64_t bad_string_ids_ = 0;
+  uint64_t strings_defined_ = 0;
   int timing_ = 0;
   std::string timing_reason_;
   int64_t clock_offset_ = 0;
@@ -679,10 +696,12 @@ void FileAnalysis::OnHeader(const Header& h) {
 }
 
 void FileAnalysis::OnString(uint32_t id, const std::string& value) {
-  if (id > kMaxStringId) {  // corrupt or hostile: ids are small and dense in real files
+  // Corrupt or hostile: ids are small and dense in real files (kStringIdSlack).
+  if (id > kMaxStringId || id > 2 * strings_defined_ + kStringIdSlack) {
     ++bad_string_ids_;
     return;
   }
+  ++strings_defined_;
   if (id >= strings_.size()) strings_.resize(id + 1);
   strings_[id] = value;
 }
@@ -794,8 +813,7 @@ void FileAnalysis::Host1(const EventView& e) {
       int8_t& fk = frame_kind_[name];
       const std::string& msg = Str(name);
       if (fk < 0) {
-        fk = std::regex_search(msg, ctx_->step_re) ? 1 : std::regex_search(msg, ctx_->run_re) ? 2
-                                                                                             : 0;
+        fk = SearchPrefix(msg, ctx_->step_re) ? 1 : SearchPrefix(msg, ctx_->run_re) ? 2 : 0;
       }
       StoredRange r{e.start_ns, e.end_ns, e.thread, name, fk != 0, false};
       ranges_.Add(r);
@@ -998,8 +1016,13 @@ void FileAnalysis::NestRange(Sweep* w, const StoredRange& r, uint32_t index) {
     o.mapped_anc = p->engine >= 0 ? int32_t(w->stack.size() - 1) : p->mapped_anc;
   }
   if (o.engine >= 0) {
-    o.excl = int64_t(r.end - r.start);
-    if (o.mapped_anc >= 0) w->stack[o.mapped_anc].excl -= int64_t(r.end - r.start);
+    // Two's complement wrap-around rather than overflow on corrupt times (no UB).
+    const uint64_t d = r.end - r.start;
+    o.excl = int64_t(d);
+    if (o.mapped_anc >= 0) {
+      int64_t& anc = w->stack[o.mapped_anc].excl;
+      anc = int64_t(uint64_t(anc) - d);
+    }
   }
   if (!r.api) {
     w->stack.push_back(o);
@@ -1085,6 +1108,10 @@ const std::string& FileAnalysis::CsvName(uint32_t name_id, int bucket) {
       for (const std::string& b : ctx_->buckets) csv_buckets_.push_back(CsvField(b));
     }
     return csv_buckets_[bucket];
+  }
+  if (name_id >= strings_.size()) {  // an undefined string: empty, and no cache entry for it
+    static const std::string kEmpty;
+    return kEmpty;
   }
   if (name_id >= csv_names_.size()) {
     csv_names_.resize(name_id + 1);
@@ -1328,7 +1355,7 @@ void FileAnalysis::Emit(const PendingOp& op, const PendingLaunch* l) {
   // From the launch call's return: only launches whose end was read.
   const bool l2s_known = l != nullptr && !host_mode_ && l->timed;
   if (l2s_known) {
-    l2s = int64_t(op.start) - int64_t(l->end);
+    l2s = SignedDiff(op.start, l->end);
     if (l2s >= 0) launch_to_start_.Add(double(l2s));
   }
   if (csv_.is_open()) {
@@ -1464,7 +1491,7 @@ void AddStep(StepSet* s, const StepRec& st) {
   s->lat.Add(double(d));
   s->busy.Add(double(st.busy_ns));
   ++s->steps;
-  if (st.tokens > 0) s->tokens += st.tokens;
+  if (st.tokens > 0) s->tokens = SaturatedAdd(s->tokens, st.tokens);
   s->total_ns += d;
   s->samples_ms.push_back(Round6(NsToMs(double(d))));
 }
@@ -1788,13 +1815,28 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
     }
   }
   if (world > 0 && options.ranks.empty()) {
+    // The gaps between the ranks present, the first kListed of them by number (the world size
+    // comes from the file: a corrupt one must not cost a loop or a list of 2^31 ranks).
+    constexpr size_t kListed = 64;
     std::vector<int> missing;
-    for (int r = 0; r < world; ++r) {
-      if (ranks.count(r) == 0) missing.push_back(r);
+    int64_t n_missing = world;
+    int next = 0;  // every rank below is present or listed
+    auto gap = [&](int end) {
+      for (; next < end && missing.size() < kListed; ++next) missing.push_back(next);
+    };
+    for (int r : ranks) {
+      if (r < 0 || r >= world) continue;
+      --n_missing;
+      gap(r);
+      next = r + 1;
     }
-    if (!missing.empty()) {
-      warnings.push_back(absl::StrCat("ranks missing from the profile (world size ", world,
-                                      "): ", absl::StrJoin(missing, ",")));
+    gap(world);
+    if (n_missing > 0) {
+      warnings.push_back(absl::StrCat(
+          "ranks missing from the profile (world size ", world, "): ",
+          absl::StrJoin(missing, ","),
+          int64_t(missing.size()) < n_missing ? absl::StrCat(",... (", n_missing, " in all)")
+                                              : std::string()));
     }
   }
   if (sel.size() > 1) {
@@ -2018,7 +2060,8 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
   std::map<std::pair<std::string, uint64_t>, int> call_lib;
   for (auto* f : sel) {
     for (const auto& a : f->arrivals_) {
-      calls[{f->comm_uids_[a.uid], a.seq}].emplace_back(f->rank_, a.at + f->clock_offset_);
+      calls[{f->comm_uids_[a.uid], a.seq}].emplace_back(f->rank_,
+                                                        SaturatedAdd(a.at, f->clock_offset_));
       call_lib[{f->comm_uids_[a.uid], a.seq}] = a.lib;
     }
   }
@@ -2039,10 +2082,11 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
         last_rank = ra.first;
       }
     }
-    skew.Add(double(hi - lo));
+    skew.Add(double(uint64_t(hi) - uint64_t(lo)));  // hi >= lo: exact in 64 bits
     for (const auto& ra : c.second) {
-      wait_ns[ra.first] += double(hi - ra.second);
-      wait_ns_by_lib[call_lib[c.first]][ra.first] += double(hi - ra.second);
+      const double wait = double(uint64_t(hi) - uint64_t(ra.second));
+      wait_ns[ra.first] += wait;
+      wait_ns_by_lib[call_lib[c.first]][ra.first] += wait;
     }
     ++last_count[last_rank];
   }

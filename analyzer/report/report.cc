@@ -357,7 +357,10 @@ absl::Status RunReport(const std::string& dir, const std::string& out_dir,
   const std::string csv = out_dir + "/ops.csv";
   auto summary = BuildSummary(*files, options, csv);
   if (!summary.ok()) return summary.status();
-  absl::Status s = WriteText(out_dir + "/summary.json", summary->dump(2) + "\n");
+  // File paths are bytes, not necessarily UTF-8: a stray byte becomes U+FFFD (nlohmann's
+  // default handler throws, which ended the program).
+  absl::Status s = WriteText(out_dir + "/summary.json",
+                             summary->dump(2, ' ', false, Json::error_handler_t::replace) + "\n");
   if (s.ok()) s = WriteText(out_dir + "/report.md", RenderMarkdown(*summary));
   if (!s.ok()) return s;
   if (printed != nullptr) {

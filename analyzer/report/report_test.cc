@@ -644,6 +644,74 @@ TEST_CASE("bad inputs give one-line errors naming the file") {
   CHECK(ReportError(d5, opt).find("rank 3 was requested") != std::string::npos);
 }
 
+TEST_CASE("implausible values in a file: saturated sums, bounded lists, long names matched") {
+  // Each of these overflowed, allocated gigabytes or overflowed the stack (the fuzzer's
+  // regression seeds in testdata/fuzz_corpus hold them too).
+  const std::string d = TmpDir("implausible");
+  {
+    ProfileBuilder b(d + "/rank0.pb");
+    b.WriteHeader(0, INT32_MAX, "h0", GPU_TIMING_CUPTI);  // a world of 2^31 - 1 ranks
+    const uint32_t step = b.Str("step tokens=9223372036854775807 kv=9223372036854775807,1");
+    b.Host(1, 1000 * kUs, 0, ProfileBuilder::Nvtx(step, 100 * kUs, 0));
+    b.Host(1, 2000 * kUs, 0, ProfileBuilder::Nvtx(step, 100 * kUs, 0));
+    // 40,000 characters: std::regex's recursion on `nccl.*broadcast` overflowed 8 MB of stack.
+    const uint32_t kernel = b.Str("ncclDevKernel_Broadcast" + std::string(40000, 'x'));
+    b.Host(1, 2010 * kUs, 1, ProfileBuilder::Launch(kernel, 5 * kUs));
+    b.Flush();
+    b.Device(0, 2020 * kUs, 1, Kernel(10 * kUs));
+    DeviceOp unnamed = Kernel(10 * kUs);
+    unnamed.set_name(0xffffffffu);  // an undefined string id (ops.csv cached names per id)
+    b.Device(0, 2040 * kUs, 7, unnamed);
+    Record far;
+    far.mutable_string()->set_id(1u << 23);  // ids are dense: one this far is corrupt
+    far.mutable_string()->set_value("far");
+    b.Write(far);
+    b.Close(true);
+  }
+  ReportOptions opt;
+  opt.kv_reduce = "sum";
+  auto s = BuildSummary({d + "/rank0.pb"}, opt, d + "/ops.csv");
+  REQUIRE(s.ok());
+  CHECK((*s)["stats"]["steps"] == 2);
+  CHECK((*s)["stats"]["tokens"] == INT64_MAX);  // saturated
+  CHECK((*s)["decode_length_buckets"].back()["steps"] == 2);  // kv sum saturated: last bin
+  opt.kv_reduce = "mean";
+  auto mean = BuildSummary({d + "/rank0.pb"}, opt, "");
+  REQUIRE(mean.ok());
+  CHECK((*mean)["decode_length_buckets"].back()["steps"] == 2);  // mean 2^62, exact
+  bool missing = false, far = false;
+  for (const auto& w : (*s)["meta"]["warnings"]) {
+    const std::string t = w.get<std::string>();
+    if (t.find("ranks missing") != std::string::npos) {
+      missing = true;
+      CHECK(t.find("world size 2147483647): 1,2,3,") != std::string::npos);
+      CHECK(t.find(",64,... (2147483646 in all)") != std::string::npos);
+    }
+    far |= t.find("1 string definitions with an implausible id ignored") != std::string::npos;
+  }
+  CHECK(missing);
+  CHECK(far);
+  bool broadcast = false;
+  for (const auto& k : (*s)["kernels"]) broadcast |= k["bucket"] == "comm.broadcast";
+  CHECK(broadcast);  // matched on the name's first kMaxMatchBytes
+  CHECK(ReadAll(d + "/ops.csv").find("\n0,1,,others,kernel,") != std::string::npos);
+}
+
+TEST_CASE("a profile directory whose name is not UTF-8 (summary.json escapes it)") {
+  const std::string d = TmpDir("latin1_caf\xe9");
+  {
+    ProfileBuilder b(d + "/rank0.pb");
+    b.WriteHeader(0, 1, "h0", GPU_TIMING_CUPTI);
+    b.Host(1, 0, 0, ProfileBuilder::Step(1000 * kUs, 1, -1, 0, false));
+    b.Close(true);
+  }
+  std::string printed;
+  REQUIRE(RunReport(d, d, ReportOptions(), &printed).ok());
+  const Json j = Json::parse(ReadAll(d + "/summary.json"));
+  CHECK(j["meta"]["files"][0]["path"].get<std::string>().find("caf\xef\xbf\xbd") !=
+        std::string::npos);
+}
+
 TEST_CASE("a truncated file is a warning and its complete prefix is used") {
   const std::string d = TmpDir("trunc_src");
   {

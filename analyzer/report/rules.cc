@@ -168,7 +168,7 @@ absl::Status BucketRules::LoadText(const std::string& text, const std::string& o
 std::string BucketRules::Match(RuleScope scope, RuleTarget target, const std::string& name) const {
   for (const BucketRule& r : rules_) {
     if (r.scope != scope || r.target != target) continue;
-    if (std::regex_search(name, r.re)) return r.bucket;
+    if (SearchPrefix(name, r.re)) return r.bucket;
   }
   return "";
 }
@@ -186,6 +186,11 @@ bool IsCanonicalEngineBucket(const std::string& b) { return RankIn(kEngineOrder,
 int CanonicalRank(const std::string& b, bool engine) {
   int r = engine ? RankIn(kEngineOrder, b) : RankIn(kModelOrder, b);
   return r < 0 ? 1000 : r;
+}
+
+bool SearchPrefix(const std::string& text, const std::regex& re) {
+  const size_t n = std::min(text.size(), kMaxMatchBytes);
+  return std::regex_search(text.begin(), text.begin() + std::ptrdiff_t(n), re);
 }
 
 std::string MemcpyBucket(bool is_memset, uint32_t copy_kind) {

@@ -2,9 +2,10 @@
 //
 // The agent records raw names; buckets are applied here so old profiles can be re-bucketed.
 // A rule is (scope, target, bucket, ECMAScript regex, searched case-insensitively anywhere in the
-// name). Rules are tried in order and the first match wins; rules from a rules file come before
-// the defaults, so a file can override any default (and `clear <scope>` drops the defaults of a
-// scope). See RULES.md for the file format and the model-bucket precedence:
+// name, or in its first kMaxMatchBytes when longer). Rules are tried in order and the first
+// match wins; rules from a rules file come before the defaults, so a file can override any
+// default (and `clear <scope>` drops the defaults of a scope). See RULES.md for the file format
+// and the model-bucket precedence:
 //   1. a DeviceOp that is a memcpy/memset -> memcpy.h2d|d2h|d2d|h2h|memset|other;
 //   2. a model `kernel` rule with a concrete bucket -> that bucket;
 //   3. otherwise (the kernel rule said `gemm`, the generic GEMM class, or nothing matched) the
@@ -19,6 +20,7 @@
 #ifndef PROFAGENT_ANALYZER_REPORT_RULES_H_
 #define PROFAGENT_ANALYZER_REPORT_RULES_H_
 
+#include <cstddef>
 #include <regex>
 #include <string>
 #include <vector>
@@ -75,6 +77,14 @@ int CanonicalRank(const std::string& bucket, bool engine);
 
 // Bucket of a device copy/set: copy_kind is cudaMemcpyKind (1 h2d, 2 d2h, 3 d2d, 0 h2h).
 std::string MemcpyBucket(bool is_memset, uint32_t copy_kind);
+
+// Regex searches on recorded text (rules, step/run patterns) see at most its first
+// kMaxMatchBytes: libstdc++'s std::regex recurses once per character that a quantifier such as
+// `.*` consumes (about 300 bytes of stack each), so a long name (a corrupt file, a huge template
+// kernel name) overflowed the analysis thread's stack at about 27,000 characters. 4096 keep the
+// recursion near 1.2 MB.
+constexpr size_t kMaxMatchBytes = 4096;
+bool SearchPrefix(const std::string& text, const std::regex& re);
 
 }  // namespace analyzer
 }  // namespace profagent
