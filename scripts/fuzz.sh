@@ -15,7 +15,8 @@
 # output base of its own (/tmp/bazel_ob_fuzz, or FUZZ_OUTPUT_BASE). Bazel rather than clang++ on
 # the sources, so the fuzzer is built from the same BUILD graph as profanalyze (generated
 # protobuf code, system library flags) and nothing has to be kept in sync here; the separate
-# output base keeps the gcc build of scripts/test.sh (and its Bazel server) untouched. The
+# output base keeps the gcc build of scripts/test.sh (and its Bazel server) untouched, and
+# --symlink_prefix=/ leaves the workspace's bazel-bin/bazel-out links pointing at the gcc build. The
 # first build takes about 3 minutes on 2 cores, later ones recompile what changed.
 # Installed libraries (protobuf, absl) are not instrumented: the sanitizers check our code.
 #
@@ -38,7 +39,7 @@ OB="${FUZZ_OUTPUT_BASE:-/tmp/bazel_ob_fuzz}"
 scripts/setup.sh --fuzz
 
 echo "fuzz.sh: building //analyzer:reader_fuzzer (clang, --config=fuzz, output base $OB)"
-CC=clang bazel --output_base="$OB" build --config=fuzz //analyzer:reader_fuzzer \
+CC=clang bazel --output_base="$OB" build --config=fuzz --symlink_prefix=/ //analyzer:reader_fuzzer \
   2>&1 | grep -v -e "Cannot export local symbol" -e "^\[" || true
 BIN="$(CC=clang bazel --output_base="$OB" info --config=fuzz bazel-bin 2>/dev/null)"
 FUZZER="$BIN/analyzer/reader_fuzzer"
