@@ -445,6 +445,14 @@ struct Arrival {
   uint64_t seq;
   int64_t at;  // rank-0 clock
   int lib;     // CollLibrary
+  int32_t device;  // the communicator's CUDA device, -1 = none (MPI) or unknown
+};
+
+// A communicator of the file (CommDef).
+struct CommInfo {
+  std::string unique_id;
+  int size;
+  int32_t device;
 };
 
 struct MemDev {
@@ -631,7 +639,7 @@ class FileAnalysis : public ViewVisitor {
   // (the same, CSV-escaped).
   std::vector<std::string> paths_, csv_paths_;
   absl::flat_hash_map<std::pair<int32_t, uint32_t>, int32_t> path_index_;
-  std::unordered_map<uint64_t, std::pair<std::string, int>> comms_;  // id -> unique_id, size
+  std::unordered_map<uint64_t, CommInfo> comms_;  // by CommDef id
   std::unordered_map<uint32_t, std::vector<std::string>> stacks_;
   size_t step_hint_ = 0;
   // Pass 2 looks up kernels_ per device op: a small direct-mapped cache of (key, entry) in front.
@@ -728,7 +736,7 @@ void FileAnalysis::OnOther(const Record& r) {
       break;
     }
     case Record::kComm:
-      comms_[r.comm().id()] = {r.comm().unique_id(), r.comm().size()};
+      comms_[r.comm().id()] = {r.comm().unique_id(), r.comm().size(), r.comm().device()};
       break;
     case Record::kStack: {
       std::vector<std::string>& frames = stacks_[r.stack().id()];
@@ -1193,7 +1201,7 @@ void FileAnalysis::Host2(const EventView& e) {
       Collective c;
       c.ParseFromArray(e.coll.data(), int(e.coll.size()));  // checked by ScanFile
       auto cit = comms_.find(c.comm());
-      int n = cit != comms_.end() && cit->second.second > 0 ? cit->second.second
+      int n = cit != comms_.end() && cit->second.size > 0 ? cit->second.size
                                                              : std::max(world_, 1);
       std::string op = Str(c.op());
       uint64_t bytes = c.bytes();
@@ -1209,16 +1217,18 @@ void FileAnalysis::Host2(const EventView& e) {
       ++coll_calls_;
       coll_ns_ += e.end_ns - e.start_ns;
       CollWait w{SIZE_MAX, &a, e.end_ns - e.start_ns};
-      if (cit != comms_.end() && !cit->second.first.empty()) {
-        auto u = comm_uid_index_.find(cit->second.first);
+      if (cit != comms_.end() && !cit->second.unique_id.empty()) {
+        const std::string& uid = cit->second.unique_id;
+        auto u = comm_uid_index_.find(uid);
         if (u == comm_uid_index_.end()) {
-          u = comm_uid_index_.emplace(cit->second.first, uint32_t(comm_uids_.size())).first;
-          comm_uids_.push_back(cit->second.first);
+          u = comm_uid_index_.emplace(uid, uint32_t(comm_uids_.size())).first;
+          comm_uids_.push_back(uid);
         }
         // Local clock here; mapped to rank 0's clock (ClockOffset) when ranks are merged.
         // An NCCL call only enqueues: its rank "arrives" when its stream reaches the
         // collective's kernel, i.e. at the kernel's device start (joined by correlation id).
-        arrivals_.push_back(Arrival{u->second, c.seq(), int64_t(e.start_ns), int(c.lib())});
+        arrivals_.push_back(Arrival{u->second, c.seq(), int64_t(e.start_ns), int(c.lib()),
+                                    c.lib() == LIB_NCCL ? cit->second.device : -1});
         w.arrival = arrivals_.size() - 1;
       }
       if (c.lib() == LIB_NCCL && c.corr() != 0) {
@@ -2056,12 +2066,19 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
     cops.push_back(jc);
   }
   // Stragglers: the n-th call on the same communicator across ranks.
-  std::map<std::pair<std::string, uint64_t>, std::vector<std::pair<int, int64_t>>> calls;
+  // Participants of a call: a rank, and for NCCL the communicator's device (a process may drive
+  // several GPUs, each with its own communicator of the clique: ncclCommInitAll).
+  struct Member {
+    int rank;
+    int32_t device;
+    int64_t at;
+  };
+  std::map<std::pair<std::string, uint64_t>, std::vector<Member>> calls;
   std::map<std::pair<std::string, uint64_t>, int> call_lib;
   for (auto* f : sel) {
     for (const auto& a : f->arrivals_) {
-      calls[{f->comm_uids_[a.uid], a.seq}].emplace_back(f->rank_,
-                                                        SaturatedAdd(a.at, f->clock_offset_));
+      calls[{f->comm_uids_[a.uid], a.seq}].push_back(
+          Member{f->rank_, a.device, SaturatedAdd(a.at, f->clock_offset_)});
       call_lib[{f->comm_uids_[a.uid], a.seq}] = a.lib;
     }
   }
@@ -2069,26 +2086,31 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
   std::map<int, double> wait_ns;
   std::map<int, std::map<int, double>> wait_ns_by_lib;  // lib -> rank -> ns
   std::map<int, uint64_t> last_count;
+  std::map<std::pair<int, int32_t>, double> gpu_wait_ns;  // (rank, device), NCCL only
+  std::map<std::pair<int, int32_t>, uint64_t> gpu_last_count;
   uint64_t matched = 0;
   for (const auto& c : calls) {
     if (c.second.size() < 2) continue;
     ++matched;
     int64_t lo = INT64_MAX, hi = INT64_MIN;
-    int last_rank = -1;
-    for (const auto& ra : c.second) {
-      lo = std::min(lo, ra.second);
-      if (ra.second > hi || (ra.second == hi && ra.first < last_rank)) {
-        hi = ra.second;
-        last_rank = ra.first;
+    const Member* last = nullptr;
+    for (const Member& m : c.second) {
+      lo = std::min(lo, m.at);
+      if (last == nullptr || m.at > hi ||
+          (m.at == hi && std::make_pair(m.rank, m.device) < std::make_pair(last->rank, last->device))) {
+        hi = m.at;
+        last = &m;
       }
     }
     skew.Add(double(uint64_t(hi) - uint64_t(lo)));  // hi >= lo: exact in 64 bits
-    for (const auto& ra : c.second) {
-      const double wait = double(uint64_t(hi) - uint64_t(ra.second));
-      wait_ns[ra.first] += wait;
-      wait_ns_by_lib[call_lib[c.first]][ra.first] += wait;
+    for (const Member& m : c.second) {
+      const double wait = double(uint64_t(hi) - uint64_t(m.at));
+      wait_ns[m.rank] += wait;
+      wait_ns_by_lib[call_lib[c.first]][m.rank] += wait;
+      if (m.device >= 0) gpu_wait_ns[{m.rank, m.device}] += wait;
     }
-    ++last_count[last_rank];
+    ++last_count[last->rank];
+    if (last->device >= 0) ++gpu_last_count[{last->rank, last->device}];
   }
   Json per_rank = Json::array();
   for (auto* f : sel) {
@@ -2124,6 +2146,24 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
   strag["wait_ms_by_lib"] = wbl;
   strag["last_arriver_counts"] = lac;
   strag["most_frequent_last_arriver"] = most >= 0 ? Json(most) : Json(nullptr);
+  // The same per GPU ("rank:device"), NCCL calls only.
+  auto gpu_key = [](const std::pair<int, int32_t>& k) {
+    return absl::StrCat(k.first, ":", k.second);
+  };
+  Json wbg = Json::object(), lag = Json::object();
+  for (const auto& w : gpu_wait_ns) wbg[gpu_key(w.first)] = Num(NsToMs(w.second));
+  std::string most_gpu;
+  uint64_t most_gpu_n = 0;
+  for (const auto& l : gpu_last_count) {
+    lag[gpu_key(l.first)] = l.second;
+    if (l.second > most_gpu_n) {
+      most_gpu_n = l.second;
+      most_gpu = gpu_key(l.first);
+    }
+  }
+  strag["wait_ms_by_gpu"] = wbg;
+  strag["last_arriver_gpu_counts"] = lag;
+  strag["most_frequent_last_arriver_gpu"] = most_gpu.empty() ? Json(nullptr) : Json(most_gpu);
   Json coll;
   coll["ops"] = cops;
   coll["per_rank"] = per_rank;

@@ -259,6 +259,28 @@ std::string RenderMarkdown(const Json& s) {
       }
       md += "\n";
     }
+    // Per GPU, when a process drives several (one communicator per GPU in one process).
+    std::map<std::string, int> gpus_of_rank;
+    for (auto it = sg["wait_ms_by_gpu"].begin(); it != sg["wait_ms_by_gpu"].end(); ++it) {
+      ++gpus_of_rank[it.key().substr(0, it.key().find(':'))];
+    }
+    bool several = false;
+    for (const auto& g : gpus_of_rank) several = several || g.second > 1;
+    if (several) {
+      absl::StrAppend(&md, "Per GPU (rank:device; most frequent last arriver ",
+                      sg["most_frequent_last_arriver_gpu"].is_null()
+                          ? std::string("-")
+                          : sg["most_frequent_last_arriver_gpu"].get<std::string>(),
+                      "):\n\n| gpu | wait ms | last arrivals |\n|---|---:|---:|\n");
+      for (auto it = sg["wait_ms_by_gpu"].begin(); it != sg["wait_ms_by_gpu"].end(); ++it) {
+        absl::StrAppend(&md, "| ", it.key(), " | ", F(it.value()), " | ",
+                        sg["last_arriver_gpu_counts"].contains(it.key())
+                            ? sg["last_arriver_gpu_counts"][it.key()].dump()
+                            : std::string("0"),
+                        " |\n");
+      }
+      md += "\n";
+    }
   }
 
   md += "## Host overhead\n\n";

@@ -14,6 +14,7 @@
 #include <map>
 #include <regex>
 #include <set>
+#include <sstream>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -238,6 +239,8 @@ TEST_CASE("NCCL on gpusim under the agent: calls match the simulator's ground tr
 // One process, four communicators from ncclCommInitAll (gpusim's own nccl_ranks test program,
 // mode "initall"), and one ncclGroupStart/End around an AllReduce on each (as nccl-tests -g 4
 // runs), in CUPTI and in CUDA-event timing.
+// Communicator rank 2 (device 2) reaches the collective 2 ms late: the report's per-GPU view must
+// name it.
 void CheckInitAllGroup(const std::string& timing) {
   INFO("PROFAGENT_GPU_TIMING=" << timing);
   const std::string out = FreshDir("nccl_initall_" + timing);
@@ -246,7 +249,9 @@ void CheckInitAllGroup(const std::string& timing) {
   const std::string truth_path = out + "/truth.jsonl";
   std::string log;
   const int rc = Run("env LD_LIBRARY_PATH=" + cudart.substr(0, cudart.rfind('/')) + ":" +
-                         nccl.substr(0, nccl.rfind('/')) + " GPUSIM_DEVICES=4 LD_PRELOAD=" +
+                         nccl.substr(0, nccl.rfind('/')) +
+                         " GPUSIM_NCCL_DELAY_RANK=2 GPUSIM_NCCL_DELAY_US=2000"
+                         " GPUSIM_DEVICES=4 LD_PRELOAD=" +
                          Runfile("agent/libprofagent.so") + " PROFAGENT_OUTPUT=" + out +
                          "/prof PROFAGENT_GPU_TIMING=" + timing + " GPUSIM_TRUTH=" + truth_path +
                          " " + Runfile("tests/gpusim/nccl_ranks") + " 4 initall",
@@ -324,6 +329,27 @@ void CheckInitAllGroup(const std::string& timing) {
     }
   }
   CHECK(groups == 1);
+
+  // The report: one process, four GPUs; the last arriver is device 2 (file position 0: no rank).
+  // CUPTI only: gpusim delays a rank inside its kernel, and a CUDA-event pair (recorded before
+  // the group's launches) dates a kernel's start from when its stream reached it.
+  if (timing != "cupti") return;
+  std::string rep_log;
+  REQUIRE(Run(Runfile("analyzer/profanalyze") + " report " + out + "/prof -o " + out + "/rep",
+              &rep_log) == 0);
+  std::ifstream in(out + "/rep/summary.json");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string sum = ss.str();
+  INFO(sum.substr(sum.find("\"stragglers\"")));
+  CHECK(sum.find("\"most_frequent_last_arriver_gpu\": \"0:2\"") != std::string::npos);
+  for (int d = 0; d < 4; ++d) {
+    CHECK(sum.find("\"0:" + std::to_string(d) + "\":") != std::string::npos);  // a wait per GPU
+  }
+  std::ifstream md(out + "/rep/report.md");
+  std::stringstream ms;
+  ms << md.rdbuf();
+  CHECK(ms.str().find("most frequent last arriver 0:2") != std::string::npos);
 }
 
 TEST_CASE("ncclCommInitAll and a multi-communicator group in one process") {
