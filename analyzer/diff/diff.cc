@@ -411,6 +411,48 @@ absl::StatusOr<std::pair<std::string, double>> ParseMetricThreshold(const std::s
   return std::make_pair(s.substr(0, eq), v);
 }
 
+// The sections a summary must have, and the types of those it may have (SUMMARY_FORMAT.md): a
+// broken or truncated summary is bad input (exit 2), not "nothing to compare" (which would let a
+// CI gate pass on a profile that lost its numbers).
+absl::Status CheckShape(const OJson& j) {
+  auto stats = j.find("stats");
+  if (stats == j.end() || !stats->is_object()) {
+    return absl::InvalidArgumentError("no \"stats\" object");
+  }
+  auto steps = stats->find("steps");
+  if (steps == stats->end() || !steps->is_number()) {
+    return absl::InvalidArgumentError("\"stats.steps\" is not a number");
+  }
+  auto samples = stats->find("step_latency_ms_samples");
+  if (samples != stats->end()) {
+    if (!samples->is_array()) {
+      return absl::InvalidArgumentError("\"stats.step_latency_ms_samples\" is not an array");
+    }
+    for (const OJson& x : *samples) {
+      if (!x.is_number()) {
+        return absl::InvalidArgumentError(
+            "\"stats.step_latency_ms_samples\" holds something other than numbers");
+      }
+    }
+  }
+  static const std::pair<const char*, bool> kSections[] = {
+      // name, is an array (else an object)
+      {"meta", false},        {"runs", true},    {"runs_aggregate", false},
+      {"buckets_model_avg_ms", false}, {"buckets_engine_avg_ms", false},
+      {"decode_length_buckets", true}, {"kernels", true}, {"collectives", false},
+      {"host", false},        {"memory", false},
+  };
+  for (const auto& [name, array] : kSections) {
+    auto it = j.find(name);
+    if (it == j.end()) continue;
+    if (array ? !it->is_array() : !it->is_object()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("\"", name, "\" is not ", array ? "an array" : "an object"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<OJson> LoadSummary(const std::string& path) {
   struct stat st;
   if (stat(path.c_str(), &st) != 0) {
@@ -450,6 +492,9 @@ absl::StatusOr<OJson> LoadSummary(const std::string& path) {
     return absl::InvalidArgumentError(
         absl::StrCat(file, ": not a profagent summary (schema must be profagent.summary/1)"));
   }
+  if (absl::Status s = CheckShape(j); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(file, ": ", s.message()));
+  }
   return j;
 }
 
@@ -479,8 +524,21 @@ DiffResult DiffSummaries(const OJson& base, const OJson& now, const DiffOptions&
     mwu_p = MannWhitneyP(sa, sb);
   } else {
     r.notes.push_back(
-        "no per-step samples (stats.step_latency_ms_samples) on both sides: step metrics "
+        "no per-step samples (stats.step_latency_ms_samples) on one side or both: step metrics "
         "are untested");
+  }
+  // A new profile whose steps all vanished (its run broke, or the step ranges are gone) is a
+  // regression, not "nothing to compare".
+  auto steps_of = [](const OJson& j) {
+    auto st = j.find("stats");
+    if (st == j.end() || !st->is_object()) return -1.0;
+    auto n = st->find("steps");
+    return n != st->end() && n->is_number() ? n->get<double>() : -1.0;
+  };
+  if (steps_of(base) > 0 && steps_of(now) == 0) {
+    ++r.regressions;
+    r.notes.push_back(absl::StrCat("the new profile has no steps (the base has ",
+                                   steps_of(base), "): every step metric is missing"));
   }
   const auto* ra = base.contains("runs_aggregate") ? &base["runs_aggregate"] : nullptr;
   const auto* rb = now.contains("runs_aggregate") ? &now["runs_aggregate"] : nullptr;

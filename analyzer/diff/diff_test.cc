@@ -221,6 +221,38 @@ TEST_CASE("bad input exits 2 with one line naming the file") {
   std::ostringstream out, err;
   REQUIRE(RunDiffCommand(kData + "diff_base.json", path, DiffOptions(), false, out, err) == 2);
   REQUIRE(err.str().find("not a profagent summary") != std::string::npos);
+  // A summary whose sections are broken: bad input, not "nothing to compare".
+  const std::pair<const char*, const char*> kBroken[] = {
+      {"{\"schema\": \"profagent.summary/1\"}", "no \"stats\" object"},
+      {"{\"schema\": \"profagent.summary/1\", \"stats\": \"x\"}", "no \"stats\" object"},
+      {"{\"schema\": \"profagent.summary/1\", \"stats\": {\"steps\": 2, "
+       "\"step_latency_ms_samples\": [1, \"a\"]}}",
+       "holds something other than numbers"},
+      {"{\"schema\": \"profagent.summary/1\", \"stats\": {\"steps\": 2}, \"kernels\": {}}",
+       "\"kernels\" is not an array"},
+  };
+  for (const auto& [text, message] : kBroken) {
+    INFO(text);
+    std::ofstream(path) << text << "\n";
+    std::ostringstream o, e;
+    CHECK(RunDiffCommand(kData + "diff_base.json", path, DiffOptions(), false, o, e) == 2);
+    const std::string line = e.str();
+    CHECK(line.find(path) != std::string::npos);
+    CHECK(line.find(message) != std::string::npos);
+    CHECK(std::count(line.begin(), line.end(), '\n') == 1);
+  }
+}
+
+TEST_CASE("a new profile that lost all its steps is a regression") {
+  const char* tmp = getenv("TEST_TMPDIR");
+  const std::string path = std::string(tmp != nullptr ? tmp : "/tmp") + "/no_steps.json";
+  std::ofstream(path) << "{\"schema\": \"profagent.summary/1\", \"stats\": {\"steps\": 0}}\n";
+  std::ostringstream out, err;
+  CHECK(RunDiffCommand(kData + "diff_base.json", path, DiffOptions(), false, out, err) == 1);
+  CHECK(out.str().find("the new profile has no steps") != std::string::npos);
+  // The other way round (steps appeared) is not.
+  std::ostringstream out2, err2;
+  CHECK(RunDiffCommand(path, kData + "diff_base.json", DiffOptions(), false, out2, err2) == 0);
 }
 
 // Profile directories are summarized in memory with the report library.
