@@ -158,7 +158,7 @@ std::string CsvField(absl::string_view s) {
 
 constexpr char kCsvHeader[] =
     "rank,index,name,bucket,kind,grid,block,stream,launch_ns,api_dur_ns,start_ns,end_ns,"
-    "dur_ns,launch_to_start_ns,nvtx_path\n";
+    "dur_ns,launch_to_start_ns,step,nvtx_path\n";
 
 constexpr char kDigitPairs[] =
     "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
@@ -392,6 +392,7 @@ struct PendingLaunch {
   uint64_t start, end;
   uint32_t name, thread, stack, stream;
   int32_t path;   // ops.csv NVTX path id (paths_), -1 = none or not needed
+  int32_t step;   // ops.csv: the step containing the launch (index into steps_), -1 = none
   int16_t nvtx_model;  // bucket of the innermost model-mapped NVTX range, -1 = none
   bool graph;
   bool timed;  // the call's end was read (see LaunchTimed)
@@ -639,6 +640,9 @@ class FileAnalysis : public ViewVisitor {
   // (the same, CSV-escaped).
   std::vector<std::string> paths_, csv_paths_;
   absl::flat_hash_map<std::pair<int32_t, uint32_t>, int32_t> path_index_;
+  // Path labels of step/run ranges (their first word), keyed from kFrameLabelKey up.
+  static constexpr uint32_t kFrameLabelKey = 1u << 31;
+  absl::flat_hash_map<std::string, uint32_t> frame_label_;
   std::unordered_map<uint64_t, CommInfo> comms_;  // by CommDef id
   std::unordered_map<uint32_t, std::vector<std::string>> stacks_;
   size_t step_hint_ = 0;
@@ -1083,15 +1087,30 @@ const OpenRange* FileAnalysis::Innermost(uint32_t thread, uint64_t t) {
 
 // The ops.csv path of the range at stack position `pos`: its ancestors' names and its own,
 // joined with '/', interned.
+//
+// A step or run range appears by its message's first word ("step", "run"): a path names where
+// in the code an op was launched, not the step's data (its kv list, its tokens): the ops.csv
+// column `step` says which step. So the number of distinct paths stays bounded.
 int32_t FileAnalysis::PathOf(Sweep* w, size_t pos) {
   OpenRange& o = w->stack[pos];
   if (o.path >= 0) return o.path;
   const int32_t parent = pos > 0 ? PathOf(w, pos - 1) : -1;
-  auto key = std::make_pair(parent, uint32_t(o.r.name));
+  const std::string& full = Str(o.r.name);
+  absl::string_view label = full;
+  uint32_t label_key = o.r.name;
+  if (o.r.frame) {
+    label = label.substr(0, label.find_first_of(" \t"));
+    label_key = kFrameLabelKey;  // a frame's label depends only on its first word...
+    auto f = frame_label_.find(label);
+    if (f == frame_label_.end()) {
+      f = frame_label_.emplace(std::string(label), uint32_t(frame_label_.size())).first;
+    }
+    label_key += f->second;      // ...interned here
+  }
+  auto key = std::make_pair(parent, label_key);
   auto it = path_index_.find(key);
   if (it == path_index_.end()) {
-    std::string p = parent >= 0 ? absl::StrCat(paths_[parent], "/", Str(o.r.name))
-                                : Str(o.r.name);
+    std::string p = parent >= 0 ? absl::StrCat(paths_[parent], "/", label) : std::string(label);
     if (p.empty()) p = "?";
     it = path_index_.emplace(key, int32_t(paths_.size())).first;
     csv_paths_.push_back(CsvField(p));
@@ -1152,6 +1171,7 @@ void FileAnalysis::Host2(const EventView& e) {
       l.path = in != nullptr && csv_.is_open() ? PathOf(cached_sweep_, cached_sweep_->stack.size() - 1)
                                                : -1;
       l.nvtx_model = in != nullptr ? in->model : int16_t(-1);
+      l.step = csv_.is_open() ? StepOf(e.start_ns) : -1;
       std::copy(e.grid, e.grid + 3, l.grid);  // ScanFile already undid the value-1 encoding
       std::copy(e.block, e.block + 3, l.block);
       if (host_mode_) {
@@ -1431,6 +1451,8 @@ void FileAnalysis::Emit(const PendingOp& op, const PendingLaunch* l) {
       if (l2s_known) p = PutI64(p, l2s);
       *p++ = ',';
     }
+    if (l != nullptr && l->step >= 0) p = PutU64(p, uint64_t(l->step));
+    *p++ = ',';
     if (csv_path != nullptr) p = PutStr(p, *csv_path);
     *p++ = '\n';
     csv_.Commit(p);

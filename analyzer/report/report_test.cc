@@ -592,9 +592,11 @@ TEST_CASE("NVTX ranges beyond the memory budget: the same report, spilled or not
   const Json& model = j["buckets_model_avg_ms"];
   CHECK(model["attn.qkv_proj"]["ms"].get<double>() == Approx(0.006));
   CHECK(model["attn.o_proj"]["ms"].get<double>() == Approx(0.006));
-  // ops.csv paths: the full chain, including the run and the step.
-  CHECK(csv.find("run label=agent-order/step tokens=8 kv=100/decode/layer 0/qkv_proj") !=
-        std::string::npos);
+  // ops.csv paths: the full chain, the run and the step by their first word (a path names the
+  // code, not the step's data), the step in its own column (step 0: kv=100).
+  CHECK(csv.find(",0,run/step/decode/layer 0/qkv_proj\n") != std::string::npos);
+  CHECK(csv.find(",399,run/step/sampler\n") != std::string::npos);
+  CHECK(csv.find("kv=") == std::string::npos);
   CHECK(csv.find(",prefetch\n") != std::string::npos);
 }
 
