@@ -698,6 +698,14 @@ TEST_CASE("Runtime calls no interposer sees (a static runtime): CUDA injection +
   CHECK(s.prof.Kind(EV_LAUNCH).size() == 10);
   CheckDeviceDurations(s, /*include_graph_kernels=*/false);
   CheckCopiesCorrelated(s);
+  // The allocation, its free and the synchronization, once each.
+  auto allocs = s.prof.Kind(EV_ALLOC), frees = s.prof.Kind(EV_FREE);
+  REQUIRE(allocs.size() == 1);
+  CHECK(allocs[0]->ev.bytes() == 4096);
+  CHECK(allocs[0]->ev.copy_kind() == MEM_DEVICE);
+  REQUIRE(frees.size() == 1);
+  CHECK(frees[0]->ev.ptr() == allocs[0]->ev.ptr());
+  CHECK(s.prof.Kind(EV_SYNC).size() == 1);
 }
 
 TEST_CASE("No GPU (NVIDIA's libcudart, no driver): results and errors unchanged, file says why") {

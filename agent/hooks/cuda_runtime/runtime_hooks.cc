@@ -137,6 +137,16 @@ constexpr cudaError_t kNoReal = cudaErrorSharedObjectSymbolNotFound;
 
 inline uint64_t U64(const void* p) { return reinterpret_cast<uint64_t>(p); }
 
+// Marks the calling thread as inside an interposed runtime call, so that CUPTI's runtime
+// callbacks for the same call (enabled to see calls no interposer sees: a static runtime) leave
+// it to this hook. DoLaunch and DoMem also read the call's correlation id; the others only mark.
+struct InRuntime {
+  InRuntime() { ++cupti::t_state.in_runtime; }
+  ~InRuntime() { --cupti::t_state.in_runtime; }
+  InRuntime(const InRuntime&) = delete;
+  InRuntime& operator=(const InRuntime&) = delete;
+};
+
 // The stream a _ptsz/_ptds entry point works on: its 0 is the calling thread's per-thread
 // default stream, not the legacy one (CUDA-event timing must record on the same stream).
 inline cudaStream_t Pt(cudaStream_t s) { return s == nullptr ? cudaStreamPerThread : s; }
@@ -305,6 +315,7 @@ inline cudaError_t DoMem(uint16_t api, EvType type, uint64_t bytes, uint32_t kin
 template <typename Call, typename Size>
 inline cudaError_t DoAllocSized(uint16_t api, void** out, Size&& size_after, uint32_t kind,
                                 Call&& call) {
+  InRuntime marked;
   Mode();
   uint64_t t0 = Now();
   cudaError_t r = call();
@@ -335,6 +346,7 @@ inline cudaError_t DoAlloc(uint16_t api, void** out, size_t size, uint32_t kind,
 template <typename Call>
 inline cudaError_t DoFree(uint16_t api, void* ptr, uint32_t default_kind, cudaStream_t stream,
                           Call&& call) {
+  InRuntime marked;
   Mode();
   uint64_t size = 0;
   uint32_t kind = default_kind;
@@ -365,6 +377,7 @@ inline cudaError_t DoFree(uint16_t api, void* ptr, uint32_t default_kind, cudaSt
 // ---- Everything else: synchronization, streams, events ----------------------------------------
 template <typename Call>
 inline cudaError_t DoGeneric(uint16_t api, EvType type, uint64_t a, uint64_t b, Call&& call) {
+  InRuntime marked;
   Mode();
   uint64_t t0 = Now();
   cudaError_t r = call();
@@ -385,6 +398,7 @@ inline cudaError_t DoGeneric(uint16_t api, EvType type, uint64_t a, uint64_t b, 
 // Stream/event creation: the handle is known only after the call.
 template <typename Call>
 inline cudaError_t DoCreate(uint16_t api, EvType type, void** out, uint64_t b, Call&& call) {
+  InRuntime marked;
   Mode();
   uint64_t t0 = Now();
   cudaError_t r = call();

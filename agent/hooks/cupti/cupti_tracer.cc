@@ -256,6 +256,76 @@ void RecordRuntimeFromCallback(CUpti_CallbackId cbid, const CUpti_CallbackData* 
       e.mem.corr = corr;
       break;
     }
+    // Allocations (at the callback's exit the pointer is out) and frees. Kinds: profagent.MemKind.
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMallocManaged_v6000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMallocAsync_v11020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMallocAsync_ptsz_v11020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMallocHost_v3020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaHostAlloc_v3020: {
+      // Every one of these starts with (void** out, size_t size).
+      auto* a = static_cast<const cudaMalloc_v3020_params*>(p);
+      e.type = EvType::kAlloc;
+      if (a) {
+        e.mem.bytes = a->size;
+        if (e.ret == 0 && a->devPtr) e.mem.ptr = reinterpret_cast<uint64_t>(*a->devPtr);
+      }
+      e.mem.kind = cbid == CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020           ? 0
+                   : cbid == CUPTI_RUNTIME_TRACE_CBID_cudaMallocManaged_v6000 ? 2
+                   : (cbid == CUPTI_RUNTIME_TRACE_CBID_cudaMallocHost_v3020 ||
+                      cbid == CUPTI_RUNTIME_TRACE_CBID_cudaHostAlloc_v3020)
+                       ? 1
+                       : 3;
+      break;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaFreeHost_v3020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaFreeAsync_v11020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaFreeAsync_ptsz_v11020: {
+      auto* a = static_cast<const cudaFree_v3020_params*>(p);  // (void* ptr, ...) in all
+      if (a == nullptr || a->devPtr == nullptr) return;  // cudaFree(0): not a free
+      e.type = EvType::kFree;
+      e.mem.ptr = reinterpret_cast<uint64_t>(a->devPtr);
+      e.mem.kind = cbid == CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020       ? 0
+                   : cbid == CUPTI_RUNTIME_TRACE_CBID_cudaFreeHost_v3020 ? 1
+                                                                         : 3;
+      if (cbid != CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020 &&
+          cbid != CUPTI_RUNTIME_TRACE_CBID_cudaFreeHost_v3020) {
+        e.mem.stream = reinterpret_cast<uint64_t>(
+            static_cast<const cudaFreeAsync_v11020_params*>(p)->hStream);
+      }
+      break;
+    }
+    // Synchronizations (host waits are step boundaries under PROFAGENT_STEP_RULE=sync).
+    case CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020:
+      e.type = EvType::kSync;
+      e.gen.a = ~0ull;
+      model::OnHostSync(t0, t1, ~0ull);
+      break;
+    case CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_ptsz_v7000: {
+      auto* a = static_cast<const cudaStreamSynchronize_v3020_params*>(p);
+      e.type = EvType::kSync;
+      e.gen.a = a ? reinterpret_cast<uint64_t>(a->stream) : 0;
+      model::OnHostSync(t0, t1, e.gen.a);
+      break;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaEventSynchronize_v3020: {
+      auto* a = static_cast<const cudaEventSynchronize_v3020_params*>(p);
+      e.type = EvType::kSync;
+      e.gen.b = a ? reinterpret_cast<uint64_t>(a->event) : 0;
+      break;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_v3020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_ptsz_v7000: {
+      auto* a = static_cast<const cudaStreamWaitEvent_v3020_params*>(p);
+      e.type = EvType::kSync;
+      if (a) {
+        e.gen.a = reinterpret_cast<uint64_t>(a->stream);
+        e.gen.b = reinterpret_cast<uint64_t>(a->event);
+      }
+      break;
+    }
     default: {
       // Other enabled cbids (2D/peer copies and sets): a kMemcpy/kMemset without details.
       bool set = std::strstr(cb->functionName ? cb->functionName : "", "Memset") != nullptr;
@@ -519,8 +589,28 @@ bool StartLocked(const std::string& explicit_path, const void* cudart_symbol,
       CUPTI_RUNTIME_TRACE_CBID_cudaMemset2DAsync_v3020,
       CUPTI_RUNTIME_TRACE_CBID_cudaMemset2DAsync_ptsz_v7000,
   };
-  static const CUpti_CallbackId kRuntimeOptional[] = {kCbidLaunchKernel13,
-                                                      kCbidLaunchKernel13Ptsz};
+  // Optional too: allocations, frees and synchronizations. The interposers record them; these
+  // callbacks record them only when no interposer saw the call (a static runtime).
+  static const CUpti_CallbackId kRuntimeOptional[] = {
+      kCbidLaunchKernel13,
+      kCbidLaunchKernel13Ptsz,
+      CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020,
+      CUPTI_RUNTIME_TRACE_CBID_cudaMallocHost_v3020,
+      CUPTI_RUNTIME_TRACE_CBID_cudaHostAlloc_v3020,
+      CUPTI_RUNTIME_TRACE_CBID_cudaMallocManaged_v6000,
+      CUPTI_RUNTIME_TRACE_CBID_cudaMallocAsync_v11020,
+      CUPTI_RUNTIME_TRACE_CBID_cudaMallocAsync_ptsz_v11020,
+      CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020,
+      CUPTI_RUNTIME_TRACE_CBID_cudaFreeHost_v3020,
+      CUPTI_RUNTIME_TRACE_CBID_cudaFreeAsync_v11020,
+      CUPTI_RUNTIME_TRACE_CBID_cudaFreeAsync_ptsz_v11020,
+      CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020,
+      CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020,
+      CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_ptsz_v7000,
+      CUPTI_RUNTIME_TRACE_CBID_cudaEventSynchronize_v3020,
+      CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_v3020,
+      CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_ptsz_v7000,
+  };
   for (CUpti_CallbackId id : kRuntime) {
     r = a.enable_callback(1, g_subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, id);
     if (r != CUPTI_SUCCESS) return fail("cuptiEnableCallback(runtime)", r);
