@@ -10,12 +10,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <mutex>
 #include <string>
 #include <vector>
 
 #include "tests/gpusim/cudart_unsupported.h"
 #include "tests/gpusim/sim_device.h"
+#include "tests/gpusim/sim_pool.h"
 
 using gpusim::ApiCall;
 using gpusim::ApiInfo;
@@ -92,6 +94,11 @@ const char* DerivedErrorString(const ErrorEntry& e) {
 
 gpusim::Event* AsEvent(cudaEvent_t e) { return reinterpret_cast<gpusim::Event*>(e); }
 
+// Device limits behind stream attributes (H100's values).
+constexpr int kPersistingL2MaxBytes = 30 << 20;
+constexpr int kAccessPolicyMaxWindowBytes = 134213632;
+constexpr int kMemSyncDomains = 4;
+
 // ---- Implementations shared by the plain and _ptsz entry points --------------------------
 
 cudaError_t StreamSynchronizeImpl(const ApiInfo& info, cudaStream_t stream, bool pt) {
@@ -104,6 +111,7 @@ cudaError_t StreamSynchronizeImpl(const ApiInfo& info, cudaStream_t stream, bool
     if (s->capture_graph != nullptr) return api.Return(cudaErrorStreamCaptureUnsupported);
   }
   gpusim::SynchronizeStream(s);
+  gpusim::ReleaseAfterSynchronize();
   return api.Return(cudaSuccess);
 }
 
@@ -190,9 +198,153 @@ cudaError_t StreamGetImpl(const ApiInfo& info, cudaStream_t stream, bool pt,
   return api.Return(cudaSuccess);
 }
 
+// Whether `v` is a value CUDA accepts for stream attribute `attr` (the ids valid for streams;
+// any other id is cudaErrorInvalidValue). The priority is clamped, not refused.
+cudaError_t CheckStreamAttribute(cudaLaunchAttributeID attr, const cudaLaunchAttributeValue& v) {
+  bool ok = true;
+  switch (attr) {
+    case cudaLaunchAttributeAccessPolicyWindow: {
+      const cudaAccessPolicyWindow& w = v.accessPolicyWindow;
+      auto valid = [](cudaAccessProperty p) {
+        return p == cudaAccessPropertyNormal || p == cudaAccessPropertyStreaming ||
+               p == cudaAccessPropertyPersisting;
+      };
+      ok = w.num_bytes <= static_cast<size_t>(kAccessPolicyMaxWindowBytes) &&
+           w.hitRatio >= 0.0f && w.hitRatio <= 1.0f && valid(w.hitProp) && valid(w.missProp) &&
+           w.missProp != cudaAccessPropertyPersisting;
+      break;
+    }
+    case cudaLaunchAttributeSynchronizationPolicy:
+      ok = v.syncPolicy >= cudaSyncPolicyAuto && v.syncPolicy <= cudaSyncPolicyBlockingSync;
+      break;
+    case cudaLaunchAttributePriority:
+      break;
+    case cudaLaunchAttributeMemSyncDomainMap:
+      ok = v.memSyncDomainMap.default_ < kMemSyncDomains &&
+           v.memSyncDomainMap.remote < kMemSyncDomains;
+      break;
+    case cudaLaunchAttributeMemSyncDomain:
+      ok = v.memSyncDomain == cudaLaunchMemSyncDomainDefault ||
+           v.memSyncDomain == cudaLaunchMemSyncDomainRemote;
+      break;
+    case cudaLaunchAttributeNvlinkUtilCentricScheduling:
+      ok = v.nvlinkUtilCentricScheduling <= 1;
+      break;
+    default:
+      ok = false;
+      break;
+  }
+  return ok ? cudaSuccess : cudaErrorInvalidValue;
+}
+
+int ClampPriority(int priority) { return priority > 0 ? 0 : (priority < -5 ? -5 : priority); }
+
+// With s->mu held.
+void StoreStreamAttribute(Stream* s, cudaLaunchAttributeID attr,
+                          const cudaLaunchAttributeValue& v) {
+  switch (attr) {
+    case cudaLaunchAttributeAccessPolicyWindow: s->access_policy = v.accessPolicyWindow; break;
+    case cudaLaunchAttributeSynchronizationPolicy: s->sync_policy = v.syncPolicy; break;
+    case cudaLaunchAttributePriority: s->priority = ClampPriority(v.priority); break;
+    case cudaLaunchAttributeMemSyncDomainMap: s->mem_sync_domain_map = v.memSyncDomainMap; break;
+    case cudaLaunchAttributeMemSyncDomain: s->mem_sync_domain = v.memSyncDomain; break;
+    case cudaLaunchAttributeNvlinkUtilCentricScheduling:
+      s->nvlink_util_centric_scheduling = v.nvlinkUtilCentricScheduling;
+      break;
+    default:
+      break;
+  }
+}
+
+// With s->mu held.
+void LoadStreamAttribute(const Stream* s, cudaLaunchAttributeID attr,
+                         cudaLaunchAttributeValue* v) {
+  memset(v, 0, sizeof(*v));
+  switch (attr) {
+    case cudaLaunchAttributeAccessPolicyWindow: v->accessPolicyWindow = s->access_policy; break;
+    case cudaLaunchAttributeSynchronizationPolicy: v->syncPolicy = s->sync_policy; break;
+    case cudaLaunchAttributePriority: v->priority = s->priority; break;
+    case cudaLaunchAttributeMemSyncDomainMap: v->memSyncDomainMap = s->mem_sync_domain_map; break;
+    case cudaLaunchAttributeMemSyncDomain: v->memSyncDomain = s->mem_sync_domain; break;
+    case cudaLaunchAttributeNvlinkUtilCentricScheduling:
+      v->nvlinkUtilCentricScheduling = s->nvlink_util_centric_scheduling;
+      break;
+    default:
+      break;
+  }
+}
+
+constexpr cudaLaunchAttributeID kStreamAttributes[] = {
+    cudaLaunchAttributeAccessPolicyWindow, cudaLaunchAttributeSynchronizationPolicy,
+    cudaLaunchAttributePriority,           cudaLaunchAttributeMemSyncDomainMap,
+    cudaLaunchAttributeMemSyncDomain,      cudaLaunchAttributeNvlinkUtilCentricScheduling};
+
+cudaError_t StreamSetAttributeImpl(const ApiInfo& info, cudaStream_t stream,
+                                   cudaLaunchAttributeID attr,
+                                   const cudaLaunchAttributeValue* value, bool pt) {
+  cudaStreamSetAttribute_v11000_params params{stream, attr, value};
+  ApiCall api(info, &params);
+  Stream* s = gpusim::ResolveStream(stream, pt);
+  if (s == nullptr) return api.Return(cudaErrorInvalidResourceHandle);
+  if (value == nullptr) return api.Return(cudaErrorInvalidValue);
+  cudaError_t err = CheckStreamAttribute(attr, *value);
+  if (err != cudaSuccess) return api.Return(err);
+  std::lock_guard<std::mutex> lock(s->mu);
+  StoreStreamAttribute(s, attr, *value);
+  return api.Return(cudaSuccess);
+}
+
+cudaError_t StreamGetAttributeImpl(const ApiInfo& info, cudaStream_t stream,
+                                   cudaLaunchAttributeID attr, cudaLaunchAttributeValue* value,
+                                   bool pt) {
+  cudaStreamGetAttribute_v11000_params params{stream, attr, value};
+  ApiCall api(info, &params);
+  Stream* s = gpusim::ResolveStream(stream, pt);
+  if (s == nullptr) return api.Return(cudaErrorInvalidResourceHandle);
+  if (value == nullptr ||
+      std::find(std::begin(kStreamAttributes), std::end(kStreamAttributes), attr) ==
+          std::end(kStreamAttributes)) {
+    return api.Return(cudaErrorInvalidValue);
+  }
+  std::lock_guard<std::mutex> lock(s->mu);
+  LoadStreamAttribute(s, attr, value);
+  return api.Return(cudaSuccess);
+}
+
+// Every stream attribute of `src` onto `dst`; both on one device (CUDA: one context).
+cudaError_t StreamCopyAttributesImpl(const ApiInfo& info, cudaStream_t dst, cudaStream_t src,
+                                     bool pt) {
+  cudaStreamCopyAttributes_v11000_params params{dst, src};
+  ApiCall api(info, &params);
+  Stream* to = gpusim::ResolveStream(dst, pt);
+  Stream* from = gpusim::ResolveStream(src, pt);
+  if (to == nullptr || from == nullptr) return api.Return(cudaErrorInvalidResourceHandle);
+  if (to->device != from->device) return api.Return(cudaErrorInvalidValue);
+  if (to == from) return api.Return(cudaSuccess);
+  cudaLaunchAttributeValue values[sizeof(kStreamAttributes) / sizeof(kStreamAttributes[0])];
+  {
+    std::lock_guard<std::mutex> lock(from->mu);
+    for (size_t i = 0; i < sizeof(values) / sizeof(values[0]); ++i) {
+      LoadStreamAttribute(from, kStreamAttributes[i], &values[i]);
+    }
+  }
+  std::lock_guard<std::mutex> lock(to->mu);
+  for (size_t i = 0; i < sizeof(values) / sizeof(values[0]); ++i) {
+    StoreStreamAttribute(to, kStreamAttributes[i], values[i]);
+  }
+  return api.Return(cudaSuccess);
+}
+
 }  // namespace
 
 extern "C" {
+
+// Declared by the header only under per-thread-default-stream builds.
+cudaError_t cudaStreamSetAttribute_ptsz(cudaStream_t stream, cudaLaunchAttributeID attr,
+                                        const cudaLaunchAttributeValue* value);
+cudaError_t cudaStreamGetAttribute_ptsz(cudaStream_t stream, cudaLaunchAttributeID attr,
+                                        cudaLaunchAttributeValue* value);
+cudaError_t cudaStreamCopyAttributes_ptsz(cudaStream_t dst, cudaStream_t src);
 
 // ---- Errors ---------------------------------------------------------------------------------
 
@@ -276,6 +428,7 @@ cudaError_t cudaDeviceSynchronize(void) {
   static const ApiInfo kInfo("cudaDeviceSynchronize");
   ApiCall api(kInfo);
   gpusim::SynchronizeDevice(gpusim::CurrentDevice());
+  gpusim::ReleaseAfterSynchronize();
   return api.Return(cudaSuccess);
 }
 
@@ -320,7 +473,8 @@ cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp* prop, int device) {
   prop->unifiedAddressing = 1;
   prop->memoryBusWidth = 5120;
   prop->l2CacheSize = 50 << 20;
-  prop->persistingL2CacheMaxSize = 30 << 20;
+  prop->persistingL2CacheMaxSize = kPersistingL2MaxBytes;
+  prop->accessPolicyMaxWindowSize = kAccessPolicyMaxWindowBytes;
   prop->maxThreadsPerMultiProcessor = 2048;
   prop->streamPrioritiesSupported = 1;
   prop->globalL1CacheSupported = 1;
@@ -381,6 +535,10 @@ cudaError_t cudaDeviceGetAttribute(int* value, enum cudaDeviceAttr attr, int dev
       v = 1;
       break;
     case cudaDevAttrAsyncEngineCount: v = 3; break;
+    case cudaDevAttrMaxPersistingL2CacheSize: v = kPersistingL2MaxBytes; break;
+    case cudaDevAttrMaxAccessPolicyWindowSize: v = kAccessPolicyMaxWindowBytes; break;
+    case cudaDevAttrMemSyncDomainCount: v = kMemSyncDomains; break;
+    case cudaDevAttrMemoryPoolSupportedHandleTypes: v = 0; break;  // no IPC pools
     default: v = 0; break;
   }
   *value = v;
@@ -468,7 +626,8 @@ cudaError_t cudaDriverGetVersion(int* version) {
 cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total_bytes) {
   static const ApiInfo kInfo("cudaMemGetInfo");
   ApiCall api(kInfo);
-  size_t used = gpusim::DeviceBytesInUse(gpusim::CurrentDevice());
+  int device = gpusim::CurrentDevice();
+  size_t used = gpusim::DeviceBytesInUse(device) + gpusim::PoolIdleBytes(device);
   size_t total = gpusim::kDeviceMemoryBytes;
   if (free_bytes != nullptr) *free_bytes = used < total ? total - used : 0;
   if (total_bytes != nullptr) *total_bytes = gpusim::kDeviceMemoryBytes;
@@ -496,7 +655,7 @@ cudaError_t cudaStreamCreateWithPriority(cudaStream_t* stream, unsigned int flag
   if (stream == nullptr || (flags & ~cudaStreamNonBlocking) != 0) {
     return api.Return(cudaErrorInvalidValue);
   }
-  priority = priority > 0 ? 0 : (priority < -5 ? -5 : priority);  // clamped like CUDA
+  priority = ClampPriority(priority);  // clamped like CUDA
   *stream = reinterpret_cast<cudaStream_t>(
       gpusim::CreateStream(gpusim::CurrentDevice(), flags, priority));
   return api.Return(cudaSuccess);
@@ -591,6 +750,36 @@ cudaError_t cudaStreamGetDevice_ptsz(cudaStream_t stream, int* device) {
   return StreamGetImpl(kInfo, stream, true, nullptr, nullptr, nullptr, device);
 }
 
+// Stream attributes: stored per stream and returned (see Stream in sim_device.h).
+cudaError_t cudaStreamSetAttribute(cudaStream_t stream, cudaLaunchAttributeID attr,
+                                   const cudaLaunchAttributeValue* value) {
+  static const ApiInfo kInfo("cudaStreamSetAttribute");
+  return StreamSetAttributeImpl(kInfo, stream, attr, value, false);
+}
+cudaError_t cudaStreamSetAttribute_ptsz(cudaStream_t stream, cudaLaunchAttributeID attr,
+                                        const cudaLaunchAttributeValue* value) {
+  static const ApiInfo kInfo("cudaStreamSetAttribute_ptsz");
+  return StreamSetAttributeImpl(kInfo, stream, attr, value, true);
+}
+cudaError_t cudaStreamGetAttribute(cudaStream_t stream, cudaLaunchAttributeID attr,
+                                   cudaLaunchAttributeValue* value) {
+  static const ApiInfo kInfo("cudaStreamGetAttribute");
+  return StreamGetAttributeImpl(kInfo, stream, attr, value, false);
+}
+cudaError_t cudaStreamGetAttribute_ptsz(cudaStream_t stream, cudaLaunchAttributeID attr,
+                                        cudaLaunchAttributeValue* value) {
+  static const ApiInfo kInfo("cudaStreamGetAttribute_ptsz");
+  return StreamGetAttributeImpl(kInfo, stream, attr, value, true);
+}
+cudaError_t cudaStreamCopyAttributes(cudaStream_t dst, cudaStream_t src) {
+  static const ApiInfo kInfo("cudaStreamCopyAttributes");
+  return StreamCopyAttributesImpl(kInfo, dst, src, false);
+}
+cudaError_t cudaStreamCopyAttributes_ptsz(cudaStream_t dst, cudaStream_t src) {
+  static const ApiInfo kInfo("cudaStreamCopyAttributes_ptsz");
+  return StreamCopyAttributesImpl(kInfo, dst, src, true);
+}
+
 // ---- Events ---------------------------------------------------------------------------------
 
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned int flags) {
@@ -661,6 +850,7 @@ cudaError_t cudaEventSynchronize(cudaEvent_t event) {
     seq = e->seq;
   }
   if (s != nullptr) gpusim::WaitForSeq(s, seq);
+  gpusim::ReleaseAfterSynchronize();
   return api.Return(cudaSuccess);
 }
 
@@ -691,6 +881,9 @@ cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) 
 
 struct cudaChannelFormatDesc cudaCreateChannelDesc(int x, int y, int z, int w,
                                                    enum cudaChannelFormatKind f) {
+  static const ApiInfo kInfo("cudaCreateChannelDesc");
+  ApiCall api(kInfo);
+  api.Return(cudaSuccess);
   struct cudaChannelFormatDesc d;
   d.x = x;
   d.y = y;

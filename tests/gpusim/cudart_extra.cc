@@ -1,8 +1,72 @@
-// Runtime functions that real programs call for hints and pool set-up, where the simulator has
-// nothing to model: managed-memory advice and prefetch, cache configuration, device choice, the
-// default memory pool. They validate their arguments like the runtime and otherwise succeed, so
-// third-party programs that use them run on gpusim instead of stopping at cudaErrorNotSupported.
+// Runtime functions that real programs call for hints and set-up, where the simulator has
+// nothing to model: managed-memory advice and prefetch, cache configuration, device choice,
+// driver entry points. They validate their arguments like the runtime and otherwise succeed (the
+// driver entry points fail as documented, see below), so third-party programs that use them run
+// on gpusim instead of stopping at cudaErrorNotSupported. Each reports itself to the observer and
+// records its error as the thread's last, like every entry point.
 #include <cuda_runtime_api.h>
+#include <generated_cuda_runtime_api_meta.h>
+
+#include "tests/gpusim/sim_device.h"
+
+using gpusim::ApiCall;
+using gpusim::ApiInfo;
+
+namespace {
+
+cudaError_t CheckLocation(const cudaMemLocation& location) {
+  if (location.type == cudaMemLocationTypeDevice &&
+      (location.id < 0 || location.id >= gpusim::DeviceCount())) {
+    return cudaErrorInvalidDevice;
+  }
+  return cudaSuccess;
+}
+
+cudaError_t PrefetchImpl(const ApiInfo& info, const void* ptr, size_t count,
+                         cudaMemLocation location, unsigned flags, cudaStream_t stream, bool pt) {
+  cudaMemPrefetchAsync_v12020_params params{ptr, count, location, flags, stream};
+  ApiCall api(info, &params);
+  if (ptr == nullptr && count > 0) return api.Return(cudaErrorInvalidValue);
+  cudaError_t err = CheckLocation(location);
+  if (err != cudaSuccess) return api.Return(err);
+  if (gpusim::ResolveStream(stream, pt) == nullptr) {
+    return api.Return(cudaErrorInvalidResourceHandle);
+  }
+  return api.Return(cudaSuccess);
+}
+
+cudaError_t AttachImpl(const ApiInfo& info, cudaStream_t stream, void* ptr, size_t length,
+                       unsigned flags, bool pt) {
+  cudaStreamAttachMemAsync_v6000_params params{stream, ptr, length, flags};
+  ApiCall api(info, &params);
+  if (ptr == nullptr) return api.Return(cudaErrorInvalidValue);
+  if (gpusim::ResolveStream(stream, pt) == nullptr) {
+    return api.Return(cudaErrorInvalidResourceHandle);
+  }
+  return api.Return(cudaSuccess);
+}
+
+// The simulator has no driver library to look symbols up in: every lookup fails with
+// cudaErrorNotSupported, *funcPtr set to NULL and *driverStatus to
+// cudaDriverEntryPointSymbolNotFound, which callers that probe optional driver features take as
+// "not available" and fall back. Bad arguments are cudaErrorInvalidValue, as is a CUDA version
+// above the driver's (ByVersion).
+cudaError_t DriverEntryPointImpl(const ApiInfo& info, const void* params, const char* symbol,
+                                 void** func, unsigned version, unsigned long long flags,
+                                 cudaDriverEntryPointQueryResult* status) {
+  ApiCall api(info, params, symbol);
+  if (symbol == nullptr || func == nullptr ||
+      (flags & ~static_cast<unsigned long long>(cudaEnableLegacyStream |
+                                                cudaEnablePerThreadDefaultStream)) != 0 ||
+      version > CUDART_VERSION) {
+    return api.Return(cudaErrorInvalidValue);
+  }
+  *func = nullptr;
+  if (status != nullptr) *status = cudaDriverEntryPointSymbolNotFound;
+  return api.Return(cudaErrorNotSupported);
+}
+
+}  // namespace
 
 extern "C" {
 
@@ -11,84 +75,98 @@ cudaError_t cudaMemPrefetchAsync_ptsz(const void* devPtr, size_t count, cudaMemL
                                       unsigned int flags, cudaStream_t stream);
 cudaError_t cudaStreamAttachMemAsync_ptsz(cudaStream_t stream, void* devPtr, size_t length,
                                           unsigned int flags);
-cudaError_t cudaMallocFromPoolAsync_ptsz(void** ptr, size_t size, cudaMemPool_t memPool,
-                                         cudaStream_t stream);
+cudaError_t cudaGetDriverEntryPoint_ptsz(const char* symbol, void** funcPtr,
+                                         unsigned long long flags,
+                                         cudaDriverEntryPointQueryResult* driverStatus);
+cudaError_t cudaGetDriverEntryPointByVersion_ptsz(const char* symbol, void** funcPtr,
+                                                  unsigned int cudaVersion,
+                                                  unsigned long long flags,
+                                                  cudaDriverEntryPointQueryResult* driverStatus);
 
 cudaError_t cudaMemPrefetchAsync(const void* devPtr, size_t count, cudaMemLocation location,
                                  unsigned int flags, cudaStream_t stream) {
-  (void)location;
-  (void)flags;
-  (void)stream;
-  return devPtr == nullptr && count > 0 ? cudaErrorInvalidValue : cudaSuccess;
+  static const ApiInfo kInfo("cudaMemPrefetchAsync");
+  return PrefetchImpl(kInfo, devPtr, count, location, flags, stream, false);
 }
 
 cudaError_t cudaMemPrefetchAsync_ptsz(const void* devPtr, size_t count, cudaMemLocation location,
                                       unsigned int flags, cudaStream_t stream) {
-  return cudaMemPrefetchAsync(devPtr, count, location, flags, stream);
+  static const ApiInfo kInfo("cudaMemPrefetchAsync_ptsz");
+  return PrefetchImpl(kInfo, devPtr, count, location, flags, stream, true);
 }
 
 cudaError_t cudaMemAdvise(const void* devPtr, size_t count, enum cudaMemoryAdvise advice,
                           cudaMemLocation location) {
-  (void)advice;
-  (void)location;
-  return devPtr == nullptr && count > 0 ? cudaErrorInvalidValue : cudaSuccess;
+  static const ApiInfo kInfo("cudaMemAdvise");
+  cudaMemAdvise_v12020_params params{devPtr, count, advice, location};
+  ApiCall api(kInfo, &params);
+  if (devPtr == nullptr && count > 0) return api.Return(cudaErrorInvalidValue);
+  return api.Return(CheckLocation(location));
 }
 
 cudaError_t cudaStreamAttachMemAsync(cudaStream_t stream, void* devPtr, size_t length,
                                      unsigned int flags) {
-  (void)stream;
-  (void)length;
-  (void)flags;
-  return devPtr == nullptr ? cudaErrorInvalidValue : cudaSuccess;
+  static const ApiInfo kInfo("cudaStreamAttachMemAsync");
+  return AttachImpl(kInfo, stream, devPtr, length, flags, false);
 }
 
 cudaError_t cudaStreamAttachMemAsync_ptsz(cudaStream_t stream, void* devPtr, size_t length,
                                           unsigned int flags) {
-  return cudaStreamAttachMemAsync(stream, devPtr, length, flags);
+  static const ApiInfo kInfo("cudaStreamAttachMemAsync_ptsz");
+  return AttachImpl(kInfo, stream, devPtr, length, flags, true);
 }
 
 cudaError_t cudaDeviceSetCacheConfig(enum cudaFuncCache cacheConfig) {
-  return int(cacheConfig) < 0 || int(cacheConfig) > 3 ? cudaErrorInvalidValue : cudaSuccess;
+  static const ApiInfo kInfo("cudaDeviceSetCacheConfig");
+  cudaDeviceSetCacheConfig_v3020_params params{cacheConfig};
+  ApiCall api(kInfo, &params);
+  return api.Return(int(cacheConfig) < 0 || int(cacheConfig) > 3 ? cudaErrorInvalidValue
+                                                                  : cudaSuccess);
 }
 
 cudaError_t cudaChooseDevice(int* device, const struct cudaDeviceProp* prop) {
-  if (device == nullptr || prop == nullptr) return cudaErrorInvalidValue;
+  static const ApiInfo kInfo("cudaChooseDevice");
+  cudaChooseDevice_v3020_params params{device, prop};
+  ApiCall api(kInfo, &params);
+  if (device == nullptr || prop == nullptr) return api.Return(cudaErrorInvalidValue);
   *device = 0;
-  return cudaSuccess;
+  return api.Return(cudaSuccess);
 }
 
-namespace {
-struct SimPool {
-  int device;
-};
-SimPool g_default_pools[16];
-}  // namespace
-
-cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t* memPool, int device) {
-  int count = 0;
-  if (memPool == nullptr || cudaGetDeviceCount(&count) != cudaSuccess || device < 0 ||
-      device >= count || device >= 16) {
-    return cudaErrorInvalidValue;
-  }
-  g_default_pools[device].device = device;
-  *memPool = reinterpret_cast<cudaMemPool_t>(&g_default_pools[device]);
-  return cudaSuccess;
+cudaError_t cudaGetDriverEntryPoint(const char* symbol, void** funcPtr, unsigned long long flags,
+                                    cudaDriverEntryPointQueryResult* driverStatus) {
+  static const ApiInfo kInfo("cudaGetDriverEntryPoint");
+  cudaGetDriverEntryPoint_v11030_params params{symbol, funcPtr, flags, driverStatus};
+  return DriverEntryPointImpl(kInfo, &params, symbol, funcPtr, 0, flags, driverStatus);
 }
 
-cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t memPool, enum cudaMemPoolAttr attr, void* value) {
-  (void)attr;
-  return memPool == nullptr || value == nullptr ? cudaErrorInvalidValue : cudaSuccess;
+cudaError_t cudaGetDriverEntryPoint_ptsz(const char* symbol, void** funcPtr,
+                                         unsigned long long flags,
+                                         cudaDriverEntryPointQueryResult* driverStatus) {
+  static const ApiInfo kInfo("cudaGetDriverEntryPoint_ptsz");
+  cudaGetDriverEntryPoint_v11030_params params{symbol, funcPtr, flags, driverStatus};
+  return DriverEntryPointImpl(kInfo, &params, symbol, funcPtr, 0, flags, driverStatus);
 }
 
-cudaError_t cudaMallocFromPoolAsync(void** ptr, size_t size, cudaMemPool_t memPool,
-                                    cudaStream_t stream) {
-  if (memPool == nullptr) return cudaErrorInvalidValue;
-  return cudaMallocAsync(ptr, size, stream);
+cudaError_t cudaGetDriverEntryPointByVersion(const char* symbol, void** funcPtr,
+                                             unsigned int cudaVersion, unsigned long long flags,
+                                             cudaDriverEntryPointQueryResult* driverStatus) {
+  static const ApiInfo kInfo("cudaGetDriverEntryPointByVersion");
+  cudaGetDriverEntryPointByVersion_v12050_params params{symbol, funcPtr, cudaVersion, flags,
+                                                        driverStatus};
+  return DriverEntryPointImpl(kInfo, &params, symbol, funcPtr, cudaVersion, flags,
+                              driverStatus);
 }
 
-cudaError_t cudaMallocFromPoolAsync_ptsz(void** ptr, size_t size, cudaMemPool_t memPool,
-                                         cudaStream_t stream) {
-  return cudaMallocFromPoolAsync(ptr, size, memPool, stream);
+cudaError_t cudaGetDriverEntryPointByVersion_ptsz(const char* symbol, void** funcPtr,
+                                                  unsigned int cudaVersion,
+                                                  unsigned long long flags,
+                                                  cudaDriverEntryPointQueryResult* driverStatus) {
+  static const ApiInfo kInfo("cudaGetDriverEntryPointByVersion_ptsz");
+  cudaGetDriverEntryPointByVersion_v12050_params params{symbol, funcPtr, cudaVersion, flags,
+                                                        driverStatus};
+  return DriverEntryPointImpl(kInfo, &params, symbol, funcPtr, cudaVersion, flags,
+                              driverStatus);
 }
 
 }  // extern "C"

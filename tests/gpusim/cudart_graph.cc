@@ -30,8 +30,7 @@
 // Not simulated (generated stubs: "gpusim: <function> is not supported"): memory allocation and
 // free nodes added by hand, external semaphore nodes, conditional nodes, kernel node attributes,
 // cudaGraphExecChildGraphNodeSetParams, user objects. Memcpy
-// nodes with a CUDA array, or a 3D extent whose slices are not contiguous rows, return
-// cudaErrorNotSupported with a one-time message.
+// nodes with a CUDA array return cudaErrorNotSupported with a one-time message.
 #include <cuda_runtime_api.h>
 #include <generated_cuda_runtime_api_meta.h>
 
@@ -95,47 +94,21 @@ cudaError_t KernelWork(const cudaKernelNodeParams* p, NodeWork* w) {
   return cudaSuccess;
 }
 
-// The byte address of element `pos` in a pitched allocation.
-char* PitchedAddress(const cudaPitchedPtr& p, const cudaPos& pos) {
-  return static_cast<char*>(p.ptr) + (pos.z * p.ysize + pos.y) * p.pitch + pos.x;
-}
-
-// A memcpy node copies extent.depth slices of extent.height rows of extent.width bytes. Slices
-// lie ysize rows apart, so when both sides have ysize == height (or a single slice) the copy is
-// depth * height rows at each side's pitch: a 2D copy. Arrays and other 3D layouts are not
+// A memcpy node copies extent.depth slices of extent.height rows of extent.width bytes between
+// pitched pointers (slices ysize rows apart), validated like cudaMemcpy3D. CUDA arrays are not
 // simulated.
 cudaError_t MemcpyWork(const cudaMemcpy3DParms* p, NodeWork* w) {
   static gpusim::UnsupportedOnce unsupported;
   if (p == nullptr) return cudaErrorInvalidValue;
-  if (p->srcArray != nullptr || p->dstArray != nullptr) {
-    return static_cast<cudaError_t>(gpusim::ReportUnsupported(
-        "a graph memcpy node with a CUDA array or a 3D extent", &unsupported));
+  Op op;
+  cudaError_t err = gpusim::InitCopyOpFromParms(&op, *p);
+  if (err == cudaErrorNotSupported) {
+    return static_cast<cudaError_t>(
+        gpusim::ReportUnsupported("a graph memcpy node with a CUDA array", &unsupported));
   }
-  if (p->kind < cudaMemcpyHostToHost || p->kind > cudaMemcpyDefault) {
-    return cudaErrorInvalidMemcpyDirection;
-  }
-  const cudaExtent& e = p->extent;
-  size_t rows = e.height * e.depth;
-  if (e.depth > 1 && (p->srcPtr.ysize != e.height || p->dstPtr.ysize != e.height)) {
-    return static_cast<cudaError_t>(gpusim::ReportUnsupported(
-        "a graph memcpy node with a CUDA array or a 3D extent", &unsupported));
-  }
-  if (e.width != 0 && rows != 0) {
-    if (p->srcPtr.ptr == nullptr || p->dstPtr.ptr == nullptr) return cudaErrorInvalidValue;
-    bool multi_row = rows > 1 || p->srcPos.y != 0 || p->srcPos.z != 0 || p->dstPos.y != 0 ||
-                     p->dstPos.z != 0;
-    if (multi_row && (p->srcPtr.pitch < p->srcPos.x + e.width ||
-                      p->dstPtr.pitch < p->dstPos.x + e.width)) {
-      return cudaErrorInvalidPitchValue;
-    }
-  }
-  char* src = PitchedAddress(p->srcPtr, p->srcPos);
-  char* dst = PitchedAddress(p->dstPtr, p->dstPos);
-  size_t spitch = rows > 1 ? p->srcPtr.pitch : e.width;
-  size_t dpitch = rows > 1 ? p->dstPtr.pitch : e.width;
+  if (err != cudaSuccess) return err;
   w->type = cudaGraphNodeTypeMemcpy;
-  w->op = Op();
-  gpusim::InitCopyOp(&w->op, dst, dpitch, src, spitch, e.width, rows, p->kind);
+  w->op = std::move(op);
   w->copy = *p;
   return cudaSuccess;
 }

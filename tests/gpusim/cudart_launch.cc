@@ -229,6 +229,34 @@ cudaError_t CaptureStatusImpl(const ApiInfo& info, cudaStream_t stream,
   return api.Return(cudaSuccess);
 }
 
+// The simulated SM (H100-class): shared memory per SM, the opt-in limit per block, the
+// runtime's reservation per block, and resident blocks and threads.
+constexpr int kSharedPerSm = 228 << 10;
+constexpr int kSharedPerBlockOptin = 227 << 10;
+constexpr int kReservedSharedPerBlock = 1 << 10;
+constexpr int kMaxBlocksPerSm = 32;
+constexpr int kMaxThreadsPerSm = 2048;
+
+int BlocksByThreads(int block_size) {
+  int n = kMaxThreadsPerSm / block_size;
+  return n < kMaxBlocksPerSm ? n : kMaxBlocksPerSm;
+}
+
+// Resident blocks per SM, limited by threads and by shared memory (dynamic plus the runtime's
+// reservation per block).
+cudaError_t OccupancyImpl(const ApiInfo& info, int* num_blocks, const void* func, int block_size,
+                          size_t dynamic_smem) {
+  ApiCall api(info);
+  if (num_blocks == nullptr || block_size <= 0 || block_size > 1024) {
+    return api.Return(cudaErrorInvalidValue);
+  }
+  if (gpusim::FindKernel(func) == nullptr) return api.Return(cudaErrorInvalidDeviceFunction);
+  size_t n = static_cast<size_t>(BlocksByThreads(block_size));
+  size_t by_smem = static_cast<size_t>(kSharedPerSm) / (dynamic_smem + kReservedSharedPerBlock);
+  *num_blocks = static_cast<int>(by_smem < n ? by_smem : n);
+  return api.Return(cudaSuccess);
+}
+
 }  // namespace
 
 extern "C" {
@@ -376,15 +404,32 @@ cudaError_t cudaFuncGetAttributes(struct cudaFuncAttributes* attr, const void* f
   attr->numRegs = 32;
   attr->ptxVersion = 80;
   attr->binaryVersion = 80;
-  attr->maxDynamicSharedSizeBytes = 48 << 10;
-  attr->preferredShmemCarveout = -1;
+  attr->maxDynamicSharedSizeBytes = k->max_dynamic_shared_bytes.load();
+  attr->preferredShmemCarveout = k->preferred_carveout.load();
   return api.Return(cudaSuccess);
 }
 
-cudaError_t cudaFuncSetAttribute(const void* func, enum cudaFuncAttribute, int) {
+// Dynamic shared memory up to the opt-in limit per block and a carveout of -1 (no preference)
+// to 100 percent are stored and read back by cudaFuncGetAttributes; the cluster attributes are
+// accepted. Launches are not checked against them.
+cudaError_t cudaFuncSetAttribute(const void* func, enum cudaFuncAttribute attr, int value) {
   static const ApiInfo kInfo("cudaFuncSetAttribute");
   ApiCall api(kInfo);
-  if (gpusim::FindKernel(func) == nullptr) return api.Return(cudaErrorInvalidDeviceFunction);
+  Kernel* k = gpusim::FindKernel(func);
+  if (k == nullptr) return api.Return(cudaErrorInvalidDeviceFunction);
+  switch (attr) {
+    case cudaFuncAttributeMaxDynamicSharedMemorySize:
+      if (value < 0 || value > kSharedPerBlockOptin) return api.Return(cudaErrorInvalidValue);
+      k->max_dynamic_shared_bytes = value;
+      break;
+    case cudaFuncAttributePreferredSharedMemoryCarveout:
+      if (value < -1 || value > 100) return api.Return(cudaErrorInvalidValue);
+      k->preferred_carveout = value;
+      break;
+    default:
+      if (attr < 0 || attr >= cudaFuncAttributeMax) return api.Return(cudaErrorInvalidValue);
+      break;
+  }
   return api.Return(cudaSuccess);
 }
 
@@ -401,26 +446,38 @@ cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int* num_bloc
                                                                    size_t dynamic_smem,
                                                                    unsigned int) {
   static const ApiInfo kInfo("cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags");
-  ApiCall api(kInfo);
-  if (num_blocks == nullptr || block_size <= 0 || block_size > 1024) {
-    return api.Return(cudaErrorInvalidValue);
-  }
-  if (gpusim::FindKernel(func) == nullptr) return api.Return(cudaErrorInvalidDeviceFunction);
-  int n = 2048 / block_size;
-  if (n > 32) n = 32;
-  if (dynamic_smem > 0) {
-    size_t by_smem = (228u << 10) / dynamic_smem;
-    if (by_smem < static_cast<size_t>(n)) n = static_cast<int>(by_smem);
-  }
-  *num_blocks = n;
-  return api.Return(cudaSuccess);
+  return OccupancyImpl(kInfo, num_blocks, func, block_size, dynamic_smem);
 }
 
 cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* num_blocks, const void* func,
                                                           int block_size,
                                                           size_t dynamic_smem) {
-  return cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(num_blocks, func, block_size,
-                                                                dynamic_smem, 0);
+  static const ApiInfo kInfo("cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+  return OccupancyImpl(kInfo, num_blocks, func, block_size, dynamic_smem);
+}
+
+// The most dynamic shared memory per block with which `num_blocks` blocks of `block_size`
+// threads fit on one SM (0 when that many blocks never fit), within the per-block opt-in limit.
+cudaError_t cudaOccupancyAvailableDynamicSMemPerBlock(size_t* dynamic_smem, const void* func,
+                                                      int num_blocks, int block_size) {
+  static const ApiInfo kInfo("cudaOccupancyAvailableDynamicSMemPerBlock");
+  cudaOccupancyAvailableDynamicSMemPerBlock_v10200_params params{dynamic_smem, func,
+                                                                  num_blocks, block_size};
+  ApiCall api(kInfo, &params);
+  if (dynamic_smem == nullptr || num_blocks <= 0 || block_size <= 0 || block_size > 1024) {
+    return api.Return(cudaErrorInvalidValue);
+  }
+  if (gpusim::FindKernel(func) == nullptr) return api.Return(cudaErrorInvalidDeviceFunction);
+  size_t available = 0;
+  if (num_blocks <= BlocksByThreads(block_size)) {
+    size_t share = static_cast<size_t>(kSharedPerSm) / static_cast<size_t>(num_blocks);
+    if (share > static_cast<size_t>(kReservedSharedPerBlock)) {
+      available = share - kReservedSharedPerBlock;
+    }
+    if (available > static_cast<size_t>(kSharedPerBlockOptin)) available = kSharedPerBlockOptin;
+  }
+  *dynamic_smem = available;
+  return api.Return(cudaSuccess);
 }
 
 // ---- Capture --------------------------------------------------------------------------------

@@ -1,15 +1,21 @@
 // CUDA runtime entry points of gpusim's libcudart.so.13 for memory: allocations (device
 // memory is host memory, tracked so that cudaFree of an unknown pointer fails and
-// cudaMemcpyDefault resolves), copies and sets. Asynchronous ones move their bytes when the
-// stream reaches them; synchronous copies wait for completion (cudaMemset, like CUDA's, is
-// asynchronous to the host for device memory).
+// cudaMemcpyDefault resolves), copies and sets (1D, 2D, and 3D between pitched pointers).
+// Asynchronous ones move their bytes when the stream reaches them; synchronous copies wait for
+// completion (cudaMemset, like CUDA's, is asynchronous to the host for device memory). The
+// stream-ordered allocator (cudaMallocAsync, pools) is in cudart_pools.cc. CUDA arrays are not
+// simulated: 3D copies from or to one return cudaErrorNotSupported with a one-time message,
+// and the array functions are the generated stubs.
 #include <cuda_runtime_api.h>
 #include <generated_cuda_runtime_api_meta.h>
 
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
+#include "tests/gpusim/cudart_unsupported.h"
 #include "tests/gpusim/sim_device.h"
+#include "tests/gpusim/sim_pool.h"
 
 using gpusim::ApiCall;
 using gpusim::ApiInfo;
@@ -50,7 +56,27 @@ Op* NewSetOp(uint32_t corr, void* dst, size_t pitch, int value, size_t width, si
   return op;
 }
 
-// Enqueues a copy on the resolved stream; `sync` waits for it (cudaMemcpy semantics).
+// Enqueues the copy `op` (owned) on stream `s`; `sync` waits for it (cudaMemcpy semantics).
+void EnqueueCopy(Op* op, Stream* s, bool sync) {
+  // CUDA's documented behaviour with pageable host memory: an async HtoD copy has taken its
+  // source bytes (staged) when the call returns; an async DtoH copy returns once complete.
+  if (!sync && op->rec.copy_kind == cudaMemcpyHostToDevice && !IsPinned(op->src)) {
+    size_t width = op->width;
+    op->staging.resize(width * op->height * op->depth);
+    char* out = op->staging.data();
+    for (size_t z = 0; z < op->depth; ++z) {
+      const char* slice = static_cast<const char*>(op->src) + z * op->spitch * op->sysize;
+      for (size_t row = 0; row < op->height; ++row, out += width) {
+        memcpy(out, slice + row * op->spitch, width);
+      }
+    }
+  }
+  if (op->rec.copy_kind == cudaMemcpyDeviceToHost && !IsPinned(op->dst)) sync = true;
+  uint64_t seq = gpusim::Enqueue(s, op);
+  if (sync && seq != 0) gpusim::WaitForSeq(s, seq);
+}
+
+// Enqueues a 1D or 2D copy on the resolved stream; `sync` waits for it.
 cudaError_t Copy(ApiCall& api, void* dst, size_t dpitch, const void* src, size_t spitch,
                  size_t width, size_t height, int kind, cudaStream_t stream, bool per_thread,
                  bool sync) {
@@ -61,19 +87,28 @@ cudaError_t Copy(ApiCall& api, void* dst, size_t dpitch, const void* src, size_t
   }
   Stream* s = gpusim::ResolveStream(stream, per_thread);
   if (s == nullptr) return cudaErrorInvalidResourceHandle;
-  Op* op = NewCopyOp(api.corr(), dst, dpitch, src, spitch, width, height, kind);
-  // CUDA's documented behaviour with pageable host memory: an async HtoD copy has taken its
-  // source bytes (staged) when the call returns; an async DtoH copy returns once complete.
-  if (!sync && op->rec.copy_kind == cudaMemcpyHostToDevice && !IsPinned(src)) {
-    op->staging.resize(width * height);
-    for (size_t row = 0; row < height; ++row) {
-      memcpy(op->staging.data() + row * width, static_cast<const char*>(src) + row * spitch,
-             width);
-    }
+  EnqueueCopy(NewCopyOp(api.corr(), dst, dpitch, src, spitch, width, height, kind), s, sync);
+  return cudaSuccess;
+}
+
+// cudaMemcpy3D(Async) and, with the devices checked by the caller, cudaMemcpy3DPeer(Async).
+// A CUDA array is reported once per entry point (`unsupported`).
+cudaError_t Copy3D(ApiCall& api, const char* name, gpusim::UnsupportedOnce* unsupported,
+                   const cudaMemcpy3DParms* p, cudaStream_t stream, bool per_thread,
+                   bool sync) {
+  if (p == nullptr) return cudaErrorInvalidValue;
+  Op* op = new Op();
+  cudaError_t err = gpusim::InitCopyOpFromParms(op, *p);
+  Stream* s = err == cudaSuccess ? gpusim::ResolveStream(stream, per_thread) : nullptr;
+  if (err == cudaSuccess && s == nullptr) err = cudaErrorInvalidResourceHandle;
+  if (err != cudaSuccess || op->rec.bytes == 0) {
+    delete op;
+    if (err != cudaErrorNotSupported) return err;
+    std::string what = std::string(name) + " with a CUDA array";
+    return static_cast<cudaError_t>(gpusim::ReportUnsupported(what.c_str(), unsupported));
   }
-  if (op->rec.copy_kind == cudaMemcpyDeviceToHost && !IsPinned(dst)) sync = true;
-  uint64_t seq = gpusim::Enqueue(s, op);
-  if (sync && seq != 0) gpusim::WaitForSeq(s, seq);
+  op->rec.correlation_id = api.corr();
+  EnqueueCopy(op, s, sync);
   return cudaSuccess;
 }
 
@@ -84,6 +119,39 @@ cudaError_t Set(ApiCall& api, void* dst, size_t pitch, int value, size_t width, 
   Stream* s = gpusim::ResolveStream(stream, per_thread);
   if (s == nullptr) return cudaErrorInvalidResourceHandle;
   gpusim::Enqueue(s, NewSetOp(api.corr(), dst, pitch, value, width, height));
+  return cudaSuccess;
+}
+
+// cudaMemset3D(Async): extent.depth slices of extent.height rows of extent.width bytes, rows
+// `pitch` bytes and slices `ysize` rows apart.
+cudaError_t Set3D(ApiCall& api, const cudaPitchedPtr& p, int value, const cudaExtent& e,
+                  cudaStream_t stream, bool per_thread) {
+  if (e.width == 0 || e.height == 0 || e.depth == 0) return cudaSuccess;
+  if (p.ptr == nullptr || (e.height * e.depth > 1 && p.pitch < e.width) ||
+      (e.depth > 1 && p.ysize < e.height)) {
+    return cudaErrorInvalidValue;
+  }
+  Stream* s = gpusim::ResolveStream(stream, per_thread);
+  if (s == nullptr) return cudaErrorInvalidResourceHandle;
+  Op* op = new Op();
+  gpusim::InitSetOp3D(op, p.ptr, e.height * e.depth > 1 ? p.pitch : e.width,
+                      e.depth > 1 ? p.ysize : e.height, value, e.width, e.height, e.depth);
+  op->rec.correlation_id = api.corr();
+  gpusim::Enqueue(s, op);
+  return cudaSuccess;
+}
+
+// Rows of cudaMallocPitch / cudaMalloc3D are 512-byte aligned (texturePitchAlignment is 32;
+// the runtime pads further).
+constexpr size_t kPitchAlignment = 512;
+
+cudaError_t AllocPitched(size_t width, size_t rows, void** ptr, size_t* pitch) {
+  size_t p = (width + kPitchAlignment - 1) / kPitchAlignment * kPitchAlignment;
+  void* mem = AlignedAlloc(p * rows);
+  if (mem == nullptr) return cudaErrorMemoryAllocation;
+  gpusim::TrackAllocation(mem, p * rows, gpusim::MemKind::kDevice, gpusim::CurrentDevice());
+  *ptr = mem;
+  *pitch = p;
   return cudaSuccess;
 }
 
@@ -118,41 +186,52 @@ cudaError_t SymbolImpl(const ApiInfo& info, void* dst, const void* src, size_t c
   return api.Return(Copy(api, dst, count, src, count, count, 1, kind, stream, pt, sync));
 }
 
+cudaError_t Memcpy3DImpl(const ApiInfo& info, const cudaMemcpy3DParms* p, cudaStream_t stream,
+                         bool pt, bool sync) {
+  static gpusim::UnsupportedOnce unsupported[4];  // per entry point: sync/async x plain/pt
+  cudaMemcpy3DAsync_v3020_params params{p, stream};  // cudaMemcpy3D's is a prefix
+  ApiCall api(info, &params);
+  return api.Return(Copy3D(api, info.name, &unsupported[(sync ? 0 : 2) + (pt ? 1 : 0)], p,
+                           stream, pt, sync));
+}
+
+// A peer copy is a device-to-device copy between pitched pointers of two devices.
+cudaError_t Memcpy3DPeerImpl(const ApiInfo& info, const cudaMemcpy3DPeerParms* p,
+                             cudaStream_t stream, bool pt, bool sync) {
+  static gpusim::UnsupportedOnce unsupported[4];
+  cudaMemcpy3DPeerAsync_v4000_params params{p, stream};
+  ApiCall api(info, &params);
+  if (p == nullptr) return api.Return(cudaErrorInvalidValue);
+  int n = gpusim::DeviceCount();
+  if (p->srcDevice < 0 || p->srcDevice >= n || p->dstDevice < 0 || p->dstDevice >= n) {
+    return api.Return(cudaErrorInvalidDevice);
+  }
+  cudaMemcpy3DParms q = {};
+  q.srcArray = p->srcArray;
+  q.srcPos = p->srcPos;
+  q.srcPtr = p->srcPtr;
+  q.dstArray = p->dstArray;
+  q.dstPos = p->dstPos;
+  q.dstPtr = p->dstPtr;
+  q.extent = p->extent;
+  q.kind = cudaMemcpyDeviceToDevice;
+  return api.Return(Copy3D(api, info.name, &unsupported[(sync ? 0 : 2) + (pt ? 1 : 0)], &q,
+                           stream, pt, sync));
+}
+
+cudaError_t Memset3DImpl(const ApiInfo& info, cudaPitchedPtr p, int value, cudaExtent extent,
+                         cudaStream_t stream, bool pt) {
+  cudaMemset3DAsync_v3020_params params{p, value, extent, stream};
+  ApiCall api(info, &params);
+  return api.Return(Set3D(api, p, value, extent, stream, pt));
+}
+
 cudaError_t MemsetImpl(const ApiInfo& info, void* dst, size_t pitch, int value, size_t width,
                        size_t height, cudaStream_t stream, bool pt) {
   // cudaMemset's params are a prefix of cudaMemsetAsync's; 2D sets have no params here.
   cudaMemsetAsync_v3020_params params{dst, value, width, stream};
   ApiCall api(info, height == 1 && pitch == width ? &params : nullptr);
   return api.Return(Set(api, dst, pitch, value, width, height, stream, pt));
-}
-
-cudaError_t MallocAsyncImpl(const ApiInfo& info, void** dev_ptr, size_t size,
-                            cudaStream_t stream, bool pt) {
-  cudaMallocAsync_v11020_params params{dev_ptr, size, stream};
-  ApiCall api(info, &params);
-  if (dev_ptr == nullptr) return api.Return(cudaErrorInvalidValue);
-  Stream* s = gpusim::ResolveStream(stream, pt);
-  if (s == nullptr) return api.Return(cudaErrorInvalidResourceHandle);
-  void* p = AlignedAlloc(size);
-  if (p == nullptr) return api.Return(cudaErrorMemoryAllocation);
-  gpusim::TrackAllocation(p, size, gpusim::MemKind::kDevice, s->device);
-  *dev_ptr = p;
-  return api.Return(cudaSuccess);
-}
-
-cudaError_t FreeAsyncImpl(const ApiInfo& info, void* dev_ptr, cudaStream_t stream, bool pt) {
-  cudaFreeAsync_v11020_params params{dev_ptr, stream};
-  ApiCall api(info, &params);
-  Stream* s = gpusim::ResolveStream(stream, pt);
-  if (s == nullptr) return api.Return(cudaErrorInvalidResourceHandle);
-  if (dev_ptr == nullptr) return api.Return(cudaSuccess);
-  if (!gpusim::UntrackAllocation(dev_ptr, true)) return api.Return(cudaErrorInvalidValue);
-  Op* op = new Op();  // released when the stream reaches it
-  op->action = Op::kFreeMemory;
-  op->dst = dev_ptr;
-  op->rec.correlation_id = api.corr();
-  gpusim::Enqueue(s, op);
-  return api.Return(cudaSuccess);
 }
 
 }  // namespace
@@ -193,13 +272,19 @@ cudaError_t cudaMallocPitch(void** dev_ptr, size_t* pitch, size_t width, size_t 
   static const ApiInfo kInfo("cudaMallocPitch");
   ApiCall api(kInfo);
   if (dev_ptr == nullptr || pitch == nullptr) return api.Return(cudaErrorInvalidValue);
-  size_t p = (width + 511) / 512 * 512;
-  void* mem = AlignedAlloc(p * height);
-  if (mem == nullptr) return api.Return(cudaErrorMemoryAllocation);
-  gpusim::TrackAllocation(mem, p * height, gpusim::MemKind::kDevice, gpusim::CurrentDevice());
-  *dev_ptr = mem;
-  *pitch = p;
-  return api.Return(cudaSuccess);
+  return api.Return(AllocPitched(width, height, dev_ptr, pitch));
+}
+
+cudaError_t cudaMalloc3D(struct cudaPitchedPtr* pitched, struct cudaExtent extent) {
+  static const ApiInfo kInfo("cudaMalloc3D");
+  cudaMalloc3D_v3020_params params{pitched, extent};
+  ApiCall api(kInfo, &params);
+  if (pitched == nullptr) return api.Return(cudaErrorInvalidValue);
+  void* mem = nullptr;
+  size_t pitch = 0;
+  cudaError_t err = AllocPitched(extent.width, extent.height * extent.depth, &mem, &pitch);
+  if (err == cudaSuccess) *pitched = cudaPitchedPtr{mem, pitch, extent.width, extent.height};
+  return api.Return(err);
 }
 
 cudaError_t cudaFree(void* dev_ptr) {
@@ -207,30 +292,18 @@ cudaError_t cudaFree(void* dev_ptr) {
   cudaFree_v3020_params params{dev_ptr};
   ApiCall api(kInfo, &params);
   if (dev_ptr == nullptr) return api.Return(cudaSuccess);
-  // cudaFree synchronizes the device before releasing memory, as on hardware.
+  // cudaFree synchronizes the device before releasing memory, as on hardware. An allocation
+  // from a pool goes back to it.
   gpusim::SynchronizeDevice(gpusim::CurrentDevice());
+  if (gpusim::PoolFreeNow(dev_ptr)) {
+    gpusim::ReleaseAfterSynchronize();
+    return api.Return(cudaSuccess);
+  }
   if (!gpusim::UntrackAllocation(dev_ptr, /*device_kinds=*/true)) {
     return api.Return(cudaErrorInvalidValue);
   }
   free(dev_ptr);
   return api.Return(cudaSuccess);
-}
-
-cudaError_t cudaMallocAsync(void** dev_ptr, size_t size, cudaStream_t stream) {
-  static const ApiInfo kInfo("cudaMallocAsync");
-  return MallocAsyncImpl(kInfo, dev_ptr, size, stream, false);
-}
-cudaError_t cudaMallocAsync_ptsz(void** dev_ptr, size_t size, cudaStream_t stream) {
-  static const ApiInfo kInfo("cudaMallocAsync_ptsz");
-  return MallocAsyncImpl(kInfo, dev_ptr, size, stream, true);
-}
-cudaError_t cudaFreeAsync(void* dev_ptr, cudaStream_t stream) {
-  static const ApiInfo kInfo("cudaFreeAsync");
-  return FreeAsyncImpl(kInfo, dev_ptr, stream, false);
-}
-cudaError_t cudaFreeAsync_ptsz(void* dev_ptr, cudaStream_t stream) {
-  static const ApiInfo kInfo("cudaFreeAsync_ptsz");
-  return FreeAsyncImpl(kInfo, dev_ptr, stream, true);
 }
 
 cudaError_t cudaMallocHost(void** ptr, size_t size) {
@@ -260,7 +333,7 @@ cudaError_t cudaFreeHost(void* ptr) {
   ApiCall api(kInfo);
   if (ptr == nullptr) return api.Return(cudaSuccess);
   gpusim::SynchronizeDevice(gpusim::CurrentDevice());
-  if (!gpusim::UntrackAllocation(ptr, /*device_kinds=*/false)) {
+  if (gpusim::IsPoolAllocation(ptr) || !gpusim::UntrackAllocation(ptr, /*device_kinds=*/false)) {
     return api.Return(cudaErrorInvalidValue);
   }
   free(ptr);
@@ -382,6 +455,40 @@ cudaError_t cudaMemcpyPeerAsync(void* dst, int, const void* src, int, size_t cou
                          stream, false, false));
 }
 
+cudaError_t cudaMemcpy3D(const struct cudaMemcpy3DParms* p) {
+  static const ApiInfo kInfo("cudaMemcpy3D");
+  return Memcpy3DImpl(kInfo, p, nullptr, false, true);
+}
+cudaError_t cudaMemcpy3D_ptds(const struct cudaMemcpy3DParms* p) {
+  static const ApiInfo kInfo("cudaMemcpy3D_ptds");
+  return Memcpy3DImpl(kInfo, p, nullptr, true, true);
+}
+cudaError_t cudaMemcpy3DAsync(const struct cudaMemcpy3DParms* p, cudaStream_t stream) {
+  static const ApiInfo kInfo("cudaMemcpy3DAsync");
+  return Memcpy3DImpl(kInfo, p, stream, false, false);
+}
+cudaError_t cudaMemcpy3DAsync_ptsz(const struct cudaMemcpy3DParms* p, cudaStream_t stream) {
+  static const ApiInfo kInfo("cudaMemcpy3DAsync_ptsz");
+  return Memcpy3DImpl(kInfo, p, stream, true, false);
+}
+cudaError_t cudaMemcpy3DPeer(const struct cudaMemcpy3DPeerParms* p) {
+  static const ApiInfo kInfo("cudaMemcpy3DPeer");
+  return Memcpy3DPeerImpl(kInfo, p, nullptr, false, true);
+}
+cudaError_t cudaMemcpy3DPeer_ptds(const struct cudaMemcpy3DPeerParms* p) {
+  static const ApiInfo kInfo("cudaMemcpy3DPeer_ptds");
+  return Memcpy3DPeerImpl(kInfo, p, nullptr, true, true);
+}
+cudaError_t cudaMemcpy3DPeerAsync(const struct cudaMemcpy3DPeerParms* p, cudaStream_t stream) {
+  static const ApiInfo kInfo("cudaMemcpy3DPeerAsync");
+  return Memcpy3DPeerImpl(kInfo, p, stream, false, false);
+}
+cudaError_t cudaMemcpy3DPeerAsync_ptsz(const struct cudaMemcpy3DPeerParms* p,
+                                       cudaStream_t stream) {
+  static const ApiInfo kInfo("cudaMemcpy3DPeerAsync_ptsz");
+  return Memcpy3DPeerImpl(kInfo, p, stream, true, false);
+}
+
 cudaError_t cudaMemcpyToSymbol(const void* symbol, const void* src, size_t count, size_t offset,
                                enum cudaMemcpyKind kind) {
   static const ApiInfo kInfo("cudaMemcpyToSymbol");
@@ -493,6 +600,24 @@ cudaError_t cudaMemset2DAsync_ptsz(void* dev_ptr, size_t pitch, int value, size_
                                    size_t height, cudaStream_t stream) {
   static const ApiInfo kInfo("cudaMemset2DAsync_ptsz");
   return MemsetImpl(kInfo, dev_ptr, pitch, value, width, height, stream, true);
+}
+cudaError_t cudaMemset3D(struct cudaPitchedPtr p, int value, struct cudaExtent extent) {
+  static const ApiInfo kInfo("cudaMemset3D");
+  return Memset3DImpl(kInfo, p, value, extent, nullptr, false);
+}
+cudaError_t cudaMemset3D_ptds(struct cudaPitchedPtr p, int value, struct cudaExtent extent) {
+  static const ApiInfo kInfo("cudaMemset3D_ptds");
+  return Memset3DImpl(kInfo, p, value, extent, nullptr, true);
+}
+cudaError_t cudaMemset3DAsync(struct cudaPitchedPtr p, int value, struct cudaExtent extent,
+                              cudaStream_t stream) {
+  static const ApiInfo kInfo("cudaMemset3DAsync");
+  return Memset3DImpl(kInfo, p, value, extent, stream, false);
+}
+cudaError_t cudaMemset3DAsync_ptsz(struct cudaPitchedPtr p, int value, struct cudaExtent extent,
+                                   cudaStream_t stream) {
+  static const ApiInfo kInfo("cudaMemset3DAsync_ptsz");
+  return Memset3DImpl(kInfo, p, value, extent, stream, true);
 }
 
 }  // extern "C"

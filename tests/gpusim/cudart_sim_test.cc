@@ -169,6 +169,24 @@ const TruthOp& Kernel(const std::vector<TruthOp>& ops, const std::string& name) 
   return *found;
 }
 
+// The single op of type `op` ("memcpy", "memset") with `bytes` bytes, copy kind `kind` (memcpy
+// only) and graph id `graph` (0: enqueued by an API call, -1: any graph).
+const TruthOp& One(const std::vector<TruthOp>& ops, const std::string& op,
+                   const std::string& kind, int64_t bytes, int64_t graph = 0) {
+  const TruthOp* found = nullptr;
+  int n = 0;
+  for (const TruthOp& t : ops) {
+    if (t.op == op && (op != "memcpy" || t.kind == kind) && t.bytes == bytes &&
+        (graph < 0 ? t.graph > 0 : t.graph == graph)) {
+      found = &t;
+      ++n;
+    }
+  }
+  INFO(op << " " << kind << " " << bytes << " bytes, graph " << graph);
+  REQUIRE(n == 1);
+  return *found;
+}
+
 // Value printed by a test program as "<key> <value>".
 double Printed(const std::string& out, const std::string& key) {
   size_t p = out.find(key + " ");
@@ -485,6 +503,84 @@ TEST_CASE("sim_hints: advice, prefetch, cache config, device choice and pools su
   CHECK(r.err.find("not supported") == std::string::npos);
 }
 
+// The checks of sim_pools; `legacy` is false for the per-thread-default-stream build, whose
+// synchronous calls go to the per-thread stream instead of the legacy one (id 0).
+void CheckPoolsScenario(const std::string& program, bool legacy) {
+  std::string truth = TmpDir() + "/truth_pools.jsonl";
+  remove(truth.c_str());
+  RunResult r = Run(program, {}, {"GPUSIM_DEVICES=2", "GPUSIM_TRUTH=" + truth});
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("FAIL") == std::string::npos);
+  CHECK(r.out.find("failures 0") != std::string::npos);
+  // Two 1 MiB allocations and one of 300000 bytes (256-byte granularity) from a new pool.
+  CHECK(Printed(r.out, "pool_used_allocated") == 2 * 1048576 + 300032);
+  CHECK(Printed(r.out, "pool_reserved_allocated") == 2 * 1048576 + 300032);
+  // Two blocks per SM: half of 228 KiB each, less the runtime's 1 KiB per block.
+  CHECK(Printed(r.out, "available_dynamic_smem_2_blocks") == 115712);
+  // The copy from a CUDA array is the only unsupported request, reported once; the driver
+  // entry point lookups fail quietly.
+  CHECK(r.err == std::string("gpusim: cudaMemcpy3D") + (legacy ? "" : "_ptds") +
+                     " with a CUDA array is not supported\n");
+
+  std::vector<TruthOp> ops = ReadTruth(truth);
+  CheckStreamsSerial(ops);
+  // Each 3D copy and set once, bytes = width * height * depth (100 x 7 x 5), durations from the
+  // cost model: HtoD and DtoH 2 us + bytes / 25 GB/s, DtoD 1 us + bytes / 1500 GB/s, memset
+  // 1 us + bytes / 2000 GB/s.
+  const TruthOp& htod = One(ops, "memcpy", "HtoD", 3500);
+  const TruthOp& dtod = One(ops, "memcpy", "DtoD", 3500);
+  const TruthOp& box = One(ops, "memset", "", 20 * 3 * 2);
+  const TruthOp& dtoh = One(ops, "memcpy", "DtoH", 3500);
+  // cudaMemcpy3D: the default stream, legacy (id 0) or per-thread (ids from 64).
+  int64_t default_stream = htod.stream;
+  CHECK((legacy ? default_stream == 0 : default_stream >= 64));
+  CHECK(htod.duration() == 2140);
+  CHECK(dtod.duration() == 1002);
+  CHECK(box.duration() == 1000);
+  CHECK(dtoh.duration() == 2140);
+  // cudaMemcpy3DAsync, cudaMemset3DAsync, cudaMemcpy3DAsync on one stream, in that order, after
+  // the synchronous cudaMemcpy3D.
+  CHECK(dtod.stream >= 64);
+  CHECK(dtod.stream != default_stream);
+  CHECK(box.stream == dtod.stream);
+  CHECK(dtoh.stream == dtod.stream);
+  CHECK(dtod.start_ns >= htod.end_ns);
+  CHECK(box.start_ns >= dtod.end_ns);
+  CHECK(dtoh.start_ns >= box.end_ns);
+  CHECK(htod.corr < dtod.corr);
+  CHECK(dtod.corr < box.corr);
+  CHECK(box.corr < dtoh.corr);
+  // A sub-box (50 x 4 x 3) between positions; cudaMemset3D of the whole allocation.
+  const TruthOp& sub = One(ops, "memcpy", "DtoH", 600);
+  CHECK(sub.stream == default_stream);
+  CHECK(sub.duration() == 2024);
+  const TruthOp& whole = One(ops, "memset", "", 3500);
+  CHECK(whole.stream == default_stream);
+  CHECK(whole.duration() == 1001);
+  CHECK(sub.start_ns >= dtoh.end_ns);
+  CHECK(whole.start_ns >= sub.end_ns);
+  // cudaMemcpy3DPeer (64 x 2 x 3) from device 0 to device 1, on device 0's default stream.
+  const TruthOp& peer = One(ops, "memcpy", "DtoD", 384);
+  CHECK(peer.device == 0);
+  CHECK(peer.stream == default_stream);
+  CHECK(peer.duration() == 1000);
+  // The captured cudaMemcpy3DAsync (100 x 7 x 3) ran once, from its graph launch.
+  const TruthOp& graph_copy = One(ops, "memcpy", "DtoD", 2100, -1);
+  CHECK(graph_copy.node > 0);
+  CHECK(graph_copy.stream == dtod.stream);
+  CHECK(graph_copy.duration() == 1001);
+  CHECK(graph_copy.start_ns >= whole.end_ns);
+}
+
+TEST_CASE("sim_pools: memory pools, stream attributes, 3D copies and sets, hints, cbids") {
+  CheckPoolsScenario("tests/gpusim/sim_pools", /*legacy=*/true);
+}
+
+TEST_CASE("sim_pools built with --default-stream per-thread (_ptds / _ptsz entry points)") {
+  CheckPoolsScenario("tests/gpusim/sim_pools_ptsz", /*legacy=*/false);
+}
+
 TEST_CASE("sim_graph: graphs built by hand, cloned, launched, updated; captured graph updated") {
   std::string costs = TmpDir() + "/graph_costs.txt", truth = TmpDir() + "/truth_graph.jsonl";
   WriteFile(costs, "^gk_long 2000\n^gk_ 100 + 0.001*threads\n");
@@ -496,9 +592,8 @@ TEST_CASE("sim_graph: graphs built by hand, cloned, launched, updated; captured 
   CHECK(r.out.find("FAIL") == std::string::npos);
   CHECK(r.out.find("failures 0") != std::string::npos);
   CHECK(Printed(r.out, "host_node_runs") == 6);
-  // The 3D copy is the only unsupported request, reported once.
-  CHECK(r.err ==
-        "gpusim: a graph memcpy node with a CUDA array or a 3D extent is not supported\n");
+  // The copy from a CUDA array is the only unsupported request, reported once.
+  CHECK(r.err == "gpusim: a graph memcpy node with a CUDA array is not supported\n");
   std::vector<TruthOp> ops = ReadTruth(truth);
   CheckStreamsSerial(ops);
 

@@ -66,8 +66,10 @@ enum { GPUSIM_DOMAIN_DRIVER = 1, GPUSIM_DOMAIN_RUNTIME = 2 };
 // _ptsz twin, symbol_name = the mangled kernel name; `params` is the CUPTI params struct of
 // generated_cuda_runtime_api_meta.h for launches, cudaMemcpy(Async), cudaMemset(Async),
 // cudaMalloc(Async), cudaFree(Async), cudaStreamSynchronize, cudaStreamWaitEvent,
-// cudaEventRecord, cudaEventSynchronize, cudaLaunchHostFunc, cudaGraphLaunch; NULL elsewhere), and of simulated "driver" calls (e.g. the kernel launch NCCL
-// does inside ncclAllReduce). `cbid` is the CUPTI callback id of the function in that domain
+// cudaEventRecord, cudaEventSynchronize, cudaLaunchHostFunc, cudaGraphLaunch, the 3D copies
+// and sets, cudaMalloc3D, the memory pool and stream attribute functions, the hints
+// (prefetch, advise, ...) and driver entry point lookups; NULL elsewhere), and of simulated
+// "driver" calls (e.g. the kernel launch NCCL does inside ncclAllReduce). `cbid` is the CUPTI callback id of the function in that domain
 // (cupti_runtime_cbid.h / cupti_driver_cbid.h), `params` points to the function's parameter
 // struct (or NULL where the simulator has none), `ret` to its return value (valid at exit).
 typedef void (*GpusimApiCallback)(void* user, int domain, int is_exit, int cbid,

@@ -16,6 +16,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "tests/gpusim/sim_pool.h"
+
 namespace gpusim {
 namespace {
 
@@ -214,18 +216,22 @@ void FillElements(char* d, size_t bytes, unsigned size, uint32_t value) {
 }
 
 void MoveBytes(const Op& op) {
-  char* d = static_cast<char*>(op.dst);
-  bool staged = !op.staging.empty();
+  bool staged = !op.staging.empty();  // packed: slices of height rows of width bytes
   const char* s = staged ? op.staging.data() : static_cast<const char*>(op.src);
   size_t spitch = staged ? op.width : op.spitch;
-  for (size_t row = 0; row < op.height; ++row) {
-    if (op.action == Op::kCopy) {
-      memmove(d + row * op.dpitch, s + row * spitch, op.width);
-    } else if (op.element_size <= 1) {
-      memset(d + row * op.dpitch, op.value, op.width);
-    } else {
-      FillElements(d + row * op.dpitch, op.width, op.element_size,
-                   static_cast<uint32_t>(op.value));
+  size_t sslice = staged ? op.width * op.height : op.spitch * op.sysize;
+  size_t dslice = op.dpitch * op.dysize;
+  for (size_t z = 0; z < op.depth; ++z) {
+    char* d = static_cast<char*>(op.dst) + z * dslice;
+    for (size_t row = 0; row < op.height; ++row) {
+      if (op.action == Op::kCopy) {
+        memmove(d + row * op.dpitch, s + z * sslice + row * spitch, op.width);
+      } else if (op.element_size <= 1) {
+        memset(d + row * op.dpitch, op.value, op.width);
+      } else {
+        FillElements(d + row * op.dpitch, op.width, op.element_size,
+                     static_cast<uint32_t>(op.value));
+      }
     }
   }
 }
@@ -250,7 +256,7 @@ void Execute(Stream* s, Op* op, uint64_t ready_ns) {
       break;
     case Op::kCopy:
     case Op::kSet:
-      if (op->width > 0 && op->height > 0) MoveBytes(*op);
+      if (op->width > 0 && op->height > 0 && op->depth > 0) MoveBytes(*op);
       SleepUntilNs(r.end_ns);
       break;
     case Op::kEventRecord: {
@@ -278,7 +284,11 @@ void Execute(Stream* s, Op* op, uint64_t ready_ns) {
       if (r.end_ns < r.start_ns) r.end_ns = NowNs();
       break;
     case Op::kFreeMemory:
-      free(op->dst);
+      if (op->pool_free_token != 0) {
+        CompletePoolFree(op->dst, op->pool_free_token);
+      } else {
+        free(op->dst);
+      }
       break;
     case Op::kWaitOnly:
     case Op::kStop:
@@ -607,9 +617,10 @@ void ResetDevice(int device) {
     }
   }
   for (Stream* s : doomed) DestroyStream(s);
+  ResetPools(device);  // releases (and untracks) the pools' allocations on the device
   std::lock_guard<std::mutex> lock(st.alloc_mu);
   for (auto it = st.allocations.begin(); it != st.allocations.end();) {
-    if (it->second.device == device && IsDeviceKind(it->second.kind)) {
+    if (it->second.device == device && IsDeviceKind(it->second.kind) && !it->second.pooled) {
       st.device_bytes[device] -= it->second.size;
       free(reinterpret_cast<void*>(it->first));
       it = st.allocations.erase(it);
@@ -640,20 +651,29 @@ void InitKernelOp(Op* op, const Kernel* k, dim3 grid, dim3 block, size_t shared_
   op->duration_ns = k->cost.DurationNs(threads);
 }
 
-void InitCopyOp(Op* op, void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
-                size_t height, int kind) {
+void InitCopyOp3D(Op* op, void* dst, size_t dpitch, size_t dysize, const void* src,
+                  size_t spitch, size_t sysize, size_t width, size_t height, size_t depth,
+                  int kind) {
   op->action = Op::kCopy;
   op->report = true;
   op->rec.kind = GPUSIM_OP_MEMCPY;
   op->rec.copy_kind = ResolveCopyKind(dst, src, kind);
-  op->rec.bytes = static_cast<uint64_t>(width) * height;
+  op->rec.bytes = static_cast<uint64_t>(width) * height * depth;
   op->dst = dst;
   op->src = src;
   op->dpitch = dpitch;
   op->spitch = spitch;
+  op->dysize = dysize;
+  op->sysize = sysize;
   op->width = width;
   op->height = height;
+  op->depth = depth;
   op->duration_ns = Costs().CopyNs(op->rec.copy_kind, op->rec.bytes);
+}
+
+void InitCopyOp(Op* op, void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
+                size_t height, int kind) {
+  InitCopyOp3D(op, dst, dpitch, height, src, spitch, height, width, height, 1, kind);
 }
 
 void InitSetOp(Op* op, void* dst, size_t pitch, int value, unsigned element_size,
@@ -664,11 +684,61 @@ void InitSetOp(Op* op, void* dst, size_t pitch, int value, unsigned element_size
   op->rec.bytes = static_cast<uint64_t>(width_bytes) * height;
   op->dst = dst;
   op->dpitch = pitch;
+  op->dysize = height;
   op->width = width_bytes;
   op->height = height;
   op->value = value;
   op->element_size = element_size;
   op->duration_ns = Costs().MemsetNs(op->rec.bytes);
+}
+
+void InitSetOp3D(Op* op, void* dst, size_t pitch, size_t ysize, int value, size_t width_bytes,
+                 size_t height, size_t depth) {
+  InitSetOp(op, dst, pitch, value, 1, width_bytes, height);
+  op->dysize = ysize;
+  op->depth = depth;
+  op->rec.bytes = static_cast<uint64_t>(width_bytes) * height * depth;
+  op->duration_ns = Costs().MemsetNs(op->rec.bytes);
+}
+
+namespace {
+
+// The byte address of element `pos` of a pitched allocation (slices ysize rows apart).
+char* PitchedAddress(const cudaPitchedPtr& p, const cudaPos& pos) {
+  return static_cast<char*>(p.ptr) + (pos.z * p.ysize + pos.y) * p.pitch + pos.x;
+}
+
+}  // namespace
+
+cudaError_t InitCopyOpFromParms(Op* op, const cudaMemcpy3DParms& p) {
+  if (p.srcArray != nullptr || p.dstArray != nullptr) return cudaErrorNotSupported;
+  if (p.kind < cudaMemcpyHostToHost || p.kind > cudaMemcpyDefault) {
+    return cudaErrorInvalidMemcpyDirection;
+  }
+  const cudaExtent& e = p.extent;
+  size_t rows = e.height * e.depth;
+  if (e.width != 0 && rows != 0) {
+    if (p.srcPtr.ptr == nullptr || p.dstPtr.ptr == nullptr) return cudaErrorInvalidValue;
+    bool multi_row = rows > 1 || p.srcPos.y != 0 || p.srcPos.z != 0 || p.dstPos.y != 0 ||
+                     p.dstPos.z != 0;
+    if (multi_row && (p.srcPtr.pitch < p.srcPos.x + e.width ||
+                      p.dstPtr.pitch < p.dstPos.x + e.width)) {
+      return cudaErrorInvalidPitchValue;
+    }
+    if (e.depth > 1 && (p.srcPtr.ysize < p.srcPos.y + e.height ||
+                        p.dstPtr.ysize < p.dstPos.y + e.height)) {
+      return cudaErrorInvalidValue;
+    }
+  }
+  // A single row needs no pitch (1D copies may leave it 0); a single slice no ysize.
+  size_t spitch = rows > 1 ? p.srcPtr.pitch : e.width;
+  size_t dpitch = rows > 1 ? p.dstPtr.pitch : e.width;
+  size_t sysize = e.depth > 1 ? p.srcPtr.ysize : e.height;
+  size_t dysize = e.depth > 1 ? p.dstPtr.ysize : e.height;
+  InitCopyOp3D(op, PitchedAddress(p.dstPtr, p.dstPos), dpitch, dysize,
+               PitchedAddress(p.srcPtr, p.srcPos), spitch, sysize, e.width, e.height, e.depth,
+               p.kind);
+  return cudaSuccess;
 }
 
 // ---- Events ---------------------------------------------------------------------------------
@@ -816,9 +886,9 @@ NodeWork WorkFromCapturedOp(const Op& op) {
       break;
     case Op::kCopy:
       w.type = cudaGraphNodeTypeMemcpy;
-      w.copy.srcPtr = cudaPitchedPtr{const_cast<void*>(op.src), op.spitch, op.width, op.height};
-      w.copy.dstPtr = cudaPitchedPtr{op.dst, op.dpitch, op.width, op.height};
-      w.copy.extent = cudaExtent{op.width, op.height, 1};
+      w.copy.srcPtr = cudaPitchedPtr{const_cast<void*>(op.src), op.spitch, op.width, op.sysize};
+      w.copy.dstPtr = cudaPitchedPtr{op.dst, op.dpitch, op.width, op.dysize};
+      w.copy.extent = cudaExtent{op.width, op.height, op.depth};
       w.copy.kind = static_cast<cudaMemcpyKind>(op.rec.copy_kind);
       break;
     case Op::kSet:
@@ -828,7 +898,9 @@ NodeWork WorkFromCapturedOp(const Op& op) {
       w.set.value = static_cast<unsigned>(op.value);
       w.set.elementSize = op.element_size;
       w.set.width = op.width / (op.element_size == 0 ? 1 : op.element_size);
-      w.set.height = op.height;
+      // cudaMemsetParams has no depth: a captured 3D set reads back as its rows (exact when
+      // its slices are consecutive); the node's op keeps the slices.
+      w.set.height = op.height * op.depth;
       break;
     case Op::kHostFn:
     case Op::kStreamCallback:
@@ -851,16 +923,16 @@ NodeWork WorkFromCapturedOp(const Op& op) {
 
 // ---- Memory ---------------------------------------------------------------------------------
 
-void TrackAllocation(void* p, size_t size, MemKind kind, int device) {
+void TrackAllocation(void* p, size_t size, MemKind kind, int device, bool pooled) {
   State& st = S();
   std::lock_guard<std::mutex> lock(st.alloc_mu);
   auto inserted = st.allocations.emplace(reinterpret_cast<uintptr_t>(p),
-                                         Allocation{size, kind, device});
+                                         Allocation{size, kind, device, pooled});
   if (!inserted.second) {  // the address was reused behind our back (e.g. registered twice)
     if (IsDeviceKind(inserted.first->second.kind)) {
       st.device_bytes[inserted.first->second.device] -= inserted.first->second.size;
     }
-    inserted.first->second = Allocation{size, kind, device};
+    inserted.first->second = Allocation{size, kind, device, pooled};
   }
   if (IsDeviceKind(kind)) st.device_bytes[device] += size;
 }

@@ -58,6 +58,9 @@ struct Kernel {
   std::string mangled;
   std::string demangled;
   KernelCost cost;
+  // cudaFuncSetAttribute values, returned by cudaFuncGetAttributes.
+  std::atomic<int> max_dynamic_shared_bytes{48 << 10};
+  std::atomic<int> preferred_carveout{-1};
 };
 
 // One unit of work of a stream (also the work of a graph node, copied into a stream at launch).
@@ -71,14 +74,18 @@ struct Op {
   GpusimOpRecord rec = {};      // identity of the op; times filled by the worker
   uint64_t duration_ns = 0;     // modelled duration (kernels, copies, sets)
   const Kernel* kernel = nullptr;  // kKernel
-  // kCopy / kSet (2D: height rows of width bytes; 1D: height 1). A kSet writes `value` into
-  // every element of `element_size` bytes (1, 2 or 4; width is a multiple of it).
+  // kCopy / kSet: depth slices of height rows of width bytes (2D: depth 1; 1D: height 1 too).
+  // Rows lie dpitch (spitch) bytes apart, slices dysize (sysize) rows apart. A kSet writes
+  // `value` into every element of `element_size` bytes (1, 2 or 4; width is a multiple of it).
   void* dst = nullptr;
   const void* src = nullptr;
-  size_t dpitch = 0, spitch = 0, width = 0, height = 1;
+  size_t dpitch = 0, spitch = 0, width = 0, height = 1, depth = 1, dysize = 0, sysize = 0;
   int value = 0;
   unsigned element_size = 1;
   std::vector<char> staging;  // if not empty: the source rows (packed), taken at enqueue time
+  // kFreeMemory of a pool allocation: the pool's token for this free (see sim_pool.h); 0 frees
+  // `dst` with free().
+  uint64_t pool_free_token = 0;
   // kHostFn / kStreamCallback.
   cudaHostFn_t host_fn = nullptr;
   cudaStreamCallback_t stream_callback = nullptr;
@@ -100,7 +107,7 @@ struct Stream {
   uint32_t id = 0;
   int device = 0;
   unsigned flags = 0;  // cudaStreamNonBlocking or 0
-  int priority = 0;
+  std::atomic<int> priority{0};  // cudaStreamCreateWithPriority, cudaStreamSetAttribute
   bool legacy = false;
   bool per_thread = false;
 
@@ -124,6 +131,13 @@ struct Stream {
   // The nodes the next op captured on this stream depends on: the stream's last captured node,
   // or the nodes joined through cudaStreamWaitEvent on an event recorded in the capture.
   std::vector<GraphNode*> capture_deps;
+  // Stream attributes (cudaStreamSetAttribute; guarded by mu), stored and returned as set; they
+  // do not change the timing model. The priority attribute is `priority` above.
+  cudaAccessPolicyWindow access_policy = {};
+  cudaSynchronizationPolicy sync_policy = cudaSyncPolicyAuto;
+  cudaLaunchMemSyncDomainMap mem_sync_domain_map = {0, 1};
+  cudaLaunchMemSyncDomain mem_sync_domain = cudaLaunchMemSyncDomainDefault;
+  unsigned nvlink_util_centric_scheduling = 0;
 
   bool blocking() const { return legacy || !(flags & cudaStreamNonBlocking); }
 };
@@ -210,6 +224,7 @@ struct Allocation {
   size_t size;
   MemKind kind;
   int device;
+  bool pooled;  // belongs to a memory pool (sim_pool.h), which owns its memory
 };
 
 // ---- Process state --------------------------------------------------------------------------
@@ -264,6 +279,20 @@ void InitCopyOp(Op* op, void* dst, size_t dpitch, const void* src, size_t spitch
                 size_t height, int kind);
 void InitSetOp(Op* op, void* dst, size_t pitch, int value, unsigned element_size,
                size_t width_bytes, size_t height);
+// 3D forms: `depth` slices, `dysize` (`sysize`) rows apart on the destination (source) side.
+// The ground truth counts width * height * depth bytes.
+void InitCopyOp3D(Op* op, void* dst, size_t dpitch, size_t dysize, const void* src,
+                  size_t spitch, size_t sysize, size_t width, size_t height, size_t depth,
+                  int kind);
+void InitSetOp3D(Op* op, void* dst, size_t pitch, size_t ysize, int value, size_t width_bytes,
+                 size_t height, size_t depth);
+// The copy described by a cudaMemcpy3DParms with pitched pointers (cudaMemcpy3D(Async), graph
+// memcpy nodes): extent.depth slices of extent.height rows of extent.width bytes starting at
+// srcPos/dstPos, slices ysize rows apart. Validates like the runtime: a bad kind gives
+// cudaErrorInvalidMemcpyDirection; a null pointer, or slices that overlap (ysize below the
+// rows copied), cudaErrorInvalidValue; a pitch below the row, cudaErrorInvalidPitchValue. A
+// CUDA array on either side gives cudaErrorNotSupported and the caller reports it.
+cudaError_t InitCopyOpFromParms(Op* op, const cudaMemcpy3DParms& p);
 
 // ---- Events ---------------------------------------------------------------------------------
 
@@ -299,7 +328,7 @@ NodeWork WorkFromCapturedOp(const Op& op);
 
 // ---- Memory ---------------------------------------------------------------------------------
 
-void TrackAllocation(void* p, size_t size, MemKind kind, int device);
+void TrackAllocation(void* p, size_t size, MemKind kind, int device, bool pooled = false);
 // Removes an allocation that starts exactly at p; false if there is none of an accepted kind.
 bool UntrackAllocation(void* p, bool device_kinds);
 // The allocation containing p, if any.

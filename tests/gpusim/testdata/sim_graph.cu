@@ -266,8 +266,8 @@ int main() {
             cudaErrorInvalidValue,
         "remove_missing_edge_refused");
 
-  // Errors: a host function is not a kernel; a destroyed node is an invalid handle; a 3D copy
-  // with separate slices is not simulated.
+  // Errors: a host function is not a kernel; a destroyed node is an invalid handle; a copy
+  // from a CUDA array is not simulated.
   cudaGraphNode_t bad;
   cudaKernelNodeParams not_kernel = KernelParams(reinterpret_cast<void*>(HostNode), 1, nullptr);
   Check(cudaGraphAddKernelNode(&bad, graph, nullptr, 0, &not_kernel) ==
@@ -280,13 +280,13 @@ int main() {
   Check(cudaGraphNodeGetType(empty, &type) == cudaErrorInvalidValue, "destroyed_node_invalid");
   Check(CountNodes(graph) == 7 && CountEdges(graph) == 7, "destroy_node_removed_edges");
   cudaGetLastError();
-  cudaMemcpy3DParms copy3d = {};
-  copy3d.srcPtr = make_cudaPitchedPtr(d_a, 64, 16, 8);
-  copy3d.dstPtr = make_cudaPitchedPtr(d_b, 64, 16, 8);
-  copy3d.extent = make_cudaExtent(16, 4, 2);  // slices 8 rows apart, 4 rows each
-  copy3d.kind = cudaMemcpyDeviceToDevice;
-  Check(cudaGraphAddMemcpyNode(&bad, graph, nullptr, 0, &copy3d) == cudaErrorNotSupported,
-        "memcpy_3d_not_supported");
+  cudaMemcpy3DParms from_array = {};
+  from_array.srcArray = reinterpret_cast<cudaArray_t>(0x1000);
+  from_array.dstPtr = make_cudaPitchedPtr(d_b, 64, 16, 8);
+  from_array.extent = make_cudaExtent(16, 4, 2);
+  from_array.kind = cudaMemcpyDeviceToDevice;
+  Check(cudaGraphAddMemcpyNode(&bad, graph, nullptr, 0, &from_array) == cudaErrorNotSupported,
+        "memcpy_from_array_not_supported");
   cudaGetLastError();
   Check(CountNodes(graph) == 7, "failed_adds_add_nothing");
 

@@ -33,7 +33,7 @@ int main() {
   if (dev != 0) return 1;
   cudaMemPool_t pool = nullptr;
   EXPECT(cudaDeviceGetDefaultMemPool(&pool, 0), cudaSuccess);
-  EXPECT(cudaDeviceGetDefaultMemPool(&pool, 99), cudaErrorInvalidValue);
+  EXPECT(cudaDeviceGetDefaultMemPool(&pool, 99), cudaErrorInvalidDevice);
   unsigned long long threshold = ~0ull;
   EXPECT(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold), cudaSuccess);
   void* p = nullptr;
