@@ -30,7 +30,7 @@ Global& G() {
   return *g;
 }
 
-std::atomic<uint8_t> g_recording{kRecActive};
+std::atomic<uint8_t> g_recording{kRecActive | kRecRange};
 __thread Ring* t_ring __attribute__((tls_model("initial-exec"))) = nullptr;
 __thread uint32_t t_corr_next __attribute__((tls_model("initial-exec"))) = 0;
 __thread uint32_t t_corr_end __attribute__((tls_model("initial-exec"))) = 0;
@@ -176,6 +176,16 @@ void SetScheduleActive(bool active) {
   G().schedule_active.store(active, std::memory_order_relaxed);
   if (active) internal::g_recording.fetch_or(internal::kRecActive, std::memory_order_relaxed);
   else internal::g_recording.fetch_and(uint8_t(~internal::kRecActive), std::memory_order_relaxed);
+}
+
+void SetCaptureRangeActive(bool inside) {
+  auto& g = G();
+  if (!g.config.capture_profiler_api) return;
+  uint8_t was = inside ? internal::g_recording.fetch_or(internal::kRecRange)
+                       : internal::g_recording.fetch_and(uint8_t(~internal::kRecRange));
+  if (((was & internal::kRecRange) != 0) != inside) {
+    Log(2, "capture range: %s", inside ? "cudaProfilerStart, recording" : "cudaProfilerStop, paused");
+  }
 }
 
 namespace internal {
@@ -501,6 +511,8 @@ extern "C" __attribute__((visibility("default"))) int profagent_init() {
     return 0;
   }
   if (c.schedule_set) SetScheduleActive(c.sched_wait == 0 && c.sched_warmup == 0);
+  // Outside the capture range until the application's first cudaProfilerStart.
+  if (c.capture_profiler_api) internal::g_recording.fetch_and(uint8_t(~internal::kRecRange));
   pthread_key_create(&g_exit_key, OnThreadExit);
   pthread_atfork(AtForkPrepare, AtForkParent, AtForkChild);
   InstallSignalHandlers();

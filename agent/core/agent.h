@@ -29,8 +29,9 @@ namespace profagent {
 // functions below, not these.
 namespace internal {
 // Bit kRecEnabled: the agent initialized and was not disabled; bit kRecActive: the schedule is
-// active. Recording = both set.
-enum : uint8_t { kRecEnabled = 1, kRecActive = 2, kRecAll = 3 };
+// active; bit kRecRange: inside the capture range (PROFAGENT_CAPTURE=cudaProfilerApi: between
+// cudaProfilerStart and cudaProfilerStop; always set otherwise). Recording = all three set.
+enum : uint8_t { kRecEnabled = 1, kRecActive = 2, kRecRange = 4, kRecAll = 7 };
 extern std::atomic<uint8_t> g_recording;
 // The calling thread's ring; nullptr until its first Emit (EmitSlow registers the thread).
 extern __thread Ring* t_ring __attribute__((tls_model("initial-exec")));
@@ -46,6 +47,13 @@ uint32_t NextCorrelationIdSlow();
 // schedule says "not active", see config.h). One relaxed load.
 inline bool Recording() {
   return internal::g_recording.load(std::memory_order_relaxed) == internal::kRecAll;
+}
+
+// True once the agent initialized successfully, whatever the schedule and the capture range:
+// allocations and frees are recorded outside them too, so that the memory counter and the
+// peak stay right and a free finds its allocation's size.
+inline bool RecordingMemory() {
+  return (internal::g_recording.load(std::memory_order_relaxed) & internal::kRecEnabled) != 0;
 }
 
 // Re-entrancy guard: the agent's own CUDA/MPI calls (and calls a hooked function makes into
@@ -186,6 +194,11 @@ void RegisterCollTables(int lib, const char* const* dtypes, int ndtypes,
 // The profiling schedule (config.h, PROFAGENT_SCHEDULE) is applied by agent/model, which calls
 // this at step boundaries; while inactive, Recording() is false and hooks only forward.
 void SetScheduleActive(bool active);
+
+// The capture range (PROFAGENT_CAPTURE=cudaProfilerApi): the cudaProfilerStart/Stop hooks call
+// this; while outside, Recording() is false (allocations and frees are still recorded). A no-op
+// when the range is not configured.
+void SetCaptureRangeActive(bool inside);
 
 // Asks the writer to drain every ring and write, and waits up to `timeout_ms`. Slow path.
 void Flush(int timeout_ms);

@@ -164,6 +164,11 @@ bool ParseConfig(GetenvFn env, Config* out, std::string* error) {
     }
     c.schedule_set = true;
   }
+  if ((v = env("PROFAGENT_CAPTURE")) != nullptr && *v) {
+    if (!strcmp(v, "cudaProfilerApi")) c.capture_profiler_api = true;
+    else if (!strcmp(v, "all")) c.capture_profiler_api = false;
+    else return *error = Bad("PROFAGENT_CAPTURE", v, "all or cudaProfilerApi"), false;
+  }
   if ((v = env("PROFAGENT_RANKS")) != nullptr && *v && strcmp(v, "all") != 0) {
     if (!ParseRanks(v, &c.ranks)) {
       return *error = Bad("PROFAGENT_RANKS", v, "all or a list like 0,2-3"), false;
@@ -210,6 +215,7 @@ std::map<std::string, std::string> ConfigToMap(const Config& c) {
                               ",active=" + std::to_string(c.sched_active) +
                               ",repeat=" + std::to_string(c.sched_repeat);
   }
+  m["PROFAGENT_CAPTURE"] = c.capture_profiler_api ? "cudaProfilerApi" : "all";
   std::string ranks;
   for (int r : c.ranks) ranks += (ranks.empty() ? "" : ",") + std::to_string(r);
   m["PROFAGENT_RANKS"] = ranks.empty() ? "all" : ranks;

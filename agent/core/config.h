@@ -39,6 +39,7 @@ struct Config {
   uint32_t launch_api_sample = 16;
   // PROFAGENT_SCHEDULE "wait=W,warmup=U,active=A,repeat=R" counted in steps (torch.profiler's
   // meaning); empty = record everything.
+  bool capture_profiler_api = false;  // PROFAGENT_CAPTURE=cudaProfilerApi (default: all)
   bool schedule_set = false;
   uint32_t sched_wait = 0, sched_warmup = 0, sched_active = 0, sched_repeat = 0;
   std::vector<int> ranks;                       // PROFAGENT_RANKS "0,2-3"; empty = all ranks

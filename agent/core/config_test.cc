@@ -68,7 +68,8 @@ TEST_CASE("Accepted values are parsed") {
                  {"PROFAGENT_RANKS", "0,2-3"},
                  {"PROFAGENT_LOG", "3"},
                  {"PROFAGENT_FLUSH_MS", "5"},
-                 {"PROFAGENT_CLOCK_SYNC", "0"}},
+                 {"PROFAGENT_CLOCK_SYNC", "0"},
+                 {"PROFAGENT_CAPTURE", "cudaProfilerApi"}},
                 &c)
               .empty());
   CHECK_FALSE(c.enabled);
@@ -91,6 +92,10 @@ TEST_CASE("Accepted values are parsed") {
   CHECK(c.log_level == 3);
   CHECK(c.flush_ms == 5);
   CHECK_FALSE(c.mpi_clock_sync);
+  CHECK(c.capture_profiler_api);
+  Config d;
+  REQUIRE(Parse({{"PROFAGENT_CAPTURE", "all"}}, &d).empty());
+  CHECK_FALSE(d.capture_profiler_api);
 }
 
 TEST_CASE("A bad value is one line naming the variable, the value and what is accepted") {
@@ -103,6 +108,7 @@ TEST_CASE("A bad value is one line naming the variable, the value and what is ac
       {"PROFAGENT_LAUNCH_API_SAMPLE", "0"}, {"PROFAGENT_SCHEDULE", "active=0"},
       {"PROFAGENT_RANKS", "3-1"},          {"PROFAGENT_LOG", "9"},
       {"PROFAGENT_FLUSH_MS", "0"},         {"PROFAGENT_CLOCK_SYNC", "2"},
+      {"PROFAGENT_CAPTURE", "nvtx"},
   };
   for (const auto& kv : bad) {
     Config c;

@@ -686,6 +686,110 @@ TEST_CASE("A graph built by hand under CUDA events and host timing: one entry pe
   CHECK(host.prof.dev.empty());
 }
 
+// PROFAGENT_SCHEDULE with PROFAGENT_STEP_RULE=graph: the graph launches made while the
+// schedule waits still count as steps (or it would never resume), and CUPTI's records of the
+// unrecorded launches stay out of the file.
+void CheckScheduledGraphs(const std::string& timing) {
+  Scenario s(("graph_sched_" + timing).c_str(),
+             "PROFAGENT_GPU_TIMING=" + timing +
+                 " PROFAGENT_STEP_RULE=graph PROFAGENT_SCHEDULE=wait=1,warmup=0,active=2,repeat=1",
+             kPkg + "rt_graph");
+  REQUIRE(s.run.code == 0);
+  CHECK(s.run.out == "host_runs=4 errors=0\n");
+  REQUIRE(s.loaded);
+  if (timing == "cupti" && CuptiUnavailable(s.prof)) return;
+  // Launches 1..4 end steps 0..3 (the set-up before launch 1 is step 0); steps 1 and 2 are the
+  // active ones: launches 2 and 3.
+  std::vector<uint64_t> steps;
+  for (auto* st : s.prof.Kind(EV_STEP)) steps.push_back(st->ev.step().index());
+  CHECK(steps == std::vector<uint64_t>{1, 2});
+  auto launches = s.prof.Kind(EV_GRAPH_LAUNCH);
+  REQUIRE(launches.size() == 2);
+  std::set<uint64_t> launch_corrs;
+  for (auto* g : launches) launch_corrs.insert(g->corr);
+  // Every device op belongs to a recorded launch.
+  for (auto& d : s.prof.dev) CHECK(launch_corrs.count(d.corr) == 1);
+  if (timing == "cupti") {
+    // Exactly the simulator's ops of those two launches: 2 kernels, 2 copies, 1 set each.
+    size_t want = 0;
+    for (auto& t : s.truth) {
+      if (t.op == "kernel" || t.op == "memcpy" || t.op == "memset") {
+        want += launch_corrs.count(t.corr);
+      }
+    }
+    CHECK(want == 10);
+    CHECK(s.prof.dev.size() == want);
+  } else {
+    CHECK(s.prof.dev.size() == 2);  // one timed entry per graph launch
+  }
+  // Allocations and frees are recorded outside the active steps too.
+  CHECK(s.prof.Kind(EV_ALLOC).size() == 3);
+  CHECK(s.prof.Kind(EV_FREE).size() == 3);
+}
+
+TEST_CASE("Schedule + graph step rule, CUPTI: only the active steps' launches and device ops") {
+  CheckScheduledGraphs("cupti");
+}
+
+TEST_CASE("Schedule + graph step rule, CUDA events: only the active steps' launches") {
+  CheckScheduledGraphs("events");
+}
+
+// PROFAGENT_CAPTURE=cudaProfilerApi: only what runs between cudaProfilerStart and Stop.
+void CheckCaptureRange(const std::string& timing) {
+  Scenario s(("range_" + timing).c_str(),
+             "PROFAGENT_GPU_TIMING=" + timing + " PROFAGENT_CAPTURE=cudaProfilerApi",
+             kPkg + "rt_range");
+  REQUIRE(s.run.code == 0);
+  CHECK(s.run.out == "errors=0\n");
+  REQUIRE(s.loaded);
+  if (timing == "cupti" && CuptiUnavailable(s.prof)) return;
+  CHECK(s.prof.header.config().at("PROFAGENT_CAPTURE") == "cudaProfilerApi");
+  std::map<std::string, int> launched;
+  std::set<uint64_t> corrs;
+  for (auto* l : s.prof.Kind(EV_LAUNCH)) {
+    launched[s.prof.Str(l->ev.name())]++;
+    corrs.insert(l->corr);
+  }
+  CHECK(launched == std::map<std::string, int>{{"range1_kernel(float*)", 3},
+                                               {"range2_kernel(float*)", 1}});
+  // The copy inside the first range; the one outside is not recorded.
+  auto copies = s.prof.Kind(EV_MEMCPY);
+  REQUIRE(copies.size() == 1);
+  CHECK(copies[0]->ev.copy_kind() == 1);  // cudaMemcpyHostToDevice
+  corrs.insert(copies[0]->corr);
+  // Both starts and both stops are in the file, marking the ranges.
+  int starts = 0, stops = 0;
+  for (auto& h : s.prof.host) {
+    std::string api = s.prof.Str(h.ev.api() != 0 ? h.ev.api() : h.ev.name());
+    starts += api == "cudaProfilerStart";
+    stops += api == "cudaProfilerStop";
+  }
+  CHECK(starts == 2);
+  CHECK(stops == 2);
+  // Device ops: exactly the recorded calls' (CUPTI drops the records of the others).
+  for (auto& d : s.prof.dev) CHECK(corrs.count(d.corr) == 1);
+  CHECK(s.prof.dev.size() == 5);
+  if (timing == "cupti") {
+    size_t in_truth = 0;
+    for (auto& t : s.truth) {
+      if (t.op == "kernel" || t.op == "memcpy" || t.op == "memset") in_truth += corrs.count(t.corr);
+    }
+    CHECK(in_truth == 5);
+  }
+  // Memory: every allocation and free, inside the ranges or not.
+  CHECK(s.prof.Kind(EV_ALLOC).size() == 3);
+  CHECK(s.prof.Kind(EV_FREE).size() == 3);
+}
+
+TEST_CASE("Capture range cudaProfilerApi, CUPTI: only the work between start and stop") {
+  CheckCaptureRange("cupti");
+}
+
+TEST_CASE("Capture range cudaProfilerApi, CUDA events: only the work between start and stop") {
+  CheckCaptureRange("events");
+}
+
 TEST_CASE("Runtime calls no interposer sees (a static runtime): CUDA injection + CUPTI record them") {
   Scenario s("static", "", kPkg + "rt_static");
   REQUIRE(s.run.code == 0);

@@ -2,6 +2,7 @@
 // function with the same arguments and returns its result unchanged; around the call it reads
 // the clock, and (when recording) fills a RawEvent and emits it. See ../../core/agent.h for the
 // hot-path rules these follow: no lock, no allocation, no logging, HookGuard against re-entry.
+#include <cuda_profiler_api.h>
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 #include <link.h>
@@ -443,6 +444,30 @@ inline cudaError_t Intercept(Real<F>& r, Body&& body, A... args) {
   if (!guard.outermost() || !Recording()) return real(args...);
   return body(real);
 }
+
+// The calls a step rule (PROFAGENT_STEP_RULE) counts, graph launches and host synchronizations:
+// while the schedule or the capture range pause recording, `paused(real)` still reports them
+// to the step model, or a paused schedule would never see the step that resumes it.
+template <typename F, typename Body, typename Paused, typename... A>
+inline cudaError_t InterceptStep(Real<F>& r, Body&& body, Paused&& paused, A... args) {
+  F real = r.get();
+  if (__builtin_expect(real == nullptr, 0)) return kNoReal;
+  HookGuard guard;
+  if (!guard.outermost() || !RecordingMemory()) return real(args...);
+  if (!Recording()) return paused(real);
+  return body(real);
+}
+
+// Allocations and frees: recorded whatever the schedule and the capture range say (see
+// RecordingMemory), so the memory counter and peak are right and frees find their sizes.
+template <typename F, typename Body, typename... A>
+inline cudaError_t InterceptMem(Real<F>& r, Body&& body, A... args) {
+  F real = r.get();
+  if (__builtin_expect(real == nullptr, 0)) return kNoReal;
+  HookGuard guard;
+  if (!guard.outermost() || !RecordingMemory()) return real(args...);
+  return body(real);
+}
 }  // namespace rt
 }  // namespace profagent
 
@@ -576,18 +601,32 @@ static cudaError_t GraphLaunch(uint16_t api, cudaGraphExec_t exec, cudaStream_t 
   return r;
 }
 
+// Not recording: the launch still counts for PROFAGENT_STEP_RULE=graph.
+static cudaError_t GraphLaunchPaused(cudaGraphExec_t exec, cudaStream_t stream, cudaStream_t on,
+                                     cudaError_t (*real)(cudaGraphExec_t, cudaStream_t)) {
+  uint64_t t0 = profagent::Now();
+  cudaError_t r = real(exec, stream);
+  profagent::model::OnGraphLaunch(t0, profagent::Now(), reinterpret_cast<uint64_t>(on));
+  return r;
+}
+
 DEFINE_REAL(cudaGraphLaunch)
 EXPORT cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) {
-  return rt::Intercept(real_cudaGraphLaunch, [&](auto real) {
-    return GraphLaunch(api_cudaGraphLaunch, exec, stream, stream, real);
-  }, exec, stream);
+  return rt::InterceptStep(
+      real_cudaGraphLaunch,
+      [&](auto real) { return GraphLaunch(api_cudaGraphLaunch, exec, stream, stream, real); },
+      [&](auto real) { return GraphLaunchPaused(exec, stream, stream, real); }, exec, stream);
 }
 
 DEFINE_REAL(cudaGraphLaunch_ptsz)
 EXPORT cudaError_t cudaGraphLaunch_ptsz(cudaGraphExec_t exec, cudaStream_t stream) {
-  return rt::Intercept(real_cudaGraphLaunch_ptsz, [&](auto real) {
-    return GraphLaunch(api_cudaGraphLaunch_ptsz, exec, stream, rt::Pt(stream), real);
-  }, exec, stream);
+  return rt::InterceptStep(
+      real_cudaGraphLaunch_ptsz,
+      [&](auto real) {
+        return GraphLaunch(api_cudaGraphLaunch_ptsz, exec, stream, rt::Pt(stream), real);
+      },
+      [&](auto real) { return GraphLaunchPaused(exec, stream, rt::Pt(stream), real); }, exec,
+      stream);
 }
 
 // ---- Copies and sets ---------------------------------------------------------------------------
@@ -700,14 +739,14 @@ EXPORT cudaError_t cudaMemset2DAsync(void* ptr, size_t pitch, int value, size_t 
 // ---- Allocation ------------------------------------------------------------------------------
 DEFINE_REAL(cudaMalloc)
 EXPORT cudaError_t cudaMalloc(void** ptr, size_t size) {
-  return rt::Intercept(real_cudaMalloc, [&](auto real) {
+  return rt::InterceptMem(real_cudaMalloc, [&](auto real) {
     return rt::DoAlloc(api_cudaMalloc, ptr, size, rt::kMemDevice, [&] { return real(ptr, size); });
   }, ptr, size);
 }
 
 DEFINE_REAL(cudaMallocAsync)
 EXPORT cudaError_t cudaMallocAsync(void** ptr, size_t size, cudaStream_t stream) {
-  return rt::Intercept(real_cudaMallocAsync, [&](auto real) {
+  return rt::InterceptMem(real_cudaMallocAsync, [&](auto real) {
     return rt::DoAlloc(api_cudaMallocAsync, ptr, size, rt::kMemAsync,
                        [&] { return real(ptr, size, stream); });
   }, ptr, size, stream);
@@ -715,7 +754,7 @@ EXPORT cudaError_t cudaMallocAsync(void** ptr, size_t size, cudaStream_t stream)
 
 DEFINE_REAL(cudaMallocHost)
 EXPORT cudaError_t cudaMallocHost(void** ptr, size_t size) {
-  return rt::Intercept(real_cudaMallocHost, [&](auto real) {
+  return rt::InterceptMem(real_cudaMallocHost, [&](auto real) {
     return rt::DoAlloc(api_cudaMallocHost, ptr, size, rt::kMemPinned,
                        [&] { return real(ptr, size); });
   }, ptr, size);
@@ -723,7 +762,7 @@ EXPORT cudaError_t cudaMallocHost(void** ptr, size_t size) {
 
 DEFINE_REAL(cudaHostAlloc)
 EXPORT cudaError_t cudaHostAlloc(void** ptr, size_t size, unsigned int flags) {
-  return rt::Intercept(real_cudaHostAlloc, [&](auto real) {
+  return rt::InterceptMem(real_cudaHostAlloc, [&](auto real) {
     return rt::DoAlloc(api_cudaHostAlloc, ptr, size, rt::kMemPinned,
                        [&] { return real(ptr, size, flags); });
   }, ptr, size, flags);
@@ -731,7 +770,7 @@ EXPORT cudaError_t cudaHostAlloc(void** ptr, size_t size, unsigned int flags) {
 
 DEFINE_REAL(cudaMallocManaged)
 EXPORT cudaError_t cudaMallocManaged(void** ptr, size_t size, unsigned int flags) {
-  return rt::Intercept(real_cudaMallocManaged, [&](auto real) {
+  return rt::InterceptMem(real_cudaMallocManaged, [&](auto real) {
     return rt::DoAlloc(api_cudaMallocManaged, ptr, size, rt::kMemManaged,
                        [&] { return real(ptr, size, flags); });
   }, ptr, size, flags);
@@ -739,14 +778,14 @@ EXPORT cudaError_t cudaMallocManaged(void** ptr, size_t size, unsigned int flags
 
 DEFINE_REAL(cudaFree)
 EXPORT cudaError_t cudaFree(void* ptr) {
-  return rt::Intercept(real_cudaFree, [&](auto real) {
+  return rt::InterceptMem(real_cudaFree, [&](auto real) {
     return rt::DoFree(api_cudaFree, ptr, rt::kMemDevice, nullptr, [&] { return real(ptr); });
   }, ptr);
 }
 
 DEFINE_REAL(cudaFreeAsync)
 EXPORT cudaError_t cudaFreeAsync(void* ptr, cudaStream_t stream) {
-  return rt::Intercept(real_cudaFreeAsync, [&](auto real) {
+  return rt::InterceptMem(real_cudaFreeAsync, [&](auto real) {
     return rt::DoFree(api_cudaFreeAsync, ptr, rt::kMemAsync, stream,
                       [&] { return real(ptr, stream); });
   }, ptr, stream);
@@ -754,7 +793,7 @@ EXPORT cudaError_t cudaFreeAsync(void* ptr, cudaStream_t stream) {
 
 DEFINE_REAL(cudaFreeHost)
 EXPORT cudaError_t cudaFreeHost(void* ptr) {
-  return rt::Intercept(real_cudaFreeHost, [&](auto real) {
+  return rt::InterceptMem(real_cudaFreeHost, [&](auto real) {
     return rt::DoFree(api_cudaFreeHost, ptr, rt::kMemPinned, nullptr, [&] { return real(ptr); });
   }, ptr);
 }
@@ -762,24 +801,41 @@ EXPORT cudaError_t cudaFreeHost(void* ptr) {
 // ---- Synchronization ---------------------------------------------------------------------------
 DEFINE_REAL(cudaDeviceSynchronize)
 EXPORT cudaError_t cudaDeviceSynchronize(void) {
-  return rt::Intercept(real_cudaDeviceSynchronize, [&](auto real) {
-    uint64_t t0 = profagent::Now();
-    cudaError_t r = rt::DoGeneric(api_cudaDeviceSynchronize, EvType::kSync, ~0ull, 0,
-                                  [&] { return real(); });
-    profagent::model::OnHostSync(t0, profagent::Now(), ~0ull);
-    return r;
-  });
+  return rt::InterceptStep(
+      real_cudaDeviceSynchronize,
+      [&](auto real) {
+        uint64_t t0 = profagent::Now();
+        cudaError_t r = rt::DoGeneric(api_cudaDeviceSynchronize, EvType::kSync, ~0ull, 0,
+                                      [&] { return real(); });
+        profagent::model::OnHostSync(t0, profagent::Now(), ~0ull);
+        return r;
+      },
+      [&](auto real) {
+        uint64_t t0 = profagent::Now();
+        cudaError_t r = real();
+        profagent::model::OnHostSync(t0, profagent::Now(), ~0ull);
+        return r;
+      });
 }
 
 DEFINE_REAL(cudaStreamSynchronize)
 EXPORT cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
-  return rt::Intercept(real_cudaStreamSynchronize, [&](auto real) {
-    uint64_t t0 = profagent::Now();
-    cudaError_t r = rt::DoGeneric(api_cudaStreamSynchronize, EvType::kSync, rt::U64(stream), 0,
-                                  [&] { return real(stream); });
-    profagent::model::OnHostSync(t0, profagent::Now(), rt::U64(stream));
-    return r;
-  }, stream);
+  return rt::InterceptStep(
+      real_cudaStreamSynchronize,
+      [&](auto real) {
+        uint64_t t0 = profagent::Now();
+        cudaError_t r = rt::DoGeneric(api_cudaStreamSynchronize, EvType::kSync,
+                                      rt::U64(stream), 0, [&] { return real(stream); });
+        profagent::model::OnHostSync(t0, profagent::Now(), rt::U64(stream));
+        return r;
+      },
+      [&](auto real) {
+        uint64_t t0 = profagent::Now();
+        cudaError_t r = real(stream);
+        profagent::model::OnHostSync(t0, profagent::Now(), rt::U64(stream));
+        return r;
+      },
+      stream);
 }
 
 DEFINE_REAL(cudaEventSynchronize)
@@ -895,7 +951,7 @@ EXPORT cudaError_t cudaEventDestroy(cudaEvent_t event) {
 #define PROFAGENT_ALLOC_HOOK(fn, params, args, out, size, kind)                               \
   DEFINE_REAL(fn)                                                                            \
   EXPORT cudaError_t fn(PROFAGENT_ARGS params) {                                             \
-    return rt::Intercept(real_##fn, [&](auto real) {                                         \
+    return rt::InterceptMem(real_##fn, [&](auto real) {                                      \
       return rt::DoAlloc(api_##fn, out, size, kind, [&] { return real(PROFAGENT_ARGS args); }); \
     }, PROFAGENT_ARGS args);                                                                 \
   }
@@ -903,7 +959,7 @@ EXPORT cudaError_t cudaEventDestroy(cudaEvent_t event) {
 #define PROFAGENT_FREE_HOOK(fn, params, args, ptr, kind, stream)                              \
   DEFINE_REAL(fn)                                                                            \
   EXPORT cudaError_t fn(PROFAGENT_ARGS params) {                                             \
-    return rt::Intercept(real_##fn, [&](auto real) {                                         \
+    return rt::InterceptMem(real_##fn, [&](auto real) {                                      \
       return rt::DoFree(api_##fn, ptr, kind, stream, [&] { return real(PROFAGENT_ARGS args); }); \
     }, PROFAGENT_ARGS args);                                                                 \
   }
@@ -912,13 +968,22 @@ EXPORT cudaError_t cudaEventDestroy(cudaEvent_t event) {
 #define PROFAGENT_STREAM_SYNC_HOOK(fn, stream_expr)                                            \
   DEFINE_REAL(fn)                                                                            \
   EXPORT cudaError_t fn(cudaStream_t stream) {                                               \
-    return rt::Intercept(real_##fn, [&](auto real) {                                         \
-      uint64_t t0 = profagent::Now();                                                        \
-      cudaError_t r = rt::DoGeneric(api_##fn, EvType::kSync, rt::U64(stream_expr), 0,        \
-                                    [&] { return real(stream); });                           \
-      profagent::model::OnHostSync(t0, profagent::Now(), rt::U64(stream_expr));              \
-      return r;                                                                              \
-    }, stream);                                                                              \
+    return rt::InterceptStep(                                                                \
+        real_##fn,                                                                           \
+        [&](auto real) {                                                                     \
+          uint64_t t0 = profagent::Now();                                                    \
+          cudaError_t r = rt::DoGeneric(api_##fn, EvType::kSync, rt::U64(stream_expr), 0,    \
+                                        [&] { return real(stream); });                       \
+          profagent::model::OnHostSync(t0, profagent::Now(), rt::U64(stream_expr));          \
+          return r;                                                                          \
+        },                                                                                   \
+        [&](auto real) {                                                                     \
+          uint64_t t0 = profagent::Now();                                                    \
+          cudaError_t r = real(stream);                                                      \
+          profagent::model::OnHostSync(t0, profagent::Now(), rt::U64(stream_expr));          \
+          return r;                                                                          \
+        },                                                                                   \
+        stream);                                                                             \
   }
 
 // Synchronous copies and sets on the per-thread default stream.
@@ -992,7 +1057,7 @@ PROFAGENT_FREE_HOOK(cudaHostUnregister, (void* p), (p), p, rt::kMemPinned, nullp
 
 DEFINE_REAL(cudaMallocPitch)
 EXPORT cudaError_t cudaMallocPitch(void** p, size_t* pitch, size_t width, size_t height) {
-  return rt::Intercept(real_cudaMallocPitch, [&](auto real) {
+  return rt::InterceptMem(real_cudaMallocPitch, [&](auto real) {
     return rt::DoAllocSized(
         api_cudaMallocPitch, p,
         [&](cudaError_t r) {  // the pitch the runtime chose, times the rows
@@ -1031,6 +1096,36 @@ PROFAGENT_GENERIC_HOOK(cudaStreamAddCallback,
 PROFAGENT_GENERIC_HOOK(cudaStreamAddCallback_ptsz,
                        (cudaStream_t s, cudaStreamCallback_t cb, void* data, unsigned int flags),
                        (s, cb, data, flags), EvType::kApi, rt::Pt(s), 0)
+// The capture range (PROFAGENT_CAPTURE=cudaProfilerApi, like nsys --capture-range): recording
+// starts at cudaProfilerStart and pauses at cudaProfilerStop, as many times as the application
+// calls them. The calls are recorded (Start after the range opens, Stop before it closes), so
+// the trace shows where the range begins and ends. Whatever the runtime returns (an error
+// without a GPU), the range follows the application's intent.
+DEFINE_REAL(cudaProfilerStart)
+EXPORT cudaError_t cudaProfilerStart(void) {
+  auto real = real_cudaProfilerStart.get();
+  if (!real) return rt::kNoReal;
+  {
+    HookGuard guard;
+    if (guard.outermost()) profagent::SetCaptureRangeActive(true);
+  }
+  return rt::Intercept(real_cudaProfilerStart, [&](auto real) {
+    return rt::DoGeneric(api_cudaProfilerStart, EvType::kApi, 0, 0, [&] { return real(); });
+  });
+}
+
+DEFINE_REAL(cudaProfilerStop)
+EXPORT cudaError_t cudaProfilerStop(void) {
+  auto real = real_cudaProfilerStop.get();
+  if (!real) return rt::kNoReal;
+  cudaError_t r = rt::Intercept(real_cudaProfilerStop, [&](auto real) {
+    return rt::DoGeneric(api_cudaProfilerStop, EvType::kApi, 0, 0, [&] { return real(); });
+  });
+  HookGuard guard;
+  if (guard.outermost()) profagent::SetCaptureRangeActive(false);
+  return r;
+}
+
 // Stream capture and graph set-up (host time; a graph's kernels are recorded at its launch).
 PROFAGENT_GENERIC_HOOK(cudaStreamBeginCapture, (cudaStream_t s, cudaStreamCaptureMode mode),
                        (s, mode), EvType::kApi, s, 0)

@@ -120,6 +120,35 @@ TEST_CASE("Without a timestamp callback CUPTI times are mapped by a linear fit")
   CHECK(double(e.t1 - e.t0) == Approx(2000.0).margin(2));
 }
 
+TEST_CASE("RecordedCorrs: records of calls made while not recording are left out") {
+  RecordedCorrs r;
+  // Nothing noted yet: everything is recorded.
+  CHECK(r.Recorded(1));
+  CHECK(r.Recorded(4000000000u));
+  for (uint32_t c = 1; c <= 10; ++c) r.Note(c, true);
+  CHECK(r.boundaries() == 0);  // no change of state, no boundary
+  for (uint32_t c = 11; c <= 20; ++c) r.Note(c, false);
+  for (uint32_t c = 21; c <= 30; ++c) r.Note(c, true);
+  r.Note(31, false);
+  CHECK(r.boundaries() == 3);
+  for (uint32_t c = 1; c <= 10; ++c) CHECK(r.Recorded(c));
+  for (uint32_t c = 11; c <= 20; ++c) CHECK_FALSE(r.Recorded(c));
+  for (uint32_t c = 21; c <= 30; ++c) CHECK(r.Recorded(c));
+  CHECK_FALSE(r.Recorded(31));
+  CHECK_FALSE(r.Recorded(1000));
+  // Records without a correlation id are kept.
+  CHECK(r.Recorded(0));
+  // A late thread with an older id switching back on: the boundary is placed at the newest id
+  // seen (31), so the ids before it keep their state and the boundaries stay sorted.
+  r.Note(25, true);
+  CHECK(r.boundaries() == 4);
+  CHECK(r.Recorded(30));
+  CHECK(r.Recorded(31));
+  CHECK(r.Recorded(32));
+  CHECK(r.Recorded(21));
+  CHECK_FALSE(r.Recorded(15));
+}
+
 }  // namespace
 }  // namespace cupti
 }  // namespace profagent

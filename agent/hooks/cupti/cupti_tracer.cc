@@ -72,6 +72,13 @@ std::unordered_map<const void*, uint32_t>& Names() {  // CUPTI name pointer -> s
   return *m;
 }
 std::atomic<bool> g_flusher_stop{false};
+// Correlation ids of calls made while not recording (schedule, capture range): their activity
+// records are dropped in BufferCompleted. Leaked: buffers may arrive during exit.
+RecordedCorrs& Gate() {
+  static auto* g = new RecordedCorrs();
+  return *g;
+}
+uint64_t g_skipped = 0;  // records left out by the gate (Mu() held)
 InjectionStarter g_injection_starter = nullptr;
 
 constexpr size_t kBufferBytes = 1 << 20;
@@ -123,7 +130,12 @@ void CUPTIAPI BufferCompleted(CUcontext ctx, uint32_t stream_id, uint8_t* buffer
       RawEvent e;
       // A buffer holds thousands of records: wait for ring space rather than drop (this is
       // CUPTI's thread, not the application's).
-      if (ActivityToEvent(rec, g_clock, InternName, &e)) EmitWait(e);
+      if (!ActivityToEvent(rec, g_clock, InternName, &e)) continue;
+      if (Gate().Recorded(e.dev.corr)) {
+        EmitWait(e);
+      } else {
+        ++g_skipped;
+      }
     }
   }
   free(buffer);
@@ -334,6 +346,8 @@ void RecordRuntimeFromCallback(CUpti_CallbackId cbid, const CUpti_CallbackData* 
       break;
     }
   }
+  // Outside the schedule or capture range only allocations and frees are recorded.
+  if (e.type != EvType::kAlloc && e.type != EvType::kFree && !Recording()) return;
   Emit(e);
 }
 
@@ -392,11 +406,12 @@ void CUPTIAPI ApiCallback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId c
     if (enter) {
       if (ts.rt_cb_depth++ == 0) {
         ts.api_corr = cb->correlationId;
+        Gate().Note(cb->correlationId, Recording());
         ts.rt_t0 = Now();
       }
     } else if (ts.rt_cb_depth > 0 && --ts.rt_cb_depth == 0) {
       // Not through an interposer and not the agent's own call: record it here.
-      if (ts.in_runtime == 0 && !HookGuard::Active() && Recording()) {
+      if (ts.in_runtime == 0 && !HookGuard::Active() && RecordingMemory()) {
         uint64_t t1 = Now();
         HookGuard g;
         RecordRuntimeFromCallback(cbid, cb, ts.rt_t0, t1);
@@ -407,6 +422,7 @@ void CUPTIAPI ApiCallback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId c
   // Driver-API launch (only launch cbids are enabled in this domain).
   if (enter) {
     ts.drv_t0 = Now();
+    if (ts.rt_cb_depth == 0) Gate().Note(cb->correlationId, Recording());
     SetLastDriverLaunchCorrelation(cb->correlationId);
     NoteDriverLaunch(DriverLaunchStream(cbid, cb->functionParams), cb->correlationId);
     // Inside an interposed runtime call whose own cbid is not enabled (a runtime newer than
@@ -652,6 +668,11 @@ bool StartCupti(const std::string& explicit_path, const void* cudart_symbol,
       AtShutdown([] {
         g_flusher_stop.store(true);
         FlushCupti();
+        std::lock_guard<std::mutex> lock(Mu());
+        if (g_skipped > 0) {
+          Log(2, "CUPTI: %llu device records of calls made while not recording left out",
+              static_cast<unsigned long long>(g_skipped));
+        }
       });
       std::thread(FlusherLoop).detach();
     }

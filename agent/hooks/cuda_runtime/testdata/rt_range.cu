@@ -1,0 +1,58 @@
+// The capture range (PROFAGENT_CAPTURE=cudaProfilerApi): work before, between and after two
+// cudaProfilerStart/cudaProfilerStop pairs, as torch.cuda.profiler.start()/stop() or a
+// benchmark's "measure only this loop" wraps it. Memory is allocated outside the ranges and
+// freed inside and outside them. Exit code 0 when every call succeeded.
+#include <cuda_profiler_api.h>
+#include <cuda_runtime.h>
+
+#include <cstdio>
+
+__global__ void outside_kernel(float* p) {}
+__global__ void range1_kernel(float* p) {}
+__global__ void range2_kernel(float* p) {}
+
+static int errors = 0;
+#define CHECK(call)                                           \
+  do {                                                        \
+    cudaError_t e_ = (call);                                  \
+    if (e_ != cudaSuccess) {                                  \
+      printf("FAIL %s: %s\n", #call, cudaGetErrorName(e_));   \
+      ++errors;                                               \
+    }                                                         \
+  } while (0)
+
+int main() {
+  float *a = nullptr, *b = nullptr, *c = nullptr;
+  float host[256] = {};
+  cudaStream_t s;
+  CHECK(cudaStreamCreate(&s));
+  CHECK(cudaMalloc(&a, 1 << 20));
+  CHECK(cudaMalloc(&b, 1 << 16));
+  outside_kernel<<<4, 64, 0, s>>>(a);
+  CHECK(cudaStreamSynchronize(s));
+
+  CHECK(cudaProfilerStart());
+  for (int i = 0; i < 3; ++i) range1_kernel<<<8, 128, 0, s>>>(a);
+  CHECK(cudaMemcpyAsync(b, host, sizeof(host), cudaMemcpyHostToDevice, s));
+  CHECK(cudaMalloc(&c, 1 << 12));
+  CHECK(cudaFree(b));
+  CHECK(cudaStreamSynchronize(s));
+  CHECK(cudaProfilerStop());
+
+  for (int i = 0; i < 2; ++i) outside_kernel<<<4, 64, 0, s>>>(a);
+  CHECK(cudaMemcpyAsync(host, a, sizeof(host), cudaMemcpyDeviceToHost, s));
+  CHECK(cudaStreamSynchronize(s));
+
+  CHECK(cudaProfilerStart());
+  range2_kernel<<<16, 32, 0, s>>>(c);
+  CHECK(cudaStreamSynchronize(s));
+  CHECK(cudaProfilerStop());
+
+  outside_kernel<<<4, 64, 0, s>>>(a);
+  CHECK(cudaStreamSynchronize(s));
+  CHECK(cudaFree(a));
+  CHECK(cudaFree(c));
+  CHECK(cudaStreamDestroy(s));
+  printf("errors=%d\n", errors);
+  return errors == 0 ? 0 : 1;
+}
