@@ -477,6 +477,7 @@ void BatchDecoder::ResetEvent() {
   e_.payload_i = 0;
   e_.payload_f = 0;
   e_.has_payload = false;
+  e_.captured = false;
   e_.coll = absl::string_view();
   e_.step = absl::string_view();
   e_rare_ = false;
@@ -579,7 +580,7 @@ bool BatchDecoder::DecodeEvent(absl::string_view bytes, int64_t* dt, int64_t* dc
     }
     // Every other known field is a varint; a known field with another wire type is skipped as
     // unknown, as the protobuf parser does.
-    if (wt != 0 || field == 0 || field > 32) {
+    if (wt != 0 || field == 0 || field > 33) {
       if (field == 0 || !f.Skip(tag, kItemDepth)) return false;
       continue;
     }
@@ -617,6 +618,7 @@ bool BatchDecoder::DecodeEvent(absl::string_view bytes, int64_t* dt, int64_t* dc
           case 26: e_.has_payload = x != 0; break;
           case 31: e_.graph = x; break;
           case 32: e_.handle = x; break;
+          case 33: e_.captured = x != 0; break;
           default: break;  // 25, 28, 29 with a varint wire type: unknown
         }
         break;

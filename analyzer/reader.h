@@ -146,6 +146,7 @@ struct EventView {
   int64_t payload_i = 0;
   double payload_f = 0;
   bool has_payload = false;
+  bool captured = false;  // made on a stream being captured into a CUDA graph (Event.captured)
   absl::string_view coll, step;  // serialized Collective / StepInfo; empty when absent
 };
 

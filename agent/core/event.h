@@ -49,6 +49,7 @@ enum : uint8_t {
   kFlagPayloadDouble = 4,
   kFlagMessageWide = 8,  // NVTX message was wchar_t (converted to UTF-8 before copying)
   kFlagNonBlocking = 16,
+  kFlagCaptured = 64,    // kLaunch/kCollective/kMemcpy/kMemset on a stream being captured into a graph
   kFlagNoEnd = 32,       // kLaunch/kGraphLaunch: the call's end was not read (t1 == t0), see
                          // PROFAGENT_LAUNCH_API_SAMPLE; the file then has no duration for it
 };

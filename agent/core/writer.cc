@@ -663,6 +663,12 @@ void EncodeEvent(WriterState* w, BatchBuilder* b, const RawEvent& e, const uint8
     }
   }
   if (stack_id != 0) m.U64(30, stack_id);
+  if ((e.flags & kFlagCaptured) &&
+      (e.type == EvType::kLaunch || e.type == EvType::kGraphLaunch ||
+       e.type == EvType::kMemcpy || e.type == EvType::kMemset ||
+       e.type == EvType::kCollective)) {
+    m.Bool(33, true);
+  }
   m.EndMsg(start);
   ++w->records;
 }

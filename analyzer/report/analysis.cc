@@ -411,6 +411,24 @@ inline bool LaunchTimed(int kind, uint64_t start_ns, uint64_t end_ns) {
   return !((kind == EV_LAUNCH || kind == EV_GRAPH_LAUNCH) && end_ns == start_ns);
 }
 
+// Size class of the collectives counted from NCCL kernels run by CUDA graphs (size unknown).
+constexpr char kGraphSizeClass[] = "in graph";
+
+// The collective an NCCL kernel implements, from its name (mangled or not):
+// "ncclDevKernel_AllReduce_Sum_f32_RING_LL" -> "AllReduce", "ncclDevKernel_SendRecv" ->
+// "SendRecv", NCCL <= 2.18's "ncclKernel_AllGather_RING_LL_Sum_int8_t" -> "AllGather"; "" when
+// the name is not an NCCL kernel's.
+std::string NcclKernelOp(absl::string_view name) {
+  for (absl::string_view prefix : {"ncclDevKernel_", "ncclKernel_"}) {
+    size_t at = name.find(prefix);
+    if (at == absl::string_view::npos) continue;
+    absl::string_view rest = name.substr(at + prefix.size());
+    size_t end = rest.find_first_of("_(");
+    return std::string(rest.substr(0, end));
+  }
+  return std::string();
+}
+
 struct PendingOp {
   uint64_t start, end;
   uint32_t name, stream, copy_kind, device;
@@ -578,6 +596,9 @@ class FileAnalysis : public ViewVisitor {
   absl::flat_hash_map<uint64_t, ApiAcc> api_;
   uint64_t busy_ns_ = 0;
   uint64_t unmatched_ops_ = 0, unmatched_launches_ = 0;
+  // Work enqueued during CUDA graph capture (Event.captured): it ran only at graph launches.
+  uint64_t captured_launches_ = 0;
+  std::map<std::string, uint64_t> captured_colls_;  // op -> NCCL calls captured into graphs
   const std::string& StrPublic(uint32_t id) const { return Str(id); }
 
  private:
@@ -1158,6 +1179,11 @@ void FileAnalysis::Host2(const EventView& e) {
     case EV_GRAPH_LAUNCH:
     case EV_MEMCPY:
     case EV_MEMSET: {
+      // Captured into a graph: nothing ran; the graph launch's device ops stand for it.
+      if (e.captured) {
+        ++captured_launches_;
+        break;
+      }
       PendingLaunch l;
       l.start = e.start_ns;
       l.end = e.end_ns;
@@ -1224,6 +1250,12 @@ void FileAnalysis::Host2(const EventView& e) {
       int n = cit != comms_.end() && cit->second.size > 0 ? cit->second.size
                                                              : std::max(world_, 1);
       std::string op = Str(c.op());
+      if (e.captured) {
+        // Not a call: it runs at each launch of the graph, where its kernel is counted (OnOp).
+        ++captured_colls_[op];
+        if (c.corr() != 0) pending_launch_.Erase(c.corr());  // its kernel launch, captured too
+        break;
+      }
       uint64_t bytes = c.bytes();
       std::string lop = LowerOp(op);
       if (lop == "allgather") bytes = c.recv_bytes() > 0 ? c.recv_bytes() : bytes * uint64_t(n);
@@ -1303,6 +1335,22 @@ void FileAnalysis::OnOp(const OpView& d) {
       CollKernel(c->second, op);
       op.coll = true;
       coll_by_corr_.erase(c);
+    }
+  }
+  if (!op.coll && d.graph != 0 && d.kind == DOP_KERNEL) {
+    // An NCCL kernel run by a graph launch: a collective captured into the graph (no call
+    // record of its own). Counted by its kernel's name and device time; its size is unknown.
+    std::string coll_op = NcclKernelOp(Str(d.name));
+    if (!coll_op.empty()) {
+      CollAgg& a = colls_[absl::StrCat("nccl", std::string(1, '\0'), coll_op, std::string(1, '\0'),
+                                       kGraphSizeClass)];
+      const uint64_t dur = d.end_ns > d.start_ns ? d.end_ns - d.start_ns : 0;
+      ++a.count;
+      a.time_ns += dur;
+      ++a.dev_count;
+      a.dev_ns += dur;
+      a.dev_host_ns += dur;
+      op.coll = true;
     }
   }
   if (const PendingLaunch* l = pending_launch_.Find(d.corr)) {
@@ -2082,8 +2130,9 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
     double mean_ns = ca.count > 0 ? double(ca.best_ns()) / double(ca.count) : 0;
     jc["mean_us"] = Num(mean_ns / 1e3);
     double algbw = mean_ns > 0 ? double(bytes) / mean_ns : 0;  // bytes/ns == GB/s
-    jc["algbw_gbps"] = mean_ns > 0 ? Num(algbw) : Json(nullptr);
-    jc["busbw_gbps"] = mean_ns > 0 ? Num(algbw * BusFactor(k[1], c.second.n)) : Json(nullptr);
+    const bool sized = mean_ns > 0 && k[2] != kGraphSizeClass;  // graph replays: size unknown
+    jc["algbw_gbps"] = sized ? Num(algbw) : Json(nullptr);
+    jc["busbw_gbps"] = sized ? Num(algbw * BusFactor(k[1], c.second.n)) : Json(nullptr);
     jc["algorithm"] = "";
     cops.push_back(jc);
   }
@@ -2190,6 +2239,13 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
   coll["ops"] = cops;
   coll["per_rank"] = per_rank;
   coll["stragglers"] = strag;
+  std::map<std::string, uint64_t> captured;
+  for (auto* f : sel) {
+    for (const auto& c : f->captured_colls_) captured[c.first] += c.second;
+  }
+  Json jcap = Json::object();
+  for (const auto& c : captured) jcap[c.first] = c.second;
+  coll["captured_calls"] = jcap;
 
   // ----- host (reference rank) -----
   Json host;

@@ -140,6 +140,18 @@ std::string Counts(const std::map<std::string, uint64_t>& m) {
 
 }  // namespace
 
+// The NCCL calls captured into CUDA graphs (collectives.captured_calls), when there are any.
+void CapturedNote(const Json& c, std::string* md) {
+  if (!c.contains("captured_calls") || c["captured_calls"].empty()) return;
+  std::string list;
+  for (auto it = c["captured_calls"].begin(); it != c["captured_calls"].end(); ++it) {
+    absl::StrAppend(&list, list.empty() ? "" : ", ", it.key(), " ", it.value().dump());
+  }
+  absl::StrAppend(md, "NCCL calls captured into CUDA graphs: ", list,
+                  ". They ran at the graph launches: the rows of size \"in graph\" count those "
+                  "executions from their kernels (device time; size unknown).\n\n");
+}
+
 std::string RenderMarkdown(const Json& s) {
   std::string md;
   const Json& meta = s["meta"];
@@ -226,6 +238,7 @@ std::string RenderMarkdown(const Json& s) {
   const Json& c = s["collectives"];
   if (c["ops"].empty()) {
     md += "(no collectives)\n\n";
+    CapturedNote(c, &md);
   } else {
     md += "| lib | op | size | ranks | calls | bytes | mean us | timed on | algbw GB/s | "
           "busbw GB/s |\n"
@@ -239,6 +252,7 @@ std::string RenderMarkdown(const Json& s) {
     }
     md += "\nTime of a call: its kernel's device time when the kernel is known (NCCL), else the "
           "host call (MPI; an NCCL call only enqueues).\n\n";
+    CapturedNote(c, &md);
     const Json& sg = c["stragglers"];
     absl::StrAppend(&md, "Stragglers: ", sg["calls_matched"].dump(),
                     " calls matched across ranks; arrival skew mean ",

@@ -530,6 +530,13 @@ cudaError_t GraphLaunchImpl(const ApiInfo& info, cudaGraphExec_t exec, cudaStrea
       case cudaGraphNodeTypeMemset:
       case cudaGraphNodeTypeHost: {
         Op* op = new Op(x.work.op);
+        if (op->action == Op::kCustom) {  // a captured NCCL call: a fresh argument per launch
+          op->arg = op->clone_arg != nullptr ? op->clone_arg(op->arg) : nullptr;
+          if (op->arg == nullptr) {
+            delete op;
+            break;
+          }
+        }
         stamp(op, x);
         seq = gpusim::Enqueue(s, op);
         break;

@@ -39,6 +39,13 @@ void gpusim_driver_call_end(int cbid, const char* func_name, const char* symbol_
 int gpusim_stream_enqueue(gpusim_stream_t stream, const GpusimOpRecord* tmpl,
                           void (*run)(void* arg, GpusimOpRecord* rec), void* arg,
                           void (*free_arg)(void* arg)) {
+  return gpusim_stream_enqueue_graphable(stream, tmpl, run, arg, free_arg, nullptr);
+}
+
+int gpusim_stream_enqueue_graphable(gpusim_stream_t stream, const GpusimOpRecord* tmpl,
+                                    void (*run)(void* arg, GpusimOpRecord* rec), void* arg,
+                                    void (*free_arg)(void* arg),
+                                    void* (*clone_arg)(void* arg)) {
   gpusim::Stream* s = gpusim::ResolveStream(reinterpret_cast<cudaStream_t>(stream), false);
   if (s == nullptr) return cudaErrorInvalidResourceHandle;
   if (tmpl == nullptr || run == nullptr) return cudaErrorInvalidValue;
@@ -51,8 +58,16 @@ int gpusim_stream_enqueue(gpusim_stream_t stream, const GpusimOpRecord* tmpl,
   op->run = run;
   op->arg = arg;
   op->free_arg = free_arg;
+  op->clone_arg = clone_arg;
   gpusim::Enqueue(s, op);
   return cudaSuccess;
+}
+
+int gpusim_stream_capturing(gpusim_stream_t stream) {
+  gpusim::Stream* s = gpusim::ResolveStream(reinterpret_cast<cudaStream_t>(stream), false);
+  if (s == nullptr) return 0;
+  std::lock_guard<std::mutex> lock(s->mu);
+  return s->capture_graph != nullptr ? 1 : 0;
 }
 
 uint32_t gpusim_stream_id(gpusim_stream_t stream) {

@@ -108,6 +108,19 @@ int gpusim_stream_enqueue(gpusim_stream_t stream, const GpusimOpRecord* tmpl,
                           void (*run)(void* arg, GpusimOpRecord* rec), void* arg,
                           void (*free_arg)(void* arg));
 
+// As gpusim_stream_enqueue, but an op enqueued on a capturing stream becomes a kernel node of
+// the capture graph (with the grid and block of `tmpl`); `arg` is then kept by the graph as a
+// template, never run nor freed, and every launch of the graph enqueues the op with
+// clone_arg(template) as its argument (freed with free_arg after it ran; a NULL clone skips the
+// node). How NCCL calls captured into CUDA graphs replay at each launch.
+int gpusim_stream_enqueue_graphable(gpusim_stream_t stream, const GpusimOpRecord* tmpl,
+                                    void (*run)(void* arg, GpusimOpRecord* rec), void* arg,
+                                    void (*free_arg)(void* arg),
+                                    void* (*clone_arg)(void* arg));
+
+// Non-zero while `stream` is being captured into a graph.
+int gpusim_stream_capturing(gpusim_stream_t stream);
+
 // The id the simulator uses for `stream` in op records (and CUPTI streamId).
 // (libcudart, additive note) The legacy default stream of device d has id d; created and
 // per-thread default streams get ids from 64 up; an invalid handle gives 0xffffffff.

@@ -95,6 +95,8 @@ namespace {
 
 struct SimApi {
   decltype(&gpusim_stream_enqueue) stream_enqueue = nullptr;
+  decltype(&gpusim_stream_enqueue_graphable) stream_enqueue_graphable = nullptr;
+  decltype(&gpusim_stream_capturing) stream_capturing = nullptr;
   decltype(&gpusim_driver_call_begin) driver_call_begin = nullptr;
   decltype(&gpusim_driver_call_end) driver_call_end = nullptr;
   decltype(&gpusim_truth_write) truth_write = nullptr;
@@ -109,6 +111,10 @@ const SimApi* Sim() {
   if (enqueue == nullptr) return nullptr;
   SimApi* n = new SimApi;
   n->stream_enqueue = reinterpret_cast<decltype(n->stream_enqueue)>(enqueue);
+  n->stream_enqueue_graphable = reinterpret_cast<decltype(n->stream_enqueue_graphable)>(
+      dlsym(RTLD_DEFAULT, "gpusim_stream_enqueue_graphable"));
+  n->stream_capturing = reinterpret_cast<decltype(n->stream_capturing)>(
+      dlsym(RTLD_DEFAULT, "gpusim_stream_capturing"));
   n->driver_call_begin = reinterpret_cast<decltype(n->driver_call_begin)>(
       dlsym(RTLD_DEFAULT, "gpusim_driver_call_begin"));
   n->driver_call_end =
@@ -672,12 +678,54 @@ void RunLaunch(void* arg, GpusimOpRecord* rec) {
 
 void FreeLaunch(void* arg) { delete static_cast<Launch*>(arg); }
 
+// Numbers `p` in its communicator's order (the n-th collective, or the n-th Send/Recv between
+// a pair of ranks): every rank issues them in the same order, which is how they meet.
+void AssignSeq(Part* p) {
+  if (p->coll == Coll::kSend) {
+    p->seq = p->comm->send_seq[p->peer]++;
+  } else if (p->coll == Coll::kRecv) {
+    p->seq = p->comm->recv_seq[p->peer]++;
+  } else {
+    p->seq = p->comm->coll_seq++;
+  }
+}
+
+// A launch of a CUDA graph that captured a launch: the same calls, numbered anew (each replay
+// is a new collective on every rank, met in graph-launch order).
+void* CloneLaunch(void* arg) {
+  const auto* l = static_cast<const Launch*>(arg);
+  auto* c = new Launch;
+  for (const Part* p : l->parts) {
+    Part* q = new Part;
+    q->comm = p->comm;
+    q->coll = p->coll;
+    q->sendbuff = p->sendbuff;
+    q->recvbuff = p->recvbuff;
+    q->count = p->count;
+    q->dtype = p->dtype;
+    q->op = p->op;
+    q->root = p->root;
+    q->peer = p->peer;
+    q->stream = p->stream;
+    AssignSeq(q);
+    c->parts.push_back(q);
+  }
+  return c;
+}
+
 // Enqueues `parts` (all on `stream`) as one simulated kernel launch.
 ncclResult_t LaunchOnStream(cudaStream_t stream, std::vector<Part*> parts) {
   const SimApi* sim = Sim();
   if (sim == nullptr || sim->stream_enqueue == nullptr) {
     for (Part* p : parts) delete p;
     return Fail(ncclUnhandledCudaError, "gpusim libcudart not loaded");
+  }
+  // Numbered when they will run: a call captured into a graph is numbered at each graph launch
+  // (CloneLaunch), never at capture.
+  const bool capturing = sim->stream_capturing != nullptr &&
+                         sim->stream_capturing(reinterpret_cast<gpusim_stream_t>(stream)) != 0;
+  if (!capturing) {
+    for (Part* p : parts) AssignSeq(p);
   }
   const Part& first = *parts[0];
   bool all_p2p = true;
@@ -721,8 +769,12 @@ ncclResult_t LaunchOnStream(cudaStream_t stream, std::vector<Part*> parts) {
   tmpl.correlation_id = corr;
   auto* l = new Launch;
   l->parts = std::move(parts);
-  int err = sim->stream_enqueue(reinterpret_cast<gpusim_stream_t>(stream), &tmpl, &RunLaunch, l,
-                                &FreeLaunch);
+  // During stream capture the launch becomes a graph node that replays at each graph launch.
+  int err = sim->stream_enqueue_graphable != nullptr
+                ? sim->stream_enqueue_graphable(reinterpret_cast<gpusim_stream_t>(stream), &tmpl,
+                                                &RunLaunch, l, &FreeLaunch, &CloneLaunch)
+                : sim->stream_enqueue(reinterpret_cast<gpusim_stream_t>(stream), &tmpl,
+                                      &RunLaunch, l, &FreeLaunch);
   if (sim->driver_call_end != nullptr) {
     sim->driver_call_end(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, "cuLaunchKernelEx", kernel,
                          corr, &launch_params);
@@ -767,13 +819,6 @@ ncclResult_t FlushGroup() {
 }
 
 ncclResult_t Submit(Part* p) {
-  if (p->coll == Coll::kSend) {
-    p->seq = p->comm->send_seq[p->peer]++;
-  } else if (p->coll == Coll::kRecv) {
-    p->seq = p->comm->recv_seq[p->peer]++;
-  } else {
-    p->seq = p->comm->coll_seq++;
-  }
   t_group.parts.push_back(p);
   if (t_group.depth > 0) return ncclSuccess;
   return FlushGroup();

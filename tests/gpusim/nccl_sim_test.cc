@@ -147,6 +147,29 @@ TEST_CASE("a delayed rank makes the others wait", "[nccl]") {
   }
 }
 
+TEST_CASE("NCCL calls captured into a CUDA graph run at every graph launch", "[nccl]") {
+  const int n = 2;
+  std::string truth_path = gpusim_test::TempPath("truth_graph");
+  auto r = RunProgram("nccl_ranks", {std::to_string(n), "graph"}, {"GPUSIM_TRUTH=" + truth_path});
+  INFO("stdout: " << r.out << "\nstderr: " << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("FAIL") == std::string::npos);
+  CHECK(r.err.find("dropped") == std::string::npos);
+  std::vector<JsonLine> colls = Collectives(truth_path);
+  // Per rank and launch: the AllReduce, the Send and the Recv; none at capture time.
+  REQUIRE(colls.size() == size_t(3 * 3 * n));
+  CheckCollectiveTruth(colls, n);
+  std::map<std::string, int> by_name;
+  std::map<int64_t, std::set<uint64_t>> corrs;  // per rank: one correlation id per launch
+  for (const JsonLine& j : colls) {
+    by_name[j.at("name")]++;
+    corrs[I64(j, "comm_rank")].insert(U64(j, "corr"));
+  }
+  CHECK(by_name == std::map<std::string, int>{{"AllReduce", 3 * n}, {"Send", 3 * n},
+                                              {"Recv", 3 * n}});
+  for (auto& c : corrs) CHECK(c.second.size() == 3);
+}
+
 TEST_CASE("a missing rank times out with an error instead of hanging", "[nccl]") {
   std::string truth_path = gpusim_test::TempPath("truth");
   auto r = RunProgram("nccl_ranks", {"2", "skip"},

@@ -412,8 +412,8 @@ void CaptureOp(Stream* s, Op* op) {
     std::lock_guard<std::mutex> lock(op->event->mu);
     op->event->capture_graph = g;
     op->event->capture_nodes = s->capture_deps;
-  } else if (op->action == Op::kCustom) {
-    // Custom ops (NCCL collectives) are not captured: their argument is single-use.
+  } else if (op->action == Op::kCustom && op->clone_arg == nullptr) {
+    // A custom op without a clone function is not captured: its argument is single-use.
     fprintf(stderr, "gpusim: a %s enqueued during stream capture is dropped\n",
             op->rec.name != nullptr ? op->rec.name : "custom operation");
     if (op->free_arg != nullptr) op->free_arg(op->arg);
@@ -901,6 +901,13 @@ NodeWork WorkFromCapturedOp(const Op& op) {
       // cudaMemsetParams has no depth: a captured 3D set reads back as its rows (exact when
       // its slices are consecutive); the node's op keeps the slices.
       w.set.height = op.height * op.depth;
+      break;
+    case Op::kCustom:
+      // A captured NCCL call is a kernel node, as on the device (its kernel is the library's,
+      // with no host stub: func stays NULL). Each launch runs a clone of the template argument.
+      w.type = cudaGraphNodeTypeKernel;
+      w.kernel.gridDim = dim3(op.rec.grid[0], op.rec.grid[1], op.rec.grid[2]);
+      w.kernel.blockDim = dim3(op.rec.block[0], op.rec.block[1], op.rec.block[2]);
       break;
     case Op::kHostFn:
     case Op::kStreamCallback:

@@ -98,6 +98,9 @@ struct Op {
   void (*run)(void*, GpusimOpRecord*) = nullptr;
   void* arg = nullptr;
   void (*free_arg)(void*) = nullptr;
+  // Captured custom ops (gpusim_stream_enqueue_graphable): the graph node keeps `arg` as a
+  // template, never run; each launch of the graph runs clone_arg(template).
+  void* (*clone_arg)(void*) = nullptr;
   // Must be complete before this op starts: (stream, sequence number).
   std::vector<std::pair<Stream*, uint64_t>> waits;
   uint64_t seq = 0;  // set by Enqueue

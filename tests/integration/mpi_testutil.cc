@@ -43,6 +43,7 @@ class Loader : public analyzer::Visitor {
       c.corr = k.corr();
       c.complete_ns = k.complete_ns();
       c.nonblocking = k.nonblocking();
+      c.captured = ev.captured();
       c.start_ns = e.start_ns;
       c.end_ns = e.end_ns;
       c.stream = ev.stream();

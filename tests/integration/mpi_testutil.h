@@ -24,6 +24,7 @@ struct CollRecord {
   int peer = -1;
   uint64_t comm = 0, seq = 0, group = 0, corr = 0, complete_ns = 0;
   bool nonblocking = false;
+  bool captured = false;  // Event.captured: made during CUDA graph capture
   uint64_t start_ns = 0, end_ns = 0;
   uint32_t stream = 0;
   int ret = 0;

@@ -8,9 +8,13 @@
 // timing (CUPTI surface linked in), each call's correlation id leads to a device op whose
 // interval matches the truth.
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <dirent.h>
 
 #include <algorithm>
 #include <fstream>
+#include <memory>
 #include <map>
 #include <regex>
 #include <set>
@@ -355,6 +359,64 @@ void CheckInitAllGroup(const std::string& timing) {
 TEST_CASE("ncclCommInitAll and a multi-communicator group in one process") {
   CheckInitAllGroup("cupti");
   CheckInitAllGroup("events");
+}
+
+// NCCL calls captured into a CUDA graph (nccl-tests -G, vLLM's decode graphs): two ranks each
+// capture an AllReduce and a grouped Send/Recv, then launch the graph 3 times. The capture-time
+// calls ran nothing and are not collectives; the 3 executions per rank are, timed on their
+// kernels (CUPTI reports them at the graph launches).
+TEST_CASE("NCCL calls captured into CUDA graphs: counted at each graph launch, not at capture") {
+  const std::string out = FreshDir("nccl_graph");
+  const std::string cudart = Runfile("tests/gpusim/libcudart.so.13");
+  const std::string nccl = Runfile("tests/gpusim/libnccl.so.2");
+  const std::string truth_path = out + "/truth.%p.jsonl";
+  std::string log;
+  const int rc = Run("env LD_LIBRARY_PATH=" + cudart.substr(0, cudart.rfind('/')) + ":" +
+                         nccl.substr(0, nccl.rfind('/')) + " LD_PRELOAD=" +
+                         Runfile("agent/libprofagent.so") + " PROFAGENT_OUTPUT=" + out +
+                         "/prof PROFAGENT_GPU_TIMING=cupti GPUSIM_TRUTH=" + truth_path + " " +
+                         Runfile("tests/gpusim/nccl_ranks") + " 2 graph",
+                     &log);
+  INFO(log);
+  REQUIRE(rc == 0);
+  CHECK(log.find("FAIL") == std::string::npos);
+  // The simulator ran 3 AllReduce, 3 Send and 3 Recv per rank, all from graph launches.
+  std::map<std::string, int> truth_ops;
+  std::unique_ptr<DIR, int (*)(DIR*)> d(opendir(out.c_str()), closedir);
+  REQUIRE(d != nullptr);
+  while (dirent* ent = readdir(d.get())) {
+    if (std::string(ent->d_name).rfind("truth.", 0) != 0) continue;
+    for (const Truth& t : ReadTruth(out + "/" + ent->d_name)) truth_ops[t.name]++;
+  }
+  CHECK(truth_ops == std::map<std::string, int>{{"AllReduce", 6}, {"Recv", 6}, {"Send", 6}});
+  // The recorded calls are flagged as captured.
+  std::vector<RankProfile> files = LoadProfileDir(out + "/prof");
+  REQUIRE(files.size() == 2);
+  for (const RankProfile& p : files) {
+    REQUIRE(p.error.empty());
+    CHECK(p.colls.size() == 3);
+    for (const CollRecord& k : p.colls) CHECK(k.captured);
+  }
+  std::string rep_log;
+  REQUIRE(Run(Runfile("analyzer/profanalyze") + " report " + out + "/prof -o " + out + "/rep",
+              &rep_log) == 0);
+  INFO(rep_log);
+  // No launch of a captured call waits for device activity that never comes.
+  CHECK(rep_log.find("without device activity") == std::string::npos);
+  std::ifstream in(out + "/rep/summary.json");
+  nlohmann::json sum = nlohmann::json::parse(in);
+  const nlohmann::json& c = sum["collectives"];
+  INFO(c.dump(1));
+  CHECK(c["captured_calls"] == nlohmann::json({{"AllReduce", 2}, {"Recv", 2}, {"Send", 2}}));
+  std::map<std::string, uint64_t> counts;
+  for (const auto& o : c["ops"]) {
+    CHECK(o["size_class"] == "in graph");
+    CHECK(o["time_source"] == "device");
+    CHECK(o["ranks"] == 2);
+    counts[o["op"].get<std::string>()] += o["count"].get<uint64_t>();
+  }
+  // One fused kernel per launch for the grouped Send/Recv (NCCL's SendRecv kernel).
+  CHECK(counts == std::map<std::string, uint64_t>{{"AllReduce", 6}, {"SendRecv", 6}});
 }
 
 }  // namespace

@@ -248,7 +248,7 @@ inline cudaError_t DoLaunch(uint16_t api, EvType type, const LaunchDesc& d, Call
   e.t0 = t0;
   e.t1 = t1;
   e.type = type;
-  e.flags = timed_end ? 0 : kFlagNoEnd;
+  e.flags = uint8_t((timed_end ? 0 : kFlagNoEnd) | (Capturing(U64(d.stream)) ? kFlagCaptured : 0));
   e.extra = 0;
   e.api = api;
   e.pad = 0;
@@ -294,6 +294,7 @@ inline cudaError_t DoMem(uint16_t api, EvType type, uint64_t bytes, uint32_t kin
   e.mem.corr = corr;
   e.mem.kind = kind;
   e.mem.device = uint32_t(t_device);
+  if (Capturing(U64(stream))) e.flags |= kFlagCaptured;
   if (ticket >= 0) {
     DeviceOpInfo info;
     std::memset(&info, 0, sizeof(info));
@@ -1127,14 +1128,30 @@ EXPORT cudaError_t cudaProfilerStop(void) {
 }
 
 // Stream capture and graph set-up (host time; a graph's kernels are recorded at its launch).
-PROFAGENT_GENERIC_HOOK(cudaStreamBeginCapture, (cudaStream_t s, cudaStreamCaptureMode mode),
-                       (s, mode), EvType::kApi, s, 0)
-PROFAGENT_GENERIC_HOOK(cudaStreamBeginCapture_ptsz, (cudaStream_t s, cudaStreamCaptureMode mode),
-                       (s, mode), EvType::kApi, rt::Pt(s), 0)
-PROFAGENT_GENERIC_HOOK(cudaStreamEndCapture, (cudaStream_t s, cudaGraph_t* g), (s, g),
-                       EvType::kApi, s, 0)
-PROFAGENT_GENERIC_HOOK(cudaStreamEndCapture_ptsz, (cudaStream_t s, cudaGraph_t* g), (s, g),
-                       EvType::kApi, rt::Pt(s), 0)
+// The capture state is tracked whether or not recording is on (see rt::Capturing).
+#define PROFAGENT_CAPTURE_HOOK(fn, params, args, stream_expr, begin)                          \
+  DEFINE_REAL(fn)                                                                            \
+  EXPORT cudaError_t fn(PROFAGENT_ARGS params) {                                             \
+    auto real = real_##fn.get();                                                             \
+    if (!real) return rt::kNoReal;                                                           \
+    cudaError_t r = rt::Intercept(real_##fn, [&](auto real) {                                \
+      return rt::DoGeneric(api_##fn, EvType::kApi, rt::U64(stream_expr), 0,                  \
+                           [&] { return real(PROFAGENT_ARGS args); });                       \
+    }, PROFAGENT_ARGS args);                                                                 \
+    HookGuard guard;                                                                         \
+    if (guard.outermost()) {                                                                 \
+      if (begin && r == cudaSuccess) rt::NoteCaptureBegin(rt::U64(stream_expr));             \
+      if (!begin) rt::NoteCaptureEnd(rt::U64(stream_expr));                                  \
+    }                                                                                        \
+    return r;                                                                                \
+  }
+PROFAGENT_CAPTURE_HOOK(cudaStreamBeginCapture, (cudaStream_t s, cudaStreamCaptureMode mode),
+                       (s, mode), s, true)
+PROFAGENT_CAPTURE_HOOK(cudaStreamBeginCapture_ptsz, (cudaStream_t s, cudaStreamCaptureMode mode),
+                       (s, mode), rt::Pt(s), true)
+PROFAGENT_CAPTURE_HOOK(cudaStreamEndCapture, (cudaStream_t s, cudaGraph_t* g), (s, g), s, false)
+PROFAGENT_CAPTURE_HOOK(cudaStreamEndCapture_ptsz, (cudaStream_t s, cudaGraph_t* g), (s, g),
+                       rt::Pt(s), false)
 PROFAGENT_GENERIC_HOOK(cudaGraphInstantiate,
                        (cudaGraphExec_t* e, cudaGraph_t g, unsigned long long flags),
                        (e, g, flags), EvType::kApi, 0, g)

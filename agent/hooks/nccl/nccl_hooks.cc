@@ -272,6 +272,7 @@ inline void After(uint16_t api, uint8_t op_index, ncclComm_t comm, cudaStream_t 
   e.t0 = p.t0;
   e.t1 = t1;
   e.type = EvType::kCollective;
+  if (rt::Capturing(H(stream))) e.flags |= kFlagCaptured;  // runs at each launch of the graph
   e.api = api;
   e.ret = static_cast<int32_t>(rc);
   e.coll.comm = H(comm);

@@ -6,6 +6,9 @@
 //   timing  5 AllReduces of 64 KiB of floats (for the straggler test);
 //   skip    rank 1 initializes and exits without the collective rank 0 runs (timeout test);
 //   split   ncclCommSplit by rank parity, then an AllReduce of the ranks on each half;
+//   graph   an AllReduce and a grouped Send/Recv ring captured into a CUDA graph (as
+//           nccl-tests -G and vLLM's decode graphs do), the graph launched 3 times; results
+//           checked after the last launch;
 //   initall no fork: ncclCommInitAll makes <nranks> communicators in this process, and one
 //           grouped AllReduce over them (one stream each) runs.
 // The parent prints "RANK <r> EXIT <code>" per child and exits non-zero if any child failed.
@@ -220,6 +223,39 @@ int RunRank(const ncclUniqueId& id, const std::string& mode) {
       NcclOk(ncclAllReduce(d, d, count, ncclFloat, ncclSum, g_comm, g_stream), "allreduce");
     }
     cudaStreamSynchronize(g_stream);
+  } else if (mode == "graph") {
+    const size_t count = 256;
+    std::vector<float> v(count);
+    for (size_t i = 0; i < count; ++i) v[i] = float(g_rank + i);
+    float* s = ToDevice(v);
+    float* d = ToDevice(std::vector<float>(count, -1.f));
+    float* rs = ToDevice(std::vector<float>(count, float(g_rank * 3)));
+    float* rd = ToDevice(std::vector<float>(count, -1.f));
+    const int next = (g_rank + 1) % g_n, prev = (g_rank + g_n - 1) % g_n;
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    Check(cudaStreamBeginCapture(g_stream, cudaStreamCaptureModeGlobal) == cudaSuccess,
+          "begin_capture");
+    NcclOk(ncclAllReduce(s, d, count, ncclFloat, ncclSum, g_comm, g_stream), "allreduce");
+    NcclOk(ncclGroupStart(), "groupstart");
+    NcclOk(ncclSend(rs, count, ncclFloat, next, g_comm, g_stream), "send");
+    NcclOk(ncclRecv(rd, count, ncclFloat, prev, g_comm, g_stream), "recv");
+    NcclOk(ncclGroupEnd(), "groupend");
+    Check(cudaStreamEndCapture(g_stream, &graph) == cudaSuccess, "end_capture");
+    size_t nodes = 0;
+    cudaGraphGetNodes(graph, nullptr, &nodes);
+    Check(nodes == 2, "captured_nodes");
+    // Nothing ran during capture.
+    Check(AllEqual(ToHost(d, count), [](size_t) { return -1.f; }), "nothing_during_capture");
+    Check(cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess, "instantiate");
+    for (int k = 0; k < 3; ++k) Check(cudaGraphLaunch(exec, g_stream) == cudaSuccess, "launch");
+    cudaStreamSynchronize(g_stream);
+    const int n = g_n;
+    Check(AllEqual(ToHost(d, count), [&](size_t i) { return float(n * (n - 1) / 2 + n * i); }),
+          "graph_allreduce");
+    Check(AllEqual(ToHost(rd, count), [&](size_t) { return float(prev * 3); }), "graph_ring");
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
   } else if (mode == "split") {
     ncclComm_t half = nullptr;
     NcclOk(ncclCommSplit(g_comm, g_rank % 2, g_rank, &half, nullptr), "split");
@@ -251,7 +287,7 @@ int RunRank(const ncclUniqueId& id, const std::string& mode) {
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    fprintf(stderr, "usage: nccl_ranks <nranks> <check|timing|skip|split|initall>\n");
+    fprintf(stderr, "usage: nccl_ranks <nranks> <check|timing|skip|split|graph|initall>\n");
     return 2;
   }
   g_n = atoi(argv[1]);
