@@ -680,7 +680,9 @@ class FileAnalysis : public ViewVisitor {
   CorrTable<PendingLaunch> pending_launch_;
   CorrTable<PendingOp> pending_op_;
   // NCCL calls waiting for their kernel's device op (correlation id -> index in arrivals_).
-  absl::flat_hash_map<uint64_t, CollWait> coll_by_corr_;
+  // NCCL calls waiting for their kernel, by the launch's correlation id: several for one fused
+  // kernel (the members of an ncclGroupStart..End on one stream, e.g. a Send/Recv pair).
+  absl::flat_hash_map<uint64_t, std::vector<CollWait>> coll_by_corr_;
   void CollKernel(const CollWait& w, const PendingOp& op);
   std::vector<uint64_t> dev_last_end_ = std::vector<uint64_t>(kDirectDevices, 0);
   absl::flat_hash_map<uint32_t, uint64_t> dev_last_end_far_;  // odd device numbers
@@ -1288,7 +1290,7 @@ void FileAnalysis::Host2(const EventView& e) {
           CollKernel(w, *d);
           d->coll = true;
         } else {
-          coll_by_corr_[c.corr()] = w;
+          coll_by_corr_[c.corr()].push_back(w);
         }
       }
       break;
@@ -1332,7 +1334,7 @@ void FileAnalysis::OnOp(const OpView& d) {
   if (!coll_by_corr_.empty()) {
     auto c = coll_by_corr_.find(d.corr);
     if (c != coll_by_corr_.end()) {
-      CollKernel(c->second, op);
+      for (const CollWait& w : c->second) CollKernel(w, op);
       op.coll = true;
       coll_by_corr_.erase(c);
     }

@@ -238,6 +238,24 @@ TEST_CASE("NCCL on gpusim under the agent: calls match the simulator's ground tr
   CHECK(*half_uids[0].begin() != *main_uids.begin());
   REQUIRE(ops_by_seq.size() == size_t(kMainColls));
   for (const auto& kv : ops_by_seq) CHECK(kv.second.size() == 1);  // same op at the same seq
+
+  // The report times both members of each grouped Send/Recv on their fused kernel (one
+  // correlation id for two calls): neither falls back to its host enqueue time.
+  std::string rep_log;
+  REQUIRE(Run(Runfile("analyzer/profanalyze") + " report " + out + " -o " + out + "/rep",
+              &rep_log) == 0);
+  std::ifstream in(out + "/rep/summary.json");
+  nlohmann::json sum = nlohmann::json::parse(in);
+  int p2p_rows = 0;
+  for (const auto& o : sum["collectives"]["ops"]) {
+    if (o["op"] != "Send" && o["op"] != "Recv") continue;
+    ++p2p_rows;
+    INFO(o.dump());
+    if (sum["meta"]["gpu_timing"] == "host") continue;  // no device timing on this machine
+    CHECK(o["time_source"] == "device");
+    CHECK(o["device_timed"] == o["count"]);
+  }
+  CHECK(p2p_rows == 2);
 }
 
 // One process, four communicators from ncclCommInitAll (gpusim's own nccl_ranks test program,
