@@ -1255,7 +1255,6 @@ void FileAnalysis::Host2(const EventView& e) {
       if (e.captured) {
         // Not a call: it runs at each launch of the graph, where its kernel is counted (OnOp).
         ++captured_colls_[op];
-        if (c.corr() != 0) pending_launch_.Erase(c.corr());  // its kernel launch, captured too
         break;
       }
       uint64_t bytes = c.bytes();

@@ -370,6 +370,17 @@ GraphNode* NodeOfTypeLocked(cudaGraphNode_t node, cudaGraphNodeType type) {
   return n;
 }
 
+// The getters of node parameters: `*out = read(node's work)` for a live node of `type`.
+template <typename T, typename Read>
+cudaError_t ReadNode(cudaGraphNode_t node, cudaGraphNodeType type, T* out, Read read) {
+  if (out == nullptr) return cudaErrorInvalidValue;
+  std::lock_guard<std::mutex> lock(gpusim::GraphMutex());
+  GraphNode* n = NodeOfTypeLocked(node, type);
+  if (n == nullptr) return cudaErrorInvalidValue;
+  *out = read(n->work);
+  return cudaSuccess;
+}
+
 // Replaces the work of `node` (of the same type); the node keeps its id and edges.
 cudaError_t SetNodeWork(cudaGraphNode_t node, cudaError_t built, NodeWork work) {
   if (built != cudaSuccess) return built;
@@ -1052,12 +1063,9 @@ cudaError_t cudaGraphNodeGetType(cudaGraphNode_t node, enum cudaGraphNodeType* t
 cudaError_t cudaGraphChildGraphNodeGetGraph(cudaGraphNode_t node, cudaGraph_t* graph) {
   static const ApiInfo kInfo("cudaGraphChildGraphNodeGetGraph");
   ApiCall api(kInfo);
-  if (graph == nullptr) return api.Return(cudaErrorInvalidValue);
-  std::lock_guard<std::mutex> lock(gpusim::GraphMutex());
-  GraphNode* n = NodeOfTypeLocked(node, cudaGraphNodeTypeGraph);
-  if (n == nullptr) return api.Return(cudaErrorInvalidValue);
-  *graph = reinterpret_cast<cudaGraph_t>(n->work.child);
-  return api.Return(cudaSuccess);
+  return api.Return(ReadNode(node, cudaGraphNodeTypeGraph, graph, [](const NodeWork& w) {
+    return reinterpret_cast<cudaGraph_t>(w.child);
+  }));
 }
 
 // ---- Node parameters ------------------------------------------------------------------------
@@ -1066,12 +1074,8 @@ cudaError_t cudaGraphKernelNodeGetParams(cudaGraphNode_t node,
                                          struct cudaKernelNodeParams* params) {
   static const ApiInfo kInfo("cudaGraphKernelNodeGetParams");
   ApiCall api(kInfo);
-  if (params == nullptr) return api.Return(cudaErrorInvalidValue);
-  std::lock_guard<std::mutex> lock(gpusim::GraphMutex());
-  GraphNode* n = NodeOfTypeLocked(node, cudaGraphNodeTypeKernel);
-  if (n == nullptr) return api.Return(cudaErrorInvalidValue);
-  *params = n->work.kernel;
-  return api.Return(cudaSuccess);
+  return api.Return(
+      ReadNode(node, cudaGraphNodeTypeKernel, params, [](const NodeWork& w) { return w.kernel; }));
 }
 
 cudaError_t cudaGraphKernelNodeSetParams(cudaGraphNode_t node,
@@ -1083,16 +1087,11 @@ cudaError_t cudaGraphKernelNodeSetParams(cudaGraphNode_t node,
   return api.Return(SetNodeWork(node, built, std::move(w)));
 }
 
-cudaError_t cudaGraphMemcpyNodeGetParams(cudaGraphNode_t node,
-                                         struct cudaMemcpy3DParms* params) {
+cudaError_t cudaGraphMemcpyNodeGetParams(cudaGraphNode_t node, struct cudaMemcpy3DParms* params) {
   static const ApiInfo kInfo("cudaGraphMemcpyNodeGetParams");
   ApiCall api(kInfo);
-  if (params == nullptr) return api.Return(cudaErrorInvalidValue);
-  std::lock_guard<std::mutex> lock(gpusim::GraphMutex());
-  GraphNode* n = NodeOfTypeLocked(node, cudaGraphNodeTypeMemcpy);
-  if (n == nullptr) return api.Return(cudaErrorInvalidValue);
-  *params = n->work.copy;
-  return api.Return(cudaSuccess);
+  return api.Return(
+      ReadNode(node, cudaGraphNodeTypeMemcpy, params, [](const NodeWork& w) { return w.copy; }));
 }
 
 cudaError_t cudaGraphMemcpyNodeSetParams(cudaGraphNode_t node,
@@ -1125,8 +1124,8 @@ cudaError_t cudaGraphMemcpyNodeSetParamsToSymbol(cudaGraphNode_t node, const voi
 }
 
 cudaError_t cudaGraphMemcpyNodeSetParamsFromSymbol(cudaGraphNode_t node, void* dst,
-                                                   const void* symbol, size_t count,
-                                                   size_t offset, enum cudaMemcpyKind kind) {
+                                                   const void* symbol, size_t count, size_t offset,
+                                                   enum cudaMemcpyKind kind) {
   static const ApiInfo kInfo("cudaGraphMemcpyNodeSetParamsFromSymbol");
   ApiCall api(kInfo);
   NodeWork w;
@@ -1137,12 +1136,8 @@ cudaError_t cudaGraphMemcpyNodeSetParamsFromSymbol(cudaGraphNode_t node, void* d
 cudaError_t cudaGraphMemsetNodeGetParams(cudaGraphNode_t node, struct cudaMemsetParams* params) {
   static const ApiInfo kInfo("cudaGraphMemsetNodeGetParams");
   ApiCall api(kInfo);
-  if (params == nullptr) return api.Return(cudaErrorInvalidValue);
-  std::lock_guard<std::mutex> lock(gpusim::GraphMutex());
-  GraphNode* n = NodeOfTypeLocked(node, cudaGraphNodeTypeMemset);
-  if (n == nullptr) return api.Return(cudaErrorInvalidValue);
-  *params = n->work.set;
-  return api.Return(cudaSuccess);
+  return api.Return(
+      ReadNode(node, cudaGraphNodeTypeMemset, params, [](const NodeWork& w) { return w.set; }));
 }
 
 cudaError_t cudaGraphMemsetNodeSetParams(cudaGraphNode_t node,
@@ -1157,12 +1152,8 @@ cudaError_t cudaGraphMemsetNodeSetParams(cudaGraphNode_t node,
 cudaError_t cudaGraphHostNodeGetParams(cudaGraphNode_t node, struct cudaHostNodeParams* params) {
   static const ApiInfo kInfo("cudaGraphHostNodeGetParams");
   ApiCall api(kInfo);
-  if (params == nullptr) return api.Return(cudaErrorInvalidValue);
-  std::lock_guard<std::mutex> lock(gpusim::GraphMutex());
-  GraphNode* n = NodeOfTypeLocked(node, cudaGraphNodeTypeHost);
-  if (n == nullptr) return api.Return(cudaErrorInvalidValue);
-  *params = n->work.host;
-  return api.Return(cudaSuccess);
+  return api.Return(
+      ReadNode(node, cudaGraphNodeTypeHost, params, [](const NodeWork& w) { return w.host; }));
 }
 
 cudaError_t cudaGraphHostNodeSetParams(cudaGraphNode_t node,
@@ -1177,12 +1168,9 @@ cudaError_t cudaGraphHostNodeSetParams(cudaGraphNode_t node,
 cudaError_t cudaGraphEventRecordNodeGetEvent(cudaGraphNode_t node, cudaEvent_t* event) {
   static const ApiInfo kInfo("cudaGraphEventRecordNodeGetEvent");
   ApiCall api(kInfo);
-  if (event == nullptr) return api.Return(cudaErrorInvalidValue);
-  std::lock_guard<std::mutex> lock(gpusim::GraphMutex());
-  GraphNode* n = NodeOfTypeLocked(node, cudaGraphNodeTypeEventRecord);
-  if (n == nullptr) return api.Return(cudaErrorInvalidValue);
-  *event = reinterpret_cast<cudaEvent_t>(n->work.event);
-  return api.Return(cudaSuccess);
+  return api.Return(ReadNode(node, cudaGraphNodeTypeEventRecord, event, [](const NodeWork& w) {
+    return reinterpret_cast<cudaEvent_t>(w.event);
+  }));
 }
 
 cudaError_t cudaGraphEventRecordNodeSetEvent(cudaGraphNode_t node, cudaEvent_t event) {
@@ -1196,12 +1184,9 @@ cudaError_t cudaGraphEventRecordNodeSetEvent(cudaGraphNode_t node, cudaEvent_t e
 cudaError_t cudaGraphEventWaitNodeGetEvent(cudaGraphNode_t node, cudaEvent_t* event) {
   static const ApiInfo kInfo("cudaGraphEventWaitNodeGetEvent");
   ApiCall api(kInfo);
-  if (event == nullptr) return api.Return(cudaErrorInvalidValue);
-  std::lock_guard<std::mutex> lock(gpusim::GraphMutex());
-  GraphNode* n = NodeOfTypeLocked(node, cudaGraphNodeTypeWaitEvent);
-  if (n == nullptr) return api.Return(cudaErrorInvalidValue);
-  *event = reinterpret_cast<cudaEvent_t>(n->work.event);
-  return api.Return(cudaSuccess);
+  return api.Return(ReadNode(node, cudaGraphNodeTypeWaitEvent, event, [](const NodeWork& w) {
+    return reinterpret_cast<cudaEvent_t>(w.event);
+  }));
 }
 
 cudaError_t cudaGraphEventWaitNodeSetEvent(cudaGraphNode_t node, cudaEvent_t event) {

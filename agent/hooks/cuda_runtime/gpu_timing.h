@@ -34,25 +34,6 @@ inline uint8_t Mode() {
   return m;
 }
 
-// Streams being captured into a CUDA graph (cudaStreamBeginCapture..EndCapture seen by the
-// interposers, whether or not recording is on). Work enqueued on them does not run now: it runs
-// at each launch of the graph, where CUPTI reports it (attributed to the graph launch). The
-// launches and NCCL calls made during capture are flagged (kFlagCaptured) so the analyzer
-// expects no device activity for them and counts no collective. Hot path: one relaxed load
-// while no capture is open. Up to kMaxCaptures concurrent captures are tracked.
-namespace internal {
-extern std::atomic<int> g_open_captures;
-bool CapturingSlow(uint64_t stream);
-}  // namespace internal
-constexpr int kMaxCaptures = 64;
-inline bool Capturing(uint64_t stream) {
-  if (__builtin_expect(internal::g_open_captures.load(std::memory_order_relaxed) == 0, 1))
-    return false;
-  return internal::CapturingSlow(stream);
-}
-void NoteCaptureBegin(uint64_t stream);
-void NoteCaptureEnd(uint64_t stream);
-
 // For InitializeInjection: decide now.
 void DecideModeFromInjection();
 

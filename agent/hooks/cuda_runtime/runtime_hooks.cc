@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "agent/core/agent.h"
+#include "agent/core/capture.h"
 #include "agent/core/clock.h"
 #include "agent/core/event.h"
 #include "agent/hooks/cuda_runtime/alloc_table.h"
@@ -447,16 +448,19 @@ inline cudaError_t Intercept(Real<F>& r, Body&& body, A... args) {
 }
 
 // The calls a step rule (PROFAGENT_STEP_RULE) counts, graph launches and host synchronizations:
-// while the schedule or the capture range pause recording, `paused(real)` still reports them
-// to the step model, or a paused schedule would never see the step that resumes it.
-template <typename F, typename Body, typename Paused, typename... A>
-inline cudaError_t InterceptStep(Real<F>& r, Body&& body, Paused&& paused, A... args) {
+// `body(real)` records the call when recording is on; `step(t0, t1)` reports it to the step
+// model in any case, or a schedule or capture range that paused recording would never see the
+// step that resumes it.
+template <typename F, typename Body, typename Step, typename... A>
+inline cudaError_t InterceptStep(Real<F>& r, Body&& body, Step&& step, A... args) {
   F real = r.get();
   if (__builtin_expect(real == nullptr, 0)) return kNoReal;
   HookGuard guard;
   if (!guard.outermost() || !RecordingMemory()) return real(args...);
-  if (!Recording()) return paused(real);
-  return body(real);
+  const uint64_t t0 = Now();
+  cudaError_t res = Recording() ? body(real) : real(args...);
+  step(t0, Now());
+  return res;
 }
 
 // Allocations and frees: recorded whatever the schedule and the capture range say (see
@@ -595,20 +599,8 @@ EXPORT cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t* config, co
 static cudaError_t GraphLaunch(uint16_t api, cudaGraphExec_t exec, cudaStream_t stream,
                                cudaStream_t on,
                                cudaError_t (*real)(cudaGraphExec_t, cudaStream_t)) {
-  uint64_t t0 = profagent::Now();
-  cudaError_t r = rt::DoLaunch(api, EvType::kGraphLaunch, {exec, dim3(), dim3(), 0, on},
-                               [&] { return real(exec, stream); });
-  profagent::model::OnGraphLaunch(t0, profagent::Now(), reinterpret_cast<uint64_t>(on));
-  return r;
-}
-
-// Not recording: the launch still counts for PROFAGENT_STEP_RULE=graph.
-static cudaError_t GraphLaunchPaused(cudaGraphExec_t exec, cudaStream_t stream, cudaStream_t on,
-                                     cudaError_t (*real)(cudaGraphExec_t, cudaStream_t)) {
-  uint64_t t0 = profagent::Now();
-  cudaError_t r = real(exec, stream);
-  profagent::model::OnGraphLaunch(t0, profagent::Now(), reinterpret_cast<uint64_t>(on));
-  return r;
+  return rt::DoLaunch(api, EvType::kGraphLaunch, {exec, dim3(), dim3(), 0, on},
+                      [&] { return real(exec, stream); });
 }
 
 DEFINE_REAL(cudaGraphLaunch)
@@ -616,7 +608,10 @@ EXPORT cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) {
   return rt::InterceptStep(
       real_cudaGraphLaunch,
       [&](auto real) { return GraphLaunch(api_cudaGraphLaunch, exec, stream, stream, real); },
-      [&](auto real) { return GraphLaunchPaused(exec, stream, stream, real); }, exec, stream);
+      [&](uint64_t t0, uint64_t t1) {
+        profagent::model::OnGraphLaunch(t0, t1, rt::U64(stream));
+      },
+      exec, stream);
 }
 
 DEFINE_REAL(cudaGraphLaunch_ptsz)
@@ -626,8 +621,10 @@ EXPORT cudaError_t cudaGraphLaunch_ptsz(cudaGraphExec_t exec, cudaStream_t strea
       [&](auto real) {
         return GraphLaunch(api_cudaGraphLaunch_ptsz, exec, stream, rt::Pt(stream), real);
       },
-      [&](auto real) { return GraphLaunchPaused(exec, stream, rt::Pt(stream), real); }, exec,
-      stream);
+      [&](uint64_t t0, uint64_t t1) {
+        profagent::model::OnGraphLaunch(t0, t1, rt::U64(rt::Pt(stream)));
+      },
+      exec, stream);
 }
 
 // ---- Copies and sets ---------------------------------------------------------------------------
@@ -805,18 +802,10 @@ EXPORT cudaError_t cudaDeviceSynchronize(void) {
   return rt::InterceptStep(
       real_cudaDeviceSynchronize,
       [&](auto real) {
-        uint64_t t0 = profagent::Now();
-        cudaError_t r = rt::DoGeneric(api_cudaDeviceSynchronize, EvType::kSync, ~0ull, 0,
-                                      [&] { return real(); });
-        profagent::model::OnHostSync(t0, profagent::Now(), ~0ull);
-        return r;
+        return rt::DoGeneric(api_cudaDeviceSynchronize, EvType::kSync, ~0ull, 0,
+                             [&] { return real(); });
       },
-      [&](auto real) {
-        uint64_t t0 = profagent::Now();
-        cudaError_t r = real();
-        profagent::model::OnHostSync(t0, profagent::Now(), ~0ull);
-        return r;
-      });
+      [&](uint64_t t0, uint64_t t1) { profagent::model::OnHostSync(t0, t1, ~0ull); });
 }
 
 DEFINE_REAL(cudaStreamSynchronize)
@@ -824,18 +813,10 @@ EXPORT cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
   return rt::InterceptStep(
       real_cudaStreamSynchronize,
       [&](auto real) {
-        uint64_t t0 = profagent::Now();
-        cudaError_t r = rt::DoGeneric(api_cudaStreamSynchronize, EvType::kSync,
-                                      rt::U64(stream), 0, [&] { return real(stream); });
-        profagent::model::OnHostSync(t0, profagent::Now(), rt::U64(stream));
-        return r;
+        return rt::DoGeneric(api_cudaStreamSynchronize, EvType::kSync, rt::U64(stream), 0,
+                             [&] { return real(stream); });
       },
-      [&](auto real) {
-        uint64_t t0 = profagent::Now();
-        cudaError_t r = real(stream);
-        profagent::model::OnHostSync(t0, profagent::Now(), rt::U64(stream));
-        return r;
-      },
+      [&](uint64_t t0, uint64_t t1) { profagent::model::OnHostSync(t0, t1, rt::U64(stream)); },
       stream);
 }
 
@@ -972,17 +953,11 @@ EXPORT cudaError_t cudaEventDestroy(cudaEvent_t event) {
     return rt::InterceptStep(                                                                \
         real_##fn,                                                                           \
         [&](auto real) {                                                                     \
-          uint64_t t0 = profagent::Now();                                                    \
-          cudaError_t r = rt::DoGeneric(api_##fn, EvType::kSync, rt::U64(stream_expr), 0,    \
-                                        [&] { return real(stream); });                       \
-          profagent::model::OnHostSync(t0, profagent::Now(), rt::U64(stream_expr));          \
-          return r;                                                                          \
+          return rt::DoGeneric(api_##fn, EvType::kSync, rt::U64(stream_expr), 0,             \
+                               [&] { return real(stream); });                                \
         },                                                                                   \
-        [&](auto real) {                                                                     \
-          uint64_t t0 = profagent::Now();                                                    \
-          cudaError_t r = real(stream);                                                      \
-          profagent::model::OnHostSync(t0, profagent::Now(), rt::U64(stream_expr));          \
-          return r;                                                                          \
+        [&](uint64_t t0, uint64_t t1) {                                                      \
+          profagent::model::OnHostSync(t0, t1, rt::U64(stream_expr));                        \
         },                                                                                   \
         stream);                                                                             \
   }
@@ -1104,8 +1079,6 @@ PROFAGENT_GENERIC_HOOK(cudaStreamAddCallback_ptsz,
 // without a GPU), the range follows the application's intent.
 DEFINE_REAL(cudaProfilerStart)
 EXPORT cudaError_t cudaProfilerStart(void) {
-  auto real = real_cudaProfilerStart.get();
-  if (!real) return rt::kNoReal;
   {
     HookGuard guard;
     if (guard.outermost()) profagent::SetCaptureRangeActive(true);
@@ -1117,8 +1090,6 @@ EXPORT cudaError_t cudaProfilerStart(void) {
 
 DEFINE_REAL(cudaProfilerStop)
 EXPORT cudaError_t cudaProfilerStop(void) {
-  auto real = real_cudaProfilerStop.get();
-  if (!real) return rt::kNoReal;
   cudaError_t r = rt::Intercept(real_cudaProfilerStop, [&](auto real) {
     return rt::DoGeneric(api_cudaProfilerStop, EvType::kApi, 0, 0, [&] { return real(); });
   });
@@ -1128,20 +1099,18 @@ EXPORT cudaError_t cudaProfilerStop(void) {
 }
 
 // Stream capture and graph set-up (host time; a graph's kernels are recorded at its launch).
-// The capture state is tracked whether or not recording is on (see rt::Capturing).
+// The capture state is tracked whether or not recording is on (agent/core/capture.h).
 #define PROFAGENT_CAPTURE_HOOK(fn, params, args, stream_expr, begin)                          \
   DEFINE_REAL(fn)                                                                            \
   EXPORT cudaError_t fn(PROFAGENT_ARGS params) {                                             \
-    auto real = real_##fn.get();                                                             \
-    if (!real) return rt::kNoReal;                                                           \
     cudaError_t r = rt::Intercept(real_##fn, [&](auto real) {                                \
       return rt::DoGeneric(api_##fn, EvType::kApi, rt::U64(stream_expr), 0,                  \
                            [&] { return real(PROFAGENT_ARGS args); });                       \
     }, PROFAGENT_ARGS args);                                                                 \
     HookGuard guard;                                                                         \
     if (guard.outermost()) {                                                                 \
-      if (begin && r == cudaSuccess) rt::NoteCaptureBegin(rt::U64(stream_expr));             \
-      if (!begin) rt::NoteCaptureEnd(rt::U64(stream_expr));                                  \
+      if (begin && r == cudaSuccess) profagent::NoteCaptureBegin(rt::U64(stream_expr));             \
+      if (!begin) profagent::NoteCaptureEnd(rt::U64(stream_expr));                                  \
     }                                                                                        \
     return r;                                                                                \
   }

@@ -16,6 +16,7 @@
 #include <unordered_map>
 
 #include "agent/core/agent.h"
+#include "agent/core/capture.h"
 #include "agent/core/clock.h"
 #include "agent/core/event.h"
 #include "agent/hooks/cupti/activity.h"
@@ -185,6 +186,15 @@ void FillLaunch(RawEvent* e, const void* f, dim3 g, dim3 b, size_t shmem, const 
 constexpr CUpti_CallbackId kCbidLaunchKernel13 = 505;
 constexpr CUpti_CallbackId kCbidLaunchKernel13Ptsz = 506;
 
+// Flags a launch, copy or set made on a stream being captured into a graph (capture.h).
+void FlagCaptured(RawEvent* e) {
+  const bool launch = e->type == EvType::kLaunch || e->type == EvType::kGraphLaunch;
+  const bool mem = e->type == EvType::kMemcpy || e->type == EvType::kMemset;
+  if ((launch && Capturing(e->launch.stream)) || (mem && Capturing(e->mem.stream))) {
+    e->flags |= kFlagCaptured;
+  }
+}
+
 // A runtime call that did not pass through an agent interposer: record it from its callback.
 void RecordRuntimeFromCallback(CUpti_CallbackId cbid, const CUpti_CallbackData* cb, uint64_t t0,
                                uint64_t t1) {
@@ -348,6 +358,7 @@ void RecordRuntimeFromCallback(CUpti_CallbackId cbid, const CUpti_CallbackData* 
   }
   // Outside the schedule or capture range only allocations and frees are recorded.
   if (e.type != EvType::kAlloc && e.type != EvType::kFree && !Recording()) return;
+  FlagCaptured(&e);
   Emit(e);
 }
 
@@ -381,6 +392,7 @@ void RecordDriverLaunch(CUpti_CallbackId cbid, const CUpti_CallbackData* cb, uin
   e.launch.func = f;
   e.launch.corr = cb->correlationId;
   NoteFunctionName(f, cb->symbolName);
+  FlagCaptured(&e);
   Emit(e);
 }
 

@@ -47,6 +47,7 @@
 #include <string>
 
 #include "agent/core/agent.h"
+#include "agent/core/capture.h"
 #include "agent/core/event.h"
 #include "agent/hooks/cuda_runtime/event_timer.h"
 #include "agent/hooks/cuda_runtime/gpu_timing.h"
@@ -272,7 +273,7 @@ inline void After(uint16_t api, uint8_t op_index, ncclComm_t comm, cudaStream_t 
   e.t0 = p.t0;
   e.t1 = t1;
   e.type = EvType::kCollective;
-  if (rt::Capturing(H(stream))) e.flags |= kFlagCaptured;  // runs at each launch of the graph
+  if (Capturing(H(stream))) e.flags |= kFlagCaptured;  // runs at each launch of the graph
   e.api = api;
   e.ret = static_cast<int32_t>(rc);
   e.coll.comm = H(comm);
