@@ -192,12 +192,16 @@ namespace internal {
 
 ThreadState* RegisterThisThread() {
   auto& g = G();
-  if (!g.enabled.load(std::memory_order_acquire) || g.shutting_down.load()) return nullptr;
+  if (!g.enabled.load(std::memory_order_acquire) || g.closing.load()) return nullptr;
   if (t_registering) return nullptr;
   t_registering = true;
   ThreadState* ts = nullptr;
   {
     std::lock_guard<std::mutex> lock(g.mu);
+    if (g.closing.load()) {  // the final drain began meanwhile
+      t_registering = false;
+      return nullptr;
+    }
     if (!g.free_threads.empty()) {
       ts = g.free_threads.back();
       g.free_threads.pop_back();

@@ -71,7 +71,11 @@ struct Global {
   std::atomic<bool> enabled{false};     // agent initialized and not disabled
   std::atomic<bool> schedule_active{true};
   std::atomic<bool> writer_running{false};
+  // StopWriter has begun: it runs the shutdown hooks (a thread may still register then, e.g.
+  // the one whose CUPTI flush delivers the last activity records), then sets `closing` and
+  // drains the rings for the last time; no thread registers after that.
   std::atomic<bool> shutting_down{false};
+  std::atomic<bool> closing{false};
 
   std::vector<ThreadState*> threads;    // live and exited-but-undrained
   std::vector<ThreadState*> free_threads;

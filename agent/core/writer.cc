@@ -938,7 +938,7 @@ std::string OutputPathFor(int rank, pid_t pid, bool with_pid) {
 void StartWriterLocked() {
   WriterState* w = W();
   auto& g = G();
-  if (w->thread_started || g.shutting_down.load()) return;
+  if (w->thread_started || g.closing.load()) return;
   w->thread_started = true;
   w->owner_pid = getpid();
   pthread_attr_t attr;
@@ -993,6 +993,10 @@ void StopWriter(const char* reason) {
     fns = g.shutdown_fns;
   }
   for (auto fn : fns) fn();
+  {
+    std::lock_guard<std::mutex> lock(g.mu);  // no registration is half done
+    g.closing.store(true);
+  }
   WriterState* w = W();
   if (w->thread_started) {
     if (pthread_equal(pthread_self(), w->thread)) {
@@ -1048,6 +1052,7 @@ void WriterAfterForkChild() {
   g.free_threads.clear();
   g.writer_running.store(false);
   g.shutting_down.store(false);
+  g.closing.store(false);
   g.process_info_dirty = g.gpu_mode != 0;
 }
 

@@ -171,6 +171,22 @@ __attribute__((noinline)) bool EnsurePool(int device, DevicePool* p) {
   return false;
 }
 
+// The pool of `device` is not ready: create it, or wait while another thread does (once per
+// device; the operations of threads that start together must not go untimed for it). False
+// when the device cannot be timed.
+__attribute__((noinline)) bool WaitForPool(int device, DevicePool* p) {
+  int st = p->state.load(std::memory_order_acquire);
+  if (st == 0 && EnsurePool(device, p)) return true;
+  // Creating 2 x kPairs events takes milliseconds; give up after ~10 s (a wedged driver).
+  const uint64_t deadline = MonotonicNs() + 10'000'000'000ull;
+  while ((st = p->state.load(std::memory_order_acquire)) == 1 && MonotonicNs() < deadline) {
+    std::this_thread::yield();
+  }
+  if (st == 2) return true;
+  if (st == 1) g_untimed.fetch_add(1, std::memory_order_relaxed);
+  return false;
+}
+
 uint32_t NameFor(const void* func, std::unordered_map<const void*, uint32_t>* cache) {
   if (!func) return 0;
   auto it = cache->find(func);
@@ -379,9 +395,9 @@ int32_t BeginOn(int device, cudaStream_t stream) {
   }
   if (capture != cudaStreamCaptureStatusNone) return -1;
   DevicePool& p = g_pools[device];
-  int st = p.state.load(std::memory_order_acquire);
-  if (__builtin_expect(st != 2, 0)) {
-    if (st != 0 || !EnsurePool(device, &p)) return -1;
+  if (__builtin_expect(p.state.load(std::memory_order_acquire) != 2, 0) &&
+      !WaitForPool(device, &p)) {
+    return -1;
   }
   int32_t ticket;
   if (!p.free_slots.Pop(&ticket)) {

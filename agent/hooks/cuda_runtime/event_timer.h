@@ -6,7 +6,7 @@
 // Hot path: EventTimerBegin/End pop/push lock-free queues and call the real cudaEventRecord;
 // no lock, no allocation. When the pool is empty or the pending queue is full the operation is
 // simply not timed (counted in the shutdown note). The first use on a device creates its pool
-// (slow, once per device; concurrent callers meanwhile get "not timed").
+// (slow, once per device; concurrent callers wait for it).
 #ifndef PROFAGENT_AGENT_HOOKS_CUDA_RUNTIME_EVENT_TIMER_H_
 #define PROFAGENT_AGENT_HOOKS_CUDA_RUNTIME_EVENT_TIMER_H_
 

@@ -936,5 +936,38 @@ TEST_CASE("--default-stream per-thread program, host timing") {
   CHECK(s.prof.dev.empty());
 }
 
+// The process's first CUDA work comes from 6 threads at once: every kernel and copy once, with
+// its device time, in both modes (before, events mode lost the operations of the threads that
+// arrived while the first one created the event pool).
+void CheckThreadsFirst(const std::string& timing) {
+  Scenario s(("threads_first_" + timing).c_str(), "PROFAGENT_GPU_TIMING=" + timing,
+             kPkg + "rt_threads_first");
+  REQUIRE(s.run.code == 0);
+  CHECK(s.run.out == "errors=0\n");
+  REQUIRE(s.loaded);
+  if (timing == "cupti" && CuptiUnavailable(s.prof)) return;
+  CHECK(s.prof.timing == (timing == "cupti" ? GPU_TIMING_CUPTI : GPU_TIMING_EVENTS));
+  CheckLaunchesMatchTruth(s, /*by_corr=*/timing == "cupti");
+  CHECK(s.prof.Kind(EV_LAUNCH).size() == 18);
+  CHECK(s.prof.Kind(EV_MEMCPY).size() == 6);
+  CheckDeviceDurations(s, /*include_graph_kernels=*/false, /*exact_copies=*/timing == "cupti");
+  std::map<uint64_t, int> dev_by_corr;
+  for (auto& d : s.prof.dev) dev_by_corr[d.corr]++;
+  for (auto* l : s.prof.Kind(EV_LAUNCH)) CHECK(dev_by_corr[l->corr] == 1);
+  for (auto* c : s.prof.Kind(EV_MEMCPY)) CHECK(dev_by_corr[c->corr] == 1);
+  CHECK(s.prof.dev.size() == 24);
+  std::set<uint32_t> threads;
+  for (auto* l : s.prof.Kind(EV_LAUNCH)) threads.insert(l->thread);
+  CHECK(threads.size() == 6);
+}
+
+TEST_CASE("First CUDA work from 6 threads at once, CUDA events: nothing untimed") {
+  CheckThreadsFirst("events");
+}
+
+TEST_CASE("First CUDA work from 6 threads at once, CUPTI: nothing lost") {
+  CheckThreadsFirst("cupti");
+}
+
 }  // namespace
 }  // namespace profagent
