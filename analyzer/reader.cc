@@ -478,6 +478,8 @@ void BatchDecoder::ResetEvent() {
   e_.payload_f = 0;
   e_.has_payload = false;
   e_.captured = false;
+  e_.calls = 1;
+  e_.busy_ns = 0;
   e_.coll = absl::string_view();
   e_.step = absl::string_view();
   e_rare_ = false;
@@ -580,7 +582,7 @@ bool BatchDecoder::DecodeEvent(absl::string_view bytes, int64_t* dt, int64_t* dc
     }
     // Every other known field is a varint; a known field with another wire type is skipped as
     // unknown, as the protobuf parser does.
-    if (wt != 0 || field == 0 || field > 33) {
+    if (wt != 0 || field == 0 || field > 35) {
       if (field == 0 || !f.Skip(tag, kItemDepth)) return false;
       continue;
     }
@@ -619,6 +621,8 @@ bool BatchDecoder::DecodeEvent(absl::string_view bytes, int64_t* dt, int64_t* dc
           case 31: e_.graph = x; break;
           case 32: e_.handle = x; break;
           case 33: e_.captured = x != 0; break;
+          case 34: e_.calls = x > 1 ? x : 1; break;
+          case 35: e_.busy_ns = x; break;
           default: break;  // 25, 28, 29 with a varint wire type: unknown
         }
         break;

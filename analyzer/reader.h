@@ -147,6 +147,9 @@ struct EventView {
   double payload_f = 0;
   bool has_payload = false;
   bool captured = false;  // made on a stream being captured into a CUDA graph (Event.captured)
+  // EV_API poll runs (Event.calls/busy): how many calls this event stands for (>= 1), and for
+  // a run of several, the ns spent inside them (else 0: the event's duration).
+  uint64_t calls = 1, busy_ns = 0;
   absl::string_view coll, step;  // serialized Collective / StepInfo; empty when absent
 };
 

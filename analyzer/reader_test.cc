@@ -1,6 +1,7 @@
 // The reader against good, truncated and corrupt files.
 #include "analyzer/reader.h"
 
+#include <algorithm>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -243,7 +244,8 @@ std::string Describe(const HostEvent& h) {
       "/", e.block_x(), "x", e.block_y(), "x", e.block_z(), "/", e.shmem(), " b", e.bytes(), " p",
       e.ptr(), " g", e.graph(), " h", e.handle(), " nvtx", e.domain(), ",", e.category(), ",",
       e.color(), ",", e.depth(), ",", e.payload_i(), ",", e.payload_f(), ",", e.has_payload(),
-      " coll", c.size(), ":", absl::CEscape(c), " step", st.size(), ":", absl::CEscape(st));
+      " coll", c.size(), ":", absl::CEscape(c), " step", st.size(), ":", absl::CEscape(st),
+      " cap", e.captured(), " calls", std::max<uint64_t>(1, e.calls()), ":", e.busy());
 }
 
 std::string Describe(const EventView& e) {
@@ -254,7 +256,8 @@ std::string Describe(const EventView& e) {
       e.block[0], "x", e.block[1], "x", e.block[2], "/", e.shmem, " b", e.bytes, " p", e.ptr,
       " g", e.graph, " h", e.handle, " nvtx", e.domain, ",", e.category, ",", e.color, ",",
       e.depth, ",", e.payload_i, ",", e.payload_f, ",", e.has_payload, " coll", e.coll.size(),
-      ":", absl::CEscape(e.coll), " step", e.step.size(), ":", absl::CEscape(e.step));
+      ":", absl::CEscape(e.coll), " step", e.step.size(), ":", absl::CEscape(e.step), " cap",
+      e.captured, " calls", e.calls, ":", e.busy_ns);
 }
 
 std::string DescribeOp(uint32_t device, uint64_t start, uint64_t end, uint64_t corr, int kind,
@@ -361,6 +364,11 @@ std::string RichFile(std::vector<size_t>* frame_ends) {
   e = add(EV_STREAM, 10, 0, 0);
   e->set_handle(0x1234);
   add(EV_GRAPH_LAUNCH, 10, 0, 0)->set_graph(77);
+  e = add(EV_API, 10, 900, 3);  // a run of polls
+  e->set_ret(600);
+  e->set_calls(7);
+  e->set_busy(99);
+  add(EV_LAUNCH, 10, 0, 1)->set_captured(true);
   AddRecord(&f, r);
   frame_ends->push_back(f.size());
   r.Clear();

@@ -69,7 +69,12 @@ constexpr uint32_t kCorrBase = 0x80000000u;
 std::atomic<bool> g_initialized{false};
 std::atomic<bool> g_init_started{false};
 
+std::atomic<void (*)()> g_thread_exit_fns[8];
+
 void OnThreadExit(void* p) {
+  for (auto& f : g_thread_exit_fns) {
+    if (auto fn = f.load(std::memory_order_acquire)) fn();
+  }
   auto* ts = static_cast<ThreadState*>(p);
   if (ts != nullptr) ts->exited.store(true, std::memory_order_release);
   t_state = nullptr;
@@ -477,6 +482,14 @@ void AtShutdown(void (*fn)()) {
   auto& g = G();
   std::lock_guard<std::mutex> lock(g.mu);
   g.shutdown_fns.push_back(fn);
+}
+
+bool AtThreadExit(void (*fn)()) {
+  for (auto& f : g_thread_exit_fns) {
+    void (*expected)() = nullptr;
+    if (f.compare_exchange_strong(expected, fn, std::memory_order_acq_rel)) return true;
+  }
+  return false;
 }
 
 const Config& GetConfig() { return G().config; }

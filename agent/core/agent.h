@@ -207,6 +207,11 @@ void Flush(int timeout_ms);
 // registration order. Slow path.
 void AtShutdown(void (*fn)());
 
+// Registers a function run on a recording thread as it exits, before its ring is released, so
+// that what the thread still holds (e.g. a run of polls) is emitted as its own events. Runs only
+// on threads that emitted at least one event. At most 8 functions; false when full. Slow path.
+bool AtThreadExit(void (*fn)());
+
 // [Added by the CUDA-runtime/CUPTI owner; to be implemented by the core.] A paired reading of
 // CUPTI's timestamp clock and host CLOCK_MONOTONIC (both ns), written as a ClockSync record
 // (device_ns, monotonic_ns, uncertainty_ns). Used when CUPTI cannot timestamp with the agent's

@@ -129,6 +129,9 @@ struct CollExtra {
 // ncclGroupEnd (the fused NCCL kernel), 0 = none.
 // kComm (communicator create/destroy): gen.a = communicator handle, gen.b = parent handle (split)
 // or 0, gen.c = (uint64(uint32(rank)) << 32) | uint32(size), gen.name = 0.
+// kApi polls (cudaEventQuery/cudaStreamQuery, runtime_hooks.cc): a run of consecutive
+// not-ready polls of one handle is one event spanning them, gen.corr = number of calls (0 or 1:
+// a single call), gen.c = ticks spent inside the calls.
 struct GenericPayload {  // kApi, kSync, kStream, kEvent, kGroup, kComm, kMarker
   uint64_t a;            // e.g. stream or event handle
   uint64_t b;

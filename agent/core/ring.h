@@ -62,6 +62,11 @@ class Ring {
     __builtin_prefetch(&slots_[h & mask_], 1);
   }
 
+  // Producer side: events pushed or dropped so far (changes with every Emit of the thread).
+  uint64_t produced() const {
+    return head_.load(std::memory_order_relaxed) + drops_.load(std::memory_order_relaxed);
+  }
+
   // Counted by the producer (relaxed; read by the writer).
   void CountDrop() { drops_.store(drops_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed); }
   uint64_t drops() const { return drops_.load(std::memory_order_relaxed); }

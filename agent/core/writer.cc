@@ -659,6 +659,10 @@ void EncodeEvent(WriterState* w, BatchBuilder* b, const RawEvent& e, const uint8
       }
       m.U64(32, gp.a);
       m.U64(31, gp.b);
+      if (e.type == EvType::kApi && gp.corr > 1) {  // a run of polls (event.h)
+        m.U64(34, gp.corr);
+        m.U64(35, TicksToNs(e.t0 + gp.c) - TicksToNs(e.t0));
+      }
       break;
     }
   }

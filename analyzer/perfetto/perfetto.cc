@@ -344,6 +344,10 @@ class FileConverter : public ViewVisitor {
       }
       default:
         name = NameOr(e.name, e.api, kind);
+        if (e.calls > 1) {  // a run of polls
+          args[n++] = Arg::Uint(pi::kArgCalls, e.calls);
+          args[n++] = Arg::Uint(pi::kArgBusyNs, e.busy_ns);
+        }
         break;
     }
     if (e.ret != 0) args[n++] = Arg::Int(pi::kArgRet, e.ret);

@@ -859,6 +859,37 @@ TEST_CASE("untimed launches of a sampled profile are annotated instants with the
   }
 }
 
+TEST_CASE("a run of polls is one slice with its number of calls and busy time") {
+  const std::string dir = TmpDir();
+  {
+    ProfileWriter w(dir + "/rank0.pb");
+    REQUIRE(w.ok());
+    Record r;
+    r.mutable_header()->set_pid(50);
+    r.mutable_header()->set_hostname("h");
+    w.Write(r);
+    w.String(1, "cudaEventQuery");
+    w.Thread(0, 50, "main");
+    r.Clear();
+    EventBatch* b = r.mutable_batch();
+    b->set_base_ns(1000);
+    Event* e = AddEvent(b, 0, 5000, EV_API, 1);
+    e->set_ret(600);
+    e->set_calls(40);
+    e->set_busy(1200);
+    AddEvent(b, 5000, 30, EV_API, 1);  // the successful poll
+    w.Write(r);
+    w.Close();
+  }
+  std::ostringstream out, err;
+  REQUIRE(RunPerfettoCommand(dir + "/rank0.pb", "", "perfetto", out, err) == 0);
+  Replay r = ReplayTrace(ParseTrace(dir + "/rank0.pftrace"));
+  REQUIRE(r.events == std::vector<std::string>{
+                          "slice [main] depth=0 ts=1000 dur=5000 \"cudaEventQuery\" calls=40 "
+                          "busy_ns=1200 ret=600",
+                          "slice [main] depth=0 ts=6000 dur=30 \"cudaEventQuery\""});
+}
+
 TEST_CASE("memory counter is time-ordered across interleaved thread batches") {
   const std::string dir = TmpDir();
   {

@@ -16,7 +16,8 @@ const char* const kArgNames[kArgNumKeys] = {
     "correlation", "grid",    "block", "shmem",   "stream", "device", "bytes",
     "copy_kind",   "ptr",     "ret",   "count",   "seq",    "peer",   "comm",
     "index",       "tokens",  "kv",    "bsz",     "warmup", "run",    "payload",
-    "domain",      "graph",   "reason", "kernel",  "api_dur",
+    "domain",      "graph",   "reason", "kernel",  "api_dur", "calls",
+    "busy_ns",
 };
 
 namespace {

@@ -62,6 +62,8 @@ enum ArgKey : uint8_t {
   kArgReason,
   kArgKernel,
   kArgApiDur,
+  kArgCalls,
+  kArgBusyNs,
   kArgNumKeys
 };
 extern const char* const kArgNames[kArgNumKeys];

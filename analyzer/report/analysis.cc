@@ -1314,10 +1314,11 @@ void FileAnalysis::Host2(const EventView& e) {
     } else {
       acc = &api_[api != 0 ? uint64_t(api) : ((1ull << 32) | uint32_t(kind))];
     }
-    ++acc->count;
+    // A run of polls (EventView.calls) counts every call, and the time inside them.
+    acc->count += e.calls;
     if (LaunchTimed(kind, e.start_ns, e.end_ns)) {
-      ++acc->timed;
-      acc->ns += e.end_ns - e.start_ns;
+      acc->timed += e.calls;
+      acc->ns += e.calls > 1 ? e.busy_ns : e.end_ns - e.start_ns;
     }
   }
 }

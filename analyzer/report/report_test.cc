@@ -461,6 +461,42 @@ TEST_CASE("launches timed 1 in N: API time estimated from the timed ones, untime
         std::string::npos);
 }
 
+// A run of polls (Event.calls/busy) is every one of its calls, and the time inside them: one
+// record of 1000 not-ready cudaEventQuery calls spanning 1000 us (400 us inside the calls), then
+// the successful one (2 us).
+TEST_CASE("a run of polls counts its calls and their busy time in the host API table") {
+  const std::string dir = TmpDir("polls");
+  {
+    ProfileBuilder b(dir + "/rank0.pb");
+    b.WriteHeader(0, 1, "h0", GPU_TIMING_CUPTI);
+    b.Host(1, 0, 0, ProfileBuilder::Step(2000 * kUs, 1, -1, 0, false));
+    Event run;
+    run.set_kind(EV_API);
+    run.set_name(b.Str("cudaEventQuery"));
+    run.set_dur(1000 * kUs);
+    run.set_ret(600);
+    run.set_calls(1000);
+    run.set_busy(400 * kUs);
+    b.Host(1, 100 * kUs, 0, run);
+    Event done;
+    done.set_kind(EV_API);
+    done.set_name(b.Str("cudaEventQuery"));
+    done.set_dur(2 * kUs);
+    b.Host(1, 1100 * kUs, 0, done);
+    b.Close(true);
+  }
+  auto s = BuildSummary({dir + "/rank0.pb"}, ReportOptions(), "");
+  REQUIRE(s.ok());
+  const Json* query = nullptr;
+  for (const Json& a : (*s)["host"]["api"]) {
+    if (a["name"] == "cudaEventQuery") query = &a;
+  }
+  REQUIRE(query != nullptr);
+  CHECK((*query)["count"] == 1001);
+  CHECK((*query)["timed"] == 1001);
+  CHECK((*query)["total_ms"] == 0.402);
+}
+
 TEST_CASE("host timing with launches timed 1 in N: untimed kernels count as the timed mean") {
   const std::string dir = TmpDir("sampled_host");
   WriteSampledLaunches(dir + "/rank0.pb", GPU_TIMING_HOST);

@@ -8,7 +8,9 @@
 #include <link.h>
 #include <libunwind.h>
 
+#include <atomic>
 #include <cstring>
+#include <string>
 
 #include "agent/core/agent.h"
 #include "agent/core/capture.h"
@@ -378,13 +380,9 @@ inline cudaError_t DoFree(uint16_t api, void* ptr, uint32_t default_kind, cudaSt
 }
 
 // ---- Everything else: synchronization, streams, events ----------------------------------------
-template <typename Call>
-inline cudaError_t DoGeneric(uint16_t api, EvType type, uint64_t a, uint64_t b, Call&& call) {
-  InRuntime marked;
-  Mode();
-  uint64_t t0 = Now();
-  cudaError_t r = call();
-  uint64_t t1 = Now();
+// Emits a call of the generic kinds (GenericPayload: a, b, and for poll runs c and corr).
+inline void EmitGeneric(uint16_t api, EvType type, cudaError_t r, uint64_t t0, uint64_t t1,
+                        uint64_t a, uint64_t b, uint64_t c = 0, uint32_t corr = 0) {
   RawEvent e;
   std::memset(&e, 0, sizeof(e));
   e.t0 = t0;
@@ -394,7 +392,103 @@ inline cudaError_t DoGeneric(uint16_t api, EvType type, uint64_t a, uint64_t b, 
   e.ret = int32_t(r);
   e.gen.a = a;
   e.gen.b = b;
+  e.gen.c = c;
+  e.gen.corr = corr;
   Emit(e);
+}
+
+template <typename Call>
+inline cudaError_t DoGeneric(uint16_t api, EvType type, uint64_t a, uint64_t b, Call&& call) {
+  InRuntime marked;
+  Mode();
+  uint64_t t0 = Now();
+  cudaError_t r = call();
+  uint64_t t1 = Now();
+  EmitGeneric(api, type, r, t0, t1, a, b);
+  return r;
+}
+
+// ---- Polls: cudaEventQuery, cudaStreamQuery --------------------------------------------------
+// An engine that spins on a query makes a call every few hundred ns until the work is done, each
+// returning cudaErrorNotReady; a record per call would fill the thread's ring and drop the
+// launches around the loop. Consecutive not-ready polls of the same handle, with no other event
+// of the thread between them, become one record when the run ends (at the thread's next poll, or
+// its exit): it spans the first call's start to the last one's end and carries the number of
+// calls and the ticks spent inside them (event.h, kApi). A poll that returns anything else is a
+// record of its own. Runs still open when the agent stops on threads other than the one that
+// stops it are counted in a note.
+std::atomic<uint64_t> g_polls_pending{0};
+
+struct PollRun {  // trivially destructible: every TLS variable of the agent is initial-exec
+  uint64_t a, b;  // the record's handles (gen.a/gen.b): what identifies the run
+  uint64_t t0, t1, busy;
+  uint64_t mark;  // t_ring->produced() when the run was last extended
+  const Ring* ring;
+  uint32_t calls;
+  uint16_t api;
+};
+thread_local PollRun t_poll __attribute__((tls_model("initial-exec"))) = {};
+
+void FlushPolls() {
+  PollRun& run = t_poll;
+  if (run.calls == 0) return;
+  const uint32_t calls = run.calls;
+  g_polls_pending.fetch_sub(calls, std::memory_order_relaxed);
+  run.calls = 0;
+  EmitGeneric(run.api, EvType::kApi, cudaErrorNotReady, run.t0, run.t1, run.a, run.b, run.busy,
+              calls);
+}
+
+void PollsAtShutdown() {
+  FlushPolls();  // the thread that stops the agent (usually the main thread, in exit())
+  if (uint64_t n = g_polls_pending.load(std::memory_order_relaxed)) {
+    AddNote("warning", std::to_string(n) +
+                           " not-ready cudaEventQuery/cudaStreamQuery polls of threads still "
+                           "polling at exit are not in the file");
+  }
+}
+
+__attribute__((noinline)) void RegisterPollFlushes() {
+  static const bool once = (AtShutdown(PollsAtShutdown), AtThreadExit(FlushPolls), true);
+  (void)once;
+}
+
+template <typename Call>
+inline cudaError_t DoPoll(uint16_t api, uint64_t a, uint64_t b, Call&& call) {
+  InRuntime marked;
+  Mode();
+  uint64_t t0 = Now();
+  cudaError_t r = call();
+  uint64_t t1 = Now();
+  PollRun& run = t_poll;
+  const Ring* ring = profagent::internal::t_ring;
+  // A thread's first event registers it (and its exit hook): never held back.
+  if (r == cudaErrorNotReady && ring != nullptr) {
+    const uint64_t busy = run.busy + (t1 - t0);
+    if (run.calls != 0 && run.api == api && run.a == a && run.b == b && run.ring == ring &&
+        ring->produced() == run.mark && run.calls < UINT32_MAX && busy >= run.busy) {
+      run.t1 = t1;
+      run.busy = busy;
+      ++run.calls;
+      g_polls_pending.fetch_add(1, std::memory_order_relaxed);
+      return r;
+    }
+    RegisterPollFlushes();
+    FlushPolls();
+    run.a = a;
+    run.b = b;
+    run.api = api;
+    run.t0 = t0;
+    run.t1 = t1;
+    run.busy = t1 - t0;
+    run.calls = 1;
+    run.ring = ring;
+    run.mark = ring->produced();
+    g_polls_pending.fetch_add(1, std::memory_order_relaxed);
+    return r;
+  }
+  FlushPolls();
+  EmitGeneric(api, EvType::kApi, r, t0, t1, a, b);
   return r;
 }
 
@@ -1057,10 +1151,18 @@ PROFAGENT_GENERIC_HOOK(cudaEventRecordWithFlags,
 PROFAGENT_GENERIC_HOOK(cudaEventRecordWithFlags_ptsz,
                        (cudaEvent_t ev, cudaStream_t s, unsigned int flags), (ev, s, flags),
                        EvType::kEvent, ev, rt::Pt(s))
-// Polls: host API time (an engine spinning on cudaEventQuery shows here).
-PROFAGENT_GENERIC_HOOK(cudaStreamQuery, (cudaStream_t s), (s), EvType::kApi, s, 0)
-PROFAGENT_GENERIC_HOOK(cudaStreamQuery_ptsz, (cudaStream_t s), (s), EvType::kApi, rt::Pt(s), 0)
-PROFAGENT_GENERIC_HOOK(cudaEventQuery, (cudaEvent_t ev), (ev), EvType::kApi, 0, ev)
+// Polls: host API time (an engine spinning on cudaEventQuery shows here), runs coalesced.
+#define PROFAGENT_POLL_HOOK(fn, params, args, a, b)                                          \
+  DEFINE_REAL(fn)                                                                            \
+  EXPORT cudaError_t fn(PROFAGENT_ARGS params) {                                             \
+    return rt::Intercept(real_##fn, [&](auto real) {                                         \
+      return rt::DoPoll(api_##fn, rt::U64(a), rt::U64(b),                                    \
+                        [&] { return real(PROFAGENT_ARGS args); });                          \
+    }, PROFAGENT_ARGS args);                                                                 \
+  }
+PROFAGENT_POLL_HOOK(cudaStreamQuery, (cudaStream_t s), (s), s, 0)
+PROFAGENT_POLL_HOOK(cudaStreamQuery_ptsz, (cudaStream_t s), (s), rt::Pt(s), 0)
+PROFAGENT_POLL_HOOK(cudaEventQuery, (cudaEvent_t ev), (ev), 0, ev)
 // Host functions enqueued on a stream.
 PROFAGENT_GENERIC_HOOK(cudaLaunchHostFunc, (cudaStream_t s, cudaHostFn_t fn, void* data),
                        (s, fn, data), EvType::kApi, s, 0)

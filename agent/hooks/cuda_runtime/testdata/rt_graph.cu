@@ -8,18 +8,11 @@
 #include <cstring>
 #include <vector>
 
+#include "agent/hooks/cuda_runtime/testdata/check.h"
+
 __global__ void graph_fill_kernel(float* p, int n) {}
 __global__ void graph_reduce_kernel(const float* p, float* out, int n) {}
 
-static int errors = 0;
-#define CHECK(call)                                           \
-  do {                                                        \
-    cudaError_t e_ = (call);                                  \
-    if (e_ != cudaSuccess) {                                  \
-      printf("FAIL %s: %s\n", #call, cudaGetErrorName(e_));   \
-      ++errors;                                               \
-    }                                                         \
-  } while (0)
 
 static int host_runs = 0;
 static void CUDART_CB HostNode(void* p) { ++*static_cast<int*>(p); }

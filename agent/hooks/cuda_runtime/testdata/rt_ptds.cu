@@ -9,21 +9,14 @@
 #include <cstring>
 #include <vector>
 
+#include "agent/hooks/cuda_runtime/testdata/check.h"
+
 __device__ float dev_table[256];
 
 __global__ void ptds_kernel_a(float* p) {}
 __global__ void ptds_kernel_b(float* p, int n) {}
 __global__ void ptds_graph_kernel() {}
 
-static int errors = 0;
-#define CHECK(call)                                           \
-  do {                                                        \
-    cudaError_t e_ = (call);                                  \
-    if (e_ != cudaSuccess) {                                  \
-      printf("FAIL %s: %s\n", #call, cudaGetErrorName(e_));   \
-      ++errors;                                               \
-    }                                                         \
-  } while (0)
 
 static int host_calls = 0;
 static void CUDART_CB HostFn(void* p) { ++*static_cast<int*>(p); }

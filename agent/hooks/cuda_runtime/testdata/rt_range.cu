@@ -7,19 +7,12 @@
 
 #include <cstdio>
 
+#include "agent/hooks/cuda_runtime/testdata/check.h"
+
 __global__ void outside_kernel(float* p) {}
 __global__ void range1_kernel(float* p) {}
 __global__ void range2_kernel(float* p) {}
 
-static int errors = 0;
-#define CHECK(call)                                           \
-  do {                                                        \
-    cudaError_t e_ = (call);                                  \
-    if (e_ != cudaSuccess) {                                  \
-      printf("FAIL %s: %s\n", #call, cudaGetErrorName(e_));   \
-      ++errors;                                               \
-    }                                                         \
-  } while (0)
 
 int main() {
   float *a = nullptr, *b = nullptr, *c = nullptr;

@@ -9,18 +9,11 @@
 #include <thread>
 #include <vector>
 
+#include "agent/hooks/cuda_runtime/testdata/check.h"
+
 __global__ void first_kernel(float* p) {}
 __global__ void second_kernel(float* p, int n) {}
 
-static std::atomic<int> errors{0};
-#define CHECK(call)                                         \
-  do {                                                      \
-    cudaError_t e_ = (call);                                \
-    if (e_ != cudaSuccess) {                                \
-      printf("FAIL %s: %s\n", #call, cudaGetErrorName(e_)); \
-      ++errors;                                             \
-    }                                                       \
-  } while (0)
 
 int main() {
   constexpr int kThreads = 6;
@@ -46,6 +39,6 @@ int main() {
   }
   for (auto& t : threads) t.join();
   CHECK(cudaGetLastError());
-  printf("errors=%d\n", errors.load());
-  return errors.load() == 0 ? 0 : 1;
+  printf("errors=%d\n", errors);
+  return errors == 0 ? 0 : 1;
 }

@@ -12,6 +12,8 @@
 #include <thread>
 #include <vector>
 
+#include "agent/hooks/cuda_runtime/testdata/check.h"
+
 __global__ void first_kernel(int n) {}
 __global__ void worker_kernel_a(float* p, int n) {}
 __global__ void worker_kernel_b(float* p, int n) {}
@@ -20,15 +22,6 @@ __global__ void graph_k2(int v) {}
 __global__ void graph_k3() {}
 __global__ void excl_kernel(float* p) {}
 
-static int errors = 0;
-#define CHECK(call)                                                   \
-  do {                                                                \
-    cudaError_t e_ = (call);                                          \
-    if (e_ != cudaSuccess) {                                          \
-      printf("FAIL %s: %s\n", #call, cudaGetErrorName(e_));           \
-      __atomic_add_fetch(&errors, 1, __ATOMIC_RELAXED);               \
-    }                                                                 \
-  } while (0)
 
 static void Worker(int id, int iters, double* checksum) {
   cudaStream_t s;

@@ -1,0 +1,70 @@
+// Busy polling, as engines and the CUDA samples' asyncAPI do: after each long kernel the host
+// spins on cudaEventQuery (or cudaStreamQuery) until the work is done. Also: a poll run broken
+// by a launch in the middle, and a worker thread that polls a few times and exits without ever
+// seeing the work complete. Prints how many calls returned cudaErrorNotReady per kind, and
+// exits with 0 when every call succeeded or was not ready.
+#include <cuda_runtime.h>
+
+#include <cstdio>
+#include <thread>
+
+#include "agent/hooks/cuda_runtime/testdata/check.h"
+
+__global__ void long_kernel(float* p) {}
+__global__ void short_kernel(float* p) {}
+
+
+// Polls until done; returns the number of not-ready answers.
+template <typename Query>
+long Spin(Query q) {
+  long n = 0;
+  for (;;) {
+    cudaError_t r = q();
+    if (r == cudaSuccess) return n;
+    if (r != cudaErrorNotReady) {
+      printf("FAIL poll: %s\n", cudaGetErrorName(r));
+      ++errors;
+      return n;
+    }
+    ++n;
+  }
+}
+
+int main() {
+  cudaStream_t s;
+  CHECK(cudaStreamCreate(&s));
+  cudaEvent_t ev;
+  CHECK(cudaEventCreate(&ev));
+  long event_polls = 0, stream_polls = 0;
+  for (int i = 0; i < 10; ++i) {
+    long_kernel<<<1 << 16, 1024, 0, s>>>(nullptr);
+    CHECK(cudaEventRecord(ev, s));
+    event_polls += Spin([&] { return cudaEventQuery(ev); });
+  }
+  for (int i = 0; i < 10; ++i) {
+    long_kernel<<<1 << 16, 1024, 0, s>>>(nullptr);
+    stream_polls += Spin([&] { return cudaStreamQuery(s); });
+  }
+  // A run broken by a launch on another stream: the polls before and after it are apart.
+  cudaStream_t other;
+  CHECK(cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking));
+  long_kernel<<<1 << 16, 1024, 0, s>>>(nullptr);
+  CHECK(cudaEventRecord(ev, s));
+  for (int i = 0; i < 3; ++i) event_polls += cudaEventQuery(ev) == cudaErrorNotReady;
+  short_kernel<<<1, 32, 0, other>>>(nullptr);
+  event_polls += Spin([&] { return cudaEventQuery(ev); });
+  // A worker that gives up: its last run ends with the thread.
+  long worker_polls = 0;
+  long_kernel<<<1 << 16, 1024, 0, s>>>(nullptr);
+  CHECK(cudaEventRecord(ev, s));
+  std::thread([&] {
+    for (int i = 0; i < 5; ++i) worker_polls += cudaEventQuery(ev) == cudaErrorNotReady;
+  }).join();
+  CHECK(cudaStreamSynchronize(s));
+  CHECK(cudaStreamDestroy(other));
+  CHECK(cudaStreamDestroy(s));
+  CHECK(cudaEventDestroy(ev));
+  printf("event_polls=%ld stream_polls=%ld worker_polls=%ld errors=%d\n", event_polls, stream_polls,
+         worker_polls, errors);
+  return errors == 0 ? 0 : 1;
+}
