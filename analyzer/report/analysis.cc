@@ -445,6 +445,7 @@ struct KernelAgg {
 // kernel's device time when the kernel is known (joined by correlation id), else the host call.
 struct CollAgg {
   uint64_t count = 0, bytes = 0, time_ns = 0;  // time_ns: host call durations
+  uint64_t untimed = 0;  // MPI_I* calls whose completion no MPI_Wait*/Test* reported: no time
   uint64_t dev_count = 0, dev_ns = 0;          // calls timed on the device, their device time
   uint64_t dev_host_ns = 0;                    // the host time of those calls
   int n = 1;
@@ -1265,11 +1266,18 @@ void FileAnalysis::Host2(const EventView& e) {
       CollAgg& a = colls_[key];
       ++a.count;
       a.bytes += bytes;
-      a.time_ns += e.end_ns - e.start_ns;
+      // A nonblocking MPI call lasts from its posting to the MPI_Wait*/Test* that saw it
+      // complete (the posting call alone says nothing of the transfer).
+      uint64_t host_ns = e.end_ns - e.start_ns;
+      if (c.nonblocking()) {
+        host_ns = c.complete_ns() >= e.end_ns ? c.complete_ns() - e.start_ns : 0;
+        if (c.complete_ns() < e.end_ns) ++a.untimed;
+      }
+      a.time_ns += host_ns;
       a.n = n;
       ++coll_calls_;
-      coll_ns_ += e.end_ns - e.start_ns;
-      CollWait w{SIZE_MAX, &a, e.end_ns - e.start_ns};
+      coll_ns_ += host_ns;
+      CollWait w{SIZE_MAX, &a, host_ns};
       if (cit != comms_.end() && !cit->second.unique_id.empty()) {
         const std::string& uid = cit->second.unique_id;
         auto u = comm_uid_index_.find(uid);
@@ -2107,6 +2115,7 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
       a.count += c.second.count;
       a.bytes += c.second.bytes;
       a.time_ns += c.second.time_ns;
+      a.untimed += c.second.untimed;
       a.dev_count += c.second.dev_count;
       a.dev_ns += c.second.dev_ns;
       a.dev_host_ns += c.second.dev_host_ns;
@@ -2129,7 +2138,9 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
     jc["time_ms"] = Num(NsToMs(double(ca.best_ns())));
     jc["time_source"] = ca.dev_count == ca.count ? "device" : ca.dev_count == 0 ? "host" : "mixed";
     jc["device_timed"] = ca.dev_count;
-    double mean_ns = ca.count > 0 ? double(ca.best_ns()) / double(ca.count) : 0;
+    jc["untimed"] = ca.untimed;
+    const uint64_t timed = ca.count - std::min(ca.untimed, ca.count);
+    double mean_ns = timed > 0 ? double(ca.best_ns()) / double(timed) : 0;
     jc["mean_us"] = Num(mean_ns / 1e3);
     double algbw = mean_ns > 0 ? double(bytes) / mean_ns : 0;  // bytes/ns == GB/s
     const bool sized = mean_ns > 0 && k[2] != kGraphSizeClass;  // graph replays: size unknown

@@ -4,7 +4,7 @@
 // are computed on paper in the comments). Bad inputs must give a one-line error naming the file.
 //
 // To regenerate the goldens after a deliberate change:
-//   PROFAGENT_UPDATE_GOLDEN=$PWD/analyzer/testdata bazel test //analyzer/report:report_test
+//   bazel test //analyzer/report:report_test --test_env=PROFAGENT_UPDATE_GOLDEN=$PWD/analyzer/testdata
 // and re-check the diff by hand.
 #include <sys/stat.h>
 #include <unistd.h>
@@ -495,6 +495,45 @@ TEST_CASE("a run of polls counts its calls and their busy time in the host API t
   CHECK((*query)["count"] == 1001);
   CHECK((*query)["timed"] == 1001);
   CHECK((*query)["total_ms"] == 0.402);
+}
+
+// MPI_Isend: posted in 1 us, reported complete by an MPI_Wait 64 us after the posting began;
+// a second one never seen completing has no time (counted `untimed`), so the row's mean and
+// bandwidth are those of the first: 64 KiB in 64 us = 1.024 GB/s. Before, the posting call's
+// 1 us made it 65 GB/s.
+TEST_CASE("nonblocking MPI calls are timed from posting to completion") {
+  const std::string dir = TmpDir("isend");
+  {
+    ProfileBuilder b(dir + "/rank0.pb");
+    b.WriteHeader(0, 2, "h0", GPU_TIMING_HOST);
+    for (int i = 0; i < 2; ++i) {
+      Event e;
+      e.set_kind(EV_COLLECTIVE);
+      e.set_dur(1 * kUs);
+      e.set_api(b.Str("MPI_Isend"));
+      Collective* c = e.mutable_coll();
+      c->set_lib(LIB_MPI);
+      c->set_op(b.Str("Isend"));
+      c->set_bytes(64000);
+      c->set_count(64000);
+      c->set_peer(1);
+      c->set_nonblocking(true);
+      const uint64_t start = (100 + 200 * uint64_t(i)) * kUs;
+      if (i == 0) c->set_complete_ns(start + 64 * kUs);
+      b.Host(1, start, 0, e);
+    }
+    b.Close(true);
+  }
+  auto s = BuildSummary({dir + "/rank0.pb"}, ReportOptions(), "");
+  REQUIRE(s.ok());
+  REQUIRE((*s)["collectives"]["ops"].size() == 1);
+  const Json& row = (*s)["collectives"]["ops"][0];
+  CHECK(row["op"] == "Isend");
+  CHECK(row["count"] == 2);
+  CHECK(row["untimed"] == 1);
+  CHECK(row["mean_us"] == 64.0);
+  CHECK(row["time_ms"] == 0.064);
+  CHECK(row["algbw_gbps"] == 1.0);
 }
 
 TEST_CASE("host timing with launches timed 1 in N: untimed kernels count as the timed mean") {
