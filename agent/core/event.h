@@ -52,6 +52,8 @@ enum : uint8_t {
   kFlagCaptured = 64,    // kLaunch/kCollective/kMemcpy/kMemset on a stream being captured into a graph
   kFlagNoEnd = 32,       // kLaunch/kGraphLaunch: the call's end was not read (t1 == t0), see
                          // PROFAGENT_LAUNCH_API_SAMPLE; the file then has no duration for it
+  kFlagStreamHandle = 128,  // kDeviceOp: dev.stream is the cudaStream_t's low 32 bits (CUDA-event
+                            // timing), written as the file's stream index; else CUPTI's streamId
 };
 
 // The payloads follow the 28-byte RawEvent header directly: 4-byte packing keeps them at 36

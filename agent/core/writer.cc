@@ -381,8 +381,12 @@ uint32_t ApiStringId(WriterState* w, uint16_t api) {
   return id;
 }
 
+// The file's index of a stream (1, 2, ... in order of first use), keyed by the handle's low 32
+// bits: CUDA-event device ops carry only those (kFlagStreamHandle), and two live streams whose
+// handles differ only above bit 31 would have to be 4 GiB apart.
 uint32_t StreamIndexSlow(WriterState* w, uint64_t handle);
 uint32_t StreamIndex(WriterState* w, uint64_t handle) {
+  handle = uint32_t(handle);
   if (handle == w->last_stream && w->last_stream_idx != 0) return w->last_stream_idx;
   w->last_stream = handle;
   w->last_stream_idx = StreamIndexSlow(w, handle);
@@ -702,7 +706,7 @@ void EncodeDeviceOp(WriterState* w, DeviceBuilder* d, const RawEvent& e) {
   m.U64(4, p.name);
   m.S64(5, int64_t(uint64_t(p.corr) - d->prev_corr - 1));
   d->prev_corr = p.corr;
-  m.U64(6, p.stream);
+  m.U64(6, (e.flags & kFlagStreamHandle) ? StreamIndex(w, p.stream) : p.stream);
   m.U64(9, p.graph);
   if (p.kind == 0) {  // kernel: bytes = shared memory
     m.U64(7, p.shmem);

@@ -230,7 +230,7 @@ size_t PollOnce(std::vector<Pending>* inflight, std::unordered_map<const void*, 
       RawEvent e;
       std::memset(&e, 0, sizeof(e));
       e.type = EvType::kDeviceOp;
-      e.flags = kFlagTimeNs;
+      e.flags = kFlagTimeNs | kFlagStreamHandle;
       uint64_t ev0 = uint64_t(int64_t(pool.ref_host_ns) + int64_t(double(from_ref) * 1e6));
       uint64_t ev1 = ev0 + uint64_t(dur > 0 ? double(dur) * 1e6 : 0.0);
       EstimateInterval(ev0, ev1, TicksToNs(q.info.call_t0), TicksToNs(q.info.call_t1),

@@ -445,6 +445,17 @@ TEST_CASE("Events mode: launches once each, device durations from CUDA events") 
     CHECK(dev_corrs.count(l->corr) == 1);
   }
   for (auto* g : s.prof.Kind(EV_GRAPH_LAUNCH)) CHECK(dev_corrs.count(g->corr) == 1);
+  // A device op is on its launch's stream, numbered as the file numbers streams (Event.stream).
+  std::map<uint64_t, uint32_t> dev_stream;
+  for (auto& d : s.prof.dev) dev_stream[d.corr] = d.op.stream();
+  std::set<uint32_t> streams;
+  for (auto* l : s.prof.Kind(EV_LAUNCH)) {
+    if (!dev_corrs.count(l->corr)) continue;
+    CHECK(l->ev.stream() != 0);
+    CHECK(dev_stream[l->corr] == l->ev.stream());
+    streams.insert(l->ev.stream());
+  }
+  CHECK(streams.size() >= 4);  // the main thread's and 3 workers'
   std::set<uint32_t> threads;
   for (auto* l : s.prof.Kind(EV_LAUNCH)) threads.insert(l->thread);
   CHECK(threads.size() >= 4);
