@@ -1,12 +1,18 @@
-// Streams being captured into a CUDA graph (cudaStreamBeginCapture..EndCapture seen by the
-// runtime interposers, whether or not recording is on). Work enqueued on them does not run when
-// enqueued: it runs at each launch of the graph, where CUPTI reports it (attributed to the graph
-// launch). Every hook that records a launch, copy, set or NCCL call on a stream flags it
-// (kFlagCaptured) when the stream is capturing, so the analyzer expects no device activity for
-// it and counts no collective.
+// Streams being captured into a CUDA graph. Work enqueued on them does not run when enqueued:
+// it runs at each launch of the graph, where CUPTI reports it (attributed to the graph launch).
+// Every hook that records a launch, copy, set or NCCL call on a stream flags it (kFlagCaptured)
+// when the stream is capturing, so the analyzer expects no device activity for it and counts no
+// collective.
 //
-// Hot path: Capturing() is one relaxed load while no capture is open. Up to kMaxCaptures
-// concurrent captures are tracked (more are not flagged). Thread-safe; no CUDA call.
+// Which streams: once the runtime interposers saw a capture begin (cudaStreamBeginCapture or
+// cudaStreamBeginCaptureToGraph, recording or not) and until every capture has ended,
+// Capturing() asks the runtime (SetCaptureQuery: cudaStreamIsCapturing), which also knows the
+// streams that joined a capture by waiting on an event of a capturing stream (the fork/join
+// pattern of multi-stream capture) and any number of concurrent captures. Without the query
+// (e.g. inside CUPTI callbacks, where the agent makes no CUDA call), the streams whose capture
+// began are looked up in a table of kMaxCaptures entries (more are not flagged).
+//
+// Hot path: Capturing() is one relaxed load while no capture is open. Thread-safe.
 #ifndef PROFAGENT_AGENT_CORE_CAPTURE_H_
 #define PROFAGENT_AGENT_CORE_CAPTURE_H_
 
@@ -15,22 +21,31 @@
 
 namespace profagent {
 
+// Asks the CUDA runtime whether `stream` is capturing: 1 yes, 0 no, -1 cannot tell.
+using CaptureQuery = int (*)(uint64_t stream);
+
 namespace internal {
 extern std::atomic<int> g_open_captures;
-bool CapturingSlow(uint64_t stream);
+bool CapturingSlow(uint64_t stream, bool may_query);
 }  // namespace internal
 
 constexpr int kMaxCaptures = 64;
 
-// Whether `stream` (a cudaStream_t / CUstream as an integer) is being captured.
-inline bool Capturing(uint64_t stream) {
+// Whether `stream` (a cudaStream_t / CUstream as an integer) is being captured. `may_query`
+// false: the table only, no CUDA call (from CUPTI callbacks).
+inline bool Capturing(uint64_t stream, bool may_query = true) {
   if (__builtin_expect(internal::g_open_captures.load(std::memory_order_relaxed) == 0, 1))
     return false;
-  return internal::CapturingSlow(stream);
+  return internal::CapturingSlow(stream, may_query);
 }
 
+// A capture began on `stream` (the call succeeded), or a call that ends it returned (`ended`:
+// false when the runtime said the capture goes on, e.g. cudaErrorStreamCaptureWrongThread).
 void NoteCaptureBegin(uint64_t stream);
-void NoteCaptureEnd(uint64_t stream);
+void NoteCaptureEnd(uint64_t stream, bool ended = true);
+
+// Installs the runtime query (once, by the CUDA runtime hooks).
+void SetCaptureQuery(CaptureQuery query);
 
 }  // namespace profagent
 

@@ -16,6 +16,7 @@
 #include "agent/core/event.h"
 #include "agent/hooks/cuda_runtime/gpu_timing.h"
 #include "agent/hooks/cuda_runtime/mpmc_queue.h"
+#include "agent/hooks/cuda_runtime/own_calls.h"
 #include "agent/hooks/cuda_runtime/real.h"
 
 namespace profagent {
@@ -36,25 +37,6 @@ Real<decltype(&cudaStreamIsCapturing)> r_is_capturing("cudaStreamIsCapturing");
 Real<decltype(&cudaThreadExchangeStreamCaptureMode)> r_exchange_mode(
     "cudaThreadExchangeStreamCaptureMode");
 Real<decltype(&cudaGetDevice)> r_get_device("cudaGetDevice");
-Real<decltype(&cudaPeekAtLastError)> r_peek_error("cudaPeekAtLastError");
-Real<decltype(&cudaGetLastError)> r_get_error("cudaGetLastError");
-Real<decltype(&cudaGetErrorName)> r_error_name("cudaGetErrorName");
-
-// The runtime's per-thread "last error" belongs to the application. The agent calls the
-// runtime only when none is pending (NoPendingError) and clears what its own failing call left
-// (ClearOwnError), so the application reads exactly the errors of its own calls.
-inline bool NoPendingError() {
-  auto peek = r_peek_error.get();
-  return peek != nullptr && peek() == cudaSuccess;
-}
-void ClearOwnError() {
-  if (auto get = r_get_error.get()) get();
-}
-std::string ErrorName(cudaError_t e) {
-  auto name = r_error_name.get();
-  const char* s = name ? name(e) : nullptr;
-  return s ? s : "cudaError " + std::to_string(int(e));
-}
 
 struct DevicePool {
   std::atomic<int> state{0};  // 0 none, 1 creating, 2 ready, 3 broken
@@ -311,8 +293,7 @@ bool StartEventTimer(bool probe, std::string* reason) {
   }
   if (probe) {
     // An error already pending is the application's: only judge it, never clear it.
-    auto peek = r_peek_error.get();
-    cudaError_t r = peek ? peek() : cudaSuccess;
+    cudaError_t r = PendingError();
     const char* what = "the runtime reports";
     if (r == cudaSuccess && r_get_device.get()) {
       int device = 0;

@@ -1048,5 +1048,46 @@ TEST_CASE("Busy polling, CUDA events: poll runs coalesced, every call counted, n
   CheckPolls("events");
 }
 
+// Multi-stream capture: the side stream that joined the capture by waiting on an event of the
+// capturing stream, and a capture into an existing graph (cudaStreamBeginCaptureToGraph), are
+// flagged as captured like the origin stream (before, only the origin stream of a
+// cudaStreamBeginCapture was: the side stream's kernel and copy read as executed work).
+void CheckCaptureFork(const std::string& timing) {
+  Scenario s(("capture_fork_" + timing).c_str(), "PROFAGENT_GPU_TIMING=" + timing,
+             kPkg + "rt_capture_fork");
+  REQUIRE(s.run.code == 0);
+  CHECK(s.run.out == "errors=0\n");
+  REQUIRE(s.loaded);
+  if (timing == "cupti" && CuptiUnavailable(s.prof)) return;
+  std::map<std::string, int> captured, executed;
+  for (auto* l : s.prof.Kind(EV_LAUNCH)) {
+    (l->ev.captured() ? captured : executed)[s.prof.Str(l->ev.name())]++;
+  }
+  CHECK(captured == std::map<std::string, int>{{"fork_main_kernel(float*)", 1},
+                                               {"fork_side_kernel(float*)", 1},
+                                               {"to_graph_kernel(float*)", 1}});
+  CHECK(executed == std::map<std::string, int>{{"after_capture_kernel(float*)", 1}});
+  auto copies = s.prof.Kind(EV_MEMCPY);
+  REQUIRE(copies.size() == 1);
+  CHECK(copies[0]->ev.captured());
+  CHECK(s.prof.Kind(EV_GRAPH_LAUNCH).size() == 5);
+  if (timing == "cupti") {
+    // Each graph launch ran its kernels; only they and the kernel after the capture have device
+    // ops, every one the simulator ran.
+    CheckDeviceDurations(s, /*include_graph_kernels=*/true);
+  } else {
+    // One device op per graph launch and one for the kernel after the capture.
+    CHECK(s.prof.dev.size() == 6);
+  }
+}
+
+TEST_CASE("Multi-stream capture and capture into a graph, CUPTI: captured work flagged") {
+  CheckCaptureFork("cupti");
+}
+
+TEST_CASE("Multi-stream capture and capture into a graph, CUDA events: captured work flagged") {
+  CheckCaptureFork("events");
+}
+
 }  // namespace
 }  // namespace profagent

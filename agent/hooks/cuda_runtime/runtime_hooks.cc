@@ -71,6 +71,7 @@ PROFAGENT_DECLARE_PT(cudaLaunchHostFunc, _ptsz)
 PROFAGENT_DECLARE_PT(cudaStreamAddCallback, _ptsz)
 PROFAGENT_DECLARE_PT(cudaStreamBeginCapture, _ptsz)
 PROFAGENT_DECLARE_PT(cudaStreamEndCapture, _ptsz)
+PROFAGENT_DECLARE_PT(cudaStreamBeginCaptureToGraph, _ptsz)
 PROFAGENT_DECLARE_PT(cudaGraphUpload, _ptsz)
 PROFAGENT_DECLARE_PT(cudaMemPrefetchAsync, _ptsz)
 #undef PROFAGENT_DECLARE_PT
@@ -406,6 +407,17 @@ inline cudaError_t DoGeneric(uint16_t api, EvType type, uint64_t a, uint64_t b, 
   uint64_t t1 = Now();
   EmitGeneric(api, type, r, t0, t1, a, b);
   return r;
+}
+
+// Capture bookkeeping (capture.h), recording or not: a begin that succeeded opens a capture; an
+// end closes it unless the runtime says it goes on (ended from the wrong thread, or no capture).
+inline void NoteCapture(uint64_t stream, bool begin, cudaError_t r) {
+  if (begin) {
+    if (r == cudaSuccess) NoteCaptureBegin(stream);
+    return;
+  }
+  NoteCaptureEnd(stream, r != cudaErrorStreamCaptureWrongThread && r != cudaErrorIllegalState &&
+                             r != cudaErrorInvalidValue && r != cudaErrorInvalidResourceHandle);
 }
 
 // ---- Polls: cudaEventQuery, cudaStreamQuery --------------------------------------------------
@@ -1210,16 +1222,21 @@ EXPORT cudaError_t cudaProfilerStop(void) {
                            [&] { return real(PROFAGENT_ARGS args); });                       \
     }, PROFAGENT_ARGS args);                                                                 \
     HookGuard guard;                                                                         \
-    if (guard.outermost()) {                                                                 \
-      if (begin && r == cudaSuccess) profagent::NoteCaptureBegin(rt::U64(stream_expr));             \
-      if (!begin) profagent::NoteCaptureEnd(rt::U64(stream_expr));                                  \
-    }                                                                                        \
+    if (guard.outermost()) rt::NoteCapture(rt::U64(stream_expr), begin, r);                  \
     return r;                                                                                \
   }
 PROFAGENT_CAPTURE_HOOK(cudaStreamBeginCapture, (cudaStream_t s, cudaStreamCaptureMode mode),
                        (s, mode), s, true)
 PROFAGENT_CAPTURE_HOOK(cudaStreamBeginCapture_ptsz, (cudaStream_t s, cudaStreamCaptureMode mode),
                        (s, mode), rt::Pt(s), true)
+PROFAGENT_CAPTURE_HOOK(cudaStreamBeginCaptureToGraph,
+                       (cudaStream_t s, cudaGraph_t g, const cudaGraphNode_t* deps,
+                        const cudaGraphEdgeData* edges, size_t n, cudaStreamCaptureMode mode),
+                       (s, g, deps, edges, n, mode), s, true)
+PROFAGENT_CAPTURE_HOOK(cudaStreamBeginCaptureToGraph_ptsz,
+                       (cudaStream_t s, cudaGraph_t g, const cudaGraphNode_t* deps,
+                        const cudaGraphEdgeData* edges, size_t n, cudaStreamCaptureMode mode),
+                       (s, g, deps, edges, n, mode), rt::Pt(s), true)
 PROFAGENT_CAPTURE_HOOK(cudaStreamEndCapture, (cudaStream_t s, cudaGraph_t* g), (s, g), s, false)
 PROFAGENT_CAPTURE_HOOK(cudaStreamEndCapture_ptsz, (cudaStream_t s, cudaGraph_t* g), (s, g),
                        rt::Pt(s), false)

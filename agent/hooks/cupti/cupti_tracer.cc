@@ -186,11 +186,12 @@ void FillLaunch(RawEvent* e, const void* f, dim3 g, dim3 b, size_t shmem, const 
 constexpr CUpti_CallbackId kCbidLaunchKernel13 = 505;
 constexpr CUpti_CallbackId kCbidLaunchKernel13Ptsz = 506;
 
-// Flags a launch, copy or set made on a stream being captured into a graph (capture.h).
+// Flags a launch, copy or set made on a stream being captured into a graph (capture.h). From a
+// CUPTI callback: no CUDA call, the capture table only.
 void FlagCaptured(RawEvent* e) {
   const bool launch = e->type == EvType::kLaunch || e->type == EvType::kGraphLaunch;
   const bool mem = e->type == EvType::kMemcpy || e->type == EvType::kMemset;
-  if ((launch && Capturing(e->launch.stream)) || (mem && Capturing(e->mem.stream))) {
+  if ((launch && Capturing(e->launch.stream, false)) || (mem && Capturing(e->mem.stream, false))) {
     e->flags |= kFlagCaptured;
   }
 }
