@@ -535,6 +535,22 @@ cudaError_t cudaDeviceGetAttribute(int* value, enum cudaDeviceAttr attr, int dev
       v = 1;
       break;
     case cudaDevAttrAsyncEngineCount: v = 3; break;
+    // An H100 SXM's figures (deviceQuery-style programs print them; 0 would divide by zero).
+    case cudaDevAttrClockRate: v = 1980000; break;        // kHz
+    case cudaDevAttrMemoryClockRate: v = 2619000; break;  // kHz
+    case cudaDevAttrMaxPitch: v = 2147483647; break;
+    case cudaDevAttrTextureAlignment: v = 512; break;
+    case cudaDevAttrTexturePitchAlignment: v = 32; break;
+    case cudaDevAttrSingleToDoublePrecisionPerfRatio: v = 2; break;
+    case cudaDevAttrPciDeviceId: v = 0; break;
+    case cudaDevAttrComputeMode: v = cudaComputeModeDefault; break;
+    case cudaDevAttrGpuOverlap:
+    case cudaDevAttrGlobalL1CacheSupported:
+    case cudaDevAttrLocalL1CacheSupported:
+    case cudaDevAttrClusterLaunch:
+    case cudaDevAttrComputePreemptionSupported:
+      v = 1;
+      break;
     case cudaDevAttrMaxPersistingL2CacheSize: v = kPersistingL2MaxBytes; break;
     case cudaDevAttrMaxAccessPolicyWindowSize: v = kAccessPolicyMaxWindowBytes; break;
     case cudaDevAttrMemSyncDomainCount: v = kMemSyncDomains; break;

@@ -244,6 +244,12 @@ int BlocksByThreads(int block_size) {
 
 // Resident blocks per SM, limited by threads and by shared memory (dynamic plus the runtime's
 // reservation per block).
+int ResidentBlocksPerSm(int block_size, size_t dynamic_smem) {
+  size_t n = static_cast<size_t>(BlocksByThreads(block_size));
+  size_t by_smem = static_cast<size_t>(kSharedPerSm) / (dynamic_smem + kReservedSharedPerBlock);
+  return static_cast<int>(by_smem < n ? by_smem : n);
+}
+
 cudaError_t OccupancyImpl(const ApiInfo& info, int* num_blocks, const void* func, int block_size,
                           size_t dynamic_smem) {
   ApiCall api(info);
@@ -251,10 +257,24 @@ cudaError_t OccupancyImpl(const ApiInfo& info, int* num_blocks, const void* func
     return api.Return(cudaErrorInvalidValue);
   }
   if (gpusim::FindKernel(func) == nullptr) return api.Return(cudaErrorInvalidDeviceFunction);
-  size_t n = static_cast<size_t>(BlocksByThreads(block_size));
-  size_t by_smem = static_cast<size_t>(kSharedPerSm) / (dynamic_smem + kReservedSharedPerBlock);
-  *num_blocks = static_cast<int>(by_smem < n ? by_smem : n);
+  *num_blocks = ResidentBlocksPerSm(block_size, dynamic_smem);
   return api.Return(cudaSuccess);
+}
+
+// A cooperative launch needs all its blocks resident at once: more than the device's SMs hold
+// is cudaErrorCooperativeLaunchTooLarge (the launch does not happen).
+constexpr int kSmCount = 132;
+cudaError_t CooperativeImpl(const ApiInfo& info, const void* func, dim3 grid, dim3 block,
+                            void** args, size_t shared_mem, cudaStream_t stream, bool pt) {
+  const uint64_t threads = uint64_t(block.x) * block.y * block.z;
+  const uint64_t blocks = uint64_t(grid.x) * grid.y * grid.z;
+  if (threads > 0 && threads <= 1024 && gpusim::FindKernel(func) != nullptr &&
+      blocks > uint64_t(ResidentBlocksPerSm(int(threads), shared_mem)) * kSmCount) {
+    cudaLaunchKernel_v7000_params params{func, grid, block, args, shared_mem, stream};
+    ApiCall api(info, &params, gpusim::FindKernel(func)->mangled.c_str());
+    return api.Return(cudaErrorCooperativeLaunchTooLarge);
+  }
+  return LaunchImpl(info, func, grid, block, args, shared_mem, stream, pt);
 }
 
 }  // namespace
@@ -343,13 +363,13 @@ cudaError_t cudaLaunchKernel_ptsz(const void* func, dim3 grid, dim3 block, void*
 cudaError_t cudaLaunchCooperativeKernel(const void* func, dim3 grid, dim3 block, void** args,
                                         size_t shared_mem, cudaStream_t stream) {
   static const ApiInfo kInfo("cudaLaunchCooperativeKernel");
-  return LaunchImpl(kInfo, func, grid, block, args, shared_mem, stream, false);
+  return CooperativeImpl(kInfo, func, grid, block, args, shared_mem, stream, false);
 }
 cudaError_t cudaLaunchCooperativeKernel_ptsz(const void* func, dim3 grid, dim3 block,
                                              void** args, size_t shared_mem,
                                              cudaStream_t stream) {
   static const ApiInfo kInfo("cudaLaunchCooperativeKernel_ptsz");
-  return LaunchImpl(kInfo, func, grid, block, args, shared_mem, stream, true);
+  return CooperativeImpl(kInfo, func, grid, block, args, shared_mem, stream, true);
 }
 cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t* config, const void* func,
                                 void** args) {
@@ -382,6 +402,28 @@ cudaError_t cudaStreamAddCallback_ptsz(cudaStream_t stream, cudaStreamCallback_t
 }
 
 // ---- Functions ------------------------------------------------------------------------------
+
+// The handle of a registered kernel (the Kernel itself, as __cudaGetKernel gives it): accepted by
+// the launch, name and attribute functions in place of the host stub.
+cudaError_t cudaGetKernel(cudaKernel_t* kernel, const void* entry) {
+  static const ApiInfo kInfo("cudaGetKernel");
+  ApiCall api(kInfo);
+  Kernel* k = gpusim::FindKernel(entry);
+  if (kernel == nullptr) return api.Return(cudaErrorInvalidValue);
+  if (k == nullptr) return api.Return(cudaErrorInvalidDeviceFunction);
+  *kernel = reinterpret_cast<cudaKernel_t>(k);
+  return api.Return(cudaSuccess);
+}
+
+cudaError_t cudaGetFuncBySymbol(cudaFunction_t* function, const void* symbol) {
+  static const ApiInfo kInfo("cudaGetFuncBySymbol");
+  ApiCall api(kInfo);
+  Kernel* k = gpusim::FindKernel(symbol);
+  if (function == nullptr) return api.Return(cudaErrorInvalidValue);
+  if (k == nullptr) return api.Return(cudaErrorInvalidDeviceFunction);
+  *function = reinterpret_cast<cudaFunction_t>(k);
+  return api.Return(cudaSuccess);
+}
 
 cudaError_t cudaFuncGetName(const char** name, const void* func) {
   static const ApiInfo kInfo("cudaFuncGetName");

@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <cstring>
 
+__global__ void coop_kernel(int* p) {}
+
 #define EXPECT(call, want)                                                              \
   do {                                                                                  \
     cudaError_t got_ = (call);                                                          \
@@ -40,6 +42,41 @@ int main() {
   EXPECT(cudaMallocFromPoolAsync(&p, 4096, pool, 0), cudaSuccess);
   EXPECT(cudaMemsetAsync(p, 7, 4096, 0), cudaSuccess);
   EXPECT(cudaFreeAsync(p, 0), cudaSuccess);
+  EXPECT(cudaDeviceSynchronize(), cudaSuccess);
+  // Attributes deviceQuery-style programs divide by.
+  int clock_khz = 0, mem_clock_khz = 0, sms = 0;
+  EXPECT(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0), cudaSuccess);
+  EXPECT(cudaDeviceGetAttribute(&mem_clock_khz, cudaDevAttrMemoryClockRate, 0), cudaSuccess);
+  EXPECT(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), cudaSuccess);
+  if (clock_khz <= 0 || mem_clock_khz <= 0 || sms <= 0) {
+    printf("FAIL clock %d kHz, memory clock %d kHz, %d SMs\n", clock_khz, mem_clock_khz, sms);
+    return 1;
+  }
+  // Kernel handles from the symbol, usable where the host stub is.
+  cudaFunction_t fn = nullptr;
+  cudaKernel_t kernel = nullptr;
+  EXPECT(cudaGetFuncBySymbol(&fn, reinterpret_cast<const void*>(coop_kernel)), cudaSuccess);
+  EXPECT(cudaGetKernel(&kernel, reinterpret_cast<const void*>(coop_kernel)), cudaSuccess);
+  EXPECT(cudaGetFuncBySymbol(&fn, &threshold), cudaErrorInvalidDeviceFunction);
+  const char* name = nullptr;
+  EXPECT(cudaFuncGetName(&name, reinterpret_cast<const void*>(kernel)), cudaSuccess);
+  if (name == nullptr || strstr(name, "coop_kernel") == nullptr) return 1;
+  // A cooperative launch fits when every block can be resident at once.
+  int per_sm = 0;
+  EXPECT(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+             &per_sm, reinterpret_cast<const void*>(coop_kernel), 256, 0),
+         cudaSuccess);
+  int* arg = nullptr;
+  void* args[] = {&arg};
+  EXPECT(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(coop_kernel),
+                                     dim3(per_sm * sms), dim3(256), args, 0, 0),
+         cudaSuccess);
+  EXPECT(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(coop_kernel),
+                                     dim3(per_sm * sms + 1), dim3(256), args, 0, 0),
+         cudaErrorCooperativeLaunchTooLarge);
+  EXPECT(cudaGetLastError(), cudaErrorCooperativeLaunchTooLarge);
+  EXPECT(cudaLaunchKernel(reinterpret_cast<const void*>(kernel), dim3(1), dim3(32), args, 0, 0),
+         cudaSuccess);
   EXPECT(cudaDeviceSynchronize(), cudaSuccess);
   EXPECT(cudaFree(m), cudaSuccess);
   printf("done\n");
