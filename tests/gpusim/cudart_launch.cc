@@ -119,7 +119,11 @@ cudaError_t BeginCaptureImpl(const ApiInfo& info, cudaStream_t stream,
                              cudaStreamCaptureMode mode, bool pt, bool to_graph = false,
                              cudaGraph_t into = nullptr, const cudaGraphNode_t* deps = nullptr,
                              size_t num_deps = 0) {
-  ApiCall api(info);
+  // The callback parameters (the _ptsz structs have the same layout).
+  cudaStreamBeginCapture_v10000_params params{stream, mode};
+  cudaStreamBeginCaptureToGraph_v12030_params to_graph_params{stream, into, deps, nullptr,
+                                                              num_deps, mode};
+  ApiCall api(info, to_graph ? static_cast<const void*>(&to_graph_params) : &params);
   if (to_graph && into == nullptr) return api.Return(cudaErrorInvalidValue);
   Stream* s = gpusim::ResolveStream(stream, pt);
   if (s == nullptr) return api.Return(cudaErrorInvalidResourceHandle);
@@ -169,7 +173,8 @@ cudaError_t UpdateCaptureDepsImpl(const ApiInfo& info, cudaStream_t stream,
 
 cudaError_t EndCaptureImpl(const ApiInfo& info, cudaStream_t stream, cudaGraph_t* graph,
                            bool pt) {
-  ApiCall api(info);
+  cudaStreamEndCapture_v10000_params params{stream, graph};
+  ApiCall api(info, &params);
   Stream* s = gpusim::ResolveStream(stream, pt);
   if (s == nullptr) return api.Return(cudaErrorInvalidResourceHandle);
   if (graph == nullptr) return api.Return(cudaErrorInvalidValue);

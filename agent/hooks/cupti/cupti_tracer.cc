@@ -185,6 +185,35 @@ void FillLaunch(RawEvent* e, const void* f, dim3 g, dim3 b, size_t shmem, const 
 // agent also builds against CUDA 12 headers; a CUPTI older than 13 rejects them (optional).
 constexpr CUpti_CallbackId kCbidLaunchKernel13 = 505;
 constexpr CUpti_CallbackId kCbidLaunchKernel13Ptsz = 506;
+// cudaStreamBeginCaptureToGraph(_ptsz) (CUDA 12.3).
+constexpr CUpti_CallbackId kCbidBeginCaptureToGraph = 452;
+constexpr CUpti_CallbackId kCbidBeginCaptureToGraphPtsz = 453;
+
+// Capture bookkeeping (capture.h) for a runtime that no interposer sees (static cudart): every
+// one of these calls' parameter structs starts with the stream.
+void NoteCaptureFromCallback(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
+  const bool begin = cbid == CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_v10000 ||
+                     cbid == CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_ptsz_v10000 ||
+                     cbid == kCbidBeginCaptureToGraph || cbid == kCbidBeginCaptureToGraphPtsz;
+  const bool end = cbid == CUPTI_RUNTIME_TRACE_CBID_cudaStreamEndCapture_v10000 ||
+                   cbid == CUPTI_RUNTIME_TRACE_CBID_cudaStreamEndCapture_ptsz_v10000;
+  if ((!begin && !end) || cb->functionParams == nullptr || cb->functionReturnValue == nullptr) {
+    return;
+  }
+  uint64_t stream =
+      reinterpret_cast<uint64_t>(*static_cast<const cudaStream_t*>(cb->functionParams));
+  const bool ptsz = cbid == CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_ptsz_v10000 ||
+                    cbid == kCbidBeginCaptureToGraphPtsz ||
+                    cbid == CUPTI_RUNTIME_TRACE_CBID_cudaStreamEndCapture_ptsz_v10000;
+  if (ptsz && stream == 0) stream = reinterpret_cast<uint64_t>(cudaStreamPerThread);
+  const cudaError_t r = *static_cast<const cudaError_t*>(cb->functionReturnValue);
+  if (begin) {
+    if (r == cudaSuccess) NoteCaptureBegin(stream);
+  } else {
+    NoteCaptureEnd(stream, r != cudaErrorStreamCaptureWrongThread && r != cudaErrorIllegalState &&
+                               r != cudaErrorInvalidValue && r != cudaErrorInvalidResourceHandle);
+  }
+}
 
 // Flags a launch, copy or set made on a stream being captured into a graph (capture.h). From a
 // CUPTI callback: no CUDA call, the capture table only.
@@ -424,6 +453,7 @@ void CUPTIAPI ApiCallback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId c
       }
     } else if (ts.rt_cb_depth > 0 && --ts.rt_cb_depth == 0) {
       // Not through an interposer and not the agent's own call: record it here.
+      if (ts.in_runtime == 0 && !HookGuard::Active()) NoteCaptureFromCallback(cbid, cb);
       if (ts.in_runtime == 0 && !HookGuard::Active() && RecordingMemory()) {
         uint64_t t1 = Now();
         HookGuard g;
@@ -639,6 +669,12 @@ bool StartLocked(const std::string& explicit_path, const void* cudart_symbol,
       CUPTI_RUNTIME_TRACE_CBID_cudaEventSynchronize_v3020,
       CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_v3020,
       CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_ptsz_v7000,
+      CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_v10000,
+      CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_ptsz_v10000,
+      kCbidBeginCaptureToGraph,
+      kCbidBeginCaptureToGraphPtsz,
+      CUPTI_RUNTIME_TRACE_CBID_cudaStreamEndCapture_v10000,
+      CUPTI_RUNTIME_TRACE_CBID_cudaStreamEndCapture_ptsz_v10000,
   };
   for (CUpti_CallbackId id : kRuntime) {
     r = a.enable_callback(1, g_subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, id);

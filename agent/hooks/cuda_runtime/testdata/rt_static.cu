@@ -2,6 +2,7 @@
 // a pointer taken from libcudart's own symbol table (dlsym on its handle), so no LD_PRELOAD
 // interposer sees it. The agent can only learn of this work the way it learns of a static
 // runtime's: through CUDA_INJECTION64_PATH (which a preloaded agent sets) and CUPTI callbacks.
+// Last, one launch captured into a graph on a stream of its own, the graph launched twice.
 // Exit code 0 when every call succeeded.
 #include <cuda_runtime.h>
 #include <dlfcn.h>
@@ -28,7 +29,18 @@ int main() {
   auto memcpy_ =
       Sym<cudaError_t (*)(void*, const void*, size_t, cudaMemcpyKind)>(rt, "cudaMemcpy");
   auto sync = Sym<cudaError_t (*)()>(rt, "cudaDeviceSynchronize");
-  if (!malloc_ || !free_ || !launch || !memset_ || !memcpy_ || !sync) return 4;
+  auto stream_create =
+      Sym<cudaError_t (*)(cudaStream_t*, unsigned)>(rt, "cudaStreamCreateWithFlags");
+  auto begin_capture =
+      Sym<cudaError_t (*)(cudaStream_t, cudaStreamCaptureMode)>(rt, "cudaStreamBeginCapture");
+  auto end_capture = Sym<cudaError_t (*)(cudaStream_t, cudaGraph_t*)>(rt, "cudaStreamEndCapture");
+  auto instantiate = Sym<cudaError_t (*)(cudaGraphExec_t*, cudaGraph_t, unsigned long long)>(
+      rt, "cudaGraphInstantiate");
+  auto graph_launch = Sym<cudaError_t (*)(cudaGraphExec_t, cudaStream_t)>(rt, "cudaGraphLaunch");
+  if (!malloc_ || !free_ || !launch || !memset_ || !memcpy_ || !sync || !stream_create ||
+      !begin_capture || !end_capture || !instantiate || !graph_launch) {
+    return 4;
+  }
   float* d = nullptr;
   int errors = malloc_(reinterpret_cast<void**>(&d), 4096) != cudaSuccess;
   for (int i = 0; i < 5; ++i) {
@@ -42,6 +54,18 @@ int main() {
   errors += memset_(d, 0, 4096, nullptr) != cudaSuccess;
   float h[16];
   errors += memcpy_(h, d, sizeof(h), cudaMemcpyDeviceToHost) != cudaSuccess;
+  errors += sync() != cudaSuccess;
+  cudaStream_t s = nullptr;
+  errors += stream_create(&s, cudaStreamNonBlocking) != cudaSuccess;
+  errors += begin_capture(s, cudaStreamCaptureModeGlobal) != cudaSuccess;
+  void* args_c[] = {&d};
+  errors += launch(reinterpret_cast<const void*>(static_kernel_b), dim3(8), dim3(32), args_c, 0,
+                   s) != cudaSuccess;
+  cudaGraph_t graph = nullptr;
+  errors += end_capture(s, &graph) != cudaSuccess;
+  cudaGraphExec_t exec = nullptr;
+  errors += instantiate(&exec, graph, 0) != cudaSuccess;
+  for (int i = 0; i < 2; ++i) errors += graph_launch(exec, s) != cudaSuccess;
   errors += sync() != cudaSuccess;
   errors += free_(d) != cudaSuccess;
   printf("errors=%d\n", errors);
