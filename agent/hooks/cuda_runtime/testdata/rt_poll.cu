@@ -61,6 +61,7 @@ int main() {
     for (int i = 0; i < 5; ++i) worker_polls += cudaEventQuery(ev) == cudaErrorNotReady;
   }).join();
   CHECK(cudaStreamSynchronize(s));
+  CHECK(cudaStreamSynchronize(other));  // or the short kernel may still be pending at exit
   CHECK(cudaStreamDestroy(other));
   CHECK(cudaStreamDestroy(s));
   CHECK(cudaEventDestroy(ev));
