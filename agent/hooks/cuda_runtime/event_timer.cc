@@ -1,6 +1,7 @@
 #include "agent/hooks/cuda_runtime/event_timer.h"
 
 
+#include <pthread.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -55,6 +56,7 @@ struct Pending {
 DevicePool g_pools[kMaxDevices];
 MpmcQueue<Pending, 4096> g_pending;
 std::atomic<bool> g_started{false};
+std::atomic<bool> g_need_poller{false};  // a forked child: its poller starts on first use
 std::atomic<uint64_t> g_untimed{0};
 std::atomic<bool> g_stop{false};
 std::atomic<int> g_inflight{0};
@@ -265,6 +267,34 @@ void PollerLoop() {
   }
 }
 
+// fork(): the child has only the forking thread. The parent's in-flight pairs are the parent's
+// (it writes them); its events belong to the parent's CUDA context. The child starts over: empty
+// queues, pools created again on first use, a poller of its own started by the first operation
+// it times. The locks are held across fork so that the child's copies are consistent.
+void ForkPrepare() {
+  PollMu().lock();
+  NamesMu().lock();
+}
+void ForkParent() {
+  NamesMu().unlock();
+  PollMu().unlock();
+}
+void ForkChild() {
+  new (&NamesMu()) std::mutex();
+  new (&PollMu()) std::mutex();
+  if (g_inflight_list != nullptr) g_inflight_list->clear();
+  g_pending.Init();
+  for (DevicePool& p : g_pools) p.state.store(0, std::memory_order_relaxed);
+  g_untimed.store(0);
+  g_inflight.store(0);
+  g_stop.store(false);
+  g_need_poller.store(true);
+}
+
+__attribute__((noinline)) void StartPollerInChild() {
+  if (g_need_poller.exchange(false)) std::thread(PollerLoop).detach();
+}
+
 void DrainAtShutdown() {
   HookGuard guard;
   static auto& names = *new std::unordered_map<const void*, uint32_t>();
@@ -314,6 +344,7 @@ bool StartEventTimer(bool probe, std::string* reason) {
     g_inflight_list->reserve(8192);
     std::thread(PollerLoop).detach();
     AtShutdown(DrainAtShutdown);
+    pthread_atfork(ForkPrepare, ForkParent, ForkChild);
   }
   *reason = "CUDA events around each operation";
   return true;
@@ -412,6 +443,7 @@ void EventTimerEnd(int32_t ticket, cudaStream_t stream, const DeviceOpInfo& info
     return;
   }
   Pending q{ticket, info};
+  if (__builtin_expect(g_need_poller.load(std::memory_order_relaxed), 0)) StartPollerInChild();
   if (!g_pending.Push(q)) {
     // Cannot hand it over; the pair is recorded but will never be read: recycle it (a later
     // record overwrites it, which is harmless).
