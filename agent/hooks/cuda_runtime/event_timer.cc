@@ -57,7 +57,23 @@ DevicePool g_pools[kMaxDevices];
 MpmcQueue<Pending, 4096> g_pending;
 std::atomic<bool> g_started{false};
 std::atomic<bool> g_need_poller{false};  // a forked child: its poller starts on first use
-std::atomic<uint64_t> g_untimed{0};
+// Operations not timed, by cause (the shutdown note lists them).
+std::atomic<uint64_t> g_untimed_pool{0};   // every pair in flight (more than kPairs ops queued)
+std::atomic<uint64_t> g_untimed_error{0};  // an event call of the agent failed
+std::atomic<uint64_t> g_untimed_queue{0};  // the hand-off queue to the poller was full
+std::atomic<uint64_t> g_untimed_setup{0};  // the device's pool could not be made in time
+
+// Whether the application had an error pending (unread) when this thread's current operation
+// began. The agent's calls still go ahead (a successful runtime call leaves a pending error as
+// it is); only a failure of theirs is left in place then, instead of being cleared, because
+// clearing would clear the application's error too. Such a failure is on the application's own
+// handle (its stream), on which its call fails in the same way right after.
+thread_local bool t_app_error __attribute__((tls_model("initial-exec"))) = false;
+
+inline void OwnFailure() {
+  if (!t_app_error) ClearOwnError();
+  g_untimed_error.fetch_add(1, std::memory_order_relaxed);
+}
 std::atomic<bool> g_stop{false};
 std::atomic<int> g_inflight{0};
 
@@ -144,7 +160,7 @@ __attribute__((noinline)) bool EnsurePool(int device, DevicePool* p) {
   if (current >= 0 && current != device && set_device) set_device(current);
   p->state.store(r == cudaSuccess ? 2 : 3, std::memory_order_release);
   if (r == cudaSuccess) return true;
-  ClearOwnError();
+  if (!t_app_error) ClearOwnError();  // see t_app_error
   const std::string why = std::string("CUDA events: ") + what + " returned " + ErrorName(r);
   if (NoGpu(r)) {
     FallBackToHostTiming(why + " (no GPU or no driver?); host times only");
@@ -167,7 +183,7 @@ __attribute__((noinline)) bool WaitForPool(int device, DevicePool* p) {
     std::this_thread::yield();
   }
   if (st == 2) return true;
-  if (st == 1) g_untimed.fetch_add(1, std::memory_order_relaxed);
+  if (st == 1) g_untimed_setup.fetch_add(1, std::memory_order_relaxed);
   return false;
 }
 
@@ -237,7 +253,7 @@ size_t PollOnce(std::vector<Pending>* inflight, std::unordered_map<const void*, 
       d.kind = q.info.kind;
       Emit(e);
     } else {
-      g_untimed.fetch_add(1, std::memory_order_relaxed);
+      g_untimed_error.fetch_add(1, std::memory_order_relaxed);
     }
     Release(q.ticket);
   }
@@ -285,7 +301,10 @@ void ForkChild() {
   if (g_inflight_list != nullptr) g_inflight_list->clear();
   g_pending.Init();
   for (DevicePool& p : g_pools) p.state.store(0, std::memory_order_relaxed);
-  g_untimed.store(0);
+  g_untimed_pool.store(0);
+  g_untimed_error.store(0);
+  g_untimed_queue.store(0);
+  g_untimed_setup.store(0);
   g_inflight.store(0);
   g_stop.store(false);
   g_need_poller.store(true);
@@ -308,9 +327,20 @@ void DrainAtShutdown() {
     usleep(1000);
   }
   g_stop.store(true);
-  if (uint64_t n = g_untimed.load()) {
-    AddNote("warning", "CUDA-event timing: " + std::to_string(n) +
-                           " operations were not timed (pool exhausted or event error)");
+  const uint64_t pool = g_untimed_pool.load(), error = g_untimed_error.load(),
+                 queue = g_untimed_queue.load(), setup = g_untimed_setup.load();
+  if (pool + error + queue + setup > 0) {
+    std::string why;
+    auto add = [&why](uint64_t n, const std::string& what) {
+      if (n == 0) return;
+      why += (why.empty() ? "" : ", ") + std::to_string(n) + " " + what;
+    };
+    add(pool, "with all " + std::to_string(kPairs) + " event pairs of the device in flight");
+    add(error, "whose event calls failed");
+    add(queue, "lost in a full hand-off queue");
+    add(setup, "before the device's event pool could be made");
+    AddNote("warning", "CUDA-event timing: " + std::to_string(pool + error + queue + setup) +
+                           " operations were not timed (" + why + ")");
   }
 }
 
@@ -368,16 +398,12 @@ int32_t BeginOn(int device, cudaStream_t stream);  // after the pool checks: see
 }  // namespace
 
 int32_t EventTimerBegin(cudaStream_t stream) {
-  // An error the application has not read yet: leave the runtime alone (not timed).
-  if (__builtin_expect(!NoPendingError(), 0)) {
-    g_untimed.fetch_add(1, std::memory_order_relaxed);
-    return -1;
-  }
+  t_app_error = !NoPendingError();
   int device = 0;
   auto get_device = r_get_device.get();
   const cudaError_t r = get_device ? get_device(&device) : cudaErrorSharedObjectSymbolNotFound;
   if (__builtin_expect(r != cudaSuccess, 0)) {
-    ClearOwnError();
+    if (!t_app_error) ClearOwnError();
     if (NoGpu(r)) {
       FallBackToHostTiming("CUDA events: cudaGetDevice returned " + ErrorName(r) +
                            " (no GPU or no driver?); host times only");
@@ -388,10 +414,7 @@ int32_t EventTimerBegin(cudaStream_t stream) {
 }
 
 int32_t EventTimerBeginOnDevice(int device, cudaStream_t stream) {
-  if (__builtin_expect(!NoPendingError(), 0)) {
-    g_untimed.fetch_add(1, std::memory_order_relaxed);
-    return -1;
-  }
+  t_app_error = !NoPendingError();
   return BeginOn(device, stream);
 }
 
@@ -402,7 +425,7 @@ int32_t BeginOn(int device, cudaStream_t stream) {
   auto is_capturing = r_is_capturing.get();
   if (!is_capturing) return -1;
   if (is_capturing(stream, &capture) != cudaSuccess) {
-    ClearOwnError();  // e.g. an invalid handle: the application's own call will say so
+    if (!t_app_error) ClearOwnError();  // e.g. an invalid handle: the application's call says so
     return -1;
   }
   if (capture != cudaStreamCaptureStatusNone) return -1;
@@ -413,13 +436,12 @@ int32_t BeginOn(int device, cudaStream_t stream) {
   }
   int32_t ticket;
   if (!p.free_slots.Pop(&ticket)) {
-    g_untimed.fetch_add(1, std::memory_order_relaxed);
+    g_untimed_pool.fetch_add(1, std::memory_order_relaxed);
     return -1;
   }
   if (r_record.get()(p.start[ticket % kPairs], stream) != cudaSuccess) {
-    ClearOwnError();
+    OwnFailure();
     p.free_slots.Push(ticket);
-    g_untimed.fetch_add(1, std::memory_order_relaxed);
     return -1;
   }
   return ticket;
@@ -431,14 +453,14 @@ int EventTimerDevice(int32_t ticket) { return ticket < 0 ? 0 : ticket / kPairs; 
 void EventTimerEnd(int32_t ticket, cudaStream_t stream, const DeviceOpInfo& info, bool ok) {
   if (ticket < 0) return;
   DevicePool& p = g_pools[ticket / kPairs];
-  // `ok`: the application's call succeeded, so no error of its own is pending (there was none
-  // at EventTimerBegin).
+  // `ok`: the application's call succeeded, so the error pending now is the one pending at
+  // EventTimerBegin, if any (t_app_error, same thread).
   if (!ok) {
     p.free_slots.Push(ticket);
     return;
   }
   if (r_record.get()(p.stop[ticket % kPairs], stream) != cudaSuccess) {
-    ClearOwnError();
+    OwnFailure();
     p.free_slots.Push(ticket);
     return;
   }
@@ -448,7 +470,7 @@ void EventTimerEnd(int32_t ticket, cudaStream_t stream, const DeviceOpInfo& info
     // Cannot hand it over; the pair is recorded but will never be read: recycle it (a later
     // record overwrites it, which is harmless).
     p.free_slots.Push(ticket);
-    g_untimed.fetch_add(1, std::memory_order_relaxed);
+    g_untimed_queue.fetch_add(1, std::memory_order_relaxed);
   }
 }
 

@@ -57,13 +57,18 @@ bool StartEventTimer(bool probe, std::string* reason);
 // Records the start event of a pair on `stream`, from the pool of the calling thread's current
 // device (cudaGetDevice: also right when the application chose it through the driver API).
 // Returns a ticket (>= 0), or -1 when this operation is not timed: while `stream` is being
-// captured into a graph (the agent must not add nodes to the application's graph), and while
-// the thread has an error pending that the application has not read yet.
+// captured into a graph (the agent must not add nodes to the application's graph), when every
+// event pair of the device is in flight, or when an event call fails.
 //
-// The agent's CUDA calls never leave an error behind for the application's cudaGetLastError /
-// cudaPeekAtLastError: they are made only when no error is pending, and a failure of theirs is
-// cleared at once. When the first pool cannot be created because there is no usable GPU
-// (cudaErrorNoDevice, cudaErrorInsufficientDriver, ...), the mode becomes "host" with that
+// The application's last error (cudaGetLastError / cudaPeekAtLastError) is left as its own
+// calls make it. With none pending, a failure of the agent's calls is cleared at once. With one
+// pending (an error the application has not read, e.g. of an optional cudaSetDevice probe), the
+// agent's calls still go ahead, since a successful call leaves a pending error as it is; a failure
+// of theirs is left in place then (clearing it would clear the application's error too): it is on
+// the application's own stream, where its call fails the same way right after (or, for the first
+// use of a device, which creates its event pool, from a runtime that fails the application's
+// calls too). When the pool cannot be made because there is no usable
+// GPU (cudaErrorNoDevice, cudaErrorInsufficientDriver, ...), the mode becomes "host" with that
 // reason (SetGpuTiming) instead of failing every operation. Hot path.
 int32_t EventTimerBegin(cudaStream_t stream);
 // As EventTimerBegin, for a stream of `device` (e.g. an NCCL communicator's), whatever the

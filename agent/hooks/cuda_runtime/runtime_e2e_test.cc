@@ -1122,5 +1122,29 @@ TEST_CASE("Multi-stream capture and capture into a graph, CUDA events: captured 
   CheckCaptureFork("events");
 }
 
+// An unread application error does not stop CUDA-event timing, and the application still reads
+// exactly its own error (before, every operation after the probe went untimed until the
+// program read it, and the warning blamed "pool exhausted or event error").
+TEST_CASE("CUDA events with an application error pending: timed, and the error is still its own") {
+  const std::string want = "probe=cudaErrorInvalidDevice read=cudaErrorInvalidDevice "
+                           "after=cudaSuccess\n";
+  for (const char* mode : {"events", "cupti", "host"}) {
+    INFO(mode);
+    Scenario s((std::string("pending_error_") + mode).c_str(),
+               std::string("PROFAGENT_GPU_TIMING=") + mode, kPkg + "rt_pending_error");
+    REQUIRE(s.run.code == 0);
+    CHECK(s.run.out == want);
+    REQUIRE(s.loaded);
+    if (std::string(mode) == "cupti" && CuptiUnavailable(s.prof)) continue;
+    CHECK(s.prof.Kind(EV_LAUNCH).size() == 40);
+    if (std::string(mode) == "host") continue;
+    CHECK(s.prof.dev.size() == 40);
+    CheckDeviceDurations(s, /*include_graph_kernels=*/false);
+  }
+  // Without the agent, the same output.
+  RunResult plain = Run(MakeTempDir("pending_error_plain"), "", kPkg + "rt_pending_error");
+  CHECK(plain.out == want);
+}
+
 }  // namespace
 }  // namespace profagent
