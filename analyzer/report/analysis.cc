@@ -462,6 +462,10 @@ struct CollWait {
 
 struct Arrival {
   uint32_t uid;  // index into FileAnalysis::comm_uids_
+  // Point-to-point calls are numbered per ordered pair of ranks (the n-th send from A to B is
+  // B's n-th receive from A): (src + 1) << 32 | (dst + 1), communicator ranks. 0: a collective,
+  // numbered on the communicator.
+  uint64_t pair;
   uint64_t seq;
   int64_t at;  // rank-0 clock
   int lib;     // CollLibrary
@@ -473,6 +477,7 @@ struct CommInfo {
   std::string unique_id;
   int size;
   int32_t device;
+  int32_t rank;  // this process's rank in it
 };
 
 struct MemDev {
@@ -764,7 +769,8 @@ void FileAnalysis::OnOther(const Record& r) {
       break;
     }
     case Record::kComm:
-      comms_[r.comm().id()] = {r.comm().unique_id(), r.comm().size(), r.comm().device()};
+      comms_[r.comm().id()] = {r.comm().unique_id(), r.comm().size(), r.comm().device(),
+                               r.comm().rank()};
       break;
     case Record::kStack: {
       std::vector<std::string>& frames = stacks_[r.stack().id()];
@@ -1288,9 +1294,20 @@ void FileAnalysis::Host2(const EventView& e) {
         // Local clock here; mapped to rank 0's clock (ClockOffset) when ranks are merged.
         // An NCCL call only enqueues: its rank "arrives" when its stream reaches the
         // collective's kernel, i.e. at the kernel's device start (joined by correlation id).
-        arrivals_.push_back(Arrival{u->second, c.seq(), int64_t(e.start_ns), int(c.lib()),
-                                    c.lib() == LIB_NCCL ? cit->second.device : -1});
-        w.arrival = arrivals_.size() - 1;
+        // Send-like calls (send, isend, ssend, sendrecv, ...) go from this rank to `peer`,
+        // receives from `peer` to this rank. A rank's transfer to itself waits for no one.
+        uint64_t pair = 0;
+        const bool sends = lop.find("send") != std::string::npos;
+        const bool p2p = (sends || lop.find("recv") != std::string::npos) && c.peer() >= 0;
+        if (p2p) {
+          const uint64_t me = uint32_t(cit->second.rank) + 1ull, peer = uint32_t(c.peer()) + 1ull;
+          pair = sends ? (me << 32 | peer) : (peer << 32 | me);
+        }
+        if (!p2p || c.peer() != cit->second.rank) {
+          arrivals_.push_back(Arrival{u->second, pair, c.seq(), int64_t(e.start_ns),
+                                      int(c.lib()), c.lib() == LIB_NCCL ? cit->second.device : -1});
+          w.arrival = arrivals_.size() - 1;
+        }
       }
       if (c.lib() == LIB_NCCL && c.corr() != 0) {
         if (PendingOp* d = pending_op_.Find(c.corr())) {
@@ -2157,13 +2174,15 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
     int32_t device;
     int64_t at;
   };
-  std::map<std::pair<std::string, uint64_t>, std::vector<Member>> calls;
-  std::map<std::pair<std::string, uint64_t>, int> call_lib;
+  // A call: (communicator, point-to-point pair or 0, sequence number).
+  using CallKey = std::tuple<std::string, uint64_t, uint64_t>;
+  std::map<CallKey, std::vector<Member>> calls;
+  std::map<CallKey, int> call_lib;
   for (auto* f : sel) {
     for (const auto& a : f->arrivals_) {
-      calls[{f->comm_uids_[a.uid], a.seq}].push_back(
-          Member{f->rank_, a.device, SaturatedAdd(a.at, f->clock_offset_)});
-      call_lib[{f->comm_uids_[a.uid], a.seq}] = a.lib;
+      const CallKey key{f->comm_uids_[a.uid], a.pair, a.seq};
+      calls[key].push_back(Member{f->rank_, a.device, SaturatedAdd(a.at, f->clock_offset_)});
+      call_lib[key] = a.lib;
     }
   }
   Distribution skew;

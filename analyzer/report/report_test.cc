@@ -536,6 +536,67 @@ TEST_CASE("nonblocking MPI calls are timed from posting to completion") {
   CHECK(row["algbw_gbps"] == 1.0);
 }
 
+// Point-to-point calls are numbered per ordered pair of ranks, collectives per communicator: the
+// n-th send from 0 to 1 meets the n-th receive of 1 from 0, not the n-th collective. Two ranks
+// on one communicator: Allreduce #0 (rank 1 arrives 10 us late), a Send 0->1 / Recv 1<-0 (the
+// receiver posts 50 us before the sender), a rank's Send to itself (no one waits), Allreduce #1
+// (rank 1 30 us late). Before, keying by sequence number alone merged Allreduce #0 with the
+// transfer and the self-send into one "call".
+TEST_CASE("stragglers: point-to-point calls are matched per ordered pair of ranks") {
+  const std::string dir = TmpDir("p2p");
+  auto mpi = [](ProfileBuilder& b, const char* op, uint64_t seq, int peer) {
+    Event e;
+    e.set_kind(EV_COLLECTIVE);
+    e.set_dur(1 * kUs);
+    e.set_api(b.Str(std::string("MPI_") + op));
+    Collective* c = e.mutable_coll();
+    c->set_lib(LIB_MPI);
+    c->set_op(b.Str(op));
+    c->set_bytes(64);
+    c->set_count(16);
+    c->set_comm(1);
+    c->set_seq(seq);
+    c->set_peer(peer);
+    return e;
+  };
+  for (int rank = 0; rank < 2; ++rank) {
+    ProfileBuilder b(dir + "/rank" + std::to_string(rank) + ".pb");
+    b.WriteHeader(rank, 2, "h", GPU_TIMING_HOST);
+    Record off;
+    off.mutable_clock_offset()->set_offset_ns(0);
+    off.mutable_clock_offset()->set_method("mpi-pingpong");
+    b.Write(off);
+    Record comm;
+    comm.mutable_comm()->set_id(1);
+    comm.mutable_comm()->set_lib(LIB_MPI);
+    comm.mutable_comm()->set_unique_id("world");
+    comm.mutable_comm()->set_size(2);
+    comm.mutable_comm()->set_rank(rank);
+    b.Write(comm);
+    if (rank == 0) {
+      b.Host(1, 100 * kUs, 0, mpi(b, "Allreduce", 0, -1));
+      b.Host(1, 200 * kUs, 0, mpi(b, "Send", 0, 1));
+      b.Host(1, 250 * kUs, 0, mpi(b, "Send", 0, 0));  // to itself
+      b.Host(1, 260 * kUs, 0, mpi(b, "Recv", 0, 0));
+      b.Host(1, 300 * kUs, 0, mpi(b, "Allreduce", 1, -1));
+    } else {
+      b.Host(1, 110 * kUs, 0, mpi(b, "Allreduce", 0, -1));
+      b.Host(1, 150 * kUs, 0, mpi(b, "Recv", 0, 0));
+      b.Host(1, 330 * kUs, 0, mpi(b, "Allreduce", 1, -1));
+    }
+    b.Close(true);
+  }
+  auto s = BuildSummary({dir + "/rank0.pb", dir + "/rank1.pb"}, ReportOptions(), "");
+  REQUIRE(s.ok());
+  const Json& sg = (*s)["collectives"]["stragglers"];
+  CHECK(sg["calls_matched"] == 3);
+  CHECK(sg["skew_us"]["max"] == 50.0);
+  CHECK(sg["wait_ms_by_rank"]["0"] == 0.04);  // 10 + 30 us
+  CHECK(sg["wait_ms_by_rank"]["1"] == 0.05);  // the receive posted 50 us early
+  CHECK(sg["last_arriver_counts"]["1"] == 2);
+  CHECK(sg["last_arriver_counts"]["0"] == 1);
+}
+
 TEST_CASE("host timing with launches timed 1 in N: untimed kernels count as the timed mean") {
   const std::string dir = TmpDir("sampled_host");
   WriteSampledLaunches(dir + "/rank0.pb", GPU_TIMING_HOST);
