@@ -35,7 +35,15 @@ std::atomic<void (*)()> g_flusher{nullptr};
 std::atomic<uint64_t> g_steps{0};          // step boundaries so far = index of the next step
 std::atomic<uint64_t> g_steps_emitted{0};
 std::atomic<uint32_t> g_runs{0};           // runs started so far (= index of the last one)
-std::atomic<uint32_t> g_current_run{0};    // innermost open run, 0 = none
+std::atomic<uint32_t> g_current_run{0};    // innermost open run, any thread, 0 = none
+// The innermost run this thread opened (push/pop ranges nest per thread): threads that serve
+// requests concurrently each have theirs. A step of a thread with none takes g_current_run.
+thread_local uint32_t t_current_run __attribute__((tls_model("initial-exec"))) = 0;
+
+uint32_t CurrentRun() {
+  const uint32_t own = t_current_run;
+  return own != 0 ? own : g_current_run.load(std::memory_order_relaxed);
+}
 std::atomic<uint64_t> g_last_boundary{0};  // step rules: tick of the previous boundary
 std::atomic<uint64_t> g_bad_values{0};
 std::atomic<bool> g_shutdown_done{false};
@@ -100,8 +108,7 @@ void EmitStepEvent(EvType type, uint64_t t0, uint64_t t1, const ParsedStep* p, u
 void EndStep(const State& s, uint64_t t0, uint64_t t1, const ParsedStep* p, uint8_t source) {
   const uint64_t index = g_steps.fetch_add(1, std::memory_order_relaxed);
   if (s.schedule.Recorded(index)) {
-    EmitStepEvent(EvType::kStep, t0, t1, p, index,
-                  g_current_run.load(std::memory_order_relaxed), source);
+    EmitStepEvent(EvType::kStep, t0, t1, p, index, CurrentRun(), source);
     g_steps_emitted.fetch_add(1, std::memory_order_relaxed);
   }
   if (s.schedule.is_set()) SetScheduleActive(s.schedule.Recorded(index + 1));
@@ -121,7 +128,9 @@ uint64_t OnNvtxRangeStart(const char* msg, size_t n) {
   const State* s = GetState();
   if (!s->run.Matches(msg, n)) return 0;
   const uint32_t index = g_runs.fetch_add(1, std::memory_order_relaxed) + 1;
-  const uint32_t enclosing = g_current_run.exchange(index, std::memory_order_relaxed);
+  const uint32_t enclosing = CurrentRun();
+  t_current_run = index;
+  g_current_run.store(index, std::memory_order_relaxed);
   return (uint64_t(enclosing) << 32) | index;
 }
 
@@ -130,6 +139,7 @@ void OnNvtxRangeEnd(uint64_t t0, uint64_t t1, const char* msg, size_t n, uint64_
   if (cookie != 0) {  // a run opened at OnNvtxRangeStart
     uint32_t index = uint32_t(cookie);
     const uint32_t enclosing = uint32_t(cookie >> 32);
+    if (t_current_run == index) t_current_run = enclosing;
     g_current_run.compare_exchange_strong(index, enclosing, std::memory_order_relaxed);
     index = uint32_t(cookie);
     ParsedStep p = ParseStepMessage(msg, n, s->reduce);
@@ -147,8 +157,7 @@ void OnNvtxRangeEnd(uint64_t t0, uint64_t t1, const char* msg, size_t n, uint64_
     ParsedStep p = ParseStepMessage(msg, n, s->reduce);
     if (p.bad_values) g_bad_values.fetch_add(p.bad_values, std::memory_order_relaxed);
     const uint32_t index = g_runs.fetch_add(1, std::memory_order_relaxed) + 1;
-    EmitStepEvent(EvType::kRun, t0, t1, &p, index,
-                  g_current_run.load(std::memory_order_relaxed), kSourceNvtx);
+    EmitStepEvent(EvType::kRun, t0, t1, &p, index, CurrentRun(), kSourceNvtx);
   }
 }
 
@@ -198,6 +207,7 @@ void ResetForTest(const Config& config) {
   g_steps_emitted = 0;
   g_runs = 0;
   g_current_run = 0;
+  t_current_run = 0;
   g_last_boundary = 0;
   g_bad_values = 0;
   g_shutdown_done = false;

@@ -2,6 +2,8 @@
 // captures the emitted kStep/kRun events.
 #include "agent/model/steps.h"
 
+#include <atomic>
+
 #include <catch2/catch.hpp>
 #include <string>
 #include <thread>
@@ -92,6 +94,45 @@ TEST_CASE("nested runs restore the enclosing run; a run seen only at its end is 
   CHECK(runs[1].e.step.index == 1);
   CHECK(runs[2].e.step.index == 3);
   CHECK(fake::StringOf(runs[2].e.step.label) == "late");
+}
+
+// Two threads serving concurrently, each in its own run: a step belongs to its thread's run
+// even when the other thread opened a run since (before, the last run opened on any thread).
+// A thread with no run of its own takes the innermost open run of any thread.
+TEST_CASE("concurrent threads: a step's run is its own thread's") {
+  Fresh(Config());
+  std::atomic<int> phase{0};
+  auto wait_for = [&phase](int p) {
+    while (phase.load() < p) std::this_thread::yield();
+  };
+  std::thread a([&] {
+    const std::string run = "run label=A";
+    uint64_t cookie = OnNvtxRangeStart(run.data(), run.size());  // run 1
+    phase = 1;
+    wait_for(2);  // B opened run 2
+    Range(10, 20, "step tokens=1");
+    OnNvtxRangeEnd(0, 30, run.data(), run.size(), cookie);
+    phase = 3;
+  });
+  std::thread b([&] {
+    wait_for(1);
+    const std::string run = "run label=B";
+    uint64_t cookie = OnNvtxRangeStart(run.data(), run.size());  // run 2
+    phase = 2;
+    wait_for(3);
+    Range(40, 50, "step tokens=2");
+    std::thread([] { Range(60, 70, "step tokens=3"); }).join();  // no run of its own
+    OnNvtxRangeEnd(35, 80, run.data(), run.size(), cookie);
+  });
+  a.join();
+  b.join();
+  auto steps = fake::EventsOfType(EvType::kStep);
+  REQUIRE(steps.size() == 3);
+  CHECK(steps[0].e.step.tokens == 1);
+  CHECK(steps[0].e.step.run == 1);
+  CHECK(steps[1].e.step.tokens == 2);
+  CHECK(steps[1].e.step.run == 2);
+  CHECK(steps[2].e.step.run == 2);
 }
 
 TEST_CASE("custom step and run patterns") {

@@ -374,6 +374,7 @@ struct OpenRange {
 
 struct StepRec {
   uint64_t start, end;
+  uint32_t thread = 0;      // the host thread that marked it
   int64_t tokens = -1, kv = -1, bsz = -1;
   std::string phase;
   bool warmup = false;
@@ -386,6 +387,7 @@ struct RunRec {
   uint64_t start, end;
   std::string label;
   bool warmup = false;
+  uint32_t thread = 0;
 };
 
 struct PendingLaunch {
@@ -646,6 +648,9 @@ class FileAnalysis : public ViewVisitor {
   void Emit(const PendingOp& op, const PendingLaunch* l);
   int StepOf(uint64_t t) const;
   int StepOfNear(uint64_t t);
+  // The step of `thread` whose window holds `t` when steps come from several threads (e.g. one
+  // per GPU worker, overlapping in time) and `thread` marked some; else StepOf(t).
+  int StepOfThread(uint64_t t, uint32_t thread) const;
   KernelAgg& Kernel(uint64_t key);
   const std::string& CsvName(uint32_t name_id, int bucket);
 
@@ -655,6 +660,8 @@ class FileAnalysis : public ViewVisitor {
   std::vector<int16_t> kernel_bucket_;  // per string id: -2 unknown
   std::vector<int16_t> api_bucket_;     // per string id: -2 unknown
   std::vector<StepRec> agent_steps_, nvtx_steps_;
+  // Indices into steps_ by marking thread, in start order; empty when one thread marked them all.
+  absl::flat_hash_map<uint32_t, std::vector<int>> steps_by_thread_;
   std::vector<RunRec> agent_runs_, nvtx_runs_;
   // NVTX ranges and engine-mapped API calls, in file order (pass 1), read back per thread in
   // start order by the sweeps of pass 2; memory bounded (range_store.h).
@@ -841,9 +848,10 @@ void FileAnalysis::Host1(const EventView& e) {
         s.bsz = si.bsz();
         s.phase = Str(si.phase());
         s.warmup = si.warmup();
+        s.thread = e.thread;
         agent_steps_.push_back(std::move(s));
       } else {
-        RunRec r{e.start_ns, e.end_ns, Str(si.label()), si.warmup()};
+        RunRec r{e.start_ns, e.end_ns, Str(si.label()), si.warmup(), e.thread};
         agent_runs_.push_back(std::move(r));
       }
       return;
@@ -870,9 +878,10 @@ void FileAnalysis::Host1(const EventView& e) {
         s.bsz = f.bsz;
         s.phase = f.phase;
         s.warmup = f.warmup;
+        s.thread = e.thread;
         nvtx_steps_.push_back(std::move(s));
       } else {
-        nvtx_runs_.push_back(RunRec{e.start_ns, e.end_ns, f.label, f.warmup});
+        nvtx_runs_.push_back(RunRec{e.start_ns, e.end_ns, f.label, f.warmup, e.thread});
       }
       return;
     }
@@ -910,16 +919,34 @@ void FileAnalysis::Finish1() {
   for (size_t i = 0; i < runs_.size(); ++i) {
     if (int(i) < opt.warmup_runs) runs_[i].warmup = true;
   }
-  for (StepRec& s : steps_) {
-    // The run whose window contains the step's start: the last run starting at or before it.
-    auto it = std::upper_bound(runs_.begin(), runs_.end(), s.start,
-                               [](uint64_t t, const RunRec& r) { return t < r.start; });
-    if (it != runs_.begin()) {
-      --it;
-      if (s.start <= it->end) s.run = int(it - runs_.begin()) + 1;
+  // A step's run: the innermost run whose window holds the step's start, marked by the step's
+  // own thread if that thread marked runs (threads that serve requests concurrently each mark
+  // their own runs and steps), else by any thread (runs marked by a driver thread).
+  absl::flat_hash_map<uint32_t, std::vector<int>> runs_by_thread;
+  for (size_t i = 0; i < runs_.size(); ++i) runs_by_thread[runs_[i].thread].push_back(int(i));
+  auto innermost = [&](const std::vector<int>* own, uint64_t t) {
+    const size_t n = own != nullptr ? own->size() : runs_.size();
+    auto at = [&](size_t i) -> const RunRec& { return runs_[own != nullptr ? (*own)[i] : i]; };
+    size_t lo = 0, hi = n;  // first run starting after t
+    while (lo < hi) {
+      const size_t mid = (lo + hi) / 2;
+      if (at(mid).start <= t) lo = mid + 1;
+      else hi = mid;
     }
+    // Walk back to the latest-starting run that still holds t (bounded: runs rarely nest deep).
+    for (size_t i = lo, steps = 0; i > 0 && steps < 64; --i, ++steps) {
+      if (t <= at(i - 1).end) return own != nullptr ? (*own)[i - 1] + 1 : int(i);
+    }
+    return 0;
+  };
+  for (StepRec& s : steps_) {
+    auto own = runs_by_thread.find(s.thread);
+    s.run = innermost(own != runs_by_thread.end() ? &own->second : nullptr, s.start);
     s.excluded = s.warmup || (s.run > 0 && runs_[s.run - 1].warmup);
   }
+  steps_by_thread_.clear();
+  for (size_t i = 0; i < steps_.size(); ++i) steps_by_thread_[steps_[i].thread].push_back(int(i));
+  if (steps_by_thread_.size() < 2) steps_by_thread_.clear();
   const size_t nb = ctx_->buckets.size();
   run_buckets_.assign(runs_.size() + 1, BucketAcc{std::vector<uint64_t>(nb, 0),
                                                   std::vector<uint64_t>(nb, 0)});
@@ -960,6 +987,18 @@ KernelAgg& FileAnalysis::Kernel(uint64_t key) {
   if (kernels_.size() != before) kernel_cache_.fill(KernelSlot());  // a rehash moves entries
   c = KernelSlot{key, agg};
   return *agg;
+}
+
+int FileAnalysis::StepOfThread(uint64_t t, uint32_t thread) const {
+  auto own = steps_by_thread_.find(thread);
+  if (own == steps_by_thread_.end()) return StepOf(t);
+  const std::vector<int>& v = own->second;
+  auto it = std::upper_bound(v.begin(), v.end(), t,
+                             [this](uint64_t x, int i) { return x < steps_[i].start; });
+  if (it == v.begin()) return -1;
+  const StepRec& s = steps_[*(it - 1)];
+  if (t >= s.end && !(t == s.start)) return -1;
+  return *(it - 1);
 }
 
 int FileAnalysis::StepOf(uint64_t t) const {
@@ -1080,7 +1119,7 @@ void FileAnalysis::Pop(Sweep* w) {
   const OpenRange& o = w->stack.back();
   bool account = o.index >= w->high_water || w->unaccounted.erase(o.index) > 0;
   if (account && o.engine >= 0 && o.excl > 0) {
-    int k = StepOf(o.r.start);
+    int k = StepOfThread(o.r.start, o.r.thread);
     if (k >= 0 && !steps_[k].warmup) {
       run_buckets_[steps_[k].run].engine_ns[o.engine] += uint64_t(o.excl);
     }
@@ -1206,7 +1245,8 @@ void FileAnalysis::Host2(const EventView& e) {
       l.path = in != nullptr && csv_.is_open() ? PathOf(cached_sweep_, cached_sweep_->stack.size() - 1)
                                                : -1;
       l.nvtx_model = in != nullptr ? in->model : int16_t(-1);
-      l.step = csv_.is_open() ? StepOf(e.start_ns) : -1;
+      l.step = csv_.is_open() || !steps_by_thread_.empty() ? StepOfThread(e.start_ns, e.thread)
+                                                           : -1;
       std::copy(e.grid, e.grid + 3, l.grid);  // ScanFile already undid the value-1 encoding
       std::copy(e.block, e.block + 3, l.block);
       if (host_mode_) {
@@ -1420,8 +1460,11 @@ void FileAnalysis::Emit(const PendingOp& op, const PendingLaunch* l) {
   k.d.Add(double(dur));
   device_total_ns_ += dur;
 
-  // Steps and GPU busy time (union of op intervals).
-  int s = StepOfNear(op.start);
+  // Steps and GPU busy time (union of op intervals). With steps from several threads, an op
+  // belongs to a step of the thread that launched it.
+  int s = steps_by_thread_.empty() || l == nullptr ? StepOfNear(op.start)
+                                                    : StepOfThread(op.start, l->thread);
+  if (s < 0 && l != nullptr && !steps_by_thread_.empty()) s = l->step;
   if (s >= 0) {
     StepRec& st = steps_[s];
     // Per run slot, warm-up steps of warm-up runs included (the run's own table); the global

@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <set>
 #include <string>
 
 #include <catch2/catch.hpp>
@@ -595,6 +596,58 @@ TEST_CASE("stragglers: point-to-point calls are matched per ordered pair of rank
   CHECK(sg["wait_ms_by_rank"]["1"] == 0.05);  // the receive posted 50 us early
   CHECK(sg["last_arriver_counts"]["1"] == 2);
   CHECK(sg["last_arriver_counts"]["0"] == 1);
+}
+
+// Two threads serve concurrently, each marking its own run and steps (NVTX), interleaved in
+// time: thread 1's run A (warm-up) holds 4 steps, thread 2's run B, starting 3 ms later, holds
+// its own 4; each step launches one kernel. Every step belongs to its own thread's run, so the
+// totals exclude exactly A's 4 steps. Before, a step went to the last run started before it on
+// any thread: A 2 steps, B 6, and 6 steps counted.
+TEST_CASE("runs and steps of concurrent threads: each step in its own thread's run") {
+  const std::string dir = TmpDir("thread_runs");
+  {
+    ProfileBuilder b(dir + "/rank0.pb");
+    b.WriteHeader(0, 1, "h0", GPU_TIMING_CUPTI);
+    const uint32_t run_a = b.Str("run label=A warmup=1"), run_b = b.Str("run label=B");
+    const uint32_t step = b.Str("step tokens=100"), k = b.Str("decode_kernel");
+    uint64_t corr = 0;
+    for (uint32_t thread = 1; thread <= 2; ++thread) {
+      const uint64_t t0 = (thread == 1 ? 1000 : 4000) * kUs;
+      b.Host(thread, t0, 0, ProfileBuilder::Nvtx(thread == 1 ? run_a : run_b, 9000 * kUs, 0));
+      for (uint64_t i = 0; i < 4; ++i) {
+        const uint64_t st = t0 + 100 * kUs + i * 2000 * kUs;
+        b.Host(thread, st, 0, ProfileBuilder::Nvtx(step, 1500 * kUs, 1));
+        // Late in the step: after the other thread's step that started meanwhile.
+        b.Host(thread, st + 1200 * kUs, ++corr, ProfileBuilder::Launch(k, 5 * kUs));
+      }
+    }
+    b.Flush();
+    for (uint64_t c = 1; c <= corr; ++c) {
+      const uint64_t thread_t0 = (c <= 4 ? 1000 : 4000) * kUs;
+      b.Device(0, thread_t0 + 1310 * kUs + ((c - 1) % 4) * 2000 * kUs, c, Kernel(100 * kUs));
+    }
+    b.Close(true);
+  }
+  std::string printed;
+  REQUIRE(RunReport(dir, dir, ReportOptions(), &printed).ok());
+  std::ifstream in(dir + "/summary.json");
+  Json s = Json::parse(in);
+  CHECK(s["stats"]["steps"] == 4);
+  CHECK(s["stats"]["tokens"] == 400);
+  REQUIRE(s["runs"].size() == 2);
+  for (const Json& r : s["runs"]) CHECK(r["stats"]["steps"] == 4);
+  // ops.csv: each kernel in its own thread's step (0-3 thread 1, 4-7 thread 2; steps are
+  // numbered in start order across threads).
+  std::string csv = ReadAll(dir + "/ops.csv");
+  std::vector<std::string> rows = absl::StrSplit(csv, '\n', absl::SkipEmpty());
+  REQUIRE(rows.size() == 9);
+  std::multiset<std::string> steps;
+  for (size_t i = 1; i < rows.size(); ++i) {
+    std::vector<std::string> f = absl::StrSplit(rows[i], ',');
+    REQUIRE(f.size() >= 15);
+    steps.insert(f[14]);
+  }
+  CHECK(steps == std::multiset<std::string>{"0", "1", "2", "3", "4", "5", "6", "7"});
 }
 
 TEST_CASE("host timing with launches timed 1 in N: untimed kernels count as the timed mean") {
