@@ -1147,5 +1147,35 @@ TEST_CASE("CUDA events with an application error pending: timed, and the error i
   CHECK(plain.out == want);
 }
 
+// 3D copies and sets are recorded as calls, each joined to its device op (before, CUPTI's
+// records of them had no call and CUDA events did not time them at all).
+TEST_CASE("3D copies and sets: a call each, joined to its device op, in both modes") {
+  for (const char* mode : {"cupti", "events"}) {
+    INFO(mode);
+    Scenario s((std::string("copies3d_") + mode).c_str(),
+               std::string("PROFAGENT_GPU_TIMING=") + mode, kPkg + "rt_copies3d");
+    REQUIRE(s.run.code == 0);
+    CHECK(s.run.out == "errors=0\n");
+    REQUIRE(s.loaded);
+    if (std::string(mode) == "cupti" && CuptiUnavailable(s.prof)) continue;
+    std::map<std::string, int> apis;
+    std::set<uint64_t> corrs;
+    for (auto& h : s.prof.host) {
+      if (h.ev.kind() != EV_MEMCPY && h.ev.kind() != EV_MEMSET) continue;
+      apis[s.prof.Str(h.ev.api() != 0 ? h.ev.api() : h.ev.name())]++;
+      CHECK(h.ev.bytes() == 1u << 20);
+      corrs.insert(h.corr);
+    }
+    CHECK(apis == std::map<std::string, int>{{"cudaMemcpy3D", 1},
+                                             {"cudaMemcpy3DAsync", 1},
+                                             {"cudaMemcpy3DPeerAsync", 1},
+                                             {"cudaMemset3D", 1},
+                                             {"cudaMemset3DAsync", 1}});
+    REQUIRE(s.prof.dev.size() == 5);
+    for (auto& d : s.prof.dev) CHECK(corrs.count(d.corr) == 1);
+    if (std::string(mode) == "cupti") CheckCopiesCorrelated(s);
+  }
+}
+
 }  // namespace
 }  // namespace profagent

@@ -55,6 +55,12 @@ PROFAGENT_DECLARE_PT(cudaMemcpyToSymbol, _ptds)
 PROFAGENT_DECLARE_PT(cudaMemcpyFromSymbol, _ptds)
 PROFAGENT_DECLARE_PT(cudaMemset, _ptds)
 PROFAGENT_DECLARE_PT(cudaMemset2D, _ptds)
+PROFAGENT_DECLARE_PT(cudaMemcpy3D, _ptds)
+PROFAGENT_DECLARE_PT(cudaMemcpy3DPeer, _ptds)
+PROFAGENT_DECLARE_PT(cudaMemset3D, _ptds)
+PROFAGENT_DECLARE_PT(cudaMemcpy3DAsync, _ptsz)
+PROFAGENT_DECLARE_PT(cudaMemcpy3DPeerAsync, _ptsz)
+PROFAGENT_DECLARE_PT(cudaMemset3DAsync, _ptsz)
 PROFAGENT_DECLARE_PT(cudaMemcpy2DAsync, _ptsz)
 PROFAGENT_DECLARE_PT(cudaMemcpyToSymbolAsync, _ptsz)
 PROFAGENT_DECLARE_PT(cudaMemcpyFromSymbolAsync, _ptsz)
@@ -1091,6 +1097,46 @@ PROFAGENT_MEM_HOOK(cudaMemset2DAsync_ptsz,
                    (void* p, size_t pitch, int v, size_t w, size_t h, cudaStream_t s),
                    (p, pitch, v, w, h, s), EvType::kMemset, uint64_t(w) * h, 0, p, rt::Pt(s),
                    false)
+// 3D copies and sets: bytes = the extent's width (bytes, for linear memory) x height x depth.
+namespace profagent {
+namespace rt {
+inline uint64_t ExtentBytes(const cudaExtent& e) { return uint64_t(e.width) * e.height * e.depth; }
+inline uint64_t Bytes3D(const cudaMemcpy3DParms* p) { return p ? ExtentBytes(p->extent) : 0; }
+inline uint64_t Bytes3D(const cudaMemcpy3DPeerParms* p) { return p ? ExtentBytes(p->extent) : 0; }
+inline uint32_t Kind3D(const cudaMemcpy3DParms* p) { return p ? uint32_t(p->kind) : 0; }
+inline void* Dst3D(const cudaMemcpy3DParms* p) { return p ? p->dstPtr.ptr : nullptr; }
+inline void* Dst3D(const cudaMemcpy3DPeerParms* p) { return p ? p->dstPtr.ptr : nullptr; }
+}  // namespace rt
+}  // namespace profagent
+PROFAGENT_MEM_HOOK(cudaMemcpy3D, (const cudaMemcpy3DParms* p), (p), EvType::kMemcpy,
+                   rt::Bytes3D(p), rt::Kind3D(p), rt::Dst3D(p), nullptr, true)
+PROFAGENT_MEM_HOOK(cudaMemcpy3D_ptds, (const cudaMemcpy3DParms* p), (p), EvType::kMemcpy,
+                   rt::Bytes3D(p), rt::Kind3D(p), rt::Dst3D(p), cudaStreamPerThread, true)
+PROFAGENT_MEM_HOOK(cudaMemcpy3DAsync, (const cudaMemcpy3DParms* p, cudaStream_t s), (p, s),
+                   EvType::kMemcpy, rt::Bytes3D(p), rt::Kind3D(p), rt::Dst3D(p), s, false)
+PROFAGENT_MEM_HOOK(cudaMemcpy3DAsync_ptsz, (const cudaMemcpy3DParms* p, cudaStream_t s), (p, s),
+                   EvType::kMemcpy, rt::Bytes3D(p), rt::Kind3D(p), rt::Dst3D(p), rt::Pt(s),
+                   false)
+PROFAGENT_MEM_HOOK(cudaMemcpy3DPeer, (const cudaMemcpy3DPeerParms* p), (p), EvType::kMemcpy,
+                   rt::Bytes3D(p), cudaMemcpyDeviceToDevice, rt::Dst3D(p), nullptr, true)
+PROFAGENT_MEM_HOOK(cudaMemcpy3DPeer_ptds, (const cudaMemcpy3DPeerParms* p), (p), EvType::kMemcpy,
+                   rt::Bytes3D(p), cudaMemcpyDeviceToDevice, rt::Dst3D(p), cudaStreamPerThread,
+                   true)
+PROFAGENT_MEM_HOOK(cudaMemcpy3DPeerAsync, (const cudaMemcpy3DPeerParms* p, cudaStream_t s),
+                   (p, s), EvType::kMemcpy, rt::Bytes3D(p), cudaMemcpyDeviceToDevice,
+                   rt::Dst3D(p), s, false)
+PROFAGENT_MEM_HOOK(cudaMemcpy3DPeerAsync_ptsz, (const cudaMemcpy3DPeerParms* p, cudaStream_t s),
+                   (p, s), EvType::kMemcpy, rt::Bytes3D(p), cudaMemcpyDeviceToDevice,
+                   rt::Dst3D(p), rt::Pt(s), false)
+PROFAGENT_MEM_HOOK(cudaMemset3D, (cudaPitchedPtr p, int v, cudaExtent e), (p, v, e),
+                   EvType::kMemset, rt::ExtentBytes(e), 0, p.ptr, nullptr, true)
+PROFAGENT_MEM_HOOK(cudaMemset3D_ptds, (cudaPitchedPtr p, int v, cudaExtent e), (p, v, e),
+                   EvType::kMemset, rt::ExtentBytes(e), 0, p.ptr, cudaStreamPerThread, true)
+PROFAGENT_MEM_HOOK(cudaMemset3DAsync, (cudaPitchedPtr p, int v, cudaExtent e, cudaStream_t s),
+                   (p, v, e, s), EvType::kMemset, rt::ExtentBytes(e), 0, p.ptr, s, false)
+PROFAGENT_MEM_HOOK(cudaMemset3DAsync_ptsz,
+                   (cudaPitchedPtr p, int v, cudaExtent e, cudaStream_t s), (p, v, e, s),
+                   EvType::kMemset, rt::ExtentBytes(e), 0, p.ptr, rt::Pt(s), false)
 // Copies to and from __device__ variables (the symbol is its host shadow's address).
 PROFAGENT_MEM_HOOK(cudaMemcpyToSymbol,
                    (const void* sym, const void* src, size_t n, size_t off, cudaMemcpyKind k),

@@ -647,6 +647,18 @@ bool StartLocked(const std::string& explicit_path, const void* cudart_symbol,
       CUPTI_RUNTIME_TRACE_CBID_cudaMemset2D_ptds_v7000,
       CUPTI_RUNTIME_TRACE_CBID_cudaMemset2DAsync_v3020,
       CUPTI_RUNTIME_TRACE_CBID_cudaMemset2DAsync_ptsz_v7000,
+      CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy3D_v3020,
+      CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy3D_ptds_v7000,
+      CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy3DAsync_v3020,
+      CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy3DAsync_ptsz_v7000,
+      CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy3DPeer_v4000,
+      CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy3DPeer_ptds_v7000,
+      CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy3DPeerAsync_v4000,
+      CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy3DPeerAsync_ptsz_v7000,
+      CUPTI_RUNTIME_TRACE_CBID_cudaMemset3D_v3020,
+      CUPTI_RUNTIME_TRACE_CBID_cudaMemset3D_ptds_v7000,
+      CUPTI_RUNTIME_TRACE_CBID_cudaMemset3DAsync_v3020,
+      CUPTI_RUNTIME_TRACE_CBID_cudaMemset3DAsync_ptsz_v7000,
   };
   // Optional too: allocations, frees and synchronizations. The interposers record them; these
   // callbacks record them only when no interposer saw the call (a static runtime).
