@@ -604,6 +604,7 @@ class FileAnalysis : public ViewVisitor {
   absl::flat_hash_map<uint64_t, ApiAcc> api_;
   uint64_t busy_ns_ = 0;
   uint64_t unmatched_ops_ = 0, unmatched_launches_ = 0;
+  uint64_t failed_launches_ = 0;  // launches, copies, sets whose call returned an error
   // Work enqueued during CUDA graph capture (Event.captured): it ran only at graph launches.
   uint64_t captured_launches_ = 0;
   std::map<std::string, uint64_t> captured_colls_;  // op -> NCCL calls captured into graphs
@@ -1232,6 +1233,11 @@ void FileAnalysis::Host2(const EventView& e) {
         ++captured_launches_;
         break;
       }
+      // A call that failed (e.g. too many threads per block) enqueued nothing.
+      if (e.ret != 0) {
+        ++failed_launches_;
+        break;
+      }
       PendingLaunch l;
       l.start = e.start_ns;
       l.end = e.end_ns;
@@ -1603,7 +1609,7 @@ void FileAnalysis::Finish2() {
     if (api_by_kind_[k].count > 0) api_[(1ull << 32) | k] = api_by_kind_[k];
   }
   std::vector<ApiAcc>().swap(api_by_name_);
-  if (host_mode_) {
+  if (host_mode_ && launches_ > 0) {  // a CPU-only (e.g. MPI) process launched nothing
     warnings_.push_back(absl::StrCat(path_,
                                      ": no device activity records (GPU timing mode ",
                                      TimingName(timing_),
@@ -1617,6 +1623,11 @@ void FileAnalysis::Finish2() {
   if (unmatched_ops_ > 0) {
     warnings_.push_back(absl::StrCat(path_, ": ", unmatched_ops_,
                                      " device ops without a matching launch (correlation id)"));
+  }
+  if (failed_launches_ > 0) {
+    warnings_.push_back(absl::StrCat(path_, ": ", failed_launches_,
+                                     " launches, copies or sets failed (their call returned an "
+                                     "error; nothing ran)"));
   }
   if (unmatched_launches_ > 0 && !host_mode_) {
     warnings_.push_back(absl::StrCat(path_, ": ", unmatched_launches_,
@@ -2201,7 +2212,7 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
     jc["untimed"] = ca.untimed;
     const uint64_t timed = ca.count - std::min(ca.untimed, ca.count);
     double mean_ns = timed > 0 ? double(ca.best_ns()) / double(timed) : 0;
-    jc["mean_us"] = Num(mean_ns / 1e3);
+    jc["mean_us"] = timed > 0 ? Num(mean_ns / 1e3) : Json(nullptr);
     double algbw = mean_ns > 0 ? double(bytes) / mean_ns : 0;  // bytes/ns == GB/s
     const bool sized = mean_ns > 0 && k[2] != kGraphSizeClass;  // graph replays: size unknown
     jc["algbw_gbps"] = sized ? Num(algbw) : Json(nullptr);

@@ -650,6 +650,55 @@ TEST_CASE("runs and steps of concurrent threads: each step in its own thread's r
   CHECK(steps == std::multiset<std::string>{"0", "1", "2", "3", "4", "5", "6", "7"});
 }
 
+// A launch whose call failed ran nothing: a warning of its own, not "without device activity".
+// A process that launched nothing (a CPU-only MPI rank) gets no "no device activity" warning,
+// and a row of nonblocking calls none of which was seen completing has no mean (null, not 0).
+TEST_CASE("failed launches, CPU-only processes and never-completed calls: no false figures") {
+  const std::string dir = TmpDir("failed");
+  {
+    ProfileBuilder b(dir + "/rank0.pb");
+    b.WriteHeader(0, 2, "h0", GPU_TIMING_CUPTI);
+    b.Host(1, 0, 0, ProfileBuilder::Step(1000 * kUs, 1, -1, 0, false));
+    b.Host(1, 100 * kUs, 1, ProfileBuilder::Launch(b.Str("ok_kernel"), 5 * kUs));
+    Event bad = ProfileBuilder::Launch(b.Str("too_big_kernel"), 5 * kUs);
+    bad.set_ret(9);  // cudaErrorInvalidConfiguration
+    b.Host(1, 200 * kUs, 2, bad);
+    b.Flush();
+    b.Device(0, 110 * kUs, 1, Kernel(50 * kUs));
+    b.Close(true);
+  }
+  {
+    ProfileBuilder b(dir + "/rank1.pb");
+    b.WriteHeader(1, 2, "h1", GPU_TIMING_HOST);
+    Event e;
+    e.set_kind(EV_COLLECTIVE);
+    e.set_dur(1 * kUs);
+    e.set_api(b.Str("MPI_Isend"));
+    Collective* c = e.mutable_coll();
+    c->set_lib(LIB_MPI);
+    c->set_op(b.Str("Isend"));
+    c->set_bytes(64);
+    c->set_peer(0);
+    c->set_nonblocking(true);  // freed with MPI_Request_free: never seen completing
+    b.Host(1, 100 * kUs, 0, e);
+    b.Close(true);
+  }
+  auto s = BuildSummary({dir + "/rank0.pb", dir + "/rank1.pb"}, ReportOptions(), "");
+  REQUIRE(s.ok());
+  std::string warnings;
+  for (const auto& w : (*s)["meta"]["warnings"]) warnings += w.get<std::string>() + "\n";
+  INFO(warnings);
+  CHECK(warnings.find("rank0.pb: 1 launches, copies or sets failed") != std::string::npos);
+  CHECK(warnings.find("without device activity") == std::string::npos);
+  CHECK(warnings.find("rank1.pb: no device activity records") == std::string::npos);
+  REQUIRE((*s)["kernels"].size() == 1);
+  CHECK((*s)["kernels"][0]["name"] == "ok_kernel");
+  REQUIRE((*s)["collectives"]["ops"].size() == 1);
+  CHECK((*s)["collectives"]["ops"][0]["untimed"] == 1);
+  CHECK((*s)["collectives"]["ops"][0]["mean_us"].is_null());
+  CHECK((*s)["collectives"]["ops"][0]["busbw_gbps"].is_null());
+}
+
 TEST_CASE("host timing with launches timed 1 in N: untimed kernels count as the timed mean") {
   const std::string dir = TmpDir("sampled_host");
   WriteSampledLaunches(dir + "/rank0.pb", GPU_TIMING_HOST);
