@@ -16,8 +16,10 @@ bool InTable(uint64_t stream) {
 
 namespace internal {
 std::atomic<int> g_open_captures{0};  // captures begun and not ended
+thread_local bool t_in_captured_call __attribute__((tls_model("initial-exec"))) = false;
 
 bool CapturingSlow(uint64_t stream, bool may_query) {
+  if (t_in_captured_call) return true;
   if (stream == 0) return false;  // the legacy default stream is never captured
   if (may_query) {
     if (CaptureQuery q = g_query.load(std::memory_order_acquire)) {

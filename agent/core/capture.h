@@ -26,6 +26,8 @@ using CaptureQuery = int (*)(uint64_t stream);
 
 namespace internal {
 extern std::atomic<int> g_open_captures;
+// Set while this thread is inside a library call that is being captured (CapturedCall).
+extern thread_local bool t_in_captured_call __attribute__((tls_model("initial-exec")));
 bool CapturingSlow(uint64_t stream, bool may_query);
 }  // namespace internal
 
@@ -43,6 +45,22 @@ inline bool Capturing(uint64_t stream, bool may_query = true) {
 // false when the runtime said the capture goes on, e.g. cudaErrorStreamCaptureWrongThread).
 void NoteCaptureBegin(uint64_t stream);
 void NoteCaptureEnd(uint64_t stream, bool ended = true);
+
+// Marks the calling thread as inside a library call made on a capturing stream (an NCCL call):
+// every launch it makes meanwhile, on whatever stream (NCCL's own, or a side stream joined to
+// the capture, seen from a CUPTI driver callback where the runtime is not queried), is captured.
+class CapturedCall {
+ public:
+  explicit CapturedCall(bool captured) : prev_(internal::t_in_captured_call) {
+    if (captured) internal::t_in_captured_call = true;
+  }
+  ~CapturedCall() { internal::t_in_captured_call = prev_; }
+  CapturedCall(const CapturedCall&) = delete;
+  CapturedCall& operator=(const CapturedCall&) = delete;
+
+ private:
+  bool prev_;
+};
 
 // Installs the runtime query (once, by the CUDA runtime hooks).
 void SetCaptureQuery(CaptureQuery query);

@@ -383,8 +383,13 @@ TEST_CASE("ncclCommInitAll and a multi-communicator group in one process") {
 // capture an AllReduce and a grouped Send/Recv, then launch the graph 3 times. The capture-time
 // calls ran nothing and are not collectives; the 3 executions per rank are, timed on their
 // kernels (CUPTI reports them at the graph launches).
-TEST_CASE("NCCL calls captured into CUDA graphs: counted at each graph launch, not at capture") {
-  const std::string out = FreshDir("nccl_graph");
+// Runs `nccl_ranks 2 <mode>` under the agent (CUPTI) and checks the captured-NCCL picture:
+// every recorded call flagged captured, `captured` calls per op in the report, and the graph
+// launches' NCCL kernels counted as collectives "in graph" (`ran` executions per op).
+void CheckCapturedNccl(const std::string& mode, const std::map<std::string, int>& truth_want,
+                       const nlohmann::json& captured,
+                       const std::map<std::string, uint64_t>& ran) {
+  const std::string out = FreshDir("nccl_" + mode);
   const std::string cudart = Runfile("tests/gpusim/libcudart.so.13");
   const std::string nccl = Runfile("tests/gpusim/libnccl.so.2");
   const std::string truth_path = out + "/truth.%p.jsonl";
@@ -393,12 +398,12 @@ TEST_CASE("NCCL calls captured into CUDA graphs: counted at each graph launch, n
                          nccl.substr(0, nccl.rfind('/')) + " LD_PRELOAD=" +
                          Runfile("agent/libprofagent.so") + " PROFAGENT_OUTPUT=" + out +
                          "/prof PROFAGENT_GPU_TIMING=cupti GPUSIM_TRUTH=" + truth_path + " " +
-                         Runfile("tests/gpusim/nccl_ranks") + " 2 graph",
+                         Runfile("tests/gpusim/nccl_ranks") + " 2 " + mode,
                      &log);
   INFO(log);
   REQUIRE(rc == 0);
   CHECK(log.find("FAIL") == std::string::npos);
-  // The simulator ran 3 AllReduce, 3 Send and 3 Recv per rank, all from graph launches.
+  // What the simulator ran, all from graph launches.
   std::map<std::string, int> truth_ops;
   std::unique_ptr<DIR, int (*)(DIR*)> d(opendir(out.c_str()), closedir);
   REQUIRE(d != nullptr);
@@ -406,26 +411,29 @@ TEST_CASE("NCCL calls captured into CUDA graphs: counted at each graph launch, n
     if (std::string(ent->d_name).rfind("truth.", 0) != 0) continue;
     for (const Truth& t : ReadTruth(out + "/" + ent->d_name)) truth_ops[t.name]++;
   }
-  CHECK(truth_ops == std::map<std::string, int>{{"AllReduce", 6}, {"Recv", 6}, {"Send", 6}});
+  CHECK(truth_ops == truth_want);
   // The recorded calls are flagged as captured.
   std::vector<RankProfile> files = LoadProfileDir(out + "/prof");
   REQUIRE(files.size() == 2);
+  size_t calls = 0;
+  for (const auto& kv : captured.items()) calls += kv.value().get<size_t>();
   for (const RankProfile& p : files) {
     REQUIRE(p.error.empty());
-    CHECK(p.colls.size() == 3);
+    CHECK(p.colls.size() == calls / 2);
     for (const CollRecord& k : p.colls) CHECK(k.captured);
   }
   std::string rep_log;
   REQUIRE(Run(Runfile("analyzer/profanalyze") + " report " + out + "/prof -o " + out + "/rep",
               &rep_log) == 0);
   INFO(rep_log);
-  // No launch of a captured call waits for device activity that never comes.
+  // No launch of a captured call (also NCCL's own kernel launch on a side stream that joined
+  // the capture) waits for device activity that never comes.
   CHECK(rep_log.find("without device activity") == std::string::npos);
   std::ifstream in(out + "/rep/summary.json");
   nlohmann::json sum = nlohmann::json::parse(in);
   const nlohmann::json& c = sum["collectives"];
   INFO(c.dump(1));
-  CHECK(c["captured_calls"] == nlohmann::json({{"AllReduce", 2}, {"Recv", 2}, {"Send", 2}}));
+  CHECK(c["captured_calls"] == captured);
   std::map<std::string, uint64_t> counts;
   for (const auto& o : c["ops"]) {
     CHECK(o["size_class"] == "in graph");
@@ -433,8 +441,19 @@ TEST_CASE("NCCL calls captured into CUDA graphs: counted at each graph launch, n
     CHECK(o["ranks"] == 2);
     counts[o["op"].get<std::string>()] += o["count"].get<uint64_t>();
   }
+  CHECK(counts == ran);
+}
+
+TEST_CASE("NCCL calls captured into CUDA graphs: counted at each graph launch, not at capture") {
   // One fused kernel per launch for the grouped Send/Recv (NCCL's SendRecv kernel).
-  CHECK(counts == std::map<std::string, uint64_t>{{"AllReduce", 6}, {"SendRecv", 6}});
+  CheckCapturedNccl("graph", {{"AllReduce", 6}, {"Recv", 6}, {"Send", 6}},
+                    nlohmann::json({{"AllReduce", 2}, {"Recv", 2}, {"Send", 2}}),
+                    {{"AllReduce", 6}, {"SendRecv", 6}});
+}
+
+TEST_CASE("NCCL on a side stream joined to a capture (multi-stream capture): captured too") {
+  CheckCapturedNccl("graph_side", {{"AllReduce", 6}}, nlohmann::json({{"AllReduce", 2}}),
+                    {{"AllReduce", 6}});
 }
 
 }  // namespace

@@ -251,7 +251,7 @@ inline Pending Before(CommSlot* slot, Kind kind, int peer, cudaStream_t stream) 
 }
 
 inline void After(uint16_t api, uint8_t op_index, ncclComm_t comm, cudaStream_t stream,
-                  const CallInfo& c, const Pending& p, ncclResult_t rc) {
+                  const CallInfo& c, const Pending& p, ncclResult_t rc, bool captured) {
   const uint64_t t1 = Now();
   uint32_t corr = p.group != 0 ? 0 : LastDriverLaunchCorrelation();
   if (p.ticket >= 0) {
@@ -273,7 +273,7 @@ inline void After(uint16_t api, uint8_t op_index, ncclComm_t comm, cudaStream_t 
   e.t0 = p.t0;
   e.t1 = t1;
   e.type = EvType::kCollective;
-  if (Capturing(H(stream))) e.flags |= kFlagCaptured;  // runs at each launch of the graph
+  if (captured) e.flags |= kFlagCaptured;  // runs at each launch of the graph
   e.api = api;
   e.ret = static_cast<int32_t>(rc);
   e.coll.comm = H(comm);
@@ -416,8 +416,13 @@ Real ResolveCollective(const char* name, const char* pname, uint8_t op_index) {
     CommSlot* slot = SlotFor(comm);                                                               \
     const CallInfo info = INFO;                                                                   \
     const Pending pending = Before(slot, KIND, info.peer, stream);                                \
-    const ncclResult_t rc = fn ARGS;                                                              \
-    After(real.api, kOp##NAME, comm, stream, info, pending, rc);                                  \
+    const bool captured = Capturing(H(stream));                                                   \
+    ncclResult_t rc;                                                                              \
+    {                                                                                             \
+      CapturedCall in_capture(captured); /* its kernel launches are captured too */               \
+      rc = fn ARGS;                                                                               \
+    }                                                                                             \
+    After(real.api, kOp##NAME, comm, stream, info, pending, rc, captured);                        \
     return rc;                                                                                    \
   }
 
@@ -524,8 +529,17 @@ PROFAGENT_EXPORT ncclResult_t ncclGroupEnd() {
     }
     SetLastDriverLaunchCorrelation(0);
   }
+  // A group whose members were captured launches its kernels into the graph.
+  bool captured = false;
+  if (GroupBuffer* b = tls_group_buf) {
+    for (uint32_t i = 0; i < b->n && !captured; ++i) captured = b->m[i].e.flags & kFlagCaptured;
+  }
   const uint64_t t0 = Now();
-  const ncclResult_t rc = fn();
+  ncclResult_t rc;
+  {
+    CapturedCall in_capture(outermost_group && captured);
+    rc = fn();
+  }
   if (g.depth > 0) --g.depth;
   if (outermost_group) {
     const uint64_t t1 = Now();

@@ -9,6 +9,9 @@
 //   graph   an AllReduce and a grouped Send/Recv ring captured into a CUDA graph (as
 //           nccl-tests -G and vLLM's decode graphs do), the graph launched 3 times; results
 //           checked after the last launch;
+//   graph_side  multi-stream capture: the capture begins on the rank's stream, a side stream
+//           joins it through an event and runs the AllReduce, the main stream joins back; the
+//           graph launched 3 times (as graphs with a communication side stream are captured);
 //   initall no fork: ncclCommInitAll makes <nranks> communicators in this process, and one
 //           grouped AllReduce over them (one stream each) runs.
 // The parent prints "RANK <r> EXIT <code>" per child and exits non-zero if any child failed.
@@ -256,6 +259,35 @@ int RunRank(const ncclUniqueId& id, const std::string& mode) {
     Check(AllEqual(ToHost(rd, count), [&](size_t) { return float(prev * 3); }), "graph_ring");
     cudaGraphExecDestroy(exec);
     cudaGraphDestroy(graph);
+  } else if (mode == "graph_side") {
+    const size_t count = 256;
+    float* s = ToDevice(std::vector<float>(count, float(g_rank + 1)));
+    float* d = ToDevice(std::vector<float>(count, -1.f));
+    cudaStream_t side = nullptr;
+    cudaEvent_t fork = nullptr, join = nullptr;
+    Check(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking) == cudaSuccess, "side");
+    cudaEventCreateWithFlags(&fork, cudaEventDisableTiming);
+    cudaEventCreateWithFlags(&join, cudaEventDisableTiming);
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    Check(cudaStreamBeginCapture(g_stream, cudaStreamCaptureModeGlobal) == cudaSuccess,
+          "begin_capture");
+    Check(cudaEventRecord(fork, g_stream) == cudaSuccess, "fork_record");
+    Check(cudaStreamWaitEvent(side, fork, 0) == cudaSuccess, "fork_wait");
+    NcclOk(ncclAllReduce(s, d, count, ncclFloat, ncclSum, g_comm, side), "allreduce");
+    Check(cudaEventRecord(join, side) == cudaSuccess, "join_record");
+    Check(cudaStreamWaitEvent(g_stream, join, 0) == cudaSuccess, "join_wait");
+    Check(cudaStreamEndCapture(g_stream, &graph) == cudaSuccess, "end_capture");
+    Check(AllEqual(ToHost(d, count), [](size_t) { return -1.f; }), "nothing_during_capture");
+    Check(cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess, "instantiate");
+    for (int k = 0; k < 3; ++k) Check(cudaGraphLaunch(exec, g_stream) == cudaSuccess, "launch");
+    cudaStreamSynchronize(g_stream);
+    const int n = g_n;
+    Check(AllEqual(ToHost(d, count), [&](size_t) { return float(n * (n + 1) / 2); }),
+          "graph_side_allreduce");
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+    cudaStreamDestroy(side);
   } else if (mode == "split") {
     ncclComm_t half = nullptr;
     NcclOk(ncclCommSplit(g_comm, g_rank % 2, g_rank, &half, nullptr), "split");
@@ -287,7 +319,7 @@ int RunRank(const ncclUniqueId& id, const std::string& mode) {
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    fprintf(stderr, "usage: nccl_ranks <nranks> <check|timing|skip|split|graph|initall>\n");
+    fprintf(stderr, "usage: nccl_ranks <nranks> <check|timing|skip|split|graph|graph_side|initall>\n");
     return 2;
   }
   g_n = atoi(argv[1]);
