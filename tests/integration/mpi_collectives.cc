@@ -8,7 +8,8 @@
 //   0 Allreduce  1 Bcast  2 Reduce  3 Allgather  4 Allgatherv  5 Gather  6 Gatherv  7 Scatter
 //   8 Scatterv  9 Reduce_scatter_block  10 Reduce_scatter  11 Alltoall  12 Alltoallv  13 Barrier
 //   14 Scan  15 Exscan  16 Iallreduce(+Wait)  17 Ibcast(+Test loop)  18 Ibarrier(+Waitall)
-// and point-to-point: Irecv, Isend (completed by the Waitall of 18), Send/Recv ring, Sendrecv.
+// and point-to-point: Irecv, Isend (completed by the Waitall of 18), Send/Recv ring, Sendrecv,
+// Issend/Irecv, Ssend/Recv, Sendrecv_replace, and two starts of persistent Send_init/Recv_init.
 // Then on a split communicator (rank % 2): one Allreduce.
 #include <mpi.h>
 
@@ -234,6 +235,24 @@ void Iteration(int it, int rank, int n) {
   int rep[3] = {rank, rank, rank};
   MPI_Sendrecv_replace(rep, 3, MPI_INT, right, 10, left, 10, w, MPI_STATUS_IGNORE);
   Check(rep[0] == left && rep[2] == left, "MPI_Sendrecv_replace", it);
+
+  // Persistent requests, as halo exchanges use them: a Recv_init from the left and a Send_init
+  // to the right (int[16]) started twice (MPI_Startall, then MPI_Start each), completed by a
+  // Waitall each time, then freed.
+  std::vector<int> hin(16, -1), hout(16, rank + 100);
+  MPI_Request pr[2];
+  MPI_Recv_init(hin.data(), 16, MPI_INT, left, 11, w, &pr[0]);
+  MPI_Send_init(hout.data(), 16, MPI_INT, right, 11, w, &pr[1]);
+  MPI_Startall(2, pr);
+  MPI_Waitall(2, pr, MPI_STATUSES_IGNORE);
+  Check(hin[0] == left + 100 && hin[15] == left + 100, "MPI_Send_init/Recv_init", it);
+  hin.assign(16, -1);
+  MPI_Start(&pr[1]);
+  MPI_Start(&pr[0]);
+  MPI_Waitall(2, pr, MPI_STATUSES_IGNORE);
+  Check(hin[0] == left + 100 && hin[15] == left + 100, "MPI_Start", it);
+  MPI_Request_free(&pr[0]);
+  MPI_Request_free(&pr[1]);
 }
 
 // The remaining non-blocking collectives, each group completed by a different function:

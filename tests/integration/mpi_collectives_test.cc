@@ -82,10 +82,11 @@ std::vector<Expect> ExtraCollectives(int r, int n) {
 }
 
 // Point-to-point calls of one iteration, by direction in per-pair sequence order: sends to
-// the right neighbour (Isend, Send, Sendrecv, Issend, Ssend, Sendrecv_replace) and receives from
-// the left one (Irecv, Recv, -, Irecv, Recv, -: a Sendrecv's receive takes its number of the
-// pair without a record of its own).
-constexpr int kP2pPerIter = 6;
+// the right neighbour (Isend, Send, Sendrecv, Issend, Ssend, Sendrecv_replace, and two starts of
+// a persistent Send_init) and receives from the left one (Irecv, Recv, -, Irecv, Recv, -, two
+// starts of a Recv_init: a Sendrecv's receive takes its number of the pair without a record of
+// its own).
+constexpr int kP2pPerIter = 8;
 bool NoRecvRecord(uint64_t seq) { return seq % kP2pPerIter == 2 || seq % kP2pPerIter == 5; }
 std::vector<Expect> Sends(int r, int n) {
   const int right = (r + 1) % n;
@@ -96,6 +97,8 @@ std::vector<Expect> Sends(int r, int n) {
       {"MPI_Issend", "MPI_INT", "", 30, 120, 0, right, true},
       {"MPI_Ssend", "MPI_CHAR", "", 20, 20, 0, right, false},
       {"MPI_Sendrecv_replace", "MPI_INT", "", 3, 12, 12, right, false},
+      {"MPI_Send_init", "MPI_INT", "", 16, 64, 0, right, true},  // each start: one transfer
+      {"MPI_Send_init", "MPI_INT", "", 16, 64, 0, right, true},
   };
 }
 std::vector<Expect> Recvs(int r, int n) {
@@ -108,6 +111,8 @@ std::vector<Expect> Recvs(int r, int n) {
       {"MPI_Irecv", "MPI_INT", "", 30, 120, 120, left, true},
       {"MPI_Recv", "MPI_CHAR", "", 20, 20, 20, left, false},
       none,
+      {"MPI_Recv_init", "MPI_INT", "", 16, 64, 64, left, true},
+      {"MPI_Recv_init", "MPI_INT", "", 16, 64, 64, left, true},
   };
 }
 
@@ -188,8 +193,10 @@ TEST_CASE("MPI collectives under the agent: every call recorded on every rank") 
       }
       const bool is_send = c.api == "MPI_Send" || c.api == "MPI_Isend" ||
                            c.api == "MPI_Sendrecv" || c.api == "MPI_Issend" ||
-                           c.api == "MPI_Ssend" || c.api == "MPI_Sendrecv_replace";
-      const bool is_recv = c.api == "MPI_Recv" || c.api == "MPI_Irecv";
+                           c.api == "MPI_Ssend" || c.api == "MPI_Sendrecv_replace" ||
+                           c.api == "MPI_Send_init";
+      const bool is_recv = c.api == "MPI_Recv" || c.api == "MPI_Irecv" ||
+                           c.api == "MPI_Recv_init";
       if (is_send || is_recv) {
         auto& m = is_send ? sends_by_seq[r] : recvs_by_seq[r];
         CHECK(m.count(c.seq) == 0);  // one number per transfer of the ordered pair
@@ -201,7 +208,7 @@ TEST_CASE("MPI collectives under the agent: every call recorded on every rank") 
     }
     REQUIRE(coll_seq.size() == size_t(kIters * kWorldCollsPerIter + kExtraColls));
     REQUIRE(sends_by_seq[r].size() == size_t(kIters * kP2pPerIter));
-    REQUIRE(recvs_by_seq[r].size() == size_t(kIters * 4));
+    REQUIRE(recvs_by_seq[r].size() == size_t(kIters * 6));
     for (const auto& kv : coll_seq) {
       const uint64_t iter_end = kIters * kWorldCollsPerIter;
       CheckCall(*kv.second, kv.first < iter_end ? coll[kv.first % kWorldCollsPerIter]
@@ -262,7 +269,7 @@ TEST_CASE("MPI collectives under the agent: every call recorded on every rank") 
       const CollRecord* rcv = recvs_by_seq[right].at(kv.first);
       CHECK(rcv->bytes == kv.second->bytes);
       CHECK(rcv->peer == r);
-      CHECK((rcv->api == "MPI_Recv" || rcv->api == "MPI_Irecv"));
+      CHECK((rcv->api == "MPI_Recv" || rcv->api == "MPI_Irecv" || rcv->api == "MPI_Recv_init"));
     }
   }
   // Each half's members agree on its unique id; the two halves differ.
@@ -282,9 +289,9 @@ TEST_CASE("PROFAGENT_CLOCK_SYNC=0 turns the ping-pong off and still records ever
   REQUIRE(ranks.size() == size_t(kRanks));
   for (const RankProfile& p : ranks) {
     CHECK(p.offsets.empty());
-    // Per iteration: the world collectives, 6 sends and 4 receives; then the extra collectives
+    // Per iteration: the world collectives, 8 sends and 6 receives; then the extra collectives
     // and the split communicator's Allreduce.
-    CHECK(p.colls.size() == size_t(kIters * (kWorldCollsPerIter + kP2pPerIter + 4) +
+    CHECK(p.colls.size() == size_t(kIters * (kWorldCollsPerIter + kP2pPerIter + 6) +
                                    kExtraColls + 1));
   }
 }

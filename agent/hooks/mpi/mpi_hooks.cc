@@ -800,6 +800,112 @@ PROFAGENT_EXPORT int MPI_Comm_free(void* comm) {
   return rc;
 }
 
+// ---- Persistent requests ---------------------------------------------------------------------
+// MPI_Send_init / Bsend_init / Ssend_init / Rsend_init / Recv_init make an inactive request that
+// each MPI_Start / MPI_Startall starts: every start is one transfer, recorded like the matching
+// non-blocking call (numbered on its ordered pair of ranks, timed from the start to the
+// MPI_Wait*/Test* that saw it complete), under the init function's name ("Send_init",
+// "Recv_init"). The request keeps its handle across starts; MPI_Request_free forgets it.
+namespace profagent {
+namespace {
+
+struct Persistent {
+  Info info;
+  Kind kind;
+  uint16_t api;  // of the init function
+};
+std::mutex g_persist_mu;
+std::map<uint64_t, Persistent>* g_persist = nullptr;  // handle -> template; leaked (exit order)
+
+void NotePersistent(const void* req, const Info& info, Kind kind, uint16_t api) {
+  const uint64_t h = Abi().RequestAt(req, 0);
+  if (h == Abi().request_null) return;
+  std::lock_guard<std::mutex> lock(g_persist_mu);
+  if (g_persist == nullptr) g_persist = new std::map<uint64_t, Persistent>();
+  (*g_persist)[h] = Persistent{info, kind, api};
+}
+
+bool FindPersistent(uint64_t h, Persistent* out) {
+  std::lock_guard<std::mutex> lock(g_persist_mu);
+  if (g_persist == nullptr) return false;
+  auto it = g_persist->find(h);
+  if (it == g_persist->end()) return false;
+  *out = it->second;
+  return true;
+}
+
+// `n` requests at `reqs` were started in [t0, t1] with result `rc`.
+void Started(void* reqs, int n, uint64_t t0, uint64_t t1, int rc) {
+  const MpiAbi& abi = Abi();
+  for (int i = 0; i < n; ++i) {
+    Persistent tpl;
+    if (!FindPersistent(abi.RequestAt(reqs, size_t(i)), &tpl)) continue;
+    const uint32_t seq = Seq(tpl.info, tpl.kind);  // numbered even while not recording
+    if (!Recording()) continue;
+    Info info = tpl.info;
+    info.request = static_cast<char*>(reqs) + size_t(i) * abi.request_size;
+    Finish(tpl.api, seq, info, t0, t1, rc);
+  }
+}
+
+}  // namespace
+}  // namespace profagent
+
+#define PROFAGENT_PERSISTENT_INIT(NAME, KIND, INFO)                                               \
+  PROFAGENT_EXPORT int MPI_##NAME(const void* buf, int count, H dt, int peer, int tag, H comm,  \
+                                  void* req) {                                                    \
+    PROFAGENT_COMPLETION_PROLOGUE(NAME, buf, count, dt, peer, tag, comm, req)                     \
+    const int rc = fn(buf, count, dt, peer, tag, comm, req);                                      \
+    if (rc == 0 && req != nullptr) NotePersistent(req, INFO, KIND, real.api);                     \
+    return rc;                                                                                    \
+  }
+// Declared first: the prologue takes the address of the exported function.
+extern "C" {
+int MPI_Send_init(const void*, int, H, int, int, H, void*);
+int MPI_Bsend_init(const void*, int, H, int, int, H, void*);
+int MPI_Ssend_init(const void*, int, H, int, int, H, void*);
+int MPI_Rsend_init(const void*, int, H, int, int, H, void*);
+int MPI_Recv_init(const void*, int, H, int, int, H, void*);
+int MPI_Start(void*);
+int MPI_Startall(int, void*);
+int MPI_Request_free(void*);
+}
+PROFAGENT_PERSISTENT_INIT(Send_init, kSend, SendOnly(count, dt, peer, comm))
+PROFAGENT_PERSISTENT_INIT(Bsend_init, kSend, SendOnly(count, dt, peer, comm))
+PROFAGENT_PERSISTENT_INIT(Ssend_init, kSend, SendOnly(count, dt, peer, comm))
+PROFAGENT_PERSISTENT_INIT(Rsend_init, kSend, SendOnly(count, dt, peer, comm))
+PROFAGENT_PERSISTENT_INIT(Recv_init, kRecv, Same(count, dt, nullptr, peer, comm))
+#undef PROFAGENT_PERSISTENT_INIT
+
+PROFAGENT_EXPORT int MPI_Start(void* req) {
+  PROFAGENT_COMPLETION_PROLOGUE(Start, req)
+  const uint64_t t0 = Now();
+  const int rc = fn(req);
+  const uint64_t t1 = Now();
+  if (req != nullptr) Started(req, 1, t0, t1, rc);
+  return rc;
+}
+
+PROFAGENT_EXPORT int MPI_Startall(int count, void* reqs) {
+  PROFAGENT_COMPLETION_PROLOGUE(Startall, count, reqs)
+  const uint64_t t0 = Now();
+  const int rc = fn(count, reqs);
+  const uint64_t t1 = Now();
+  if (reqs != nullptr && count > 0) Started(reqs, count, t0, t1, rc);
+  return rc;
+}
+
+PROFAGENT_EXPORT int MPI_Request_free(void* req) {
+  PROFAGENT_COMPLETION_PROLOGUE(Request_free, req)
+  const uint64_t h = req != nullptr ? Abi().RequestAt(req, 0) : 0;
+  const int rc = fn(req);
+  if (rc == 0 && h != 0) {
+    std::lock_guard<std::mutex> lock(g_persist_mu);
+    if (g_persist != nullptr) g_persist->erase(h);
+  }
+  return rc;
+}
+
 // ---- Init, finalize, ranks and clock alignment ------------------------------------------------
 namespace profagent {
 namespace {
