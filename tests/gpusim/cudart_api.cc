@@ -6,6 +6,7 @@
 #include <generated_cuda_runtime_api_meta.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
@@ -609,17 +610,36 @@ cudaError_t cudaDeviceCanAccessPeer(int* can, int device, int peer) {
   return api.Return(cudaSuccess);
 }
 
-cudaError_t cudaDeviceEnablePeerAccess(int peer, unsigned int) {
+// Peer access from the current device to `peer`, as the runtime tracks it: enabling it twice is
+// cudaErrorPeerAccessAlreadyEnabled, disabling it when not enabled cudaErrorPeerAccessNotEnabled,
+// a device with itself cudaErrorInvalidDevice.
+std::atomic<bool>& PeerEnabled(int from, int to) {
+  static std::atomic<bool> enabled[gpusim::kMaxDevices][gpusim::kMaxDevices];
+  return enabled[from][to];
+}
+
+cudaError_t cudaDeviceEnablePeerAccess(int peer, unsigned int flags) {
   static const ApiInfo kInfo("cudaDeviceEnablePeerAccess");
   ApiCall api(kInfo);
-  if (peer < 0 || peer >= gpusim::DeviceCount()) return api.Return(cudaErrorInvalidDevice);
+  const int self = gpusim::CurrentDevice();
+  if (peer < 0 || peer >= gpusim::DeviceCount() || peer == self) {
+    return api.Return(cudaErrorInvalidDevice);
+  }
+  if (flags != 0) return api.Return(cudaErrorInvalidValue);
+  if (PeerEnabled(self, peer).exchange(true)) {
+    return api.Return(cudaErrorPeerAccessAlreadyEnabled);
+  }
   return api.Return(cudaSuccess);
 }
 
 cudaError_t cudaDeviceDisablePeerAccess(int peer) {
   static const ApiInfo kInfo("cudaDeviceDisablePeerAccess");
   ApiCall api(kInfo);
-  if (peer < 0 || peer >= gpusim::DeviceCount()) return api.Return(cudaErrorInvalidDevice);
+  const int self = gpusim::CurrentDevice();
+  if (peer < 0 || peer >= gpusim::DeviceCount() || peer == self) {
+    return api.Return(cudaErrorInvalidDevice);
+  }
+  if (!PeerEnabled(self, peer).exchange(false)) return api.Return(cudaErrorPeerAccessNotEnabled);
   return api.Return(cudaSuccess);
 }
 

@@ -226,6 +226,14 @@ static void Pools(int devices) {
   Check(cudaMemPoolSetAccess(pool, &desc, 1) == cudaErrorInvalidValue, "owner_access_kept");
   cudaGetLastError();
   if (devices >= 2) {
+    // Peer access as the runtime tracks it (the current device is 0).
+    Check(cudaDeviceEnablePeerAccess(1, 0) == cudaSuccess, "peer_enable");
+    Check(cudaDeviceEnablePeerAccess(1, 0) == cudaErrorPeerAccessAlreadyEnabled,
+          "peer_enable_twice");
+    Check(cudaDeviceEnablePeerAccess(0, 0) == cudaErrorInvalidDevice, "peer_enable_self");
+    Check(cudaDeviceDisablePeerAccess(1) == cudaSuccess, "peer_disable");
+    Check(cudaDeviceDisablePeerAccess(1) == cudaErrorPeerAccessNotEnabled, "peer_disable_twice");
+    cudaGetLastError();
     cudaMemLocation loc1 = Device(1);
     cudaMemPoolGetAccess(&flags, def, &loc1);
     Check(flags == cudaMemAccessFlagsProtNone, "peer_no_access_by_default");
