@@ -25,7 +25,11 @@ namespace rt {
 namespace {
 
 constexpr int kMaxDevices = 8;
-constexpr int kPairs = 1024;  // event pairs per device
+// Event pairs per device: a first chunk made at the device's first use, more made by the poller
+// in the background (up to kMaxChunks) when the host runs far ahead of the device.
+constexpr int kChunk = 1024;
+constexpr int kMaxChunks = 8;
+constexpr int kPairs = kChunk * kMaxChunks;  // the most per device; tickets: device * kPairs + slot
 
 Real<decltype(&cudaEventCreateWithFlags)> r_create("cudaEventCreateWithFlags");
 Real<decltype(&cudaEventRecord)> r_record("cudaEventRecord");
@@ -44,6 +48,8 @@ struct DevicePool {
   cudaEvent_t start[kPairs];
   cudaEvent_t stop[kPairs];
   MpmcQueue<int32_t, kPairs> free_slots;
+  std::atomic<int> chunks{0};         // chunks of kChunk pairs made
+  std::atomic<bool> grow_failed{false};
   cudaEvent_t ref = nullptr;
   uint64_t ref_host_ns = 0;
 };
@@ -54,7 +60,7 @@ struct Pending {
 };
 
 DevicePool g_pools[kMaxDevices];
-MpmcQueue<Pending, 4096> g_pending;
+MpmcQueue<Pending, 8192> g_pending;
 std::atomic<bool> g_started{false};
 std::atomic<bool> g_need_poller{false};  // a forked child: its poller starts on first use
 // Operations not timed, by cause (the shutdown note lists them).
@@ -104,7 +110,7 @@ cudaError_t CreatePool(int device, DevicePool* p, const char** what) {
     return cudaErrorSharedObjectSymbolNotFound;
   cudaError_t r;
   *what = "cudaEventCreateWithFlags";
-  for (int i = 0; i < kPairs; ++i) {
+  for (int i = 0; i < kChunk; ++i) {
     if ((r = create(&p->start[i], cudaEventDefault)) != cudaSuccess) return r;
     if ((r = create(&p->stop[i], cudaEventDefault)) != cudaSuccess) return r;
   }
@@ -128,8 +134,45 @@ cudaError_t CreatePool(int device, DevicePool* p, const char** what) {
     if (t1 - t0 < 4000) break;
   }
   p->free_slots.Init();
-  for (int i = 0; i < kPairs; ++i) p->free_slots.Push(device * kPairs + i);
+  for (int i = 0; i < kChunk; ++i) p->free_slots.Push(device * kPairs + i);
+  p->chunks.store(1, std::memory_order_release);
+  p->grow_failed.store(false);
   return cudaSuccess;
+}
+
+Real<decltype(&cudaSetDevice)> r_set_device_grow("cudaSetDevice");
+
+// Poller thread: adds a chunk of pairs to a ready pool running low (fewer than a quarter of a
+// chunk free), so that a host far ahead of its device (thousands of operations in flight) is
+// still timed. The poller's own CUDA calls: its thread's device and errors are the agent's.
+void GrowPools() {
+  auto create = r_create.get();
+  auto set_device = r_set_device_grow.get();
+  if (create == nullptr || set_device == nullptr) return;
+  for (int d = 0; d < kMaxDevices; ++d) {
+    DevicePool& p = g_pools[d];
+    if (p.state.load(std::memory_order_acquire) != 2 || p.grow_failed.load()) continue;
+    const int n = p.chunks.load(std::memory_order_acquire);
+    if (n >= kMaxChunks || p.free_slots.ApproxSize() >= size_t(kChunk / 4)) continue;
+    if (set_device(d) != cudaSuccess) {
+      ClearOwnError();
+      p.grow_failed.store(true);
+      continue;
+    }
+    const int first = n * kChunk;
+    int made = 0;
+    for (; made < kChunk; ++made) {
+      if (create(&p.start[first + made], cudaEventDefault) != cudaSuccess) break;
+      if (create(&p.stop[first + made], cudaEventDefault) != cudaSuccess) break;
+    }
+    if (made < kChunk) {
+      ClearOwnError();
+      p.grow_failed.store(true);  // a partial chunk stays unused
+      continue;
+    }
+    p.chunks.store(n + 1, std::memory_order_release);
+    for (int i = 0; i < kChunk; ++i) p.free_slots.Push(d * kPairs + first + i);
+  }
 }
 
 // Errors that mean "no usable GPU in this process" rather than "this device or stream".
@@ -279,6 +322,7 @@ void PollerLoop() {
       left = PollOnce(g_inflight_list, &names);
     }
     g_inflight.store(int(left), std::memory_order_relaxed);
+    GrowPools();
     usleep(left ? 200 : 1000);
   }
 }
@@ -335,7 +379,8 @@ void DrainAtShutdown() {
       if (n == 0) return;
       why += (why.empty() ? "" : ", ") + std::to_string(n) + " " + what;
     };
-    add(pool, "with all " + std::to_string(kPairs) + " event pairs of the device in flight");
+    add(pool, "with all the device's event pairs in flight (up to " + std::to_string(kPairs) +
+                  ")");
     add(error, "whose event calls failed");
     add(queue, "lost in a full hand-off queue");
     add(setup, "before the device's event pool could be made");

@@ -4,9 +4,11 @@
 // event whose host time is known, and emits kDeviceOp events (kFlagTimeNs).
 //
 // Hot path: EventTimerBegin/End pop/push lock-free queues and call the real cudaEventRecord;
-// no lock, no allocation. When the pool is empty or the pending queue is full the operation is
-// simply not timed (counted in the shutdown note). The first use on a device creates its pool
-// (slow, once per device; concurrent callers wait for it).
+// no lock, no allocation. The first use on a device creates its pool with 1024 pairs (slow, once
+// per device; concurrent callers wait for it); the poller adds 1024 more whenever fewer than 256
+// are free, up to 8192 (a host thousands of operations ahead of its device). When the pool is
+// empty or the pending queue is full the operation is simply not timed (counted by cause in the
+// shutdown note).
 #ifndef PROFAGENT_AGENT_HOOKS_CUDA_RUNTIME_EVENT_TIMER_H_
 #define PROFAGENT_AGENT_HOOKS_CUDA_RUNTIME_EVENT_TIMER_H_
 

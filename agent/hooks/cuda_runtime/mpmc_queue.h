@@ -22,6 +22,12 @@ class MpmcQueue {
     deq_.store(0, std::memory_order_relaxed);
   }
 
+  // Elements queued, approximately (racing pushes and pops may be half counted).
+  size_t ApproxSize() const {
+    const size_t e = enq_.load(std::memory_order_relaxed), d = deq_.load(std::memory_order_relaxed);
+    return e > d ? e - d : 0;
+  }
+
   bool Push(const T& v) {
     size_t pos = enq_.load(std::memory_order_relaxed);
     Cell* c;
