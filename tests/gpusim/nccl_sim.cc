@@ -29,7 +29,8 @@
 //     kernel that waits for a late peer is a long kernel).
 //   * Groups: calls between ncclGroupStart and ncclGroupEnd are launched at the outermost
 //     ncclGroupEnd, one fused kernel per stream whose parts progress concurrently (so grouped
-//     Send/Recv exchanges cannot deadlock).
+//     Send/Recv exchanges cannot deadlock). ncclCommInitRank and ncclCommSplit inside a group
+//     complete there too, so one thread can create or split the communicators of several ranks.
 //
 // Ground truth (GPUSIM_TRUTH, through gpusim_truth_write): one "collective" line per part per
 // rank, written by this library because only it knows the communicator fields: "name"
@@ -62,6 +63,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <unordered_set>
@@ -786,19 +788,38 @@ ncclResult_t LaunchOnStream(cudaStream_t stream, std::vector<Part*> parts) {
 // ----------------------------------------------------------------------------------------------
 // Groups.
 
+// An ncclCommSplit whose (color, key) is published, waiting for the parent's other ranks.
+struct PendingSplit {
+  ncclComm* parent = nullptr;
+  int color = 0;
+  ncclComm_t* out = nullptr;
+  uint64_t seq = 0;
+  std::unique_ptr<Rendezvous> rv;
+};
+
 struct GroupState {
   int depth = 0;
   std::vector<Part*> parts;
   std::vector<ncclComm*> pending_inits;  // joined, rendezvous deferred to GroupEnd
+  std::vector<PendingSplit> pending_splits;
   ncclResult_t error = ncclSuccess;
 };
 thread_local GroupState t_group;
 
 ncclResult_t InitWait(ncclComm* comm);
+ncclResult_t FinishSplit(PendingSplit* ps, bool defer_init);
 
 ncclResult_t FlushGroup() {
   ncclResult_t result = t_group.error;
   t_group.error = ncclSuccess;
+  // Splits first: every parent rank of this thread has published its (color, key); the new
+  // communicators join their init rendezvous, completed with the other pending inits.
+  std::vector<PendingSplit> splits;
+  splits.swap(t_group.pending_splits);
+  for (PendingSplit& ps : splits) {
+    ncclResult_t r = FinishSplit(&ps, /*defer_init=*/true);
+    if (r != ncclSuccess) result = r;
+  }
   for (ncclComm* c : t_group.pending_inits) {
     ncclResult_t r = InitWait(c);
     if (r != ncclSuccess) result = r;
@@ -965,6 +986,42 @@ ncclResult_t InitWait(ncclComm* c) {
   return r;
 }
 
+ncclResult_t FinishSplit(PendingSplit* ps, bool defer_init) {
+  ncclComm* comm = ps->parent;
+  Rendezvous& rv = *ps->rv;
+  if (!rv.Wait(NowNs() + P().timeout_ns)) return Fail(ncclSystemError, "split timed out");
+  if (ps->color == NCCL_SPLIT_NOCOLOR) {
+    *ps->out = nullptr;
+    return ncclSuccess;
+  }
+  std::vector<std::pair<int32_t, int>> members;  // (key, parent rank)
+  for (int r = 0; r < comm->nranks; ++r) {
+    int32_t ck[2];
+    memcpy(ck, rv.Slot(r), sizeof(ck));
+    if (ck[0] == ps->color) members.push_back({ck[1], r});
+  }
+  std::sort(members.begin(), members.end());
+  int new_rank = 0;
+  for (size_t i = 0; i < members.size(); ++i) {
+    if (members[i].second == comm->rank) new_rank = static_cast<int>(i);
+  }
+  ncclUniqueId id;
+  memset(&id, 0, sizeof(id));
+  snprintf(id.internal, sizeof(id.internal), "gpusim-split %s %llu %d", comm->hash_hex,
+           static_cast<unsigned long long>(ps->seq), ps->color);
+  ncclComm* c = NewComm(id, static_cast<int>(members.size()), new_rank, comm->device);
+  ncclResult_t r = InitJoinRv(c);
+  if (r != ncclSuccess) return r;
+  if (defer_init) {
+    t_group.pending_inits.push_back(c);
+  } else {
+    r = InitWait(c);
+    if (r != ncclSuccess) return r;
+  }
+  *ps->out = c;
+  return ncclSuccess;
+}
+
 ncclResult_t InitRank(ncclComm_t* out, int nranks, const ncclUniqueId& id, int rank) {
   if (out == nullptr) return Fail(ncclInvalidArgument, "comm is NULL");
   if (nranks < 1 || rank < 0 || rank >= nranks) {
@@ -1041,42 +1098,28 @@ ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* devlist) {
 ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
                            ncclConfig_t* /*config*/) {
   if (comm == nullptr || newcomm == nullptr) return Fail(ncclInvalidArgument, "NULL argument");
-  // Exchange (color, key) among the parent's ranks, synchronously.
-  uint64_t k = comm->split_seq++;
-  Rendezvous rv;
-  if (!rv.Open(SegName(comm, ("split" + std::to_string(k)).c_str()), comm->nranks,
-               2 * sizeof(int32_t))) {
+  // Exchange (color, key) among the parent's ranks: publish ours now; the rest waits for the
+  // others, at once or, inside a group (one thread splitting several ranks' communicators, as
+  // NCCL allows), at the outermost ncclGroupEnd.
+  PendingSplit ps;
+  ps.parent = comm;
+  ps.color = color;
+  ps.out = newcomm;
+  ps.seq = comm->split_seq++;
+  ps.rv.reset(new Rendezvous());
+  if (!ps.rv->Open(SegName(comm, ("split" + std::to_string(ps.seq)).c_str()), comm->nranks,
+                   2 * sizeof(int32_t))) {
     return Fail(ncclSystemError, "cannot create the split segment");
   }
   int32_t mine[2] = {color, key};
-  memcpy(rv.Slot(comm->rank), mine, sizeof(mine));
-  rv.Arrive(comm->rank, NowNs());
-  if (!rv.Wait(NowNs() + P().timeout_ns)) return Fail(ncclSystemError, "split timed out");
-  if (color == NCCL_SPLIT_NOCOLOR) {
-    *newcomm = nullptr;
+  memcpy(ps.rv->Slot(comm->rank), mine, sizeof(mine));
+  ps.rv->Arrive(comm->rank, NowNs());
+  if (t_group.depth > 0) {
+    *newcomm = nullptr;  // set at ncclGroupEnd
+    t_group.pending_splits.push_back(std::move(ps));
     return ncclSuccess;
   }
-  std::vector<std::pair<int32_t, int>> members;  // (key, parent rank)
-  for (int r = 0; r < comm->nranks; ++r) {
-    int32_t ck[2];
-    memcpy(ck, rv.Slot(r), sizeof(ck));
-    if (ck[0] == color) members.push_back({ck[1], r});
-  }
-  std::sort(members.begin(), members.end());
-  int new_rank = 0;
-  for (size_t i = 0; i < members.size(); ++i) {
-    if (members[i].second == comm->rank) new_rank = static_cast<int>(i);
-  }
-  ncclUniqueId id;
-  memset(&id, 0, sizeof(id));
-  snprintf(id.internal, sizeof(id.internal), "gpusim-split %s %llu %d", comm->hash_hex,
-           static_cast<unsigned long long>(k), color);
-  ncclComm* c = NewComm(id, static_cast<int>(members.size()), new_rank, comm->device);
-  ncclResult_t r = InitJoinRv(c);
-  if (r == ncclSuccess) r = InitWait(c);
-  if (r != ncclSuccess) return r;
-  *newcomm = c;
-  return ncclSuccess;
+  return FinishSplit(&ps, /*defer_init=*/false);
 }
 
 ncclResult_t ncclCommFinalize(ncclComm_t comm) {

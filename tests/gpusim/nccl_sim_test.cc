@@ -204,6 +204,23 @@ TEST_CASE("ncclCommSplit makes working sub-communicators", "[nccl]") {
   for (auto& c : comms) CHECK(c.second == std::set<int64_t>{0, 1});
 }
 
+// One thread splits the communicators of all its ranks inside one group, as NCCL requires
+// (before, the first split waited for the others, which came later on the same thread: a 60 s
+// timeout, then ncclSystemError).
+TEST_CASE("ncclCommSplit of several ranks by one thread inside a group", "[nccl]") {
+  std::string truth_path = gpusim_test::TempPath("truth_split_group");
+  auto r = RunProgram("nccl_ranks", {"4", "initall_split"}, {"GPUSIM_TRUTH=" + truth_path});
+  INFO("stdout: " << r.out << "\nstderr: " << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("FAIL") == std::string::npos);
+  // The AllReduce on the 4 ranks, then one on each half (2 ranks each).
+  std::vector<JsonLine> colls = Collectives(truth_path);
+  CHECK(colls.size() == 8);
+  std::set<std::string> comms;
+  for (const JsonLine& j : colls) comms.insert(j.at("comm"));
+  CHECK(comms.size() == 3);
+}
+
 TEST_CASE("ncclCommInitAll communicators of one process rendezvous in a group", "[nccl]") {
   std::string truth_path = gpusim_test::TempPath("truth");
   auto r = RunProgram("nccl_ranks", {"3", "initall"}, {"GPUSIM_TRUTH=" + truth_path});

@@ -13,7 +13,10 @@
 //           joins it through an event and runs the AllReduce, the main stream joins back; the
 //           graph launched 3 times (as graphs with a communication side stream are captured);
 //   initall no fork: ncclCommInitAll makes <nranks> communicators in this process, and one
-//           grouped AllReduce over them (one stream each) runs.
+//           grouped AllReduce over them (one stream each) runs;
+//   initall_split  as initall, then one thread splits every communicator by rank parity inside
+//           one ncclGroupStart/End (as NCCL requires for several ranks of one thread) and runs a
+//           grouped AllReduce on the halves.
 // The parent prints "RANK <r> EXIT <code>" per child and exits non-zero if any child failed.
 #include <cuda_runtime.h>
 #include <nccl.h>
@@ -319,12 +322,12 @@ int RunRank(const ncclUniqueId& id, const std::string& mode) {
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    fprintf(stderr, "usage: nccl_ranks <nranks> <check|timing|skip|split|graph|graph_side|initall>\n");
+    fprintf(stderr, "usage: nccl_ranks <nranks> <check|timing|skip|split|graph|graph_side|initall|initall_split>\n");
     return 2;
   }
   g_n = atoi(argv[1]);
   std::string mode = argv[2];
-  if (mode == "initall") {
+  if (mode == "initall" || mode == "initall_split") {
     setvbuf(stdout, nullptr, _IOLBF, 0);
     std::vector<ncclComm_t> comms(g_n);
     NcclOk(ncclCommInitAll(comms.data(), g_n, nullptr), "initall");
@@ -344,6 +347,35 @@ int main(int argc, char** argv) {
       g_stream = streams[r];
       Check(AllEqual(ToHost(bufs[r], 64), [&](size_t) { return float(g_n * (g_n + 1) / 2); }),
             "initall_allreduce");
+    }
+    if (mode == "initall_split") {
+      std::vector<ncclComm_t> halves(g_n, nullptr);
+      NcclOk(ncclGroupStart(), "groupstart_split");
+      for (int r = 0; r < g_n; ++r) {
+        NcclOk(ncclCommSplit(comms[r], r % 2, r, &halves[r], nullptr), "split");
+      }
+      NcclOk(ncclGroupEnd(), "groupend_split");
+      for (int r = 0; r < g_n; ++r) {
+        int count = 0, rank = -1;
+        Check(halves[r] != nullptr && ncclCommCount(halves[r], &count) == ncclSuccess &&
+                  ncclCommUserRank(halves[r], &rank) == ncclSuccess &&
+                  count == (g_n - r % 2 + 1) / 2 && rank == r / 2,
+              "split_in_group");
+        g_stream = streams[r];
+        bufs[r] = ToDevice(std::vector<float>(64, float(r)));
+      }
+      NcclOk(ncclGroupStart(), "groupstart_half");
+      for (int r = 0; r < g_n; ++r) {
+        NcclOk(ncclAllReduce(bufs[r], bufs[r], 64, ncclFloat, ncclSum, halves[r], streams[r]),
+               "half_ar");
+      }
+      NcclOk(ncclGroupEnd(), "groupend_half");
+      for (int r = 0; r < g_n; ++r) {
+        float want = 0;
+        for (int q = r % 2; q < g_n; q += 2) want += float(q);
+        g_stream = streams[r];
+        Check(AllEqual(ToHost(bufs[r], 64), [&](size_t) { return want; }), "half_allreduce");
+      }
     }
     return g_fails;
   }
