@@ -223,7 +223,8 @@ struct Scenario {
                                       << "^after_fork 1000\n^ptds_kernel 2000\n^static_kernel 1000\n"
                                       << "^graph_fill 500\n^graph_reduce 300\n"
                                       << "^long_kernel 300\n^after_probe_kernel 2000\n"
-                                      << "^after_read_kernel 2000\n^burst_kernel 200\n";
+                                      << "^after_read_kernel 2000\n^burst_kernel 200\n"
+                                      << "^worker_wait_kernel 50000\n";
     run = Run(dir, "GPUSIM_COSTS=" + dir + "/costs.txt GPUSIM_TRUTH=" + dir +
                        "/truth.json PROFAGENT_OUTPUT=" + dir + "/prof LD_PRELOAD=" +
                        AgentPath() + " " + env,
