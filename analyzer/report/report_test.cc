@@ -60,6 +60,23 @@ Event Coll(ProfileBuilder& b, uint64_t dur, uint64_t comm, uint64_t seq) {
   return e;
 }
 
+// An MPI call of 1 us (`op` as the writer names it, "Isend"), on communicator 1.
+Event MpiCall(ProfileBuilder& b, const char* op, uint64_t bytes, uint64_t seq, int peer) {
+  Event e;
+  e.set_kind(EV_COLLECTIVE);
+  e.set_dur(1 * kUs);
+  e.set_api(b.Str(std::string("MPI_") + op));
+  Collective* c = e.mutable_coll();
+  c->set_lib(LIB_MPI);
+  c->set_op(b.Str(op));
+  c->set_bytes(bytes);
+  c->set_count(bytes);
+  c->set_comm(1);
+  c->set_seq(seq);
+  c->set_peer(peer);
+  return e;
+}
+
 DeviceOp Kernel(uint64_t dur) {
   DeviceOp op;
   op.set_kind(DOP_KERNEL);
@@ -508,19 +525,10 @@ TEST_CASE("nonblocking MPI calls are timed from posting to completion") {
     ProfileBuilder b(dir + "/rank0.pb");
     b.WriteHeader(0, 2, "h0", GPU_TIMING_HOST);
     for (int i = 0; i < 2; ++i) {
-      Event e;
-      e.set_kind(EV_COLLECTIVE);
-      e.set_dur(1 * kUs);
-      e.set_api(b.Str("MPI_Isend"));
-      Collective* c = e.mutable_coll();
-      c->set_lib(LIB_MPI);
-      c->set_op(b.Str("Isend"));
-      c->set_bytes(64000);
-      c->set_count(64000);
-      c->set_peer(1);
-      c->set_nonblocking(true);
+      Event e = MpiCall(b, "Isend", 64000, uint64_t(i), 1);
+      e.mutable_coll()->set_nonblocking(true);
       const uint64_t start = (100 + 200 * uint64_t(i)) * kUs;
-      if (i == 0) c->set_complete_ns(start + 64 * kUs);
+      if (i == 0) e.mutable_coll()->set_complete_ns(start + 64 * kUs);
       b.Host(1, start, 0, e);
     }
     b.Close(true);
@@ -546,19 +554,7 @@ TEST_CASE("nonblocking MPI calls are timed from posting to completion") {
 TEST_CASE("stragglers: point-to-point calls are matched per ordered pair of ranks") {
   const std::string dir = TmpDir("p2p");
   auto mpi = [](ProfileBuilder& b, const char* op, uint64_t seq, int peer) {
-    Event e;
-    e.set_kind(EV_COLLECTIVE);
-    e.set_dur(1 * kUs);
-    e.set_api(b.Str(std::string("MPI_") + op));
-    Collective* c = e.mutable_coll();
-    c->set_lib(LIB_MPI);
-    c->set_op(b.Str(op));
-    c->set_bytes(64);
-    c->set_count(16);
-    c->set_comm(1);
-    c->set_seq(seq);
-    c->set_peer(peer);
-    return e;
+    return MpiCall(b, op, 64, seq, peer);
   };
   for (int rank = 0; rank < 2; ++rank) {
     ProfileBuilder b(dir + "/rank" + std::to_string(rank) + ".pb");
@@ -670,16 +666,8 @@ TEST_CASE("failed launches, CPU-only processes and never-completed calls: no fal
   {
     ProfileBuilder b(dir + "/rank1.pb");
     b.WriteHeader(1, 2, "h1", GPU_TIMING_HOST);
-    Event e;
-    e.set_kind(EV_COLLECTIVE);
-    e.set_dur(1 * kUs);
-    e.set_api(b.Str("MPI_Isend"));
-    Collective* c = e.mutable_coll();
-    c->set_lib(LIB_MPI);
-    c->set_op(b.Str("Isend"));
-    c->set_bytes(64);
-    c->set_peer(0);
-    c->set_nonblocking(true);  // freed with MPI_Request_free: never seen completing
+    Event e = MpiCall(b, "Isend", 64, 0, 0);
+    e.mutable_coll()->set_nonblocking(true);  // freed with MPI_Request_free: never completes
     b.Host(1, 100 * kUs, 0, e);
     b.Close(true);
   }

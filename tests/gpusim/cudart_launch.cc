@@ -273,10 +273,11 @@ cudaError_t CooperativeImpl(const ApiInfo& info, const void* func, dim3 grid, di
                             void** args, size_t shared_mem, cudaStream_t stream, bool pt) {
   const uint64_t threads = uint64_t(block.x) * block.y * block.z;
   const uint64_t blocks = uint64_t(grid.x) * grid.y * grid.z;
-  if (threads > 0 && threads <= 1024 && gpusim::FindKernel(func) != nullptr &&
+  Kernel* k = gpusim::FindKernel(func);
+  if (threads > 0 && threads <= 1024 && k != nullptr &&
       blocks > uint64_t(ResidentBlocksPerSm(int(threads), shared_mem)) * kSmCount) {
     cudaLaunchKernel_v7000_params params{func, grid, block, args, shared_mem, stream};
-    ApiCall api(info, &params, gpusim::FindKernel(func)->mangled.c_str());
+    ApiCall api(info, &params, k->mangled.c_str());
     return api.Return(cudaErrorCooperativeLaunchTooLarge);
   }
   return LaunchImpl(info, func, grid, block, args, shared_mem, stream, pt);

@@ -42,6 +42,7 @@ Real<decltype(&cudaStreamIsCapturing)> r_is_capturing("cudaStreamIsCapturing");
 Real<decltype(&cudaThreadExchangeStreamCaptureMode)> r_exchange_mode(
     "cudaThreadExchangeStreamCaptureMode");
 Real<decltype(&cudaGetDevice)> r_get_device("cudaGetDevice");
+Real<decltype(&cudaSetDevice)> r_set_device("cudaSetDevice");
 
 struct DevicePool {
   std::atomic<int> state{0};  // 0 none, 1 creating, 2 ready, 3 broken
@@ -140,14 +141,12 @@ cudaError_t CreatePool(int device, DevicePool* p, const char** what) {
   return cudaSuccess;
 }
 
-Real<decltype(&cudaSetDevice)> r_set_device_grow("cudaSetDevice");
-
 // Poller thread: adds a chunk of pairs to a ready pool running low (fewer than a quarter of a
 // chunk free), so that a host far ahead of its device (thousands of operations in flight) is
 // still timed. The poller's own CUDA calls: its thread's device and errors are the agent's.
 void GrowPools() {
   auto create = r_create.get();
-  auto set_device = r_set_device_grow.get();
+  auto set_device = r_set_device.get();
   if (create == nullptr || set_device == nullptr) return;
   for (int d = 0; d < kMaxDevices; ++d) {
     DevicePool& p = g_pools[d];
@@ -182,8 +181,6 @@ bool NoGpu(cudaError_t e) {
          e == cudaErrorCompatNotSupportedOnDevice || e == cudaErrorDevicesUnavailable ||
          e == cudaErrorSharedObjectSymbolNotFound;
 }
-
-Real<decltype(&cudaSetDevice)> r_set_device("cudaSetDevice");
 
 // Slow path of EventTimerBegin: the first use of a device's pool. Events belong to the device
 // current when they are created: switch to `device` for that, then back.

@@ -415,17 +415,6 @@ inline cudaError_t DoGeneric(uint16_t api, EvType type, uint64_t a, uint64_t b, 
   return r;
 }
 
-// Capture bookkeeping (capture.h), recording or not: a begin that succeeded opens a capture; an
-// end closes it unless the runtime says it goes on (ended from the wrong thread, or no capture).
-inline void NoteCapture(uint64_t stream, bool begin, cudaError_t r) {
-  if (begin) {
-    if (r == cudaSuccess) NoteCaptureBegin(stream);
-    return;
-  }
-  NoteCaptureEnd(stream, r != cudaErrorStreamCaptureWrongThread && r != cudaErrorIllegalState &&
-                             r != cudaErrorInvalidValue && r != cudaErrorInvalidResourceHandle);
-}
-
 // ---- Polls: cudaEventQuery, cudaStreamQuery --------------------------------------------------
 // An engine that spins on a query makes a call every few hundred ns until the work is done, each
 // returning cudaErrorNotReady; a record per call would fill the thread's ring and drop the
@@ -440,8 +429,8 @@ std::atomic<uint64_t> g_polls_pending{0};
 struct PollRun {  // trivially destructible: every TLS variable of the agent is initial-exec
   uint64_t a, b;  // the record's handles (gen.a/gen.b): what identifies the run
   uint64_t t0, t1, busy;
-  uint64_t mark;  // t_ring->produced() when the run was last extended
-  const Ring* ring;
+  uint64_t mark;  // t_ring->produced() when the run was last extended (t_ring is the thread's
+                  // for its whole life: a run starts only once it has one)
   uint32_t calls;
   uint16_t api;
 };
@@ -482,11 +471,10 @@ inline cudaError_t DoPoll(uint16_t api, uint64_t a, uint64_t b, Call&& call) {
   const Ring* ring = profagent::internal::t_ring;
   // A thread's first event registers it (and its exit hook): never held back.
   if (r == cudaErrorNotReady && ring != nullptr) {
-    const uint64_t busy = run.busy + (t1 - t0);
-    if (run.calls != 0 && run.api == api && run.a == a && run.b == b && run.ring == ring &&
-        ring->produced() == run.mark && run.calls < UINT32_MAX && busy >= run.busy) {
+    if (run.calls != 0 && run.api == api && run.a == a && run.b == b &&
+        ring->produced() == run.mark && run.calls < UINT32_MAX) {
       run.t1 = t1;
-      run.busy = busy;
+      run.busy += t1 - t0;
       ++run.calls;
       g_polls_pending.fetch_add(1, std::memory_order_relaxed);
       return r;
@@ -500,7 +488,6 @@ inline cudaError_t DoPoll(uint16_t api, uint64_t a, uint64_t b, Call&& call) {
     run.t1 = t1;
     run.busy = t1 - t0;
     run.calls = 1;
-    run.ring = ring;
     run.mark = ring->produced();
     g_polls_pending.fetch_add(1, std::memory_order_relaxed);
     return r;
@@ -1261,15 +1248,18 @@ EXPORT cudaError_t cudaProfilerStop(void) {
 // Stream capture and graph set-up (host time; a graph's kernels are recorded at its launch).
 // The capture state is tracked whether or not recording is on (agent/core/capture.h).
 #define PROFAGENT_CAPTURE_HOOK(fn, params, args, stream_expr, begin)                          \
-  DEFINE_REAL(fn)                                                                            \
-  EXPORT cudaError_t fn(PROFAGENT_ARGS params) {                                             \
-    cudaError_t r = rt::Intercept(real_##fn, [&](auto real) {                                \
-      return rt::DoGeneric(api_##fn, EvType::kApi, rt::U64(stream_expr), 0,                  \
-                           [&] { return real(PROFAGENT_ARGS args); });                       \
-    }, PROFAGENT_ARGS args);                                                                 \
-    HookGuard guard;                                                                         \
-    if (guard.outermost()) rt::NoteCapture(rt::U64(stream_expr), begin, r);                  \
-    return r;                                                                                \
+  DEFINE_REAL(fn)                                                                             \
+  EXPORT cudaError_t fn(PROFAGENT_ARGS params) {                                              \
+    cudaError_t r = rt::Intercept(                                                            \
+        real_##fn,                                                                            \
+        [&](auto real) {                                                                      \
+          return rt::DoGeneric(api_##fn, EvType::kApi, rt::U64(stream_expr), 0,               \
+                               [&] { return real(PROFAGENT_ARGS args); });                    \
+        },                                                                                    \
+        PROFAGENT_ARGS args);                                                                 \
+    HookGuard guard;                                                                          \
+    if (guard.outermost()) profagent::cupti::NoteCaptureCall(rt::U64(stream_expr), begin, r); \
+    return r;                                                                                 \
   }
 PROFAGENT_CAPTURE_HOOK(cudaStreamBeginCapture, (cudaStream_t s, cudaStreamCaptureMode mode),
                        (s, mode), s, true)

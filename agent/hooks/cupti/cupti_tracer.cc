@@ -206,13 +206,7 @@ void NoteCaptureFromCallback(CUpti_CallbackId cbid, const CUpti_CallbackData* cb
                     cbid == kCbidBeginCaptureToGraphPtsz ||
                     cbid == CUPTI_RUNTIME_TRACE_CBID_cudaStreamEndCapture_ptsz_v10000;
   if (ptsz && stream == 0) stream = reinterpret_cast<uint64_t>(cudaStreamPerThread);
-  const cudaError_t r = *static_cast<const cudaError_t*>(cb->functionReturnValue);
-  if (begin) {
-    if (r == cudaSuccess) NoteCaptureBegin(stream);
-  } else {
-    NoteCaptureEnd(stream, r != cudaErrorStreamCaptureWrongThread && r != cudaErrorIllegalState &&
-                               r != cudaErrorInvalidValue && r != cudaErrorInvalidResourceHandle);
-  }
+  NoteCaptureCall(stream, begin, *static_cast<const cudaError_t*>(cb->functionReturnValue));
 }
 
 // Flags a launch, copy or set made on a stream being captured into a graph (capture.h). From a
@@ -740,6 +734,16 @@ bool StartCupti(const std::string& explicit_path, const void* cudart_symbol,
   }
   *reason = StartReason();
   return g_start_ok;
+}
+
+void NoteCaptureCall(uint64_t stream, bool begin, int result) {
+  const cudaError_t r = static_cast<cudaError_t>(result);
+  if (begin) {
+    if (r == cudaSuccess) NoteCaptureBegin(stream);
+    return;
+  }
+  NoteCaptureEnd(stream, r != cudaErrorStreamCaptureWrongThread && r != cudaErrorIllegalState &&
+                             r != cudaErrorInvalidValue && r != cudaErrorInvalidResourceHandle);
 }
 
 void FlushCupti() {

@@ -52,6 +52,12 @@ inline bool CuptiActive() { return internal::g_active.load(std::memory_order_rel
 bool StartCupti(const std::string& explicit_path, const void* cudart_symbol,
                 std::string* reason);
 
+// Capture bookkeeping (agent/core/capture.h) for a call that begins (`begin`) or ends a stream
+// capture, with its result (a cudaError_t), whether an interposer or a CUPTI callback saw it: a
+// begin that succeeded opens a capture; an end closes it unless the runtime says the capture
+// goes on (ended from the wrong thread, or there was none).
+void NoteCaptureCall(uint64_t stream, bool begin, int result);
+
 // Forces CUPTI to deliver every buffered activity record now and converts it. Slow path.
 void FlushCupti();
 
