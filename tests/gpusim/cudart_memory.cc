@@ -175,14 +175,30 @@ cudaError_t MemcpyAsyncImpl(const ApiInfo& info, void* dst, const void* src, siz
 cudaError_t Memcpy2DImpl(const ApiInfo& info, void* dst, size_t dpitch, const void* src,
                          size_t spitch, size_t width, size_t height, cudaMemcpyKind kind,
                          cudaStream_t stream, bool pt, bool sync) {
-  ApiCall api(info);
+  // cudaMemcpy2D's params are a prefix of cudaMemcpy2DAsync's.
+  cudaMemcpy2DAsync_v3020_params params{dst, dpitch, src, spitch, width, height, kind, stream};
+  ApiCall api(info, &params);
   return api.Return(Copy(api, dst, dpitch, src, spitch, width, height, kind, stream, pt, sync));
 }
 
 // The device copy of a __device__ variable is its host shadow (device memory is host memory).
-cudaError_t SymbolImpl(const ApiInfo& info, void* dst, const void* src, size_t count,
-                       cudaMemcpyKind kind, cudaStream_t stream, bool pt, bool sync) {
-  ApiCall api(info);
+// The synchronous calls' params are a prefix of the asynchronous ones'.
+cudaError_t ToSymbolImpl(const ApiInfo& info, const void* symbol, const void* src, size_t count,
+                         size_t offset, cudaMemcpyKind kind, cudaStream_t stream, bool pt,
+                         bool sync) {
+  cudaMemcpyToSymbolAsync_v3020_params params{symbol, src, count, offset, kind, stream};
+  ApiCall api(info, &params);
+  if (kind == cudaMemcpyDefault) kind = cudaMemcpyHostToDevice;
+  void* dst = static_cast<char*>(const_cast<void*>(symbol)) + offset;
+  return api.Return(Copy(api, dst, count, src, count, count, 1, kind, stream, pt, sync));
+}
+cudaError_t FromSymbolImpl(const ApiInfo& info, void* dst, const void* symbol, size_t count,
+                           size_t offset, cudaMemcpyKind kind, cudaStream_t stream, bool pt,
+                           bool sync) {
+  cudaMemcpyFromSymbolAsync_v3020_params params{dst, symbol, count, offset, kind, stream};
+  ApiCall api(info, &params);
+  if (kind == cudaMemcpyDefault) kind = cudaMemcpyDeviceToHost;
+  const void* src = static_cast<const char*>(symbol) + offset;
   return api.Return(Copy(api, dst, count, src, count, count, 1, kind, stream, pt, sync));
 }
 
@@ -227,10 +243,11 @@ cudaError_t Memset3DImpl(const ApiInfo& info, cudaPitchedPtr p, int value, cudaE
 }
 
 cudaError_t MemsetImpl(const ApiInfo& info, void* dst, size_t pitch, int value, size_t width,
-                       size_t height, cudaStream_t stream, bool pt) {
-  // cudaMemset's params are a prefix of cudaMemsetAsync's; 2D sets have no params here.
+                       size_t height, cudaStream_t stream, bool pt, bool two_d) {
+  // The synchronous calls' params are a prefix of the asynchronous ones'.
   cudaMemsetAsync_v3020_params params{dst, value, width, stream};
-  ApiCall api(info, height == 1 && pitch == width ? &params : nullptr);
+  cudaMemset2DAsync_v3020_params params2d{dst, pitch, value, width, height, stream};
+  ApiCall api(info, two_d ? static_cast<const void*>(&params2d) : &params);
   return api.Return(Set(api, dst, pitch, value, width, height, stream, pt));
 }
 
@@ -257,9 +274,10 @@ cudaError_t cudaMalloc(void** dev_ptr, size_t size) {
   return api.Return(cudaSuccess);
 }
 
-cudaError_t cudaMallocManaged(void** dev_ptr, size_t size, unsigned int) {
+cudaError_t cudaMallocManaged(void** dev_ptr, size_t size, unsigned int flags) {
   static const ApiInfo kInfo("cudaMallocManaged");
-  ApiCall api(kInfo);
+  cudaMallocManaged_v6000_params params{dev_ptr, size, flags};
+  ApiCall api(kInfo, &params);
   if (dev_ptr == nullptr || size == 0) return api.Return(cudaErrorInvalidValue);
   void* p = AlignedAlloc(size);
   if (p == nullptr) return api.Return(cudaErrorMemoryAllocation);
@@ -308,7 +326,8 @@ cudaError_t cudaFree(void* dev_ptr) {
 
 cudaError_t cudaMallocHost(void** ptr, size_t size) {
   static const ApiInfo kInfo("cudaMallocHost");
-  ApiCall api(kInfo);
+  cudaMallocHost_v3020_params params{ptr, size};
+  ApiCall api(kInfo, &params);
   if (ptr == nullptr) return api.Return(cudaErrorInvalidValue);
   void* p = AlignedAlloc(size);
   if (p == nullptr) return api.Return(cudaErrorMemoryAllocation);
@@ -317,9 +336,10 @@ cudaError_t cudaMallocHost(void** ptr, size_t size) {
   return api.Return(cudaSuccess);
 }
 
-cudaError_t cudaHostAlloc(void** ptr, size_t size, unsigned int) {
+cudaError_t cudaHostAlloc(void** ptr, size_t size, unsigned int flags) {
   static const ApiInfo kInfo("cudaHostAlloc");
-  ApiCall api(kInfo);
+  cudaHostAlloc_v3020_params params{ptr, size, flags};
+  ApiCall api(kInfo, &params);
   if (ptr == nullptr) return api.Return(cudaErrorInvalidValue);
   void* p = AlignedAlloc(size);
   if (p == nullptr) return api.Return(cudaErrorMemoryAllocation);
@@ -330,7 +350,8 @@ cudaError_t cudaHostAlloc(void** ptr, size_t size, unsigned int) {
 
 cudaError_t cudaFreeHost(void* ptr) {
   static const ApiInfo kInfo("cudaFreeHost");
-  ApiCall api(kInfo);
+  cudaFreeHost_v3020_params params{ptr};
+  ApiCall api(kInfo, &params);
   if (ptr == nullptr) return api.Return(cudaSuccess);
   gpusim::SynchronizeDevice(gpusim::CurrentDevice());
   if (gpusim::IsPoolAllocation(ptr) || !gpusim::UntrackAllocation(ptr, /*device_kinds=*/false)) {
@@ -441,16 +462,19 @@ cudaError_t cudaMemcpy2DAsync_ptsz(void* dst, size_t dpitch, const void* src, si
   return Memcpy2DImpl(kInfo, dst, dpitch, src, spitch, width, height, kind, stream, true,
                       false);
 }
-cudaError_t cudaMemcpyPeer(void* dst, int, const void* src, int, size_t count) {
+cudaError_t cudaMemcpyPeer(void* dst, int dst_device, const void* src, int src_device,
+                           size_t count) {
   static const ApiInfo kInfo("cudaMemcpyPeer");
-  ApiCall api(kInfo);
+  cudaMemcpyPeer_v4000_params params{dst, dst_device, src, src_device, count};
+  ApiCall api(kInfo, &params);
   return api.Return(Copy(api, dst, count, src, count, count, 1, cudaMemcpyDeviceToDevice,
                          nullptr, false, true));
 }
-cudaError_t cudaMemcpyPeerAsync(void* dst, int, const void* src, int, size_t count,
-                                cudaStream_t stream) {
+cudaError_t cudaMemcpyPeerAsync(void* dst, int dst_device, const void* src, int src_device,
+                                size_t count, cudaStream_t stream) {
   static const ApiInfo kInfo("cudaMemcpyPeerAsync");
-  ApiCall api(kInfo);
+  cudaMemcpyPeerAsync_v4000_params params{dst, dst_device, src, src_device, count, stream};
+  ApiCall api(kInfo, &params);
   return api.Return(Copy(api, dst, count, src, count, count, 1, cudaMemcpyDeviceToDevice,
                          stream, false, false));
 }
@@ -492,61 +516,45 @@ cudaError_t cudaMemcpy3DPeerAsync_ptsz(const struct cudaMemcpy3DPeerParms* p,
 cudaError_t cudaMemcpyToSymbol(const void* symbol, const void* src, size_t count, size_t offset,
                                enum cudaMemcpyKind kind) {
   static const ApiInfo kInfo("cudaMemcpyToSymbol");
-  return SymbolImpl(kInfo, static_cast<char*>(const_cast<void*>(symbol)) + offset, src, count,
-                    kind == cudaMemcpyDefault ? cudaMemcpyHostToDevice : kind, nullptr, false,
-                    true);
+  return ToSymbolImpl(kInfo, symbol, src, count, offset, kind, nullptr, false, true);
 }
 cudaError_t cudaMemcpyToSymbol_ptds(const void* symbol, const void* src, size_t count,
                                     size_t offset, enum cudaMemcpyKind kind) {
   static const ApiInfo kInfo("cudaMemcpyToSymbol_ptds");
-  return SymbolImpl(kInfo, static_cast<char*>(const_cast<void*>(symbol)) + offset, src, count,
-                    kind == cudaMemcpyDefault ? cudaMemcpyHostToDevice : kind, nullptr, true,
-                    true);
+  return ToSymbolImpl(kInfo, symbol, src, count, offset, kind, nullptr, true, true);
 }
 cudaError_t cudaMemcpyFromSymbol(void* dst, const void* symbol, size_t count, size_t offset,
                                  enum cudaMemcpyKind kind) {
   static const ApiInfo kInfo("cudaMemcpyFromSymbol");
-  return SymbolImpl(kInfo, dst, static_cast<const char*>(symbol) + offset, count,
-                    kind == cudaMemcpyDefault ? cudaMemcpyDeviceToHost : kind, nullptr, false,
-                    true);
+  return FromSymbolImpl(kInfo, dst, symbol, count, offset, kind, nullptr, false, true);
 }
 cudaError_t cudaMemcpyFromSymbol_ptds(void* dst, const void* symbol, size_t count,
                                       size_t offset, enum cudaMemcpyKind kind) {
   static const ApiInfo kInfo("cudaMemcpyFromSymbol_ptds");
-  return SymbolImpl(kInfo, dst, static_cast<const char*>(symbol) + offset, count,
-                    kind == cudaMemcpyDefault ? cudaMemcpyDeviceToHost : kind, nullptr, true,
-                    true);
+  return FromSymbolImpl(kInfo, dst, symbol, count, offset, kind, nullptr, true, true);
 }
 cudaError_t cudaMemcpyToSymbolAsync(const void* symbol, const void* src, size_t count,
                                     size_t offset, enum cudaMemcpyKind kind,
                                     cudaStream_t stream) {
   static const ApiInfo kInfo("cudaMemcpyToSymbolAsync");
-  return SymbolImpl(kInfo, static_cast<char*>(const_cast<void*>(symbol)) + offset, src, count,
-                    kind == cudaMemcpyDefault ? cudaMemcpyHostToDevice : kind, stream, false,
-                    false);
+  return ToSymbolImpl(kInfo, symbol, src, count, offset, kind, stream, false, false);
 }
 cudaError_t cudaMemcpyToSymbolAsync_ptsz(const void* symbol, const void* src, size_t count,
                                          size_t offset, enum cudaMemcpyKind kind,
                                          cudaStream_t stream) {
   static const ApiInfo kInfo("cudaMemcpyToSymbolAsync_ptsz");
-  return SymbolImpl(kInfo, static_cast<char*>(const_cast<void*>(symbol)) + offset, src, count,
-                    kind == cudaMemcpyDefault ? cudaMemcpyHostToDevice : kind, stream, true,
-                    false);
+  return ToSymbolImpl(kInfo, symbol, src, count, offset, kind, stream, true, false);
 }
 cudaError_t cudaMemcpyFromSymbolAsync(void* dst, const void* symbol, size_t count, size_t offset,
                                       enum cudaMemcpyKind kind, cudaStream_t stream) {
   static const ApiInfo kInfo("cudaMemcpyFromSymbolAsync");
-  return SymbolImpl(kInfo, dst, static_cast<const char*>(symbol) + offset, count,
-                    kind == cudaMemcpyDefault ? cudaMemcpyDeviceToHost : kind, stream, false,
-                    false);
+  return FromSymbolImpl(kInfo, dst, symbol, count, offset, kind, stream, false, false);
 }
 cudaError_t cudaMemcpyFromSymbolAsync_ptsz(void* dst, const void* symbol, size_t count,
                                            size_t offset, enum cudaMemcpyKind kind,
                                            cudaStream_t stream) {
   static const ApiInfo kInfo("cudaMemcpyFromSymbolAsync_ptsz");
-  return SymbolImpl(kInfo, dst, static_cast<const char*>(symbol) + offset, count,
-                    kind == cudaMemcpyDefault ? cudaMemcpyDeviceToHost : kind, stream, true,
-                    false);
+  return FromSymbolImpl(kInfo, dst, symbol, count, offset, kind, stream, true, false);
 }
 
 cudaError_t cudaGetSymbolAddress(void** dev_ptr, const void* symbol) {
@@ -568,38 +576,38 @@ cudaError_t cudaGetSymbolSize(size_t* size, const void* symbol) {
 
 cudaError_t cudaMemset(void* dev_ptr, int value, size_t count) {
   static const ApiInfo kInfo("cudaMemset");
-  return MemsetImpl(kInfo, dev_ptr, count, value, count, 1, nullptr, false);
+  return MemsetImpl(kInfo, dev_ptr, count, value, count, 1, nullptr, false, false);
 }
 cudaError_t cudaMemset_ptds(void* dev_ptr, int value, size_t count) {
   static const ApiInfo kInfo("cudaMemset_ptds");
-  return MemsetImpl(kInfo, dev_ptr, count, value, count, 1, nullptr, true);
+  return MemsetImpl(kInfo, dev_ptr, count, value, count, 1, nullptr, true, false);
 }
 cudaError_t cudaMemsetAsync(void* dev_ptr, int value, size_t count, cudaStream_t stream) {
   static const ApiInfo kInfo("cudaMemsetAsync");
-  return MemsetImpl(kInfo, dev_ptr, count, value, count, 1, stream, false);
+  return MemsetImpl(kInfo, dev_ptr, count, value, count, 1, stream, false, false);
 }
 cudaError_t cudaMemsetAsync_ptsz(void* dev_ptr, int value, size_t count, cudaStream_t stream) {
   static const ApiInfo kInfo("cudaMemsetAsync_ptsz");
-  return MemsetImpl(kInfo, dev_ptr, count, value, count, 1, stream, true);
+  return MemsetImpl(kInfo, dev_ptr, count, value, count, 1, stream, true, false);
 }
 cudaError_t cudaMemset2D(void* dev_ptr, size_t pitch, int value, size_t width, size_t height) {
   static const ApiInfo kInfo("cudaMemset2D");
-  return MemsetImpl(kInfo, dev_ptr, pitch, value, width, height, nullptr, false);
+  return MemsetImpl(kInfo, dev_ptr, pitch, value, width, height, nullptr, false, true);
 }
 cudaError_t cudaMemset2D_ptds(void* dev_ptr, size_t pitch, int value, size_t width,
                               size_t height) {
   static const ApiInfo kInfo("cudaMemset2D_ptds");
-  return MemsetImpl(kInfo, dev_ptr, pitch, value, width, height, nullptr, true);
+  return MemsetImpl(kInfo, dev_ptr, pitch, value, width, height, nullptr, true, true);
 }
 cudaError_t cudaMemset2DAsync(void* dev_ptr, size_t pitch, int value, size_t width,
                               size_t height, cudaStream_t stream) {
   static const ApiInfo kInfo("cudaMemset2DAsync");
-  return MemsetImpl(kInfo, dev_ptr, pitch, value, width, height, stream, false);
+  return MemsetImpl(kInfo, dev_ptr, pitch, value, width, height, stream, false, true);
 }
 cudaError_t cudaMemset2DAsync_ptsz(void* dev_ptr, size_t pitch, int value, size_t width,
                                    size_t height, cudaStream_t stream) {
   static const ApiInfo kInfo("cudaMemset2DAsync_ptsz");
-  return MemsetImpl(kInfo, dev_ptr, pitch, value, width, height, stream, true);
+  return MemsetImpl(kInfo, dev_ptr, pitch, value, width, height, stream, true, true);
 }
 cudaError_t cudaMemset3D(struct cudaPitchedPtr p, int value, struct cudaExtent extent) {
   static const ApiInfo kInfo("cudaMemset3D");

@@ -341,6 +341,7 @@ void CheckCopiesCorrelated(const Scenario& s) {
     auto it = host_by_corr.find(t.corr);
     REQUIRE(it != host_by_corr.end());
     CHECK(it->second->ev.kind() == (t.op == "memcpy" ? EV_MEMCPY : EV_MEMSET));
+    CHECK(it->second->ev.bytes() == t.bytes);  // 2D: width x height; 3D: the extent
   }
 }
 
@@ -911,7 +912,7 @@ const std::map<std::string, int> kPtdsCalls = {
     {"cudaMemcpyToSymbol_ptds", 1},   {"cudaMemcpyFromSymbol_ptds", 1},
     {"cudaMemcpyAsync_ptsz", 1},      {"cudaMemcpyToSymbolAsync_ptsz", 1},
     {"cudaMemcpy2DAsync_ptsz", 1},    {"cudaMemsetAsync_ptsz", 1},
-    {"cudaLaunchHostFunc_ptsz", 1},   {"cudaEventRecord_ptsz", 1},
+    {"cudaLaunchHostFunc_ptsz", 2},   {"cudaEventRecord_ptsz", 1},
     {"cudaEventRecordWithFlags_ptsz", 1}, {"cudaStreamWaitEvent_ptsz", 1},
     {"cudaStreamQuery_ptsz", 1},      {"cudaEventQuery", 1},
     {"cudaStreamSynchronize_ptsz", 2}, {"cudaMallocPitch", 1},

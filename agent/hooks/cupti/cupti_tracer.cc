@@ -219,6 +219,174 @@ void FlagCaptured(RawEvent* e) {
   }
 }
 
+// The copy or set of a runtime callback, as the interposers record it (runtime_hooks.cc): bytes
+// (2D: width x height, 3D: the extent's), kind (peer copies: device to device), destination,
+// stream (a synchronous call's is 0, or the per-thread stream for its _ptds variant; an async
+// _ptsz call's 0 is the per-thread stream). False for a cbid that is not a copy or set.
+bool FillCopyFromCallback(CUpti_CallbackId cbid, const void* p, RawEvent* e) {
+  const cudaStream_t pt = cudaStreamPerThread;
+  auto set = [e](EvType type, uint64_t bytes, uint32_t kind, const void* dst, cudaStream_t s) {
+    e->type = type;
+    e->mem.bytes = bytes;
+    e->mem.kind = kind;
+    e->mem.ptr = reinterpret_cast<uint64_t>(dst);
+    e->mem.stream = reinterpret_cast<uint64_t>(s);
+  };
+  auto ptsz = [pt](cudaStream_t s) { return s == nullptr ? pt : s; };
+  auto extent = [](const cudaExtent& x) { return uint64_t(x.width) * x.height * x.depth; };
+  if (p == nullptr) return false;
+  switch (cbid) {
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_ptds_v7000: {
+      auto* a = static_cast<const cudaMemcpy_v3020_params*>(p);
+      set(EvType::kMemcpy, a->count, a->kind, a->dst,
+          cbid == CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020 ? nullptr : pt);
+      return true;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_ptsz_v7000: {
+      auto* a = static_cast<const cudaMemcpyAsync_v3020_params*>(p);
+      set(EvType::kMemcpy, a->count, a->kind, a->dst,
+          cbid == CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020 ? a->stream : ptsz(a->stream));
+      return true;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2D_v3020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2D_ptds_v7000: {
+      auto* a = static_cast<const cudaMemcpy2D_v3020_params*>(p);
+      set(EvType::kMemcpy, uint64_t(a->width) * a->height, a->kind, a->dst,
+          cbid == CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2D_v3020 ? nullptr : pt);
+      return true;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DAsync_v3020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DAsync_ptsz_v7000: {
+      auto* a = static_cast<const cudaMemcpy2DAsync_v3020_params*>(p);
+      set(EvType::kMemcpy, uint64_t(a->width) * a->height, a->kind, a->dst,
+          cbid == CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DAsync_v3020 ? a->stream : ptsz(a->stream));
+      return true;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyPeer_v4000: {
+      auto* a = static_cast<const cudaMemcpyPeer_v4000_params*>(p);
+      set(EvType::kMemcpy, a->count, cudaMemcpyDeviceToDevice, a->dst, nullptr);
+      return true;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyPeerAsync_v4000: {
+      auto* a = static_cast<const cudaMemcpyPeerAsync_v4000_params*>(p);
+      set(EvType::kMemcpy, a->count, cudaMemcpyDeviceToDevice, a->dst, a->stream);
+      return true;
+    }
+    // Symbol copies: a copy to a symbol names the symbol (its host shadow) as destination.
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyToSymbol_v3020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyToSymbol_ptds_v7000: {
+      auto* a = static_cast<const cudaMemcpyToSymbol_v3020_params*>(p);
+      set(EvType::kMemcpy, a->count, a->kind, a->symbol,
+          cbid == CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyToSymbol_v3020 ? nullptr : pt);
+      return true;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyFromSymbol_v3020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyFromSymbol_ptds_v7000: {
+      auto* a = static_cast<const cudaMemcpyFromSymbol_v3020_params*>(p);
+      set(EvType::kMemcpy, a->count, a->kind, a->dst,
+          cbid == CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyFromSymbol_v3020 ? nullptr : pt);
+      return true;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyToSymbolAsync_v3020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyToSymbolAsync_ptsz_v7000: {
+      auto* a = static_cast<const cudaMemcpyToSymbolAsync_v3020_params*>(p);
+      set(EvType::kMemcpy, a->count, a->kind, a->symbol,
+          cbid == CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyToSymbolAsync_v3020 ? a->stream
+                                                                         : ptsz(a->stream));
+      return true;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyFromSymbolAsync_v3020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyFromSymbolAsync_ptsz_v7000: {
+      auto* a = static_cast<const cudaMemcpyFromSymbolAsync_v3020_params*>(p);
+      set(EvType::kMemcpy, a->count, a->kind, a->dst,
+          cbid == CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyFromSymbolAsync_v3020 ? a->stream
+                                                                           : ptsz(a->stream));
+      return true;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy3D_v3020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy3D_ptds_v7000: {
+      const cudaMemcpy3DParms* m = static_cast<const cudaMemcpy3D_v3020_params*>(p)->p;
+      set(EvType::kMemcpy, m ? extent(m->extent) : 0, m ? uint32_t(m->kind) : 0,
+          m ? m->dstPtr.ptr : nullptr,
+          cbid == CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy3D_v3020 ? nullptr : pt);
+      return true;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy3DAsync_v3020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy3DAsync_ptsz_v7000: {
+      auto* a = static_cast<const cudaMemcpy3DAsync_v3020_params*>(p);
+      const cudaMemcpy3DParms* m = a->p;
+      set(EvType::kMemcpy, m ? extent(m->extent) : 0, m ? uint32_t(m->kind) : 0,
+          m ? m->dstPtr.ptr : nullptr,
+          cbid == CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy3DAsync_v3020 ? a->stream : ptsz(a->stream));
+      return true;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy3DPeer_v4000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy3DPeer_ptds_v7000: {
+      const cudaMemcpy3DPeerParms* m = static_cast<const cudaMemcpy3DPeer_v4000_params*>(p)->p;
+      set(EvType::kMemcpy, m ? extent(m->extent) : 0, cudaMemcpyDeviceToDevice,
+          m ? m->dstPtr.ptr : nullptr,
+          cbid == CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy3DPeer_v4000 ? nullptr : pt);
+      return true;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy3DPeerAsync_v4000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy3DPeerAsync_ptsz_v7000: {
+      auto* a = static_cast<const cudaMemcpy3DPeerAsync_v4000_params*>(p);
+      const cudaMemcpy3DPeerParms* m = a->p;
+      set(EvType::kMemcpy, m ? extent(m->extent) : 0, cudaMemcpyDeviceToDevice,
+          m ? m->dstPtr.ptr : nullptr,
+          cbid == CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy3DPeerAsync_v4000 ? a->stream
+                                                                       : ptsz(a->stream));
+      return true;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemset_v3020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemset_ptds_v7000: {
+      auto* a = static_cast<const cudaMemset_v3020_params*>(p);
+      set(EvType::kMemset, a->count, 0, a->devPtr,
+          cbid == CUPTI_RUNTIME_TRACE_CBID_cudaMemset_v3020 ? nullptr : pt);
+      return true;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_ptsz_v7000: {
+      auto* a = static_cast<const cudaMemsetAsync_v3020_params*>(p);
+      set(EvType::kMemset, a->count, 0, a->devPtr,
+          cbid == CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020 ? a->stream : ptsz(a->stream));
+      return true;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemset2D_v3020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemset2D_ptds_v7000: {
+      auto* a = static_cast<const cudaMemset2D_v3020_params*>(p);
+      set(EvType::kMemset, uint64_t(a->width) * a->height, 0, a->devPtr,
+          cbid == CUPTI_RUNTIME_TRACE_CBID_cudaMemset2D_v3020 ? nullptr : pt);
+      return true;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemset2DAsync_v3020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemset2DAsync_ptsz_v7000: {
+      auto* a = static_cast<const cudaMemset2DAsync_v3020_params*>(p);
+      set(EvType::kMemset, uint64_t(a->width) * a->height, 0, a->devPtr,
+          cbid == CUPTI_RUNTIME_TRACE_CBID_cudaMemset2DAsync_v3020 ? a->stream : ptsz(a->stream));
+      return true;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemset3D_v3020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemset3D_ptds_v7000: {
+      auto* a = static_cast<const cudaMemset3D_v3020_params*>(p);
+      set(EvType::kMemset, extent(a->extent), 0, a->pitchedDevPtr.ptr,
+          cbid == CUPTI_RUNTIME_TRACE_CBID_cudaMemset3D_v3020 ? nullptr : pt);
+      return true;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemset3DAsync_v3020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemset3DAsync_ptsz_v7000: {
+      auto* a = static_cast<const cudaMemset3DAsync_v3020_params*>(p);
+      set(EvType::kMemset, extent(a->extent), 0, a->pitchedDevPtr.ptr,
+          cbid == CUPTI_RUNTIME_TRACE_CBID_cudaMemset3DAsync_v3020 ? a->stream : ptsz(a->stream));
+      return true;
+    }
+    default:
+      return false;
+  }
+}
+
 // A runtime call that did not pass through an agent interposer: record it from its callback.
 void RecordRuntimeFromCallback(CUpti_CallbackId cbid, const CUpti_CallbackData* cb, uint64_t t0,
                                uint64_t t1) {
@@ -267,39 +435,6 @@ void RecordRuntimeFromCallback(CUpti_CallbackId cbid, const CUpti_CallbackData* 
       }
       e.launch.corr = corr;
       model::OnGraphLaunch(t0, t1, e.launch.stream);
-      break;
-    }
-    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020:
-    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_ptds_v7000:
-    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020:
-    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_ptsz_v7000: {
-      auto* a = static_cast<const cudaMemcpyAsync_v3020_params*>(p);
-      e.type = EvType::kMemcpy;
-      if (a) {
-        e.mem.bytes = a->count;
-        e.mem.kind = uint32_t(a->kind);
-        bool async = cbid == CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020 ||
-                     cbid == CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_ptsz_v7000;
-        if (async) e.mem.stream = reinterpret_cast<uint64_t>(a->stream);
-        e.mem.ptr = reinterpret_cast<uint64_t>(a->dst);
-      }
-      e.mem.corr = corr;
-      break;
-    }
-    case CUPTI_RUNTIME_TRACE_CBID_cudaMemset_v3020:
-    case CUPTI_RUNTIME_TRACE_CBID_cudaMemset_ptds_v7000:
-    case CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020:
-    case CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_ptsz_v7000: {
-      auto* a = static_cast<const cudaMemsetAsync_v3020_params*>(p);
-      e.type = EvType::kMemset;
-      if (a) {
-        e.mem.bytes = a->count;
-        bool async = cbid == CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020 ||
-                     cbid == CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_ptsz_v7000;
-        if (async) e.mem.stream = reinterpret_cast<uint64_t>(a->stream);
-        e.mem.ptr = reinterpret_cast<uint64_t>(a->devPtr);
-      }
-      e.mem.corr = corr;
       break;
     }
     // Allocations (at the callback's exit the pointer is out) and frees. Kinds: profagent.MemKind.
@@ -372,13 +507,14 @@ void RecordRuntimeFromCallback(CUpti_CallbackId cbid, const CUpti_CallbackData* 
       }
       break;
     }
-    default: {
-      // Other enabled cbids (2D/peer copies and sets): a kMemcpy/kMemset without details.
-      bool set = std::strstr(cb->functionName ? cb->functionName : "", "Memset") != nullptr;
-      e.type = set ? EvType::kMemset : EvType::kMemcpy;
+    default:
+      // Copies and sets, 1D to 3D, peer and symbol: what the interposers record.
+      if (!FillCopyFromCallback(cbid, p, &e)) {
+        const char* name = cb->functionName ? cb->functionName : "";
+        e.type = std::strstr(name, "Memset") != nullptr ? EvType::kMemset : EvType::kMemcpy;
+      }
       e.mem.corr = corr;
       break;
-    }
   }
   // Outside the schedule or capture range only allocations and frees are recorded.
   if (e.type != EvType::kAlloc && e.type != EvType::kFree && !Recording()) return;

@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <vector>
 
 #include "agent/hooks/cuda_runtime/testdata/check.h"
@@ -20,6 +21,13 @@ __global__ void ptds_graph_kernel() {}
 
 static int host_calls = 0;
 static void CUDART_CB HostFn(void* p) { ++*static_cast<int*>(p); }
+// Holds the stream for 20 ms, so the kernels enqueued behind it start when their predecessor
+// ends, not when the host gets round to launching them (CUDA-event timing of a kernel on an
+// idle stream includes that launch latency, which on a loaded machine reaches a millisecond).
+static void CUDART_CB HoldStream(void*) {
+  timespec ts{0, 20 * 1000 * 1000};
+  nanosleep(&ts, nullptr);
+}
 
 int main() {
   const size_t n = 1 << 16;
@@ -30,6 +38,7 @@ int main() {
   // Synchronous copies and sets (-> _ptds), kernels on the per-thread default stream (-> _ptsz).
   CHECK(cudaMemcpy(d, h.data(), n * sizeof(float), cudaMemcpyHostToDevice));
   CHECK(cudaMemset(d, 0, 8192));
+  CHECK(cudaLaunchHostFunc(0, HoldStream, nullptr));
   ptds_kernel_a<<<32, 128>>>(d);
   ptds_kernel_b<<<dim3(4, 2), dim3(64, 2)>>>(d, int(n));
   CHECK(cudaMemcpy2D(d, 1024, d + 4096, 1024, 512, 16, cudaMemcpyDeviceToDevice));

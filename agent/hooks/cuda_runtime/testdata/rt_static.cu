@@ -2,7 +2,8 @@
 // a pointer taken from libcudart's own symbol table (dlsym on its handle), so no LD_PRELOAD
 // interposer sees it. The agent can only learn of this work the way it learns of a static
 // runtime's: through CUDA_INJECTION64_PATH (which a preloaded agent sets) and CUPTI callbacks.
-// Last, one launch captured into a graph on a stream of its own, the graph launched twice.
+// Copies and sets of every shape (1D, 2D, 3D, to a symbol) are recorded with their sizes. Last,
+// one launch captured into a graph on a stream of its own, the graph launched twice.
 // Exit code 0 when every call succeeded.
 #include <cuda_runtime.h>
 #include <dlfcn.h>
@@ -11,6 +12,7 @@
 
 __global__ void static_kernel_a(int i) {}
 __global__ void static_kernel_b(float* p) {}
+__device__ int static_symbol[8];
 
 template <typename F>
 F Sym(void* h, const char* name) {
@@ -37,8 +39,14 @@ int main() {
   auto instantiate = Sym<cudaError_t (*)(cudaGraphExec_t*, cudaGraph_t, unsigned long long)>(
       rt, "cudaGraphInstantiate");
   auto graph_launch = Sym<cudaError_t (*)(cudaGraphExec_t, cudaStream_t)>(rt, "cudaGraphLaunch");
+  auto memcpy2d = Sym<cudaError_t (*)(void*, size_t, const void*, size_t, size_t, size_t,
+                                      cudaMemcpyKind, cudaStream_t)>(rt, "cudaMemcpy2DAsync");
+  auto memset3d = Sym<cudaError_t (*)(cudaPitchedPtr, int, cudaExtent)>(rt, "cudaMemset3D");
+  auto to_symbol = Sym<cudaError_t (*)(const void*, const void*, size_t, size_t, cudaMemcpyKind)>(
+      rt, "cudaMemcpyToSymbol");
   if (!malloc_ || !free_ || !launch || !memset_ || !memcpy_ || !sync || !stream_create ||
-      !begin_capture || !end_capture || !instantiate || !graph_launch) {
+      !begin_capture || !end_capture || !instantiate || !graph_launch || !memcpy2d || !memset3d ||
+      !to_symbol) {
     return 4;
   }
   float* d = nullptr;
@@ -54,6 +62,14 @@ int main() {
   errors += memset_(d, 0, 4096, nullptr) != cudaSuccess;
   float h[16];
   errors += memcpy_(h, d, sizeof(h), cudaMemcpyDeviceToHost) != cudaSuccess;
+  // 2D: 3 rows of 40 bytes (120); 3D: 64 x 4 x 2 bytes of a 256-byte pitch (512); symbol: 12.
+  char rows[3 * 48] = {};
+  errors += memcpy2d(d, 256, rows, 48, 40, 3, cudaMemcpyHostToDevice, nullptr) != cudaSuccess;
+  errors += memset3d(make_cudaPitchedPtr(d, 256, 64, 4), 1, make_cudaExtent(64, 4, 2)) !=
+            cudaSuccess;
+  int three[3] = {1, 2, 3};
+  errors += to_symbol(reinterpret_cast<const void*>(&static_symbol), three, sizeof(three), 0,
+                      cudaMemcpyHostToDevice) != cudaSuccess;
   errors += sync() != cudaSuccess;
   cudaStream_t s = nullptr;
   errors += stream_create(&s, cudaStreamNonBlocking) != cudaSuccess;
