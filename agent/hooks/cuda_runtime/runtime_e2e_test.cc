@@ -833,7 +833,7 @@ TEST_CASE("Capture range cudaProfilerApi, CUDA events: only the work between sta
 }
 
 TEST_CASE("Runtime calls no interposer sees (a static runtime): CUDA injection + CUPTI record them") {
-  Scenario s("static", "", kPkg + "rt_static");
+  Scenario s("static", "GPUSIM_DEVICES=2", kPkg + "rt_static");
   REQUIRE(s.run.code == 0);
   CHECK(s.run.out == "errors=0\n");
   REQUIRE(s.loaded);
@@ -850,13 +850,18 @@ TEST_CASE("Runtime calls no interposer sees (a static runtime): CUDA injection +
   CHECK(captured == 1);
   CHECK(s.prof.Kind(EV_GRAPH_LAUNCH).size() == 2);
   CheckCopiesCorrelated(s);
-  // The allocation, its free and the synchronization, once each.
+  // The allocations (device 0, then device 1) and their frees, once each, with their devices.
   auto allocs = s.prof.Kind(EV_ALLOC), frees = s.prof.Kind(EV_FREE);
-  REQUIRE(allocs.size() == 1);
+  REQUIRE(allocs.size() == 2);
   CHECK(allocs[0]->ev.bytes() == 4096);
   CHECK(allocs[0]->ev.copy_kind() == MEM_DEVICE);
-  REQUIRE(frees.size() == 1);
+  CHECK(allocs[0]->ev.device() == 0);
+  CHECK(allocs[1]->ev.bytes() == 8192);
+  CHECK(allocs[1]->ev.device() == 1);
+  REQUIRE(frees.size() == 2);
   CHECK(frees[0]->ev.ptr() == allocs[0]->ev.ptr());
+  CHECK(frees[1]->ev.ptr() == allocs[1]->ev.ptr());
+  CHECK(frees[1]->ev.device() == 1);
   CHECK(s.prof.Kind(EV_SYNC).size() == 2);
 }
 

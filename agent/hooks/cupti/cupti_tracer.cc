@@ -51,6 +51,7 @@ struct CuptiApi {
   decltype(&cuptiActivityGetNumDroppedRecords) num_dropped = nullptr;
   decltype(&cuptiGetTimestamp) get_timestamp = nullptr;
   decltype(&cuptiGetResultString) result_string = nullptr;
+  decltype(&cuptiGetDeviceId) get_device_id = nullptr;
 };
 
 // Everything used from the buffer callbacks and the shutdown flush is trivially destructible or
@@ -518,6 +519,14 @@ void RecordRuntimeFromCallback(CUpti_CallbackId cbid, const CUpti_CallbackData* 
   }
   // Outside the schedule or capture range only allocations and frees are recorded.
   if (e.type != EvType::kAlloc && e.type != EvType::kFree && !Recording()) return;
+  // The device of a copy, set, allocation or free (the memory counter is per device): the
+  // callback's context's.
+  uint32_t device = 0;
+  if (e.type != EvType::kLaunch && e.type != EvType::kGraphLaunch && e.type != EvType::kSync &&
+      cb->context != nullptr && g_api.get_device_id != nullptr &&
+      g_api.get_device_id(cb->context, &device) == CUPTI_SUCCESS) {
+    e.mem.device = device;
+  }
   FlagCaptured(&e);
   Emit(e);
 }
@@ -676,6 +685,7 @@ bool StartLocked(const std::string& explicit_path, const void* cudart_symbol,
   Sym(lib, "cuptiGetResultString", &a.result_string);
   Sym(lib, "cuptiGetTimestamp", &a.get_timestamp);
   Sym(lib, "cuptiActivityGetNumDroppedRecords", &a.num_dropped);
+  Sym(lib, "cuptiGetDeviceId", &a.get_device_id);
   bool ok = Sym(lib, "cuptiSubscribe", &a.subscribe) &&
             Sym(lib, "cuptiUnsubscribe", &a.unsubscribe) &&
             Sym(lib, "cuptiEnableCallback", &a.enable_callback) &&

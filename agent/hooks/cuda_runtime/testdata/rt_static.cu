@@ -3,7 +3,8 @@
 // interposer sees it. The agent can only learn of this work the way it learns of a static
 // runtime's: through CUDA_INJECTION64_PATH (which a preloaded agent sets) and CUPTI callbacks.
 // Copies and sets of every shape (1D, 2D, 3D, to a symbol) are recorded with their sizes. Last,
-// one launch captured into a graph on a stream of its own, the graph launched twice.
+// one launch captured into a graph on a stream of its own, the graph launched twice; then an
+// allocation on device 1 (run with GPUSIM_DEVICES=2).
 // Exit code 0 when every call succeeded.
 #include <cuda_runtime.h>
 #include <dlfcn.h>
@@ -84,6 +85,12 @@ int main() {
   for (int i = 0; i < 2; ++i) errors += graph_launch(exec, s) != cudaSuccess;
   errors += sync() != cudaSuccess;
   errors += free_(d) != cudaSuccess;
+  // An allocation on a second device (GPUSIM_DEVICES=2), recorded with its device.
+  auto set_device = Sym<cudaError_t (*)(int)>(rt, "cudaSetDevice");
+  void* d1 = nullptr;
+  errors += set_device == nullptr || set_device(1) != cudaSuccess;
+  errors += malloc_(&d1, 8192) != cudaSuccess;
+  errors += free_(d1) != cudaSuccess;
   printf("errors=%d\n", errors);
   return errors == 0 ? 0 : 1;
 }
