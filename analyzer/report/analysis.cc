@@ -1970,7 +1970,8 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
       warnings.push_back(absl::StrCat(f->path_, ": ", f->bad_string_ids_,
                                       " string definitions with an implausible id ignored"));
     }
-    if (f->rank_guessed_) {
+    // A lone process without a rank (a single-GPU program) is rank 0: nothing to warn about.
+    if (f->rank_guessed_ && sel.size() > 1) {
       warnings.push_back(absl::StrCat(f->path_, ": no rank recorded; using its position (",
                                       f->rank_, ") among the files"));
     }

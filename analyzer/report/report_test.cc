@@ -687,6 +687,31 @@ TEST_CASE("failed launches, CPU-only processes and never-completed calls: no fal
   CHECK((*s)["collectives"]["ops"][0]["busbw_gbps"].is_null());
 }
 
+TEST_CASE("files without a rank: a lone one is rank 0 quietly, several are numbered with a warning") {
+  const std::string dir = TmpDir("norank");
+  for (int i = 0; i < 2; ++i) {
+    ProfileBuilder b(dir + "/pid" + std::to_string(100 + i) + ".pb");
+    b.WriteHeader(-1, 0, "h0", GPU_TIMING_CUPTI);
+    b.Host(1, 0, 0, ProfileBuilder::Step(1000 * kUs, 1, -1, 0, false));
+    b.Close(true);
+  }
+  auto warnings = [](const auto& s) {
+    std::string w;
+    for (const auto& x : s["meta"]["warnings"]) w += x.template get<std::string>() + "\n";
+    return w;
+  };
+  auto one = BuildSummary({dir + "/pid100.pb"}, ReportOptions(), "");
+  REQUIRE(one.ok());
+  CHECK(warnings(*one).find("no rank recorded") == std::string::npos);
+  CHECK((*one)["meta"]["ranks"].dump() == "[0]");
+  auto two = BuildSummary({dir + "/pid100.pb", dir + "/pid101.pb"}, ReportOptions(), "");
+  REQUIRE(two.ok());
+  CHECK(warnings(*two).find("pid100.pb: no rank recorded; using its position (0)") !=
+        std::string::npos);
+  CHECK(warnings(*two).find("pid101.pb: no rank recorded; using its position (1)") !=
+        std::string::npos);
+}
+
 TEST_CASE("host timing with launches timed 1 in N: untimed kernels count as the timed mean") {
   const std::string dir = TmpDir("sampled_host");
   WriteSampledLaunches(dir + "/rank0.pb", GPU_TIMING_HOST);
