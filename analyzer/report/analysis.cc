@@ -1372,8 +1372,12 @@ void FileAnalysis::Host2(const EventView& e) {
   if (kind != EV_NVTX_RANGE && kind != EV_NVTX_MARK && kind != EV_NVTX_PUSH && kind != EV_STEP &&
       kind != EV_RUN && kind != EV_MARKER) {
     uint32_t api = e.api;
+    // `name` is the API's own name but for launches (the kernel), NVTX and collectives: a
+    // cudaMemcpyAsync is not counted as a cudaMemcpy, nor a cudaHostAlloc as a cudaMalloc.
     if (api == 0 && (kind == EV_API || kind == EV_SYNC || kind == EV_STREAM ||
-                     kind == EV_EVENT || kind == EV_COMM || kind == EV_GROUP)) {
+                     kind == EV_EVENT || kind == EV_COMM || kind == EV_GROUP ||
+                     kind == EV_MEMCPY || kind == EV_MEMSET || kind == EV_ALLOC ||
+                     kind == EV_FREE || kind == EV_GRAPH_LAUNCH)) {
       api = e.name;
     }
     ApiAcc* acc;

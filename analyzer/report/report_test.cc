@@ -515,6 +515,45 @@ TEST_CASE("a run of polls counts its calls and their busy time in the host API t
   CHECK((*query)["total_ms"] == 0.402);
 }
 
+// Copies, sets, allocations and frees carry their API's name: 3 cudaMemcpyAsync and a
+// cudaMemcpy2D are not 4 cudaMemcpy, a cudaHostAlloc is not a cudaMalloc. Unnamed ones (an older
+// file) fall back to the kind's usual API.
+TEST_CASE("the host API table names copies, sets and allocations by the API called") {
+  const std::string dir = TmpDir("apinames");
+  {
+    ProfileBuilder b(dir + "/rank0.pb");
+    b.WriteHeader(0, 1, "h0", GPU_TIMING_HOST);
+    auto ev = [&](EventKind kind, const char* api, uint64_t dur) {
+      Event e;
+      e.set_kind(kind);
+      if (api != nullptr) e.set_name(b.Str(api));
+      e.set_dur(dur);
+      return e;
+    };
+    uint64_t t = 0;
+    for (int i = 0; i < 3; ++i) b.Host(1, t += 10 * kUs, 0, ev(EV_MEMCPY, "cudaMemcpyAsync", kUs));
+    b.Host(1, t += 10 * kUs, 0, ev(EV_MEMCPY, "cudaMemcpy2D", 4 * kUs));
+    b.Host(1, t += 10 * kUs, 0, ev(EV_MEMSET, "cudaMemsetAsync", 2 * kUs));
+    b.Host(1, t += 10 * kUs, 0, ev(EV_ALLOC, "cudaHostAlloc", 8 * kUs));
+    b.Host(1, t += 10 * kUs, 0, ev(EV_FREE, "cudaFreeHost", 6 * kUs));
+    b.Host(1, t += 10 * kUs, 0, ev(EV_MEMCPY, nullptr, 5 * kUs));
+    b.Close(true);
+  }
+  auto s = BuildSummary({dir + "/rank0.pb"}, ReportOptions(), "");
+  REQUIRE(s.ok());
+  std::map<std::string, std::pair<int, double>> api;  // name -> count, mean us
+  for (const auto& a : (*s)["host"]["api"]) {
+    api[a["name"].get<std::string>()] = {a["count"].get<int>(), a["mean_us"].get<double>()};
+  }
+  CHECK(api.size() == 6);
+  CHECK(api["cudaMemcpyAsync"] == std::make_pair(3, 1.0));
+  CHECK(api["cudaMemcpy2D"] == std::make_pair(1, 4.0));
+  CHECK(api["cudaMemsetAsync"] == std::make_pair(1, 2.0));
+  CHECK(api["cudaHostAlloc"] == std::make_pair(1, 8.0));
+  CHECK(api["cudaFreeHost"] == std::make_pair(1, 6.0));
+  CHECK(api["cudaMemcpy"] == std::make_pair(1, 5.0));
+}
+
 // MPI_Isend: posted in 1 us, reported complete by an MPI_Wait 64 us after the posting began;
 // a second one never seen completing has no time (counted `untimed`), so the row's mean and
 // bandwidth are those of the first: 64 KiB in 64 us = 1.024 GB/s. Before, the posting call's
