@@ -617,6 +617,13 @@ void ResetDevice(int device) {
     }
   }
   for (Stream* s : doomed) DestroyStream(s);
+  {
+    // The device's events go too (their handles become invalid, as on hardware).
+    std::lock_guard<std::mutex> lock(st.mu);
+    for (auto it = st.events.begin(); it != st.events.end();) {
+      it = (*it)->device == device ? st.events.erase(it) : std::next(it);
+    }
+  }
   ResetPools(device);  // releases (and untracks) the pools' allocations on the device
   std::lock_guard<std::mutex> lock(st.alloc_mu);
   for (auto it = st.allocations.begin(); it != st.allocations.end();) {
@@ -746,6 +753,7 @@ cudaError_t InitCopyOpFromParms(Op* op, const cudaMemcpy3DParms& p) {
 Event* CreateEvent(unsigned flags) {
   Event* e = new Event();
   e->flags = flags;
+  e->device = CurrentDevice();
   std::lock_guard<std::mutex> lock(S().mu);
   S().events.insert(e);
   return e;

@@ -147,6 +147,7 @@ struct Stream {
 
 struct Event {
   unsigned flags = 0;
+  int device = 0;  // current when created: cudaDeviceReset of that device destroys it
   std::mutex mu;
   Stream* stream = nullptr;  // of the last record, nullptr if never recorded
   uint64_t seq = 0;          // sequence number of that record op

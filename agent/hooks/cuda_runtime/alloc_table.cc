@@ -5,7 +5,7 @@ namespace rt {
 
 static_assert(AllocTable::kSlots == (size_t(1) << 16), "Hash() yields 16 bits");
 
-bool AllocTable::Insert(uint64_t ptr, uint64_t size, uint32_t kind) {
+bool AllocTable::Insert(uint64_t ptr, uint64_t size, uint32_t kind, uint32_t device) {
   if (ptr <= kTomb) return false;
   size_t h = Hash(ptr);
   for (int i = 0; i < kMaxProbe; ++i) {
@@ -13,7 +13,7 @@ bool AllocTable::Insert(uint64_t ptr, uint64_t size, uint32_t kind) {
     uint64_t k = s.key.load(std::memory_order_relaxed);
     if ((k == kEmpty || k == kTomb) &&
         s.key.compare_exchange_strong(k, ptr, std::memory_order_acq_rel)) {
-      s.val.store(size << 4 | (kind & 15), std::memory_order_release);
+      s.val.store(Pack(size, kind, device), std::memory_order_release);
       live_.fetch_add(1, std::memory_order_relaxed);
       return true;
     }
@@ -21,7 +21,7 @@ bool AllocTable::Insert(uint64_t ptr, uint64_t size, uint32_t kind) {
   return false;
 }
 
-bool AllocTable::Take(uint64_t ptr, uint64_t* size, uint32_t* kind) {
+bool AllocTable::Take(uint64_t ptr, Entry* out) {
   if (ptr <= kTomb) return false;
   size_t h = Hash(ptr);
   for (int i = 0; i < kMaxProbe; ++i) {
@@ -32,8 +32,7 @@ bool AllocTable::Take(uint64_t ptr, uint64_t* size, uint32_t* kind) {
       uint64_t v = s.val.load(std::memory_order_acquire);
       if (!s.key.compare_exchange_strong(k, kTomb, std::memory_order_acq_rel)) return false;
       live_.fetch_sub(1, std::memory_order_relaxed);
-      *size = v >> 4;
-      *kind = uint32_t(v & 15);
+      *out = Unpack(v);
       return true;
     }
   }

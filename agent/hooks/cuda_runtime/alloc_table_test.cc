@@ -2,6 +2,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <memory>
 #include <thread>
@@ -30,6 +31,30 @@ TEST_CASE("AllocTable remembers size and kind until taken") {
   CHECK_FALSE(t->Take(0xdead000, &size, &kind));
   CHECK_FALSE(t->Insert(0, 1, 0));
   CHECK_FALSE(t->Insert(1, 1, 0));
+}
+
+TEST_CASE("AllocTable keeps each allocation's device; TakeEach removes a device's (a reset)") {
+  auto t = std::make_unique<AllocTable>();
+  REQUIRE(t->Insert(0x7f0000001000, 1ull << 40, 0, 1));  // 1 TiB on device 1
+  REQUIRE(t->Insert(0x7f0000002000, 200, 3, 1));
+  REQUIRE(t->Insert(0x7f0000003000, 300, 1, 1));  // pinned host memory
+  REQUIRE(t->Insert(0x7f0000004000, 400, 0, 0));
+  REQUIRE(t->Insert(0x7f0000005000, 500, 0, 255));
+  std::vector<std::pair<uint64_t, uint64_t>> taken;  // ptr, size
+  size_t n = t->TakeEach(
+      [](const AllocTable::Entry& e) { return e.device == 1 && e.kind != 1; },
+      [&](uint64_t ptr, const AllocTable::Entry& e) { taken.push_back({ptr, e.size}); });
+  CHECK(n == 2);
+  std::sort(taken.begin(), taken.end());
+  CHECK(taken == std::vector<std::pair<uint64_t, uint64_t>>{{0x7f0000001000, 1ull << 40},
+                                                              {0x7f0000002000, 200}});
+  CHECK(t->Live() == 3);
+  AllocTable::Entry e{};
+  CHECK_FALSE(t->Take(0x7f0000001000, &e));
+  REQUIRE(t->Take(0x7f0000003000, &e));
+  CHECK((e.size == 300 && e.kind == 1 && e.device == 1));
+  REQUIRE(t->Take(0x7f0000005000, &e));
+  CHECK((e.size == 500 && e.kind == 0 && e.device == 255));
 }
 
 TEST_CASE("AllocTable finds entries past tombstones") {

@@ -43,9 +43,12 @@ Real<decltype(&cudaThreadExchangeStreamCaptureMode)> r_exchange_mode(
     "cudaThreadExchangeStreamCaptureMode");
 Real<decltype(&cudaGetDevice)> r_get_device("cudaGetDevice");
 Real<decltype(&cudaSetDevice)> r_set_device("cudaSetDevice");
+Real<decltype(&cudaDeviceSynchronize)> r_dev_sync("cudaDeviceSynchronize");
+
+constexpr int kResetting = 4;  // DevicePool::state during a cudaDeviceReset of its device
 
 struct DevicePool {
-  std::atomic<int> state{0};  // 0 none, 1 creating, 2 ready, 3 broken
+  std::atomic<int> state{0};  // 0 none, 1 creating, 2 ready, 3 broken, kResetting
   cudaEvent_t start[kPairs];
   cudaEvent_t stop[kPairs];
   MpmcQueue<int32_t, kPairs> free_slots;
@@ -223,7 +226,7 @@ __attribute__((noinline)) bool WaitForPool(int device, DevicePool* p) {
     std::this_thread::yield();
   }
   if (st == 2) return true;
-  if (st == 1) g_untimed_setup.fetch_add(1, std::memory_order_relaxed);
+  if (st == 1 || st == kResetting) g_untimed_setup.fetch_add(1, std::memory_order_relaxed);
   return false;
 }
 
@@ -491,6 +494,37 @@ int32_t BeginOn(int device, cudaStream_t stream) {
 }  // namespace
 
 int EventTimerDevice(int32_t ticket) { return ticket < 0 ? 0 : ticket / kPairs; }
+
+void EventTimerBeforeReset(int device) {
+  if (unsigned(device) >= unsigned(kMaxDevices) || !g_started.load()) return;
+  DevicePool& p = g_pools[device];
+  int st = 2;
+  if (!p.state.compare_exchange_strong(st, kResetting)) return;  // no pool, or a broken one
+  t_app_error = !NoPendingError();
+  // Every pair handed out comes back (resolved by the poller, or released by a failed call);
+  // the device's work completes, since the reset synchronizes it anyway. Bounded: a pair lost
+  // to a full hand-off queue never comes back.
+  auto sync = r_dev_sync.get();
+  if (sync != nullptr && sync() != cudaSuccess && !t_app_error) ClearOwnError();
+  static auto& names = *new std::unordered_map<const void*, uint32_t>();
+  const size_t pairs = size_t(p.chunks.load()) * kChunk;
+  for (int i = 0; i < 2000 && p.free_slots.ApproxSize() < pairs; ++i) {
+    {
+      std::lock_guard<std::mutex> lock(PollMu());
+      PollOnce(g_inflight_list, &names);
+    }
+    if (p.free_slots.ApproxSize() < pairs) usleep(500);
+  }
+}
+
+void EventTimerAfterReset(int device) {
+  if (unsigned(device) >= unsigned(kMaxDevices)) return;
+  DevicePool& p = g_pools[device];
+  if (p.state.load() != kResetting) return;
+  p.chunks.store(0);
+  p.free_slots.Init();
+  p.state.store(0, std::memory_order_release);  // made again on next use
+}
 
 void EventTimerEnd(int32_t ticket, cudaStream_t stream, const DeviceOpInfo& info, bool ok) {
   if (ticket < 0) return;

@@ -78,6 +78,11 @@ int32_t EventTimerBegin(cudaStream_t stream);
 int32_t EventTimerBeginOnDevice(int device, cudaStream_t stream);
 // The device of a ticket's pool.
 int EventTimerDevice(int32_t ticket);
+// cudaDeviceReset of `device` destroys its events, the pool's too. Before the reset: no new
+// operation of the device is timed, and those in flight are resolved (the reset would
+// synchronize anyway). After it: the pool is made again on the device's next operation.
+void EventTimerBeforeReset(int device);
+void EventTimerAfterReset(int device);
 
 // Records the stop event and queues the pair for the poller. `ok` false (the real call failed)
 // returns the pair to the pool. Hot path.

@@ -221,6 +221,7 @@ struct Scenario {
                                       << "^plugin_kernel 5000\n^injected_kernel 1000\n"
                                       << "^worker_kernel 2000\n^before_fork 1000\n"
                                       << "^after_fork 1000\n^ptds_kernel 2000\n^static_kernel 1000\n"
+                                      << "^before_reset_kernel 2000\n^after_reset_kernel 2000\n"
                                       << "^graph_fill 500\n^graph_reduce 300\n"
                                       << "^long_kernel 300\n^after_probe_kernel 2000\n"
                                       << "^after_read_kernel 2000\n^burst_kernel 200\n"
@@ -1182,6 +1183,30 @@ TEST_CASE("3D copies and sets: a call each, joined to its device op, in both mod
     REQUIRE(s.prof.dev.size() == 5);
     for (auto& d : s.prof.dev) CHECK(corrs.count(d.corr) == 1);
     if (std::string(mode) == "cupti") CheckCopiesCorrelated(s);
+  }
+}
+
+// cudaDeviceReset destroys the device's events, the agent's too: the work after a reset is timed
+// with a pool made again (before, every later operation went untimed on dead events), the
+// application's own events work, and the memory the reset released is freed in the profile.
+TEST_CASE("A device reset midway: the work after it is timed too, in both modes") {
+  for (const char* mode : {"cupti", "events"}) {
+    INFO(mode);
+    Scenario s((std::string("reset_") + mode).c_str(),
+               std::string("PROFAGENT_GPU_TIMING=") + mode, kPkg + "rt_reset");
+    REQUIRE(s.run.code == 0);
+    CHECK(s.run.out == "errors=0 elapsed_ok=1\n");
+    REQUIRE(s.loaded);
+    if (std::string(mode) == "cupti" && CuptiUnavailable(s.prof)) continue;
+    CheckLaunchesMatchTruth(s, std::string(mode) == "cupti");
+    // (Events: its one set, synchronous on an idle stream, lasts as long as its call.)
+    CheckDeviceDurations(s, false, std::string(mode) == "cupti", std::string(mode) == "cupti");
+    CHECK(s.run.err.find("not timed") == std::string::npos);
+    // The 1 MiB allocation the reset released is freed (as a free of the reset's), the 64 KiB
+    // one by its cudaFree.
+    std::map<uint64_t, int> freed;  // bytes -> frees
+    for (auto* f : s.prof.Kind(EV_FREE)) freed[f->ev.bytes()]++;
+    CHECK(freed == std::map<uint64_t, int>{{1u << 20, 1}, {1u << 16, 1}});
   }
 }
 

@@ -334,7 +334,7 @@ inline cudaError_t DoAllocSized(uint16_t api, void** out, Size&& size_after, uin
   uint64_t t1 = Now();
   void* p = (r == cudaSuccess && out) ? *out : nullptr;
   const size_t size = size_t(size_after(r));  // the bytes allocated (or asked for, on failure)
-  if (p) g_allocs.Insert(U64(p), size, kind);
+  if (p) g_allocs.Insert(U64(p), size, kind, uint32_t(t_device));
   RawEvent e;
   std::memset(&e, 0, sizeof(e));
   e.t0 = t0;
@@ -360,15 +360,14 @@ inline cudaError_t DoFree(uint16_t api, void* ptr, uint32_t default_kind, cudaSt
                           Call&& call) {
   InRuntime marked;
   Mode();
-  uint64_t size = 0;
-  uint32_t kind = default_kind;
+  AllocTable::Entry a{0, default_kind, uint32_t(t_device)};
   // Taken before the real free: once the memory is returned, another thread may get the same
   // address from an allocation and insert it again.
-  bool known = ptr && g_allocs.Take(U64(ptr), &size, &kind);
+  bool known = ptr && g_allocs.Take(U64(ptr), &a);
   uint64_t t0 = Now();
   cudaError_t r = call();
   uint64_t t1 = Now();
-  if (r != cudaSuccess && known) g_allocs.Insert(U64(ptr), size, kind);
+  if (r != cudaSuccess && known) g_allocs.Insert(U64(ptr), a.size, a.kind, a.device);
   if (!ptr) return r;  // cudaFree(0): context initialization idiom, not a free
   RawEvent e;
   std::memset(&e, 0, sizeof(e));
@@ -377,13 +376,35 @@ inline cudaError_t DoFree(uint16_t api, void* ptr, uint32_t default_kind, cudaSt
   e.type = EvType::kFree;
   e.api = api;
   e.ret = int32_t(r);
-  e.mem.bytes = size;
+  e.mem.bytes = a.size;
   e.mem.ptr = U64(ptr);
-  e.mem.kind = kind;
+  e.mem.kind = a.kind;
   e.mem.stream = U64(stream);
-  e.mem.device = uint32_t(t_device);
+  e.mem.device = a.device;  // the allocation's (another device may be current)
   Emit(e);
   return r;
+}
+
+// A cudaDeviceReset of `device` (between t0 and t1) released its device, managed and
+// stream-ordered memory: a free each, from the allocations still recorded.
+inline void EmitResetFrees(uint16_t api, int device, uint64_t t0, uint64_t t1) {
+  g_allocs.TakeEach(
+      [device](const AllocTable::Entry& a) {
+        return a.device == uint32_t(device) && a.kind != kMemPinned;
+      },
+      [&](uint64_t ptr, const AllocTable::Entry& a) {
+        RawEvent e;
+        std::memset(&e, 0, sizeof(e));
+        e.t0 = t0;
+        e.t1 = t1;
+        e.type = EvType::kFree;
+        e.api = api;
+        e.mem.bytes = a.size;
+        e.mem.ptr = ptr;
+        e.mem.kind = a.kind;
+        e.mem.device = a.device;
+        Emit(e);
+      });
 }
 
 // ---- Everything else: synchronization, streams, events ----------------------------------------
@@ -1304,6 +1325,25 @@ EXPORT cudaError_t cudaSetDevice(int device) {
   cudaError_t r = real(device);
   if (r == cudaSuccess) rt::t_device = device;
   return r;
+}
+
+// cudaDeviceReset destroys the current device's streams, events and memory. Events mode: the
+// device's operations in flight are resolved first and its event pool is made again on next use.
+// The device memory the reset releases (device, managed, stream-ordered; not pinned host memory)
+// is recorded as freed by it.
+DEFINE_REAL(cudaDeviceReset)
+EXPORT cudaError_t cudaDeviceReset(void) {
+  return rt::InterceptMem(real_cudaDeviceReset, [&](auto real) {
+    const int device = rt::t_device;
+    const bool events = rt::Mode() == rt::kEvents;
+    if (events) rt::EventTimerBeforeReset(device);
+    const uint64_t t0 = profagent::Now();
+    cudaError_t r = rt::DoGeneric(api_cudaDeviceReset, EvType::kApi, 0, 0, [&] { return real(); });
+    const uint64_t t1 = profagent::Now();
+    if (events) rt::EventTimerAfterReset(device);
+    if (r == cudaSuccess) rt::EmitResetFrees(api_cudaDeviceReset, device, t0, t1);
+    return r;
+  });
 }
 
 // ---- Kernel names for handles the registry does not know ---------------------------------------
