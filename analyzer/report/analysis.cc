@@ -1279,6 +1279,9 @@ void FileAnalysis::Host2(const EventView& e) {
     }
     case EV_ALLOC:
     case EV_FREE: {
+      // Device memory only (pinned and registered host memory is the host's), and only what a
+      // call did allocate or free: a failed call changed nothing.
+      if (e.ret != 0 || e.copy_kind == MEM_HOST_PINNED) break;
       MemDev& m = mem_[e.device];
       if (kind == EV_ALLOC) {
         ++m.allocs;

@@ -554,6 +554,51 @@ TEST_CASE("the host API table names copies, sets and allocations by the API call
   CHECK(api["cudaMemcpy"] == std::make_pair(1, 5.0));
 }
 
+// The memory table is device memory that was allocated: a failed cudaMalloc (out of memory: a
+// petabyte asked for) and pinned or registered host memory are not in it.
+TEST_CASE("memory: device allocations that succeeded, per device; host memory and failures out") {
+  const std::string dir = TmpDir("memory");
+  {
+    ProfileBuilder b(dir + "/rank0.pb");
+    b.WriteHeader(0, 1, "h0", GPU_TIMING_HOST);
+    uint64_t t = 0;
+    auto mem = [&](EventKind kind, uint64_t ptr, uint64_t bytes, uint32_t mkind, uint32_t dev,
+                   int32_t ret) {
+      Event e;
+      e.set_kind(kind);
+      e.set_dur(kUs);
+      e.set_ptr(ptr);
+      e.set_bytes(bytes);
+      e.set_copy_kind(mkind);
+      e.set_device(dev);
+      e.set_ret(ret);
+      b.Host(1, t += 10 * kUs, 0, e);
+    };
+    mem(EV_ALLOC, 0x1000, 1 << 20, MEM_DEVICE, 0, 0);
+    mem(EV_ALLOC, 0, 1ull << 50, MEM_DEVICE, 0, 2);  // cudaErrorMemoryAllocation
+    mem(EV_ALLOC, 0x9000, 64 << 20, MEM_HOST_PINNED, 0, 0);
+    mem(EV_ALLOC, 0x2000, 2 << 20, MEM_ASYNC, 0, 0);
+    mem(EV_ALLOC, 0x3000, 4 << 20, MEM_DEVICE, 1, 0);
+    mem(EV_FREE, 0x2000, 2 << 20, MEM_ASYNC, 0, 0);
+    mem(EV_FREE, 0xdead, 0, MEM_DEVICE, 0, 1);  // cudaErrorInvalidValue: nothing freed
+    mem(EV_FREE, 0x9000, 64 << 20, MEM_HOST_PINNED, 0, 0);
+    mem(EV_FREE, 0x1000, 1 << 20, MEM_DEVICE, 0, 0);
+    b.Close(true);
+  }
+  auto s = BuildSummary({dir + "/rank0.pb"}, ReportOptions(), "");
+  REQUIRE(s.ok());
+  const auto& devs = (*s)["memory"]["devices"];
+  REQUIRE(devs.size() == 2);
+  CHECK(devs[0]["device"] == 0);
+  CHECK(devs[0]["allocs"] == 2);
+  CHECK(devs[0]["frees"] == 2);
+  CHECK(devs[0]["peak_bytes"] == 3 << 20);
+  CHECK(devs[0]["final_bytes"] == 0);
+  CHECK(devs[1]["device"] == 1);
+  CHECK(devs[1]["peak_bytes"] == 4 << 20);
+  CHECK(devs[1]["final_bytes"] == 4 << 20);
+}
+
 // MPI_Isend: posted in 1 us, reported complete by an MPI_Wait 64 us after the posting began;
 // a second one never seen completing has no time (counted `untimed`), so the row's mean and
 // bandwidth are those of the first: 64 KiB in 64 us = 1.024 GB/s. Before, the posting call's

@@ -1183,6 +1183,19 @@ TEST_CASE("3D copies and sets: a call each, joined to its device op, in both mod
     REQUIRE(s.prof.dev.size() == 5);
     for (auto& d : s.prof.dev) CHECK(corrs.count(d.corr) == 1);
     if (std::string(mode) == "cupti") CheckCopiesCorrelated(s);
+    // Both cudaMalloc3D volumes (pitch x height x depth each) and their frees.
+    auto allocs = s.prof.Kind(EV_ALLOC);
+    REQUIRE(allocs.size() == 2);
+    for (auto* a : allocs) {
+      CHECK(s.prof.Str(a->ev.name()) == "cudaMalloc3D");
+      CHECK(a->ev.bytes() >= 1u << 20);
+    }
+    auto frees = s.prof.Kind(EV_FREE);
+    REQUIRE(frees.size() == 2);
+    for (int i = 0; i < 2; ++i) {
+      CHECK(frees[i]->ev.ptr() == allocs[i]->ev.ptr());
+      CHECK(frees[i]->ev.bytes() == allocs[i]->ev.bytes());
+    }
   }
 }
 

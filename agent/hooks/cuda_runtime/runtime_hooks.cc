@@ -1204,6 +1204,26 @@ EXPORT cudaError_t cudaMallocPitch(void** p, size_t* pitch, size_t width, size_t
   }, p, pitch, width, height);
 }
 
+// A pitched 3D allocation: the pitch the runtime chose, times height x depth rows.
+DEFINE_REAL(cudaMalloc3D)
+EXPORT cudaError_t cudaMalloc3D(cudaPitchedPtr* p, cudaExtent extent) {
+  void* ptr = nullptr;
+  return rt::InterceptMem(real_cudaMalloc3D, [&](auto real) {
+    return rt::DoAllocSized(
+        api_cudaMalloc3D, &ptr,
+        [&](cudaError_t r) {
+          const uint64_t rows = uint64_t(extent.height) * extent.depth;
+          return (r == cudaSuccess && p != nullptr ? uint64_t(p->pitch) : uint64_t(extent.width)) *
+                 rows;
+        },
+        rt::kMemDevice, [&] {
+          cudaError_t r = real(p, extent);
+          if (r == cudaSuccess && p != nullptr) ptr = p->ptr;
+          return r;
+        });
+  }, p, extent);
+}
+
 // Synchronization on the per-thread default stream, event records.
 PROFAGENT_STREAM_SYNC_HOOK(cudaStreamSynchronize_ptsz, rt::Pt(stream))
 PROFAGENT_GENERIC_HOOK(cudaStreamWaitEvent_ptsz,
