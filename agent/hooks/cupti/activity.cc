@@ -34,6 +34,24 @@ void Common(uint64_t start, uint64_t end, const ClockMap& clock, RawEvent* out) 
 }
 }  // namespace
 
+// A CUPTI copy kind as the cudaMemcpyKind the record file keeps (what the interposed calls and
+// CUDA-event timing record): arrays count as device memory, peer copies as device to device.
+static uint32_t CopyKindOf(uint32_t cupti_kind) {
+  switch (cupti_kind) {
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD:
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOA: return cudaMemcpyHostToDevice;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH:
+    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOH: return cudaMemcpyDeviceToHost;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH: return cudaMemcpyHostToHost;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD:
+    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOA:
+    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOD:
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOA:
+    case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP: return cudaMemcpyDeviceToDevice;
+    default: return cudaMemcpyDefault;  // unknown
+  }
+}
+
 bool ActivityToEvent(const CUpti_Activity* rec, const ClockMap& clock, InternFn intern,
                      RawEvent* out) {
   switch (rec->kind) {
@@ -62,7 +80,7 @@ bool ActivityToEvent(const CUpti_Activity* rec, const ClockMap& clock, InternFn 
       d.kind = kDopMemcpy;
       d.corr = m->correlationId;
       d.bytes = m->bytes;
-      d.copy_kind = m->copyKind;  // CUpti_ActivityMemcpyKind
+      d.copy_kind = CopyKindOf(m->copyKind);
       d.graph = m->graphId;
       d.stream = m->streamId;
       d.device = uint8_t(m->deviceId);
@@ -75,7 +93,7 @@ bool ActivityToEvent(const CUpti_Activity* rec, const ClockMap& clock, InternFn 
       d.kind = kDopMemcpy;
       d.corr = m->correlationId;
       d.bytes = m->bytes;
-      d.copy_kind = m->copyKind;
+      d.copy_kind = CopyKindOf(m->copyKind);
       d.graph = m->graphId;
       d.stream = m->streamId;
       d.device = uint8_t(m->deviceId);

@@ -75,9 +75,21 @@ TEST_CASE("Memcpy and memset records carry bytes, kind and correlation") {
   REQUIRE(ActivityToEvent(reinterpret_cast<CUpti_Activity*>(&m), clock, nullptr, &e));
   CHECK(e.dev.kind == 1);
   CHECK(e.dev.bytes == (1u << 20));
-  CHECK(e.dev.copy_kind == CUPTI_ACTIVITY_MEMCPY_KIND_HTOD);
+  CHECK(e.dev.copy_kind == cudaMemcpyHostToDevice);
   CHECK(e.dev.corr == 5);
   CHECK(e.t1 - e.t0 == 800);
+  // CUPTI's kinds become the cudaMemcpyKind the file keeps (DTOD is 8 in CUPTI, 3 in CUDA).
+  const std::pair<CUpti_ActivityMemcpyKind, cudaMemcpyKind> kinds[] = {
+      {CUPTI_ACTIVITY_MEMCPY_KIND_DTOH, cudaMemcpyDeviceToHost},
+      {CUPTI_ACTIVITY_MEMCPY_KIND_DTOD, cudaMemcpyDeviceToDevice},
+      {CUPTI_ACTIVITY_MEMCPY_KIND_PTOP, cudaMemcpyDeviceToDevice},
+      {CUPTI_ACTIVITY_MEMCPY_KIND_HTOH, cudaMemcpyHostToHost},
+      {CUPTI_ACTIVITY_MEMCPY_KIND_UNKNOWN, cudaMemcpyDefault}};
+  for (const auto& k : kinds) {
+    m.copyKind = k.first;
+    REQUIRE(ActivityToEvent(reinterpret_cast<CUpti_Activity*>(&m), clock, nullptr, &e));
+    CHECK(e.dev.copy_kind == uint32_t(k.second));
+  }
 
   CUpti_ActivityMemset4 s;
   std::memset(&s, 0, sizeof(s));
