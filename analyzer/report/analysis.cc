@@ -136,6 +136,9 @@ std::string LowerOp(const std::string& op) {
   return s;
 }
 
+// The sequence number of a call the agent could not number (comm_table.h's NextPeerSeq).
+constexpr uint64_t kNoSeq = 0xffffffffu;
+
 double BusFactor(const std::string& op, int n) {
   std::string s = LowerOp(op);
   if (n <= 1) return s == "allreduce" || s == "allgather" || s == "reducescatter" ? 0 : 1;
@@ -1347,12 +1350,15 @@ void FileAnalysis::Host2(const EventView& e) {
         // receives from `peer` to this rank. A rank's transfer to itself waits for no one.
         uint64_t pair = 0;
         const bool sends = lop.find("send") != std::string::npos;
-        const bool p2p = (sends || lop.find("recv") != std::string::npos) && c.peer() >= 0;
-        if (p2p) {
+        const bool p2p = sends || lop.find("recv") != std::string::npos;
+        if (p2p && c.peer() >= 0) {
           const uint64_t me = uint32_t(cit->second.rank) + 1ull, peer = uint32_t(c.peer()) + 1ull;
           pair = sends ? (me << 32 | peer) : (peer << 32 | me);
         }
-        if (!p2p || c.peer() != cit->second.rank) {
+        // Unmatched: a point-to-point call without a number (an MPI_ANY_SOURCE receive, a
+        // transfer with MPI_PROC_NULL) or a rank's transfer to itself, which waits for no one.
+        const bool numbered = c.seq() != kNoSeq && (!p2p || c.peer() >= 0);
+        if (numbered && (!p2p || c.peer() != cit->second.rank)) {
           arrivals_.push_back(Arrival{u->second, pair, c.seq(), int64_t(e.start_ns),
                                       int(c.lib()), c.lib() == LIB_NCCL ? cit->second.device : -1});
           w.arrival = arrivals_.size() - 1;
@@ -1375,12 +1381,13 @@ void FileAnalysis::Host2(const EventView& e) {
   if (kind != EV_NVTX_RANGE && kind != EV_NVTX_MARK && kind != EV_NVTX_PUSH && kind != EV_STEP &&
       kind != EV_RUN && kind != EV_MARKER) {
     uint32_t api = e.api;
-    // `name` is the API's own name but for launches (the kernel), NVTX and collectives: a
-    // cudaMemcpyAsync is not counted as a cudaMemcpy, nor a cudaHostAlloc as a cudaMalloc.
+    // `name` is the API's own name but for launches (the kernel) and NVTX: a cudaMemcpyAsync
+    // is not counted as a cudaMemcpy, a cudaHostAlloc as a cudaMalloc, nor every NCCL and MPI
+    // call as one "collective".
     if (api == 0 && (kind == EV_API || kind == EV_SYNC || kind == EV_STREAM ||
                      kind == EV_EVENT || kind == EV_COMM || kind == EV_GROUP ||
                      kind == EV_MEMCPY || kind == EV_MEMSET || kind == EV_ALLOC ||
-                     kind == EV_FREE || kind == EV_GRAPH_LAUNCH)) {
+                     kind == EV_FREE || kind == EV_GRAPH_LAUNCH || kind == EV_COLLECTIVE)) {
       api = e.name;
     }
     ApiAcc* acc;

@@ -660,10 +660,19 @@ TEST_CASE("stragglers: point-to-point calls are matched per ordered pair of rank
       b.Host(1, 250 * kUs, 0, mpi(b, "Send", 0, 0));  // to itself
       b.Host(1, 260 * kUs, 0, mpi(b, "Recv", 0, 0));
       b.Host(1, 300 * kUs, 0, mpi(b, "Allreduce", 1, -1));
+      // Calls the agent could not number match nothing (before, they were merged into one
+      // "call" across ranks): an MPI_ANY_SOURCE receive, a send to MPI_PROC_NULL.
+      Event any = mpi(b, "Recv", 0xffffffffu, -1);
+      any.set_name(any.api());  // as the agent writes it: the API in `name`
+      any.clear_api();
+      b.Host(1, 400 * kUs, 0, any);
+      b.Host(1, 410 * kUs, 0, mpi(b, "Send", 0xffffffffu, -2));
     } else {
       b.Host(1, 110 * kUs, 0, mpi(b, "Allreduce", 0, -1));
       b.Host(1, 150 * kUs, 0, mpi(b, "Recv", 0, 0));
       b.Host(1, 330 * kUs, 0, mpi(b, "Allreduce", 1, -1));
+      b.Host(1, 900 * kUs, 0, mpi(b, "Recv", 0xffffffffu, -1));
+      b.Host(1, 950 * kUs, 0, mpi(b, "Send", 0xffffffffu, -2));
     }
     b.Close(true);
   }
@@ -676,6 +685,10 @@ TEST_CASE("stragglers: point-to-point calls are matched per ordered pair of rank
   CHECK(sg["wait_ms_by_rank"]["1"] == 0.05);  // the receive posted 50 us early
   CHECK(sg["last_arriver_counts"]["1"] == 2);
   CHECK(sg["last_arriver_counts"]["0"] == 1);
+  // The host API table names each MPI call (not one "collective" row).
+  std::map<std::string, int> api;
+  for (const auto& a : (*s)["host"]["api"]) api[a["name"].get<std::string>()] = a["count"];
+  CHECK(api == std::map<std::string, int>{{"MPI_Allreduce", 2}, {"MPI_Send", 3}, {"MPI_Recv", 2}});
 }
 
 // Two threads serve concurrently, each marking its own run and steps (NVTX), interleaved in
