@@ -127,13 +127,36 @@ std::string SizeClass(uint64_t bytes) {
   return absl::StrCat(label(lo), "-", label(lo * 4));
 }
 
+// An op's name lowered, without its library prefix, underscores, or the `I` of a nonblocking
+// MPI collective (MPI_Iallreduce is an allreduce): "allreduce", "reducescatterblock", "send".
 std::string LowerOp(const std::string& op) {
   std::string s = absl::AsciiStrToLower(op);
   for (const char* p : {"mpi_", "nccl"}) {
     if (s.compare(0, strlen(p), p) == 0) s = s.substr(strlen(p));
   }
   s.erase(std::remove(s.begin(), s.end(), '_'), s.end());
+  static const char* const kNonblocking[] = {
+      "iallreduce", "iallgather", "iallgatherv", "ialltoall", "ialltoallv", "ireducescatter",
+      "ireducescatterblock", "ibcast", "ireduce", "igather", "igatherv", "iscatter",
+      "iscatterv", "iscan", "iexscan", "ibarrier"};
+  for (const char* n : kNonblocking) {
+    if (s == n) return s.substr(1);
+  }
   return s;
+}
+
+// The size nccl-tests reports for a call (its algbw is size / time): the whole buffer that is
+// reduced, gathered, scattered or exchanged. `bytes` follows the agent's conventions
+// (profagent.proto's Collective): per rank for a reduce-scatter's block (NCCL, MPI's
+// Reduce_scatter_block) and per peer for an all-to-all, so those are scaled by the ranks.
+uint64_t CollSize(const std::string& lop, bool mpi, uint64_t bytes, uint64_t recv_bytes, int n) {
+  if (lop == "allgather" || lop == "allgatherv") {
+    return recv_bytes > 0 ? recv_bytes : bytes * uint64_t(n);
+  }
+  if (lop == "reducescatterblock" || (lop == "reducescatter" && !mpi) || lop == "alltoall") {
+    return bytes * uint64_t(n);
+  }
+  return bytes;
 }
 
 // The sequence number of a call the agent could not number (comm_table.h's NextPeerSeq).
@@ -141,9 +164,17 @@ constexpr uint64_t kNoSeq = 0xffffffffu;
 
 double BusFactor(const std::string& op, int n) {
   std::string s = LowerOp(op);
-  if (n <= 1) return s == "allreduce" || s == "allgather" || s == "reducescatter" ? 0 : 1;
+  if (n <= 1) {
+    return s == "allreduce" || s == "allgather" || s == "allgatherv" || s == "reducescatter" ||
+                   s == "reducescatterblock" || s == "alltoall" || s == "alltoallv"
+               ? 0
+               : 1;
+  }
   if (s == "allreduce") return 2.0 * (n - 1) / n;
-  if (s == "allgather" || s == "reducescatter" || s == "alltoall") return double(n - 1) / n;
+  if (s == "allgather" || s == "allgatherv" || s == "reducescatter" ||
+      s == "reducescatterblock" || s == "alltoall" || s == "alltoallv") {
+    return double(n - 1) / n;
+  }
   return 1.0;
 }
 
@@ -1316,9 +1347,8 @@ void FileAnalysis::Host2(const EventView& e) {
         ++captured_colls_[op];
         break;
       }
-      uint64_t bytes = c.bytes();
       std::string lop = LowerOp(op);
-      if (lop == "allgather") bytes = c.recv_bytes() > 0 ? c.recv_bytes() : bytes * uint64_t(n);
+      const uint64_t bytes = CollSize(lop, c.lib() == LIB_MPI, c.bytes(), c.recv_bytes(), n);
       std::string key = absl::StrCat(c.lib() == LIB_MPI ? "mpi" : "nccl", std::string(1, '\0'),
                                      op, std::string(1, '\0'), SizeClass(bytes));
       CollAgg& a = colls_[key];

@@ -599,6 +599,58 @@ TEST_CASE("memory: device allocations that succeeded, per device; host memory an
   CHECK(devs[1]["final_bytes"] == 4 << 20);
 }
 
+// Bus bandwidth as nccl-tests computes it, on 4 ranks, each call 1 ms: size = the whole buffer
+// (a reduce-scatter's and an all-to-all's are n times the per-rank or per-peer bytes the agent
+// records), busbw = size / time x 2(n-1)/n for an allreduce, (n-1)/n for allgather,
+// reduce-scatter and all-to-all, 1 otherwise; MPI's nonblocking collectives as their blocking
+// ones.
+TEST_CASE("collectives: sizes and bus bandwidth follow nccl-tests' conventions") {
+  const std::string dir = TmpDir("busbw");
+  {
+    ProfileBuilder b(dir + "/rank0.pb");
+    b.WriteHeader(0, 4, "h0", GPU_TIMING_HOST);
+    uint64_t t = 0;
+    auto call = [&](CollLibrary lib, const char* op, uint64_t bytes, uint64_t recv_bytes) {
+      Event e = MpiCall(b, op, bytes, 0, -1);
+      e.set_dur(1000 * kUs);
+      e.mutable_coll()->set_lib(lib);
+      e.mutable_coll()->set_recv_bytes(recv_bytes);
+      b.Host(1, t += 2000 * kUs, 0, e);
+    };
+    const uint64_t MiB = 1 << 20;
+    call(LIB_NCCL, "ReduceScatter", MiB, MiB);        // recvcount: 1 MiB per rank -> 4 MiB
+    call(LIB_NCCL, "AlltoAll", MiB, 4 * MiB);         // 1 MiB per peer -> 4 MiB
+    call(LIB_NCCL, "AllGather", MiB, 4 * MiB);        // 4 MiB gathered
+    call(LIB_MPI, "Iallreduce", 4 * MiB, 4 * MiB);    // factor 1.5 as Allreduce
+    call(LIB_MPI, "Reduce_scatter_block", MiB, MiB);  // recvcount -> 4 MiB
+    call(LIB_MPI, "Reduce_scatter", 4 * MiB, MiB);    // sum(recvcounts) is already 4 MiB
+    call(LIB_MPI, "Bcast", 4 * MiB, 4 * MiB);
+    b.Close(true);
+  }
+  auto s = BuildSummary({dir + "/rank0.pb"}, ReportOptions(), "");
+  REQUIRE(s.ok());
+  std::map<std::string, std::pair<double, double>> bw;  // op -> algbw, busbw
+  for (const auto& r : (*s)["collectives"]["ops"]) {
+    CHECK(r["bytes"] == 4 << 20);
+    CHECK(r["size_class"] == "4MiB-16MiB");
+    bw[r["op"].get<std::string>()] = {r["algbw_gbps"].get<double>(),
+                                      r["busbw_gbps"].get<double>()};
+  }
+  const double alg = (4 << 20) / 1e6;  // bytes per ns = GB/s: 4.194
+  CHECK(bw.size() == 7);
+  for (const auto& kv : bw) {
+    INFO(kv.first);
+    CHECK(kv.second.first == Approx(alg));
+  }
+  CHECK(bw["ReduceScatter"].second == Approx(alg * 0.75));
+  CHECK(bw["AlltoAll"].second == Approx(alg * 0.75));
+  CHECK(bw["AllGather"].second == Approx(alg * 0.75));
+  CHECK(bw["Iallreduce"].second == Approx(alg * 1.5));
+  CHECK(bw["Reduce_scatter_block"].second == Approx(alg * 0.75));
+  CHECK(bw["Reduce_scatter"].second == Approx(alg * 0.75));
+  CHECK(bw["Bcast"].second == Approx(alg));
+}
+
 // MPI_Isend: posted in 1 us, reported complete by an MPI_Wait 64 us after the posting began;
 // a second one never seen completing has no time (counted `untimed`), so the row's mean and
 // bandwidth are those of the first: 64 KiB in 64 us = 1.024 GB/s. Before, the posting call's
