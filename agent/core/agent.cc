@@ -183,14 +183,29 @@ void SetScheduleActive(bool active) {
   else internal::g_recording.fetch_and(uint8_t(~internal::kRecActive), std::memory_order_relaxed);
 }
 
+namespace {
+std::atomic<uint64_t> g_range_changed{0};  // Now() of the capture range's last change
+}  // namespace
+
 void SetCaptureRangeActive(bool inside) {
   auto& g = G();
   if (!g.config.capture_profiler_api) return;
+  const uint64_t now = Now();
   uint8_t was = inside ? internal::g_recording.fetch_or(internal::kRecRange)
                        : internal::g_recording.fetch_and(uint8_t(~internal::kRecRange));
   if (((was & internal::kRecRange) != 0) != inside) {
+    g_range_changed.store(now, std::memory_order_relaxed);
     Log(2, "capture range: %s", inside ? "cudaProfilerStart, recording" : "cudaProfilerStop, paused");
   }
+}
+
+bool InCaptureRange(uint64_t t0, bool whole) {
+  if (!G().config.capture_profiler_api) return true;
+  const bool inside = (internal::g_recording.load(std::memory_order_relaxed) &
+                       internal::kRecRange) != 0;
+  const uint64_t changed = g_range_changed.load(std::memory_order_relaxed);
+  // Any change after t0 means the range was open for part of [t0, now].
+  return whole ? inside && changed <= t0 : inside || changed >= t0;
 }
 
 namespace internal {

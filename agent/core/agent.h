@@ -199,6 +199,10 @@ void SetScheduleActive(bool active);
 // this; while outside, Recording() is false (allocations and frees are still recorded). A no-op
 // when the range is not configured.
 void SetCaptureRangeActive(bool inside);
+// Whether the capture range was open from `t0` (a Now() time) until now: all that time (`whole`)
+// or some of it. True when no capture range is configured. Steps are recorded only when inside
+// it from start to end, runs when they overlap it.
+bool InCaptureRange(uint64_t t0, bool whole);
 
 // Asks the writer to drain every ring and write, and waits up to `timeout_ms`. Slow path.
 void Flush(int timeout_ms);

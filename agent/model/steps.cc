@@ -107,7 +107,7 @@ void EmitStepEvent(EvType type, uint64_t t0, uint64_t t1, const ParsedStep* p, u
 // A step [t0, t1] ended. Emits it when the schedule records it and moves the schedule on.
 void EndStep(const State& s, uint64_t t0, uint64_t t1, const ParsedStep* p, uint8_t source) {
   const uint64_t index = g_steps.fetch_add(1, std::memory_order_relaxed);
-  if (s.schedule.Recorded(index)) {
+  if (s.schedule.Recorded(index) && InCaptureRange(t0, /*whole=*/true)) {
     EmitStepEvent(EvType::kStep, t0, t1, p, index, CurrentRun(), source);
     g_steps_emitted.fetch_add(1, std::memory_order_relaxed);
   }
@@ -144,7 +144,9 @@ void OnNvtxRangeEnd(uint64_t t0, uint64_t t1, const char* msg, size_t n, uint64_
     index = uint32_t(cookie);
     ParsedStep p = ParseStepMessage(msg, n, s->reduce);
     if (p.bad_values) g_bad_values.fetch_add(p.bad_values, std::memory_order_relaxed);
-    EmitStepEvent(EvType::kRun, t0, t1, &p, index, enclosing, kSourceNvtx);
+    if (InCaptureRange(t0, /*whole=*/false)) {
+      EmitStepEvent(EvType::kRun, t0, t1, &p, index, enclosing, kSourceNvtx);
+    }
     return;
   }
   if (s->step.Matches(msg, n)) {
@@ -157,7 +159,9 @@ void OnNvtxRangeEnd(uint64_t t0, uint64_t t1, const char* msg, size_t n, uint64_
     ParsedStep p = ParseStepMessage(msg, n, s->reduce);
     if (p.bad_values) g_bad_values.fetch_add(p.bad_values, std::memory_order_relaxed);
     const uint32_t index = g_runs.fetch_add(1, std::memory_order_relaxed) + 1;
-    EmitStepEvent(EvType::kRun, t0, t1, &p, index, CurrentRun(), kSourceNvtx);
+    if (InCaptureRange(t0, /*whole=*/false)) {
+      EmitStepEvent(EvType::kRun, t0, t1, &p, index, CurrentRun(), kSourceNvtx);
+    }
   }
 }
 

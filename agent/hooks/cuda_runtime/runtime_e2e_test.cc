@@ -823,6 +823,10 @@ void CheckCaptureRange(const std::string& timing) {
   // Memory: every allocation and free, inside the ranges or not.
   CHECK(s.prof.Kind(EV_ALLOC).size() == 3);
   CHECK(s.prof.Kind(EV_FREE).size() == 3);
+  // Steps: the two inside the first range (before, the two outside it were written too).
+  auto steps = s.prof.Kind(EV_STEP);
+  REQUIRE(steps.size() == 2);
+  for (auto* st : steps) CHECK(st->ev.step().tokens() == 2);
 }
 
 TEST_CASE("Capture range cudaProfilerApi, CUPTI: only the work between start and stop") {

@@ -75,6 +75,8 @@ void SetScheduleActive(bool active) {
   schedule_calls.push_back(active);
 }
 
+bool InCaptureRange(uint64_t, bool) { return true; }  // no capture range in these tests
+
 const Config& GetConfig() { return config; }
 
 void AtShutdown(void (*)()) {}  // the tests call model::Shutdown themselves

@@ -1,5 +1,5 @@
 // Constructor of the test build of the agent (libprofagent_rt.so: core, model, CUPTI and CUDA
-// runtime surfaces), standing in for //agent:agent_main.cc so that these tests do not depend on
+// runtime and NVTX surfaces), standing in for //agent:agent_main.cc so that these tests do not depend on
 // which surfaces the product library links.
 extern "C" int profagent_init();
 

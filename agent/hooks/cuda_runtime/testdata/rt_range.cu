@@ -1,9 +1,11 @@
 // The capture range (PROFAGENT_CAPTURE=cudaProfilerApi): work before, between and after two
 // cudaProfilerStart/cudaProfilerStop pairs, as torch.cuda.profiler.start()/stop() or a
 // benchmark's "measure only this loop" wraps it. Memory is allocated outside the ranges and
-// freed inside and outside them. Exit code 0 when every call succeeded.
+// freed inside and outside them. NVTX steps: one before, two inside the first range
+// (tokens=2 each), one after it. Exit code 0 when every call succeeded.
 #include <cuda_profiler_api.h>
 #include <cuda_runtime.h>
+#include <nvtx3/nvToolsExt.h>
 
 #include <cstdio>
 
@@ -21,18 +23,27 @@ int main() {
   CHECK(cudaStreamCreate(&s));
   CHECK(cudaMalloc(&a, 1 << 20));
   CHECK(cudaMalloc(&b, 1 << 16));
+  nvtxRangePushA("step tokens=1");
   outside_kernel<<<4, 64, 0, s>>>(a);
   CHECK(cudaStreamSynchronize(s));
+  nvtxRangePop();
 
   CHECK(cudaProfilerStart());
-  for (int i = 0; i < 3; ++i) range1_kernel<<<8, 128, 0, s>>>(a);
+  for (int i = 0; i < 2; ++i) {
+    nvtxRangePushA("step tokens=2");
+    range1_kernel<<<8, 128, 0, s>>>(a);
+    nvtxRangePop();
+  }
+  range1_kernel<<<8, 128, 0, s>>>(a);
   CHECK(cudaMemcpyAsync(b, host, sizeof(host), cudaMemcpyHostToDevice, s));
   CHECK(cudaMalloc(&c, 1 << 12));
   CHECK(cudaFree(b));
   CHECK(cudaStreamSynchronize(s));
   CHECK(cudaProfilerStop());
 
+  nvtxRangePushA("step tokens=3");
   for (int i = 0; i < 2; ++i) outside_kernel<<<4, 64, 0, s>>>(a);
+  nvtxRangePop();
   CHECK(cudaMemcpyAsync(host, a, sizeof(host), cudaMemcpyDeviceToHost, s));
   CHECK(cudaStreamSynchronize(s));
 
