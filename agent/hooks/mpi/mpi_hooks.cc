@@ -800,6 +800,16 @@ PROFAGENT_EXPORT int MPI_Comm_free(void* comm) {
   return rc;
 }
 
+// ---- Datatype lifetime ----------------------------------------------------------------------
+// A freed named datatype's handle can come back as another datatype: forget its cached size.
+PROFAGENT_EXPORT int MPI_Type_free(void* type) {
+  PROFAGENT_COMPLETION_PROLOGUE(Type_free, type)
+  const uint64_t key = type != nullptr ? Abi().RequestAt(type, 0) : 0;  // handle-sized read
+  const int rc = fn(type);
+  if (rc == 0 && key != 0) g_types.Forget(key);
+  return rc;
+}
+
 // ---- Persistent requests ---------------------------------------------------------------------
 // MPI_Send_init / Bsend_init / Ssend_init / Rsend_init / Recv_init make an inactive request that
 // each MPI_Start / MPI_Startall starts: every start is one transfer, recorded like the matching

@@ -36,13 +36,18 @@ class TypeCache {
   // index (the existing one if already cached), or kUnknown when the table is full.
   int Add(uint64_t handle, const char* name, uint32_t size);
 
+  // Slow path. MPI_Type_free: the handle may come back as another datatype, so its entry no
+  // longer matches it (the entry's index keeps its name for the events already recorded).
+  void Forget(uint64_t handle);
+
   uint32_t Size(int index) const { return entries_[index].size; }
   const char* const* Names() const { return names_; }
   int count() const { return count_.load(std::memory_order_acquire); }
 
  private:
+  static constexpr uint64_t kForgotten = ~0ull;  // never a (masked) handle
   struct Entry {
-    uint64_t handle = 0;
+    std::atomic<uint64_t> handle{0};
     uint32_t size = 0;
     char name[kNameLen] = {};
   };

@@ -30,6 +30,21 @@ TEST_CASE("TypeCache caches named datatypes after the two reserved names") {
   CHECK(std::string(c.Names()[j]).size() == TypeCache::kNameLen - 1);
 }
 
+// MPI_Type_free: a named 128-byte vector type freed, its handle reused by another datatype.
+TEST_CASE("TypeCache forgets a freed handle; the old index keeps its name") {
+  static TypeCache c;
+  const int vec = c.Add(0x5000, "halo_vector", 128);
+  c.Forget(0x5000);
+  CHECK(c.Find(0x5000) == -1);
+  CHECK(std::string(c.Names()[vec]) == "halo_vector");
+  const int again = c.Add(0x5000, "rows", 2048);
+  CHECK(again != vec);
+  CHECK(c.Find(0x5000) == again);
+  CHECK(c.Size(again) == 2048);
+  c.Forget(0x7777);  // unknown: nothing happens
+  CHECK(c.Find(0x5000) == again);
+}
+
 TEST_CASE("TypeCache full: further types map to unknown; readers race safely with Add") {
   static TypeCache c;
   std::atomic<bool> stop{false};
