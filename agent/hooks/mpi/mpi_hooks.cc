@@ -473,7 +473,12 @@ inline void Finish(uint16_t api, uint32_t seq, const Info& info, uint64_t t0, ui
         case PutResult::kStored:
           return;
         case PutResult::kReplaced:
-          EmitPending(old);  // its completion went unseen
+          // MPI handed the same request value out again while the earlier call was pending:
+          // that call completed inside itself (Open MPI returns one shared, already complete
+          // request for transfers that complete at once, e.g. a small MPI_Isend whose receive
+          // was posted). Its completion is its own end.
+          old.x.complete_ticks = old.e.t1;
+          EmitPending(old);
           return;
         case PutResult::kFull:
           break;  // record now, completion unknown
