@@ -25,6 +25,7 @@
 #include "absl/strings/str_split.h"
 #include "analyzer/reader.h"
 #include "analyzer/report/distribution.h"
+#include "analyzer/report/interval_union.h"
 #include "analyzer/report/range_store.h"
 #include "analyzer/report/rules.h"
 
@@ -33,7 +34,6 @@ namespace analyzer {
 namespace {
 
 constexpr size_t kTopGaps = 10;
-constexpr uint32_t kDirectDevices = 64;
 constexpr uint32_t kMaxStringId = 1u << 24;  // larger ids are treated as corrupt
 // The agent numbers strings 1, 2, 3, ... and writes them in that order, so an id far beyond the
 // definitions seen so far is corrupt as well: ids are accepted up to twice their number plus
@@ -414,7 +414,7 @@ struct StepRec {
   bool warmup = false;
   bool excluded = false;
   int run = 0;              // 1-based index into runs, 0 = none
-  uint64_t busy_ns = 0, busy_end = 0;
+  uint64_t busy_ns = 0;  // GPU busy within the step's window
 };
 
 struct RunRec {
@@ -732,9 +732,30 @@ class FileAnalysis : public ViewVisitor {
   // kernel (the members of an ncclGroupStart..End on one stream, e.g. a Send/Recv pair).
   absl::flat_hash_map<uint64_t, std::vector<CollWait>> coll_by_corr_;
   void CollKernel(const CollWait& w, const PendingOp& op);
-  std::vector<uint64_t> dev_last_end_ = std::vector<uint64_t>(kDirectDevices, 0);
-  absl::flat_hash_map<uint32_t, uint64_t> dev_last_end_far_;  // odd device numbers
-  uint64_t busy_end_ = 0;
+  // GPU busy time and idle gaps: unions of the device ops' intervals, which arrive only nearly
+  // in start order (interval_union.h). Globally (busy time, clipped to each step's window) and
+  // per device (gaps, each named after the op that ends it).
+  struct GapTag {
+    uint32_t name_id;
+    int32_t bucket;
+    uint64_t stack;
+  };
+  struct DeviceBusy {
+    IntervalUnion<GapTag> ops{kUnionHorizonNs};
+    uint64_t last_end = 0;
+  };
+  static constexpr uint64_t kUnionHorizonNs = 1'000'000'000;
+  IntervalUnion<char> busy_union_{kUnionHorizonNs};
+  std::map<uint32_t, DeviceBusy> device_busy_;  // node-based: pointers stay valid
+  DeviceBusy* last_busy_ = nullptr;  // device_busy_[last_busy_device_]
+  uint32_t last_busy_device_ = 0;
+  // Per step (in start order): the latest end among it and the steps before it, so that the
+  // steps a busy stretch overlaps are found by a short backward scan.
+  std::vector<uint64_t> step_end_prefix_;
+  void OnBusy(uint64_t start, uint64_t end);
+  void OnDeviceBusy(uint32_t device, DeviceBusy* d, uint64_t start, uint64_t end,
+                    const GapTag& tag);
+  void FlushBusy();
   bool host_mode_ = false;
   CsvOut csv_;
   // ops.csv name fields, escaped once: per string id (kernel names), per bucket (unnamed ops).
@@ -1520,35 +1541,19 @@ void FileAnalysis::Emit(const PendingOp& op, const PendingLaunch* l) {
     // Per run slot, warm-up steps of warm-up runs included (the run's own table); the global
     // table sums the slots of non-warm-up runs only.
     if (!st.warmup) run_buckets_[st.run].model_ns[bucket] += dur;
-    uint64_t from = std::max(op.start, st.busy_end);
-    if (op.end > from) st.busy_ns += op.end - from;
-    st.busy_end = std::max(st.busy_end, op.end);
   }
-  {
-    uint64_t from = std::max(op.start, busy_end_);
-    if (op.end > from) busy_ns_ += op.end - from;
-    busy_end_ = std::max(busy_end_, op.end);
+  busy_union_.Add(op.start, op.end, 0,
+                  [this](uint64_t a, uint64_t b, char) { OnBusy(a, b); });
+  const uint32_t device = op.device;
+  if (last_busy_ == nullptr || last_busy_device_ != device) {
+    last_busy_ = &device_busy_[device];
+    last_busy_device_ = device;
   }
-  // Idle gaps between device work on this device.
-  uint64_t& last = op.device < kDirectDevices ? dev_last_end_[op.device]
-                                              : dev_last_end_far_[op.device];
-  if (last != 0 && op.start > last) {
-    uint64_t gap = op.start - last;
-    gaps_.Add(double(gap));
-    if (top_gaps_.size() < kTopGaps || gap > top_gaps_.back().gap) {
-      Gap g{op.start, gap, op.device, name, {}};
-      if (l != nullptr && l->stack != 0) {
-        auto it = stacks_.find(l->stack);
-        if (it != stacks_.end()) g.stack = it->second;
-      }
-      top_gaps_.push_back(std::move(g));
-      std::sort(top_gaps_.begin(), top_gaps_.end(), [](const Gap& a, const Gap& b) {
-        return a.gap != b.gap ? a.gap > b.gap : a.at < b.at;
-      });
-      if (top_gaps_.size() > kTopGaps) top_gaps_.pop_back();
-    }
-  }
-  last = std::max(last, op.end);
+  DeviceBusy& db = *last_busy_;
+  db.ops.Add(op.start, op.end, GapTag{name_id, int32_t(bucket), l != nullptr ? l->stack : 0},
+             [this, device, &db](uint64_t a, uint64_t b, const GapTag& t) {
+               OnDeviceBusy(device, &db, a, b, t);
+             });
   int64_t l2s = 0;
   // From the launch call's return: only launches whose end was read.
   const bool l2s_known = l != nullptr && !host_mode_ && l->timed;
@@ -1627,6 +1632,62 @@ void FileAnalysis::Emit(const PendingOp& op, const PendingLaunch* l) {
   }
 }
 
+// A stretch [start, end) during which some device of this rank was busy: the rank's busy
+// time, and each step's, clipped to the step's window.
+void FileAnalysis::OnBusy(uint64_t start, uint64_t end) {
+  busy_ns_ += end - start;
+  if (steps_.empty()) return;
+  if (step_end_prefix_.size() != steps_.size()) {
+    step_end_prefix_.resize(steps_.size());
+    uint64_t m = 0;
+    for (size_t i = 0; i < steps_.size(); ++i) step_end_prefix_[i] = m = std::max(m, steps_[i].end);
+  }
+  // Steps are in start order: those starting before `end`, back to the last that may reach
+  // `start` (no step before it ends after `start`).
+  size_t i = size_t(std::lower_bound(steps_.begin(), steps_.end(), end,
+                                     [](const StepRec& st, uint64_t t) { return st.start < t; }) -
+                    steps_.begin());
+  while (i-- > 0 && step_end_prefix_[i] > start) {
+    StepRec& st = steps_[i];
+    const uint64_t a = std::max(start, st.start), b = std::min(end, st.end);
+    if (b > a) st.busy_ns += b - a;
+  }
+}
+
+// A busy stretch of `device`: the idle gap before it (after the previous one) is a gap.
+void FileAnalysis::OnDeviceBusy(uint32_t device, DeviceBusy* d, uint64_t start, uint64_t end,
+                                const GapTag& tag) {
+  if (d->last_end != 0 && start > d->last_end) {
+    const uint64_t gap = start - d->last_end;
+    gaps_.Add(double(gap));
+    if (top_gaps_.size() < kTopGaps || gap > top_gaps_.back().gap) {
+      const std::string& name = tag.name_id != 0 ? Str(tag.name_id) : ctx_->buckets[tag.bucket];
+      Gap g{start, gap, device, name, {}};
+      if (tag.stack != 0) {
+        auto it = stacks_.find(tag.stack);
+        if (it != stacks_.end()) g.stack = it->second;
+      }
+      top_gaps_.push_back(std::move(g));
+      std::sort(top_gaps_.begin(), top_gaps_.end(), [](const Gap& a, const Gap& b) {
+        return a.gap != b.gap ? a.gap > b.gap : a.at < b.at;
+      });
+      if (top_gaps_.size() > kTopGaps) top_gaps_.pop_back();
+    }
+  }
+  d->last_end = std::max(d->last_end, end);
+}
+
+void FileAnalysis::FlushBusy() {
+  busy_union_.Flush([this](uint64_t a, uint64_t b, char) { OnBusy(a, b); });
+  for (auto& kv : device_busy_) {
+    const uint32_t device = kv.first;
+    DeviceBusy* d = &kv.second;
+    d->ops.Flush([this, device, d](uint64_t a, uint64_t b, const GapTag& t) {
+      OnDeviceBusy(device, d, a, b, t);
+    });
+  }
+}
+
 void FileAnalysis::Finish2() {
   // Device ops whose launch never appeared, in start order.
   std::vector<std::pair<uint64_t, PendingOp>> rest;
@@ -1646,6 +1707,7 @@ void FileAnalysis::Finish2() {
   });
   pending_op_.Clear();
   pending_launch_.Clear();
+  FlushBusy();
   for (size_t i = 0; i < api_by_name_.size(); ++i) {
     if (api_by_name_[i].count > 0) api_[i] = api_by_name_[i];
   }

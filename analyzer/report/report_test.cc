@@ -651,6 +651,31 @@ TEST_CASE("collectives: sizes and bus bandwidth follow nccl-tests' conventions")
   CHECK(bw["Bcast"].second == Approx(alg));
 }
 
+// Device ops of several streams come in the order their records arrived, not by start: A
+// [100, 200) us, C [400, 500), then B [150, 450) that spans both. The GPU was busy 400 us without
+// a gap; before, B added nothing (it started before the end so far), busy read 200 us and a
+// 200 us gap was reported before C.
+TEST_CASE("GPU busy time and idle gaps: device ops out of start order (concurrent streams)") {
+  const std::string dir = TmpDir("busy");
+  {
+    ProfileBuilder b(dir + "/rank0.pb");
+    b.WriteHeader(0, 1, "h0", GPU_TIMING_CUPTI);
+    const uint32_t k = b.Str("k");
+    b.Host(1, 0, 0, ProfileBuilder::Step(1000 * kUs, 1, -1, 0, false));
+    for (int i = 1; i <= 3; ++i) b.Host(1, 10 * kUs * i, i, ProfileBuilder::Launch(k, kUs));
+    b.Flush();
+    b.Device(0, 100 * kUs, 1, Kernel(100 * kUs));
+    b.Device(0, 400 * kUs, 3, Kernel(100 * kUs));
+    b.Device(0, 150 * kUs, 2, Kernel(300 * kUs));
+    b.Close(true);
+  }
+  auto s = BuildSummary({dir + "/rank0.pb"}, ReportOptions(), "");
+  REQUIRE(s.ok());
+  CHECK((*s)["host"]["gpu_busy_ms"] == 0.4);
+  CHECK((*s)["host"]["idle_gaps"]["count"] == 0);
+  CHECK((*s)["host"]["per_step"]["gpu_busy_ms"]["mean"] == 0.4);
+}
+
 // MPI_Isend: posted in 1 us, reported complete by an MPI_Wait 64 us after the posting began;
 // a second one never seen completing has no time (counted `untimed`), so the row's mean and
 // bandwidth are those of the first: 64 KiB in 64 us = 1.024 GB/s. Before, the posting call's
