@@ -324,6 +324,24 @@ inline cudaError_t DoMem(uint16_t api, EvType type, uint64_t bytes, uint32_t kin
 }
 
 // ---- Allocation ----------------------------------------------------------------------------
+// An allocation or free of `a` (bytes, memory kind, device) at `ptr`.
+inline void EmitMemEvent(EvType type, uint16_t api, cudaError_t r, uint64_t t0, uint64_t t1,
+                         uint64_t ptr, const AllocTable::Entry& a, uint64_t stream) {
+  RawEvent e;
+  std::memset(&e, 0, sizeof(e));
+  e.t0 = t0;
+  e.t1 = t1;
+  e.type = type;
+  e.api = api;
+  e.ret = int32_t(r);
+  e.mem.bytes = a.size;
+  e.mem.ptr = ptr;
+  e.mem.kind = a.kind;
+  e.mem.stream = stream;
+  e.mem.device = a.device;
+  Emit(e);
+}
+
 template <typename Call, typename Size>
 inline cudaError_t DoAllocSized(uint16_t api, void** out, Size&& size_after, uint32_t kind,
                                 Call&& call) {
@@ -335,18 +353,7 @@ inline cudaError_t DoAllocSized(uint16_t api, void** out, Size&& size_after, uin
   void* p = (r == cudaSuccess && out) ? *out : nullptr;
   const size_t size = size_t(size_after(r));  // the bytes allocated (or asked for, on failure)
   if (p) g_allocs.Insert(U64(p), size, kind, uint32_t(t_device));
-  RawEvent e;
-  std::memset(&e, 0, sizeof(e));
-  e.t0 = t0;
-  e.t1 = t1;
-  e.type = EvType::kAlloc;
-  e.api = api;
-  e.ret = int32_t(r);
-  e.mem.bytes = size;
-  e.mem.ptr = U64(p);
-  e.mem.kind = kind;
-  e.mem.device = uint32_t(t_device);
-  Emit(e);
+  EmitMemEvent(EvType::kAlloc, api, r, t0, t1, U64(p), {size, kind, uint32_t(t_device)}, 0);
   return r;
 }
 
@@ -369,19 +376,8 @@ inline cudaError_t DoFree(uint16_t api, void* ptr, uint32_t default_kind, cudaSt
   uint64_t t1 = Now();
   if (r != cudaSuccess && known) g_allocs.Insert(U64(ptr), a.size, a.kind, a.device);
   if (!ptr) return r;  // cudaFree(0): context initialization idiom, not a free
-  RawEvent e;
-  std::memset(&e, 0, sizeof(e));
-  e.t0 = t0;
-  e.t1 = t1;
-  e.type = EvType::kFree;
-  e.api = api;
-  e.ret = int32_t(r);
-  e.mem.bytes = a.size;
-  e.mem.ptr = U64(ptr);
-  e.mem.kind = a.kind;
-  e.mem.stream = U64(stream);
-  e.mem.device = a.device;  // the allocation's (another device may be current)
-  Emit(e);
+  // The allocation's device (another one may be current).
+  EmitMemEvent(EvType::kFree, api, r, t0, t1, U64(ptr), a, U64(stream));
   return r;
 }
 
@@ -393,17 +389,7 @@ inline void EmitResetFrees(uint16_t api, int device, uint64_t t0, uint64_t t1) {
         return a.device == uint32_t(device) && a.kind != kMemPinned;
       },
       [&](uint64_t ptr, const AllocTable::Entry& a) {
-        RawEvent e;
-        std::memset(&e, 0, sizeof(e));
-        e.t0 = t0;
-        e.t1 = t1;
-        e.type = EvType::kFree;
-        e.api = api;
-        e.mem.bytes = a.size;
-        e.mem.ptr = ptr;
-        e.mem.kind = a.kind;
-        e.mem.device = a.device;
-        Emit(e);
+        EmitMemEvent(EvType::kFree, api, cudaSuccess, t0, t1, ptr, a, 0);
       });
 }
 
