@@ -494,6 +494,7 @@ struct CollWait {
   size_t arrival;   // index into arrivals_, SIZE_MAX = none
   CollAgg* agg;     // in colls_ (std::map: stable)
   uint64_t host_ns;
+  uint32_t sharers;  // calls of an NCCL group that share this call's fused kernel (>= 1)
 };
 
 struct Arrival {
@@ -506,6 +507,9 @@ struct Arrival {
   int64_t at;  // rank-0 clock
   int lib;     // CollLibrary
   int32_t device;  // the communicator's CUDA device, -1 = none (MPI) or unknown
+  // 1 / the calls sharing one fused kernel (an NCCL group): they all arrive at that kernel, so
+  // each call's wait counts for its share of the group's.
+  double weight = 1.0;
 };
 
 // A communicator of the file (CommDef).
@@ -731,6 +735,8 @@ class FileAnalysis : public ViewVisitor {
   // NCCL calls waiting for their kernel, by the launch's correlation id: several for one fused
   // kernel (the members of an ncclGroupStart..End on one stream, e.g. a Send/Recv pair).
   absl::flat_hash_map<uint64_t, std::vector<CollWait>> coll_by_corr_;
+  // Pass 1: NCCL group members per fused kernel (correlation id), when more than one call.
+  absl::flat_hash_map<uint64_t, uint32_t> group_kernel_calls_;
   void CollKernel(const CollWait& w, const PendingOp& op);
   // GPU busy time and idle gaps: unions of the device ops' intervals, which arrive only nearly
   // in start order (interval_union.h). Globally (busy time, clipped to each step's window) and
@@ -883,6 +889,14 @@ int FileAnalysis::ApiEngineBucket(uint32_t name) {
 void FileAnalysis::Host1(const EventView& e) {
   t0_ = std::min(t0_, e.start_ns);
   t1_ = std::max(t1_, e.end_ns);
+  if (e.kind == EV_COLLECTIVE && !e.captured) {
+    // The members of an NCCL group that share one fused kernel (same correlation id).
+    Collective c;
+    if (c.ParseFromArray(e.coll.data(), int(e.coll.size())) && c.lib() == LIB_NCCL &&
+        c.group() != 0 && c.corr() != 0) {
+      ++group_kernel_calls_[c.corr()];
+    }
+  }
   if (e.kind == EV_LAUNCH) {
     ++launches_;
     if (LaunchTimed(e.kind, e.start_ns, e.end_ns)) {
@@ -1386,7 +1400,12 @@ void FileAnalysis::Host2(const EventView& e) {
       a.n = n;
       ++coll_calls_;
       coll_ns_ += host_ns;
-      CollWait w{SIZE_MAX, &a, host_ns};
+      uint32_t sharers = 1;
+      if (c.lib() == LIB_NCCL && c.group() != 0 && c.corr() != 0) {
+        auto g = group_kernel_calls_.find(c.corr());
+        if (g != group_kernel_calls_.end()) sharers = std::max<uint32_t>(1, g->second);
+      }
+      CollWait w{SIZE_MAX, &a, host_ns, sharers};
       if (cit != comms_.end() && !cit->second.unique_id.empty()) {
         const std::string& uid = cit->second.unique_id;
         auto u = comm_uid_index_.find(uid);
@@ -1411,7 +1430,8 @@ void FileAnalysis::Host2(const EventView& e) {
         const bool numbered = c.seq() != kNoSeq && (!p2p || c.peer() >= 0);
         if (numbered && (!p2p || c.peer() != cit->second.rank)) {
           arrivals_.push_back(Arrival{u->second, pair, c.seq(), int64_t(e.start_ns),
-                                      int(c.lib()), c.lib() == LIB_NCCL ? cit->second.device : -1});
+                                      int(c.lib()), c.lib() == LIB_NCCL ? cit->second.device : -1,
+                                      1.0 / sharers});
           w.arrival = arrivals_.size() - 1;
         }
       }
@@ -1501,7 +1521,8 @@ void FileAnalysis::OnOp(const OpView& d) {
 
 // An NCCL call's kernel: its device start is the rank's arrival, its device time the call's.
 void FileAnalysis::CollKernel(const CollWait& w, const PendingOp& op) {
-  const uint64_t dur = op.end > op.start ? op.end - op.start : 0;
+  // A fused kernel's time is shared equally by the group's calls that launched it.
+  const uint64_t dur = (op.end > op.start ? op.end - op.start : 0) / w.sharers;
   if (w.arrival != SIZE_MAX) arrivals_[w.arrival].at = int64_t(op.start);
   ++w.agg->dev_count;
   w.agg->dev_ns += dur;
@@ -1707,6 +1728,7 @@ void FileAnalysis::Finish2() {
   });
   pending_op_.Clear();
   pending_launch_.Clear();
+  absl::flat_hash_map<uint64_t, uint32_t>().swap(group_kernel_calls_);
   FlushBusy();
   for (size_t i = 0; i < api_by_name_.size(); ++i) {
     if (api_by_name_[i].count > 0) api_[i] = api_by_name_[i];
@@ -2334,6 +2356,7 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
     int rank;
     int32_t device;
     int64_t at;
+    double weight;
   };
   // A call: (communicator, point-to-point pair or 0, sequence number).
   using CallKey = std::tuple<std::string, uint64_t, uint64_t>;
@@ -2342,7 +2365,8 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
   for (auto* f : sel) {
     for (const auto& a : f->arrivals_) {
       const CallKey key{f->comm_uids_[a.uid], a.pair, a.seq};
-      calls[key].push_back(Member{f->rank_, a.device, SaturatedAdd(a.at, f->clock_offset_)});
+      calls[key].push_back(
+          Member{f->rank_, a.device, SaturatedAdd(a.at, f->clock_offset_), a.weight});
       call_lib[key] = a.lib;
     }
   }
@@ -2368,7 +2392,7 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
     }
     skew.Add(double(uint64_t(hi) - uint64_t(lo)));  // hi >= lo: exact in 64 bits
     for (const Member& m : c.second) {
-      const double wait = double(uint64_t(hi) - uint64_t(m.at));
+      const double wait = double(uint64_t(hi) - uint64_t(m.at)) * m.weight;
       wait_ns[m.rank] += wait;
       wait_ns_by_lib[call_lib[c.first]][m.rank] += wait;
       if (m.device >= 0) gpu_wait_ns[{m.rank, m.device}] += wait;

@@ -768,6 +768,50 @@ TEST_CASE("stragglers: point-to-point calls are matched per ordered pair of rank
   CHECK(api == std::map<std::string, int>{{"MPI_Allreduce", 2}, {"MPI_Send", 3}, {"MPI_Recv", 2}});
 }
 
+// An NCCL group of 4 AllReduce calls runs as one fused kernel of 400 us per rank; rank 1 reaches
+// it 100 us after rank 0. Each call is charged a quarter of the kernel (mean 100 us, not 400),
+// and rank 0's wait is the group's 100 us once (not once per call: 400).
+TEST_CASE("collectives: the calls of an NCCL group share their fused kernel's time and wait") {
+  const std::string dir = TmpDir("group");
+  for (int rank = 0; rank < 2; ++rank) {
+    ProfileBuilder b(dir + "/rank" + std::to_string(rank) + ".pb");
+    b.WriteHeader(rank, 2, "h", GPU_TIMING_CUPTI);
+    Record off;
+    off.mutable_clock_offset()->set_offset_ns(0);
+    off.mutable_clock_offset()->set_method("mpi-pingpong");
+    b.Write(off);
+    Record comm;
+    comm.mutable_comm()->set_id(1);
+    comm.mutable_comm()->set_lib(LIB_NCCL);
+    comm.mutable_comm()->set_unique_id("nccl-clique");
+    comm.mutable_comm()->set_size(2);
+    comm.mutable_comm()->set_rank(rank);
+    b.Write(comm);
+    for (uint64_t i = 0; i < 4; ++i) {
+      Event e = MpiCall(b, "AllReduce", 1 << 20, i, -1);
+      e.mutable_coll()->set_lib(LIB_NCCL);
+      e.mutable_coll()->set_group(1);
+      e.mutable_coll()->set_corr(77);
+      b.Host(1, (100 + i) * kUs, 0, e);
+    }
+    b.Flush();
+    b.Device(0, (rank == 0 ? 200 : 300) * kUs, 77, Kernel(400 * kUs));
+    b.Close(true);
+  }
+  auto s = BuildSummary({dir + "/rank0.pb", dir + "/rank1.pb"}, ReportOptions(), "");
+  REQUIRE(s.ok());
+  const Json& row = (*s)["collectives"]["ops"][0];
+  CHECK(row["count"] == 8);
+  CHECK(row["device_timed"] == 8);
+  CHECK(row["mean_us"] == 100.0);
+  CHECK(row["time_ms"] == 0.8);
+  const Json& sg = (*s)["collectives"]["stragglers"];
+  CHECK(sg["calls_matched"] == 4);
+  CHECK(sg["wait_ms_by_rank"]["0"] == 0.1);
+  CHECK(sg["wait_ms_by_rank"]["1"] == 0.0);
+  CHECK(sg["last_arriver_counts"]["1"] == 4);
+}
+
 // Two threads serve concurrently, each marking its own run and steps (NVTX), interleaved in
 // time: thread 1's run A (warm-up) holds 4 steps, thread 2's run B, starting 3 ms later, holds
 // its own 4; each step launches one kernel. Every step belongs to its own thread's run, so the
