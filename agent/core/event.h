@@ -113,7 +113,8 @@ struct CollPayload {     // kCollective
 // EmitWithBytes(e, &extra, sizeof(CollExtra)), so `e.extra` == 1 and the next ring slot holds
 // this struct (fields with no room in CollPayload). Writer: Event.stream <- stream,
 // Collective.complete_ns <- TicksToNs(complete_ticks) when non-zero, Collective.recv_bytes,
-// Collective.group <- group, Collective.corr <- corr, Collective.nonblocking <- (flags &
+// Collective.group <- group, Collective.corr <- corr, Collective.recv_peer/recv_seq <- recv_from - 1/
+// recv_seq when recv_from != 0, Collective.nonblocking <- (flags &
 // kFlagNonBlocking). A kCollective with extra == 0 has none of these (all 0).
 struct CollExtra {
   uint64_t stream;          // cudaStream_t of an NCCL call as an integer, 0 = default / none
@@ -123,6 +124,8 @@ struct CollExtra {
   int32_t device;           // CUDA device of the NCCL communicator, -1 = unknown / MPI
   uint32_t group;           // ncclGroupStart..End group number (kGroup gen.a), 0 = none
   uint32_t corr;            // correlation id of the collective's kernel, 0 = none
+  uint32_t recv_from;       // MPI_Sendrecv(_replace): its source + 1, 0 = none (zeroed = none)
+  uint32_t recv_seq;        // and that receive's number on its ordered pair of ranks
 };
 
 // kGroup (ncclGroupStart..End, emitted at the outermost ncclGroupEnd; t0 = GroupStart entry,

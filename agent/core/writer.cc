@@ -630,6 +630,11 @@ void EncodeEvent(WriterState* w, BatchBuilder* b, const RawEvent& e, const uint8
         if (x.complete_ticks != 0) s.U64(12, TicksToNs(x.complete_ticks));
         s.U64(13, x.recv_bytes);
         s.U64(14, x.corr);
+        if (x.recv_from != 0) {  // optional: written even when 0 (rank 0)
+          s.Tag(15, wire::kVarint);
+          s.Varint(wire::ZigZag(int64_t(x.recv_from) - 1));
+          s.U64(16, x.recv_seq);
+        }
         if (x.stream != 0) m.U64(7, StreamIndex(w, x.stream));
         if (x.device >= 0) m.U64(10, uint32_t(x.device));
       }

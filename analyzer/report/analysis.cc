@@ -1434,6 +1434,17 @@ void FileAnalysis::Host2(const EventView& e) {
                                       1.0 / sharers});
           w.arrival = arrivals_.size() - 1;
         }
+        // An MPI_Sendrecv is also a receive: it meets the source's matching send. One call
+        // waits once for both: each side counts for half its wait.
+        if (c.has_recv_peer() && c.recv_peer() >= 0 && c.recv_seq() != kNoSeq &&
+            c.recv_peer() != cit->second.rank) {
+          const uint64_t me = uint32_t(cit->second.rank) + 1ull;
+          const uint64_t src = uint32_t(c.recv_peer()) + 1ull;
+          const bool both = w.arrival != SIZE_MAX;
+          if (both) arrivals_[w.arrival].weight = 0.5;
+          arrivals_.push_back(Arrival{u->second, src << 32 | me, c.recv_seq(),
+                                      int64_t(e.start_ns), int(c.lib()), -1, both ? 0.5 : 1.0});
+        }
       }
       if (c.lib() == LIB_NCCL && c.corr() != 0) {
         if (PendingOp* d = pending_op_.Find(c.corr())) {

@@ -768,6 +768,44 @@ TEST_CASE("stragglers: point-to-point calls are matched per ordered pair of rank
   CHECK(api == std::map<std::string, int>{{"MPI_Allreduce", 2}, {"MPI_Send", 3}, {"MPI_Recv", 2}});
 }
 
+// A ring exchange with MPI_Sendrecv on 2 ranks (each sends to and receives from the other):
+// rank 1 calls it 300 us after rank 0 each time. Each Sendrecv is both a send and a receive, so
+// it meets the other rank's call both ways (before, only send sides were kept and nothing
+// matched): 2 matched transfers per exchange, and rank 0's call waited 300 us once (each side
+// counts for half).
+TEST_CASE("stragglers: MPI_Sendrecv is matched on its send and its receive side") {
+  const std::string dir = TmpDir("sendrecv");
+  for (int rank = 0; rank < 2; ++rank) {
+    ProfileBuilder b(dir + "/rank" + std::to_string(rank) + ".pb");
+    b.WriteHeader(rank, 2, "h", GPU_TIMING_HOST);
+    Record off;
+    off.mutable_clock_offset()->set_offset_ns(0);
+    off.mutable_clock_offset()->set_method("mpi-pingpong");
+    b.Write(off);
+    Record comm;
+    comm.mutable_comm()->set_id(1);
+    comm.mutable_comm()->set_lib(LIB_MPI);
+    comm.mutable_comm()->set_unique_id("world");
+    comm.mutable_comm()->set_size(2);
+    comm.mutable_comm()->set_rank(rank);
+    b.Write(comm);
+    for (uint64_t i = 0; i < 3; ++i) {
+      Event e = MpiCall(b, "Sendrecv", 64, i, 1 - rank);
+      e.mutable_coll()->set_recv_peer(1 - rank);
+      e.mutable_coll()->set_recv_seq(i);
+      b.Host(1, (1000 * i + (rank == 0 ? 0 : 300)) * kUs, 0, e);
+    }
+    b.Close(true);
+  }
+  auto s = BuildSummary({dir + "/rank0.pb", dir + "/rank1.pb"}, ReportOptions(), "");
+  REQUIRE(s.ok());
+  const Json& sg = (*s)["collectives"]["stragglers"];
+  CHECK(sg["calls_matched"] == 6);
+  CHECK(sg["wait_ms_by_rank"]["0"] == 0.9);  // 3 x 300 us
+  CHECK(sg["wait_ms_by_rank"]["1"] == 0.0);
+  CHECK(sg["last_arriver_counts"]["1"] == 6);
+}
+
 // An NCCL group of 4 AllReduce calls runs as one fused kernel of 400 us per rank; rank 1 reaches
 // it 100 us after rank 0. Each call is charged a quarter of the kernel (mean 100 us, not 400),
 // and rank 0's wait is the group's 100 us once (not once per call: 400).

@@ -264,7 +264,16 @@ TEST_CASE("MPI collectives under the agent: every call recorded on every rank") 
   for (int r = 0; r < kRanks; ++r) {
     const int right = (r + 1) % kRanks;
     for (const auto& kv : sends_by_seq[r]) {
-      if (NoRecvRecord(kv.first)) continue;  // Sendrecv(_replace): paired with its own kind
+      if (NoRecvRecord(kv.first)) {
+        // Sendrecv(_replace): its receive side is the right neighbour's own call of that
+        // number, which names this rank as its source.
+        REQUIRE(sends_by_seq[right].count(kv.first) == 1);
+        const CollRecord* sr = sends_by_seq[right].at(kv.first);
+        CHECK(sr->api == kv.second->api);
+        CHECK(sr->recv_peer == r);
+        CHECK(sr->recv_seq == kv.first);
+        continue;
+      }
       REQUIRE(recvs_by_seq[right].count(kv.first) == 1);
       const CollRecord* rcv = recvs_by_seq[right].at(kv.first);
       CHECK(rcv->bytes == kv.second->bytes);

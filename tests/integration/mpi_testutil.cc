@@ -37,6 +37,8 @@ class Loader : public analyzer::Visitor {
       c.bytes = k.bytes();
       c.recv_bytes = k.recv_bytes();
       c.peer = k.peer();
+      c.recv_peer = k.has_recv_peer() ? k.recv_peer() : -1;
+      c.recv_seq = k.recv_seq();
       c.comm = k.comm();
       c.seq = k.seq();
       c.group = k.group();

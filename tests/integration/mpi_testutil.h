@@ -22,6 +22,8 @@ struct CollRecord {
   std::string redop;
   uint64_t count = 0, bytes = 0, recv_bytes = 0;
   int peer = -1;
+  int recv_peer = -1;  // MPI_Sendrecv(_replace): its source (Collective.recv_peer), else -1
+  uint64_t recv_seq = 0;
   uint64_t comm = 0, seq = 0, group = 0, corr = 0, complete_ns = 0;
   bool nonblocking = false;
   bool captured = false;  // Event.captured: made during CUDA graph capture

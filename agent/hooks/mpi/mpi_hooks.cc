@@ -438,14 +438,18 @@ inline Info Nb(Info i, void* request) {
 // ---- Recording -----------------------------------------------------------------------------
 void EmitPending(const PendingCall& pc) { EmitWithBytes(pc.e, &pc.x, sizeof(pc.x)); }
 
-inline uint32_t Seq(const Info& info, Kind kind) {
+// The call's number; a Sendrecv's receive side's in *recv_seq.
+inline uint32_t Seq(const Info& info, Kind kind, uint32_t* recv_seq = nullptr) {
   if (kind == kColl) return NextCollSeq(info.slot);
-  if (info.recv_peer != kNoPeer) NextPeerSeq(info.slot, info.recv_peer, true);
+  if (info.recv_peer != kNoPeer) {
+    const uint32_t r = NextPeerSeq(info.slot, info.recv_peer, true);
+    if (recv_seq != nullptr) *recv_seq = r;
+  }
   return NextPeerSeq(info.slot, info.peer, kind == kRecv);
 }
 
 inline void Finish(uint16_t api, uint32_t seq, const Info& info, uint64_t t0, uint64_t t1,
-                   int rc) {
+                   int rc, uint32_t recv_seq = 0) {
   PendingCall pc;
   std::memset(&pc, 0, sizeof(pc));
   RawEvent& e = pc.e;
@@ -465,6 +469,8 @@ inline void Finish(uint16_t api, uint32_t seq, const Info& info, uint64_t t0, ui
   e.coll.redop = info.redop;
   pc.x.recv_bytes = info.recv_bytes;
   pc.x.device = -1;
+  pc.x.recv_from = info.recv_peer >= 0 ? uint32_t(info.recv_peer) + 1 : 0;  // a Sendrecv's
+  pc.x.recv_seq = recv_seq;
   if (info.request != nullptr) {
     e.flags |= kFlagNonBlocking;
     if (rc == 0) {
@@ -652,12 +658,13 @@ using profagent::H;
     HookGuard guard;                                                                              \
     if (!guard.outermost()) return fn ARGS;                                                       \
     const Info info = INFO;                                                                       \
-    const uint32_t seq = Seq(info, KIND);                                                         \
+    uint32_t recv_seq = 0;                                                                        \
+    const uint32_t seq = Seq(info, KIND, &recv_seq);                                              \
     if (!Recording()) return fn ARGS;                                                             \
     const uint64_t t0 = Now();                                                                    \
     const int result = fn ARGS;                                                                   \
     const uint64_t t1 = Now();                                                                    \
-    Finish(real.api, seq, info, t0, t1, result);                                                  \
+    Finish(real.api, seq, info, t0, t1, result, recv_seq);                                        \
     return result;                                                                                \
   }
 
