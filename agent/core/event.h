@@ -97,6 +97,13 @@ struct NvtxPayload {     // kNvtxRange, kNvtxMark, kNvtxPush; message text in `e
   uint32_t depth;
 };
 
+// The stream key of a thread's per-thread default stream (cudaStreamPerThread, handle 0x2, a
+// different stream on each thread): the writer's stream index of host events on handle 0x2 and
+// the CUDA-event timer's DeviceOp.stream use it. Real (aligned) stream pointers never end in
+// binary 0010, so keys do not collide with their low 32 bits.
+constexpr uint64_t kPerThreadStreamHandle = 0x2;
+inline uint32_t PerThreadStreamKey(uint32_t tid) { return (tid << 4) | 0x2; }
+
 struct CollPayload {     // kCollective
   uint64_t comm;         // communicator handle (ncclComm_t / MPI_Comm) as an integer
   uint64_t count;

@@ -66,6 +66,7 @@ struct WriterState {
   pid_t owner_pid = 0;                    // process whose writer this is
   uint64_t last_stream = 0;
   uint32_t last_stream_idx = 0;
+  pid_t drain_tid = 0;  // the thread whose ring DrainRing is encoding
   std::map<std::vector<uint64_t>, uint32_t> stack_ids;
   std::unordered_map<uint64_t, std::pair<uint32_t, uint64_t>> module_cache;  // ip page -> (module id, base)
   uint64_t records = 0;
@@ -387,6 +388,8 @@ uint32_t ApiStringId(WriterState* w, uint16_t api) {
 uint32_t StreamIndexSlow(WriterState* w, uint64_t handle);
 uint32_t StreamIndex(WriterState* w, uint64_t handle) {
   handle = uint32_t(handle);
+  // Host events on the per-thread default stream: the stream of the thread being drained.
+  if (handle == kPerThreadStreamHandle) handle = PerThreadStreamKey(uint32_t(w->drain_tid));
   if (handle == w->last_stream && w->last_stream_idx != 0) return w->last_stream_idx;
   w->last_stream = handle;
   w->last_stream_idx = StreamIndexSlow(w, handle);
@@ -745,6 +748,7 @@ void FinishDevice(WriterState* w, uint32_t device, DeviceBuilder* d) {
 uint64_t DrainRing(WriterState* w, ThreadState* ts, BatchBuilder* b,
                    std::map<uint32_t, DeviceBuilder>* devs) {
   Ring* r = ts->ring;
+  w->drain_tid = ts->tid;
   uint64_t begin = r->ReadableBegin();
   uint64_t end = r->ReadableEnd();
   uint64_t i = begin;

@@ -2,6 +2,7 @@
 
 
 #include <pthread.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -494,6 +495,13 @@ int32_t BeginOn(int device, cudaStream_t stream) {
 }  // namespace
 
 int EventTimerDevice(int32_t ticket) { return ticket < 0 ? 0 : ticket / kPairs; }
+
+uint32_t StreamKey(cudaStream_t stream) {
+  if (stream != cudaStreamPerThread) return uint32_t(reinterpret_cast<uintptr_t>(stream));
+  static thread_local pid_t tid __attribute__((tls_model("initial-exec"))) = 0;
+  if (tid == 0) tid = pid_t(syscall(SYS_gettid));
+  return PerThreadStreamKey(uint32_t(tid));
+}
 
 void EventTimerBeforeReset(int device) {
   if (unsigned(device) >= unsigned(kMaxDevices) || !g_started.load()) return;

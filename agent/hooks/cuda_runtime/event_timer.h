@@ -78,6 +78,10 @@ int32_t EventTimerBegin(cudaStream_t stream);
 int32_t EventTimerBeginOnDevice(int device, cudaStream_t stream);
 // The device of a ticket's pool.
 int EventTimerDevice(int32_t ticket);
+// DeviceOpInfo.stream for `stream`: its handle's low 32 bits, which the writer maps to the file's
+// stream index as it maps the host events' handles; the per-thread default stream
+// (cudaStreamPerThread, one per thread) is keyed by the calling thread (writer.cc StreamIndex).
+uint32_t StreamKey(cudaStream_t stream);
 // cudaDeviceReset of `device` destroys its events, the pool's too. Before the reset: no new
 // operation of the device is timed, and those in flight are resolved (the reset would
 // synchronize anyway). After it: the pool is made again on the device's next operation.

@@ -1006,7 +1006,7 @@ void CheckThreadsFirst(const std::string& timing) {
   if (timing == "cupti" && CuptiUnavailable(s.prof)) return;
   CHECK(s.prof.timing == (timing == "cupti" ? GPU_TIMING_CUPTI : GPU_TIMING_EVENTS));
   CheckLaunchesMatchTruth(s, /*by_corr=*/timing == "cupti");
-  CHECK(s.prof.Kind(EV_LAUNCH).size() == 18);
+  CHECK(s.prof.Kind(EV_LAUNCH).size() == 24);
   CHECK(s.prof.Kind(EV_MEMCPY).size() == 6);
   // Durations: exact from CUPTI. With events, 6 threads on this 2-core host are preempted
   // between a start event and the launch it brackets (the op then looks longer; other tests
@@ -1016,10 +1016,24 @@ void CheckThreadsFirst(const std::string& timing) {
   for (auto& d : s.prof.dev) dev_by_corr[d.corr]++;
   for (auto* l : s.prof.Kind(EV_LAUNCH)) CHECK(dev_by_corr[l->corr] == 1);
   for (auto* c : s.prof.Kind(EV_MEMCPY)) CHECK(dev_by_corr[c->corr] == 1);
-  CHECK(s.prof.dev.size() == 24);
+  CHECK(s.prof.dev.size() == 30);
   std::set<uint32_t> threads;
   for (auto* l : s.prof.Kind(EV_LAUNCH)) threads.insert(l->thread);
   CHECK(threads.size() == 6);
+  // 12 streams: each thread's own and its per-thread default stream (before, the 6 per-thread
+  // streams were one). CUDA events: each device op on its launch's stream.
+  std::set<uint32_t> streams;
+  std::map<uint64_t, uint32_t> stream_of_launch;
+  for (auto* l : s.prof.Kind(EV_LAUNCH)) {
+    streams.insert(l->ev.stream());
+    stream_of_launch[l->corr] = l->ev.stream();
+  }
+  CHECK(streams.size() == 12);
+  if (timing == "events") {
+    for (auto& d : s.prof.dev) {
+      if (d.op.kind() == DOP_KERNEL) CHECK(d.op.stream() == stream_of_launch[d.corr]);
+    }
+  }
 }
 
 TEST_CASE("First CUDA work from 6 threads at once, CUDA events: nothing untimed") {

@@ -243,7 +243,7 @@ inline cudaError_t DoLaunch(uint16_t api, EvType type, const LaunchDesc& d, Call
     info.grid_y = uint16_t(d.grid.y);
     info.grid_z = uint16_t(d.grid.z);
     info.block = block;
-    info.stream = uint32_t(U64(d.stream));
+    info.stream = StreamKey(d.stream);
     info.kind = type == EvType::kLaunch ? kDopKernel : kDopOther;
     info.device = uint8_t(EventTimerDevice(ticket));
     info.call_t0 = t0;
@@ -310,7 +310,7 @@ inline cudaError_t DoMem(uint16_t api, EvType type, uint64_t bytes, uint32_t kin
     std::memset(&info, 0, sizeof(info));
     info.bytes = bytes;
     info.corr = corr;
-    info.stream = uint32_t(U64(stream));
+    info.stream = StreamKey(stream);
     info.kind = type == EvType::kMemcpy ? kDopMemcpy : kDopMemset;
     info.copy_kind = uint8_t(kind);
     info.device = uint8_t(EventTimerDevice(ticket));

@@ -1,5 +1,6 @@
 // The first CUDA work of the process comes from several host threads at once: 6 threads wait
-// on a barrier, then each creates its stream and launches 3 kernels and a copy. Whatever the
+// on a barrier, then each creates its stream and launches 3 kernels and a copy there, and one
+// kernel on its per-thread default stream (cudaStreamPerThread). Whatever the
 // agent sets up on first use (CUDA-event pools, CUPTI) must not lose the work of the threads
 // that arrive while it does. Exit code 0 when every call succeeded.
 #include <cuda_runtime.h>
@@ -33,6 +34,8 @@ int main() {
       CHECK(cudaMalloc(&dev, sizeof(host)));
       CHECK(cudaMemcpyAsync(dev, host, sizeof(host), cudaMemcpyHostToDevice, s));
       CHECK(cudaStreamSynchronize(s));
+      second_kernel<<<1, 32, 0, cudaStreamPerThread>>>(nullptr, 2);
+      CHECK(cudaStreamSynchronize(cudaStreamPerThread));
       CHECK(cudaFree(dev));
       CHECK(cudaStreamDestroy(s));
     });
