@@ -39,5 +39,20 @@ bool AllocTable::Take(uint64_t ptr, Entry* out) {
   return false;
 }
 
+bool AllocTable::Find(uint64_t ptr, Entry* out) const {
+  if (ptr <= kTomb) return false;
+  size_t h = Hash(ptr);
+  for (int i = 0; i < kMaxProbe; ++i) {
+    const Slot& s = slots_[(h + i) & (kSlots - 1)];
+    uint64_t k = s.key.load(std::memory_order_acquire);
+    if (k == kEmpty) return false;
+    if (k == ptr) {
+      *out = Unpack(s.val.load(std::memory_order_acquire));
+      return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace rt
 }  // namespace profagent

@@ -1,5 +1,6 @@
-// Lock-free pointer -> (size, memory kind) table for device/host allocations, so that a kFree
-// event can carry the size of what it frees (the analyzer draws a memory counter from it).
+// Lock-free pointer -> (size, memory kind, device) table for device/host allocations, so that a
+// kFree event can carry the size of what it frees (the analyzer draws a memory counter from it);
+// also stream handle -> device (event_timer.cc).
 //
 // Open addressing with linear probing over a fixed array (no allocation ever); deletions leave
 // tombstones. Hot-path safe: Insert and Take are a handful of relaxed/acquire atomics and
@@ -36,6 +37,8 @@ class AllocTable {
   bool Insert(uint64_t ptr, uint64_t size, uint32_t kind, uint32_t device = 0);
   // Removes `ptr`; returns false when it was not recorded. Thread-safe.
   bool Take(uint64_t ptr, Entry* out);
+  // Looks `ptr` up without removing it. Thread-safe.
+  bool Find(uint64_t ptr, Entry* out) const;
   bool Take(uint64_t ptr, uint64_t* size, uint32_t* kind) {
     Entry e;
     if (!Take(ptr, &e)) return false;

@@ -16,6 +16,7 @@
 #include "agent/core/agent.h"
 #include "agent/core/clock.h"
 #include "agent/core/event.h"
+#include "agent/hooks/cuda_runtime/alloc_table.h"
 #include "agent/hooks/cuda_runtime/gpu_timing.h"
 #include "agent/hooks/cuda_runtime/mpmc_queue.h"
 #include "agent/hooks/cuda_runtime/own_calls.h"
@@ -65,6 +66,13 @@ struct Pending {
 };
 
 DevicePool g_pools[kMaxDevices];
+AllocTable g_stream_devices;  // created stream -> its device (size and kind unused)
+// A created stream's handle; the special handles (legacy, per-thread: on the current device)
+// are never stored (AllocTable rejects 0 and 1; 2 is mapped to 0).
+inline uint64_t StreamHandle(cudaStream_t s) {
+  const uint64_t h = reinterpret_cast<uint64_t>(s);
+  return h == reinterpret_cast<uint64_t>(cudaStreamPerThread) ? 0 : h;
+}
 MpmcQueue<Pending, 8192> g_pending;
 std::atomic<bool> g_started{false};
 std::atomic<bool> g_need_poller{false};  // a forked child: its poller starts on first use
@@ -445,6 +453,10 @@ int32_t BeginOn(int device, cudaStream_t stream);  // after the pool checks: see
 
 int32_t EventTimerBegin(cudaStream_t stream) {
   t_app_error = !NoPendingError();
+  AllocTable::Entry created;
+  if (g_stream_devices.Live() != 0 && g_stream_devices.Find(StreamHandle(stream), &created)) {
+    return BeginOn(int(created.device), stream);
+  }
   int device = 0;
   auto get_device = r_get_device.get();
   const cudaError_t r = get_device ? get_device(&device) : cudaErrorSharedObjectSymbolNotFound;
@@ -496,6 +508,15 @@ int32_t BeginOn(int device, cudaStream_t stream) {
 
 int EventTimerDevice(int32_t ticket) { return ticket < 0 ? 0 : ticket / kPairs; }
 
+void NoteStreamDevice(cudaStream_t stream, int device) {
+  if (device >= 0) g_stream_devices.Insert(StreamHandle(stream), 0, 0, uint32_t(device));
+}
+
+void ForgetStream(cudaStream_t stream) {
+  AllocTable::Entry gone;
+  g_stream_devices.Take(StreamHandle(stream), &gone);
+}
+
 uint32_t StreamKey(cudaStream_t stream) {
   if (stream != cudaStreamPerThread) return uint32_t(reinterpret_cast<uintptr_t>(stream));
   static thread_local pid_t tid __attribute__((tls_model("initial-exec"))) = 0;
@@ -532,6 +553,9 @@ void EventTimerAfterReset(int device) {
   p.chunks.store(0);
   p.free_slots.Init();
   p.state.store(0, std::memory_order_release);  // made again on next use
+  g_stream_devices.TakeEach(  // the reset destroyed the device's streams
+      [device](const AllocTable::Entry& e) { return e.device == uint32_t(device); },
+      [](uint64_t, const AllocTable::Entry&) {});
 }
 
 void EventTimerEnd(int32_t ticket, cudaStream_t stream, const DeviceOpInfo& info, bool ok) {

@@ -78,6 +78,11 @@ int32_t EventTimerBegin(cudaStream_t stream);
 int32_t EventTimerBeginOnDevice(int device, cudaStream_t stream);
 // The device of a ticket's pool.
 int EventTimerDevice(int32_t ticket);
+// Streams the application created, with the device current then: an operation on a stream is
+// timed with the events of the stream's device, whatever device is current (an event records
+// only on a stream of its own device).
+void NoteStreamDevice(cudaStream_t stream, int device);
+void ForgetStream(cudaStream_t stream);
 // DeviceOpInfo.stream for `stream`: its handle's low 32 bits, which the writer maps to the file's
 // stream index as it maps the host events' handles; the per-thread default stream
 // (cudaStreamPerThread, one per thread) is keyed by the calling thread (writer.cc StreamIndex).

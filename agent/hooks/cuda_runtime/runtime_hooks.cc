@@ -521,6 +521,9 @@ inline cudaError_t DoCreate(uint16_t api, EvType type, void** out, uint64_t b, C
   e.ret = int32_t(r);
   e.gen.a = (r == cudaSuccess && out) ? U64(*out) : 0;
   e.gen.b = b;
+  if (type == EvType::kStream && e.gen.a != 0) {
+    NoteStreamDevice(reinterpret_cast<cudaStream_t>(e.gen.a), t_device);
+  }
   Emit(e);
   return r;
 }
@@ -971,6 +974,7 @@ EXPORT cudaError_t cudaStreamCreateWithPriority(cudaStream_t* stream, unsigned i
 
 DEFINE_REAL(cudaStreamDestroy)
 EXPORT cudaError_t cudaStreamDestroy(cudaStream_t stream) {
+  rt::ForgetStream(stream);  // its handle may come back as another device's stream
   return rt::Intercept(real_cudaStreamDestroy, [&](auto real) {
     return rt::DoGeneric(api_cudaStreamDestroy, EvType::kStream, rt::U64(stream), 0,
                          [&] { return real(stream); });
