@@ -358,6 +358,20 @@ int main(int argc, char** argv) {
   for (int it = 0; it < kIters; ++it) Iteration(it, rank, n);
   Completions(rank, n);
 
+  // Two duplicates of world: the first used only by ranks 0 and 1 (one message), the second by
+  // every rank (Allreduce int[4]); every rank must give the second the same unique id.
+  MPI_Comm dup_a, dup_b;
+  MPI_Comm_dup(MPI_COMM_WORLD, &dup_a);
+  MPI_Comm_dup(MPI_COMM_WORLD, &dup_b);
+  int token = rank;
+  if (rank == 0) MPI_Send(&token, 1, MPI_INT, 1, 9, dup_a);
+  if (rank == 1) MPI_Recv(&token, 1, MPI_INT, 0, 9, dup_a, MPI_STATUS_IGNORE);
+  int dv[4] = {1, 1, 1, 1}, dout[4] = {};
+  MPI_Allreduce(dv, dout, 4, MPI_INT, MPI_SUM, dup_b);
+  Check(dout[0] == n && dout[3] == n, "MPI_Allreduce on a dup", 0);
+  MPI_Comm_free(&dup_a);
+  MPI_Comm_free(&dup_b);
+
   // A sub-communicator: ranks of equal parity; Allreduce int[16] of world ranks.
   MPI_Comm half;
   MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &half);

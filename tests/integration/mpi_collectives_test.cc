@@ -157,6 +157,7 @@ TEST_CASE("MPI collectives under the agent: every call recorded on every rank") 
   std::map<int, std::vector<const CollRecord*>> world_by_seq;  // seq -> one record per rank
   std::map<uint64_t, const CollRecord*> sends_by_seq[kRanks], recvs_by_seq[kRanks];
   std::set<std::string> half_uids[2];
+  std::set<std::string> dup_uids;  // unique ids of the duplicate every rank used
   for (int r = 0; r < kRanks; ++r) {
     const RankProfile& p = ranks[r];
     INFO("file " << p.path);
@@ -188,7 +189,12 @@ TEST_CASE("MPI collectives under the agent: every call recorded on every rank") 
     const CollRecord* half_call = nullptr;
     for (const CollRecord& c : p.colls) {
       if (c.comm != world) {
-        half_call = &c;
+        if (c.api == "MPI_Allreduce" && c.count == 4) {  // on the duplicate every rank used
+          REQUIRE(p.comms.count(c.comm) == 1);
+          dup_uids.insert(p.comms.at(c.comm).unique_id());
+        } else if (c.api == "MPI_Allreduce") {
+          half_call = &c;
+        }
         continue;
       }
       const bool is_send = c.api == "MPI_Send" || c.api == "MPI_Isend" ||
@@ -281,6 +287,9 @@ TEST_CASE("MPI collectives under the agent: every call recorded on every rank") 
       CHECK((rcv->api == "MPI_Recv" || rcv->api == "MPI_Irecv" || rcv->api == "MPI_Recv_init"));
     }
   }
+  // The duplicate used by all has one unique id on every rank, though only ranks 0 and 1 used
+  // the duplicate made before it (communicators are numbered at creation, not first use).
+  CHECK(dup_uids.size() == 1);
   // Each half's members agree on its unique id; the two halves differ.
   REQUIRE(half_uids[0].size() == 1);
   REQUIRE(half_uids[1].size() == 1);
@@ -298,10 +307,10 @@ TEST_CASE("PROFAGENT_CLOCK_SYNC=0 turns the ping-pong off and still records ever
   REQUIRE(ranks.size() == size_t(kRanks));
   for (const RankProfile& p : ranks) {
     CHECK(p.offsets.empty());
-    // Per iteration: the world collectives, 8 sends and 6 receives; then the extra collectives
-    // and the split communicator's Allreduce.
+    // Per iteration: the world collectives, 8 sends and 6 receives; then the extra collectives,
+    // the duplicates' message (ranks 0 and 1) and Allreduce, and the split communicator's.
     CHECK(p.colls.size() == size_t(kIters * (kWorldCollsPerIter + kP2pPerIter + 6) +
-                                   kExtraColls + 1));
+                                   kExtraColls + (p.rank < 2 ? 1 : 0) + 2));
   }
 }
 

@@ -35,10 +35,11 @@
 // is off so they stay aligned across ranks under a schedule.
 //
 // Communicators: MPI_COMM_WORLD is "world" (rank/size from PMPI at MPI_Init); any other
-// communicator is registered at first sight with a unique id hashed from its members' world ranks
-// and the ordinal of that member set among this process's communicators (equal across members
-// as long as they create communicators over the same member sets in the same order, which MPI's
-// collective creation calls imply).
+// communicator is registered when created (MPI_Comm_dup, _split, _split_type, _create,
+// _create_group, MPI_Cart_create, _sub; else at first sight) with a unique id hashed from its
+// members' world ranks and the ordinal of that member set among this process's communicators
+// (equal across members, who all take part in each creation, which MPI orders). Calls and the
+// CommDef carry that hash as the communicator's id: a freed communicator's handle is reused.
 //
 // MPI_Init/Init_thread: rank info (SetRankInfo(..., "MPI", 3); local rank from the launcher's
 // environment, else from a shared-memory PMPI_Comm_split_type), then clock alignment with rank 0 over a PMPI_Comm_dup of world (clock_offset.h),
@@ -204,7 +205,7 @@ CommSlot* AddComm(H comm) {
     uid = UidString(abi.Key(comm) == abi.Key(abi.comm_self) ? "mpi-self" : "mpi", hash);
   }
   CommSlot* s = g_comms.Insert(abi.Key(comm), rank, size, hash);
-  RegisterComm(abi.Key(comm), kLibMpi, abi.Key(comm), rank, size, uid, -1, 0);
+  RegisterComm(hash, kLibMpi, abi.Key(comm), rank, size, uid, -1, 0);
   return s;
 }
 
@@ -458,7 +459,9 @@ inline void Finish(uint16_t api, uint32_t seq, const Info& info, uint64_t t0, ui
   e.type = EvType::kCollective;
   e.api = api;
   e.ret = rc;
-  e.coll.comm = Abi().Key(info.comm);
+  // The communicator's id in the file: its unique id's hash (a freed communicator's handle is
+  // given to the next one created; the hash is never reused within a process).
+  e.coll.comm = info.slot != nullptr ? info.slot->uid_hash : Abi().Key(info.comm);
   e.coll.count = info.count;
   e.coll.bytes = info.bytes;
   e.coll.seq = seq;
@@ -804,6 +807,55 @@ PROFAGENT_EXPORT int MPI_Testsome(int incount, void* reqs, int* outcount, int* i
 }
 
 // ---- Communicator lifetime -------------------------------------------------------------------
+// Communicators are registered when created, not at first use: a communicator's unique id counts
+// the communicators over the same members this process made before it, and only creation is
+// the same on every member (one rank may never use a communicator another one does).
+namespace profagent {
+namespace {
+void Created(int rc, void* newcomm) {
+  if (rc != 0 || newcomm == nullptr) return;
+  const uint64_t k = Abi().RequestAt(newcomm, 0);
+  if (k != 0 && k != Abi().Key(Abi().comm_null)) SlotFor(HandleOut(k));
+}
+}  // namespace
+}  // namespace profagent
+
+extern "C" {
+int MPI_Comm_dup(H, void*);
+int MPI_Comm_dup_with_info(H, H, void*);
+int MPI_Comm_split(H, int, int, void*);
+int MPI_Comm_split_type(H, int, int, H, void*);
+int MPI_Comm_create(H, H, void*);
+int MPI_Comm_create_group(H, H, int, void*);
+int MPI_Cart_create(H, int, const int*, const int*, int, void*);
+int MPI_Cart_sub(H, const int*, void*);
+}
+
+#define PROFAGENT_COMM_CREATOR(NAME, PARAMS, ARGS, OUT) \
+  PROFAGENT_EXPORT int MPI_##NAME PARAMS {              \
+    PROFAGENT_COMPLETION_PROLOGUE(NAME, PROFAGENT_ARGS ARGS) \
+    const int rc = fn ARGS;                             \
+    Created(rc, OUT);                                   \
+    return rc;                                          \
+  }
+#define PROFAGENT_ARGS(...) __VA_ARGS__
+PROFAGENT_COMM_CREATOR(Comm_dup, (H comm, void* out), (comm, out), out)
+PROFAGENT_COMM_CREATOR(Comm_dup_with_info, (H comm, H info, void* out), (comm, info, out), out)
+PROFAGENT_COMM_CREATOR(Comm_split, (H comm, int color, int key, void* out),
+                       (comm, color, key, out), out)
+PROFAGENT_COMM_CREATOR(Comm_split_type, (H comm, int type, int key, H info, void* out),
+                       (comm, type, key, info, out), out)
+PROFAGENT_COMM_CREATOR(Comm_create, (H comm, H group, void* out), (comm, group, out), out)
+PROFAGENT_COMM_CREATOR(Comm_create_group, (H comm, H group, int tag, void* out),
+                       (comm, group, tag, out), out)
+PROFAGENT_COMM_CREATOR(Cart_create,
+                       (H comm, int ndims, const int* dims, const int* periods, int reorder,
+                        void* out),
+                       (comm, ndims, dims, periods, reorder, out), out)
+PROFAGENT_COMM_CREATOR(Cart_sub, (H comm, const int* remain, void* out), (comm, remain, out), out)
+#undef PROFAGENT_COMM_CREATOR
+#undef PROFAGENT_ARGS
+
 PROFAGENT_EXPORT int MPI_Comm_free(void* comm) {
   PROFAGENT_COMPLETION_PROLOGUE(Comm_free, comm)
   const uint64_t key = comm != nullptr ? Abi().RequestAt(comm, 0) : 0;  // handle-sized read
