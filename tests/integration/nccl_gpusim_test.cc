@@ -374,6 +374,43 @@ void CheckInitAllGroup(const std::string& timing) {
   CHECK(ms.str().find("most frequent last arriver 0:2") != std::string::npos);
 }
 
+// ncclCommSplit of every communicator inside one group (NCCL's pattern for a process that drives
+// several GPUs): the children exist only when the group ends. Each is registered then, with its
+// half's unique id, and the AllReduce on each half is on a registered communicator (before,
+// the children were NULL when the calls returned and their calls matched nothing).
+TEST_CASE("ncclCommSplit inside a group: the children are registered at ncclGroupEnd") {
+  const std::string out = FreshDir("nccl_initall_split");
+  const std::string cudart = Runfile("tests/gpusim/libcudart.so.13");
+  const std::string nccl = Runfile("tests/gpusim/libnccl.so.2");
+  std::string log;
+  const int rc = Run("env LD_LIBRARY_PATH=" + cudart.substr(0, cudart.rfind('/')) + ":" +
+                         nccl.substr(0, nccl.rfind('/')) + " GPUSIM_DEVICES=4 LD_PRELOAD=" +
+                         Runfile("agent/libprofagent.so") + " PROFAGENT_OUTPUT=" + out +
+                         "/prof PROFAGENT_GPU_TIMING=cupti " + Runfile("tests/gpusim/nccl_ranks") +
+                         " 4 initall_split",
+                     &log);
+  INFO(log);
+  REQUIRE(rc == 0);
+  CHECK(log.find("FAIL") == std::string::npos);
+  std::vector<RankProfile> files = LoadProfileDir(out + "/prof");
+  REQUIRE(files.size() == 1);
+  const RankProfile& p = files[0];
+  REQUIRE(p.error.empty());
+  std::map<std::string, std::set<int>> half_ranks;  // unique id -> ranks in it
+  std::set<uint64_t> halves;
+  for (const auto& kv : p.comms) {
+    if (kv.second.size() != 2) continue;
+    halves.insert(kv.first);
+    half_ranks[kv.second.unique_id()].insert(kv.second.rank());
+  }
+  CHECK(halves.size() == 4);
+  REQUIRE(half_ranks.size() == 2);  // the even half and the odd half
+  for (const auto& kv : half_ranks) CHECK(kv.second == std::set<int>{0, 1});
+  int on_halves = 0;
+  for (const CollRecord& c : p.colls) on_halves += halves.count(c.comm);
+  CHECK(on_halves == 4);
+}
+
 TEST_CASE("ncclCommInitAll and a multi-communicator group in one process") {
   CheckInitAllGroup("cupti");
   CheckInitAllGroup("events");

@@ -75,6 +75,10 @@ struct GroupState {
 };
 thread_local GroupState tls_group __attribute__((tls_model("initial-exec"))) = {};
 
+// ncclCommSplit inside a group: its child exists only once the group completes (below).
+bool DeferSplit(ncclComm_t parent, ncclComm_t* out, int color, uint16_t api, uint64_t t0);
+void RegisterDeferredSplits(ncclResult_t rc);
+
 // Member events of the current group, held back until ncclGroupEnd so that they can carry the
 // fused kernel's correlation id. Allocated on a thread's first group (slow path, once per
 // thread, never freed: a thread-exit hook is not worth 8 KiB); members beyond kMaxMembers, or
@@ -542,6 +546,7 @@ PROFAGENT_EXPORT ncclResult_t ncclGroupEnd() {
   }
   if (g.depth > 0) --g.depth;
   if (outermost_group) {
+    if (guard.outermost()) RegisterDeferredSplits(rc);
     const uint64_t t1 = Now();
     uint32_t corr = LastDriverLaunchCorrelation();
     if (ticket >= 0) {
@@ -679,6 +684,43 @@ namespace {
 // the n-th derivation of this parent (equal on every member: both calls are collective over the
 // parent) and the color (Shrink: one color).
 void AddChild(ncclComm_t parent, ncclComm_t child, int64_t color, uint32_t salt, uint16_t api,
+              uint64_t t0, ncclResult_t rc);
+
+// ncclCommSplit calls made inside a group, in call order, until the outermost ncclGroupEnd.
+struct PendingSplits {
+  static constexpr int kMax = 64;
+  struct Split {
+    ncclComm_t parent;
+    ncclComm_t* out;
+    int color;
+    uint16_t api;
+    uint64_t t0;
+  };
+  int n = 0;
+  Split s[kMax];
+};
+thread_local PendingSplits* tls_splits __attribute__((tls_model("initial-exec"))) = nullptr;
+
+bool DeferSplit(ncclComm_t parent, ncclComm_t* out, int color, uint16_t api, uint64_t t0) {
+  if (tls_splits == nullptr) tls_splits = new (std::nothrow) PendingSplits();  // once per thread
+  PendingSplits* p = tls_splits;
+  if (p == nullptr || p->n >= PendingSplits::kMax) return false;
+  p->s[p->n++] = {parent, out, color, api, t0};
+  return true;
+}
+
+// At the outermost ncclGroupEnd: the children of the group's splits exist now.
+void RegisterDeferredSplits(ncclResult_t rc) {
+  PendingSplits* p = tls_splits;
+  if (p == nullptr) return;
+  for (int i = 0; i < p->n; ++i) {
+    const PendingSplits::Split& d = p->s[i];
+    AddChild(d.parent, *d.out, d.color, /*salt=*/1, d.api, d.t0, rc);
+  }
+  p->n = 0;
+}
+
+void AddChild(ncclComm_t parent, ncclComm_t child, int64_t color, uint32_t salt, uint16_t api,
               uint64_t t0, ncclResult_t rc) {
   CommSlot* p = SlotFor(parent);
   uint32_t index = 0;
@@ -707,8 +749,15 @@ PROFAGENT_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key,
   if (!guard.outermost()) return fn(comm, color, key, newcomm, config);
   const uint64_t t0 = Now();
   const ncclResult_t rc = fn(comm, color, key, newcomm, config);
-  if ((rc == ncclSuccess || rc == ncclInProgress) && newcomm != nullptr)
+  if ((rc == ncclSuccess || rc == ncclInProgress) && newcomm != nullptr) {
+    // Inside ncclGroupStart..End the child is NULL until the group completes ("NULL until comm
+    // split fully complete"): registered at the outermost ncclGroupEnd.
+    if (tls_group.depth > 0 && *newcomm == nullptr &&
+        DeferSplit(comm, newcomm, color, real.api, t0)) {
+      return rc;
+    }
     AddChild(comm, *newcomm, color, /*salt=*/1, real.api, t0, rc);
+  }
   return rc;
 }
 
