@@ -249,7 +249,8 @@ bool OpenFileLocked(WriterState* w) {
 // Renames pid<P>.pb to rank<R>.pb once the rank is known. Called with G().mu held.
 void MaybeRenameLocked(WriterState* w) {
   auto& g = G();
-  if (w->fd < 0 || w->path_has_rank || g.rank < 0) return;
+  // Also again when the rank changed (a process driving several NCCL ranks takes its lowest).
+  if (w->fd < 0 || g.rank < 0 || (w->path_has_rank && w->path_rank == g.rank)) return;
   for (int attempt = 0; attempt < 2; ++attempt) {
     std::string p = OutputPathFor(g.rank, getpid(), attempt == 1);
     if (link(w->path.c_str(), p.c_str()) == 0) {

@@ -606,6 +606,12 @@ class FileAnalysis : public ViewVisitor {
   int index_;
   FileSummary fsum_;
   Header header_;
+  // The ranks this file's communicators over `world` ranks give it (a process driving several).
+  void WorldRanks(int world, std::set<int>* out) const {
+    for (const auto& c : comms_) {
+      if (c.second.size == world && c.second.rank >= 0) out->insert(c.second.rank);
+    }
+  }
   int rank_ = -1, world_ = 0;
   bool rank_guessed_ = false;
   uint64_t bad_string_ids_ = 0;
@@ -2125,7 +2131,11 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
     auto gap = [&](int end) {
       for (; next < end && missing.size() < kListed; ++next) missing.push_back(next);
     };
-    for (int r : ranks) {
+    // A process that drives several ranks (nccl-tests -t N: a thread per rank) is one file; the
+    // ranks of its communicators over the whole world are present too.
+    std::set<int> covered = ranks;
+    for (auto* f : sel) f->WorldRanks(world, &covered);
+    for (int r : covered) {
       if (r < 0 || r >= world) continue;
       --n_missing;
       gap(r);

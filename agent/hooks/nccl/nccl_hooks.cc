@@ -168,8 +168,15 @@ CommSlot* AddComm(ncclComm_t comm, int rank, int size, uint64_t uid_hash, const 
   RegisterComm(H(comm), kLibNccl, H(comm), rank, size, UidString(prefix, uid_hash), device,
                H(parent));
   if (rank_source && size > 1 && rank >= 0) {
-    static std::once_flag once;
-    std::call_once(once, [&] { SetRankInfo(rank, -1, size, "NCCL", 2); });
+    // The process's rank: its lowest NCCL rank (threads that each own a rank, ncclCommInitAll),
+    // whichever initialization finishes first.
+    static std::mutex mu;
+    static int lowest = INT_MAX;
+    std::lock_guard<std::mutex> lock(mu);
+    if (rank < lowest) {
+      lowest = rank;
+      SetRankInfo(rank, -1, size, "NCCL", 2);
+    }
   }
   return slot;
 }
