@@ -343,7 +343,8 @@ cudaError_t cudaHostAlloc(void** ptr, size_t size, unsigned int flags) {
   if (ptr == nullptr) return api.Return(cudaErrorInvalidValue);
   void* p = AlignedAlloc(size);
   if (p == nullptr) return api.Return(cudaErrorMemoryAllocation);
-  gpusim::TrackAllocation(p, size, gpusim::MemKind::kHost, gpusim::CurrentDevice());
+  gpusim::TrackAllocation(p, size, gpusim::MemKind::kHost, gpusim::CurrentDevice(), false,
+                          flags);
   *ptr = p;
   return api.Return(cudaSuccess);
 }
@@ -361,14 +362,15 @@ cudaError_t cudaFreeHost(void* ptr) {
   return api.Return(cudaSuccess);
 }
 
-cudaError_t cudaHostRegister(void* ptr, size_t size, unsigned int) {
+cudaError_t cudaHostRegister(void* ptr, size_t size, unsigned int flags) {
   static const ApiInfo kInfo("cudaHostRegister");
   ApiCall api(kInfo);
   if (ptr == nullptr || size == 0) return api.Return(cudaErrorInvalidValue);
   if (gpusim::FindAllocation(ptr, nullptr, nullptr)) {
     return api.Return(cudaErrorHostMemoryAlreadyRegistered);
   }
-  gpusim::TrackAllocation(ptr, size, gpusim::MemKind::kRegistered, gpusim::CurrentDevice());
+  gpusim::TrackAllocation(ptr, size, gpusim::MemKind::kRegistered, gpusim::CurrentDevice(), false,
+                          flags);
   return api.Return(cudaSuccess);
 }
 
@@ -382,6 +384,19 @@ cudaError_t cudaHostUnregister(void* ptr) {
     return api.Return(cudaErrorHostMemoryNotRegistered);
   }
   gpusim::UntrackAllocation(ptr, false);
+  return api.Return(cudaSuccess);
+}
+
+// The flags the pinned allocation containing `host_ptr` was made or registered with.
+cudaError_t cudaHostGetFlags(unsigned int* flags, void* host_ptr) {
+  static const ApiInfo kInfo("cudaHostGetFlags");
+  ApiCall api(kInfo);
+  gpusim::Allocation a;
+  if (flags == nullptr || !gpusim::FindAllocation(host_ptr, nullptr, &a) ||
+      (a.kind != gpusim::MemKind::kHost && a.kind != gpusim::MemKind::kRegistered)) {
+    return api.Return(cudaErrorInvalidValue);
+  }
+  *flags = a.host_flags;
   return api.Return(cudaSuccess);
 }
 

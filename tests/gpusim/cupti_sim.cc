@@ -70,14 +70,22 @@ std::atomic<const SimApi*> g_sim{nullptr};
 const SimApi* Sim() {
   const SimApi* sim = g_sim.load(std::memory_order_acquire);
   if (sim != nullptr) return sim;
-  void* set_observer = dlsym(RTLD_DEFAULT, "gpusim_set_observer");
-  if (set_observer == nullptr) return nullptr;
+  // In the global scope, or in a libcudart the program loaded with dlopen(RTLD_LOCAL) (as
+  // NVIDIA's CUPTI sees a runtime however it was loaded).
+  void* lib = RTLD_DEFAULT;
+  void* set_observer = dlsym(lib, "gpusim_set_observer");
+  if (set_observer == nullptr) {
+    lib = dlopen("libcudart.so.13", RTLD_NOW | RTLD_NOLOAD);
+    if (lib == nullptr) return nullptr;
+    set_observer = dlsym(lib, "gpusim_set_observer");
+    if (set_observer == nullptr) return nullptr;  // not gpusim's (the handle stays referenced)
+  }
   SimApi* s = new SimApi;
   s->set_observer = reinterpret_cast<decltype(s->set_observer)>(set_observer);
-  s->stream_id = reinterpret_cast<decltype(s->stream_id)>(dlsym(RTLD_DEFAULT, "gpusim_stream_id"));
-  s->now_ns = reinterpret_cast<decltype(s->now_ns)>(dlsym(RTLD_DEFAULT, "gpusim_now_ns"));
+  s->stream_id = reinterpret_cast<decltype(s->stream_id)>(dlsym(lib, "gpusim_stream_id"));
+  s->now_ns = reinterpret_cast<decltype(s->now_ns)>(dlsym(lib, "gpusim_now_ns"));
   s->current_device =
-      reinterpret_cast<decltype(s->current_device)>(dlsym(RTLD_DEFAULT, "gpusim_current_device"));
+      reinterpret_cast<decltype(s->current_device)>(dlsym(lib, "gpusim_current_device"));
   const SimApi* expected = nullptr;
   if (!g_sim.compare_exchange_strong(expected, s)) {
     delete s;

@@ -938,16 +938,17 @@ NodeWork WorkFromCapturedOp(const Op& op) {
 
 // ---- Memory ---------------------------------------------------------------------------------
 
-void TrackAllocation(void* p, size_t size, MemKind kind, int device, bool pooled) {
+void TrackAllocation(void* p, size_t size, MemKind kind, int device, bool pooled,
+                     unsigned host_flags) {
   State& st = S();
   std::lock_guard<std::mutex> lock(st.alloc_mu);
   auto inserted = st.allocations.emplace(reinterpret_cast<uintptr_t>(p),
-                                         Allocation{size, kind, device, pooled});
+                                         Allocation{size, kind, device, pooled, host_flags});
   if (!inserted.second) {  // the address was reused behind our back (e.g. registered twice)
     if (IsDeviceKind(inserted.first->second.kind)) {
       st.device_bytes[inserted.first->second.device] -= inserted.first->second.size;
     }
-    inserted.first->second = Allocation{size, kind, device, pooled};
+    inserted.first->second = Allocation{size, kind, device, pooled, host_flags};
   }
   if (IsDeviceKind(kind)) st.device_bytes[device] += size;
 }

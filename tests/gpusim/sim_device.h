@@ -229,6 +229,7 @@ struct Allocation {
   MemKind kind;
   int device;
   bool pooled;  // belongs to a memory pool (sim_pool.h), which owns its memory
+  unsigned host_flags = 0;  // cudaHostAlloc / cudaHostRegister flags (cudaHostGetFlags)
 };
 
 // ---- Process state --------------------------------------------------------------------------
@@ -332,7 +333,8 @@ NodeWork WorkFromCapturedOp(const Op& op);
 
 // ---- Memory ---------------------------------------------------------------------------------
 
-void TrackAllocation(void* p, size_t size, MemKind kind, int device, bool pooled = false);
+void TrackAllocation(void* p, size_t size, MemKind kind, int device, bool pooled = false,
+                     unsigned host_flags = 0);
 // Removes an allocation that starts exactly at p; false if there is none of an accepted kind.
 bool UntrackAllocation(void* p, bool device_kinds);
 // The allocation containing p, if any.

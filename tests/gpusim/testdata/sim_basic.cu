@@ -73,6 +73,22 @@ int main() {
   cudaStreamSynchronize(s);
   Check(pinned[0] == 0x7f7f7f7f && pinned[n - 1] == 0x7f7f7f7f, "async_set_copy_default");
 
+  // cudaHostGetFlags: the flags of pinned and registered memory; anything else is invalid.
+  void* mapped = nullptr;
+  unsigned int flags = 99;
+  static int registered[256];
+  cudaHostAlloc(&mapped, 4096, cudaHostAllocMapped | cudaHostAllocPortable);
+  Check(cudaHostGetFlags(&flags, static_cast<char*>(mapped) + 100) == cudaSuccess &&
+            flags == (cudaHostAllocMapped | cudaHostAllocPortable),
+        "host_get_flags_alloc");
+  cudaHostRegister(registered, sizeof(registered), cudaHostRegisterMapped);
+  Check(cudaHostGetFlags(&flags, registered) == cudaSuccess && flags == cudaHostRegisterMapped,
+        "host_get_flags_registered");
+  Check(cudaHostGetFlags(&flags, d_a) == cudaErrorInvalidValue, "host_get_flags_device");
+  cudaGetLastError();
+  cudaHostUnregister(registered);
+  cudaFreeHost(mapped);
+
   // Pageable host memory (CUDA's documented behaviour): an async HtoD copy has taken the bytes
   // when it returns, an async DtoH copy returns once the data is there.
   std::vector<int> pageable(1024, 11), pageable_back(1024, 0);
