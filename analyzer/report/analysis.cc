@@ -686,6 +686,7 @@ class FileAnalysis : public ViewVisitor {
   Sweep& SweepOf(uint32_t thread);
   void Advance(Sweep* w, uint64_t t);
   void Pop(Sweep* w);
+  void DropEnded(Sweep* w, uint64_t t, bool before);
   void NestRange(Sweep* w, const StoredRange& r, uint32_t index);
   const OpenRange* Innermost(uint32_t thread, uint64_t t);
   int32_t PathOf(Sweep* w, size_t pos);
@@ -1147,6 +1148,7 @@ void FileAnalysis::NestRange(Sweep* w, const StoredRange& r, uint32_t index) {
          !(w->stack.back().r.start == r.start)) {
     Pop(w);
   }
+  DropEnded(w, r.start, /*before=*/true);
   const OpenRange* p = w->stack.empty() ? nullptr : &w->stack.back();
   OpenRange o;
   o.r = r;
@@ -1220,8 +1222,43 @@ void FileAnalysis::Advance(Sweep* w, uint64_t t) {
     w->cursor->Advance();
     NestRange(w, copy, w->next_index++);
   }
-  // Ranges are properly nested on a thread, so popping ended ones leaves the enclosing chain.
+  // Push/pop ranges nest, so popping ended ones leaves the enclosing chain; start/end ranges
+  // may overlap without nesting, and one may end below a range still open.
   while (!w->stack.empty() && w->stack.back().r.end < t) Pop(w);
+  DropEnded(w, t, /*before=*/false);
+}
+
+// Removes the ranges below the stack top that ended before `t` (`before`: at or before it, as
+// NestRange pops), accounting them as Pop does; the ranges above take the removed one's
+// engine-mapped ancestor and rebuild their paths (which named it).
+void FileAnalysis::DropEnded(Sweep* w, uint64_t t, bool before) {
+  for (size_t i = w->stack.size(); i-- > 0;) {
+    const OpenRange& o = w->stack[i];
+    const bool ended = before ? o.r.end <= t && o.r.start != t : o.r.end < t;
+    if (!ended) continue;
+    if (i + 1 == w->stack.size()) {
+      Pop(w);
+      continue;
+    }
+    bool account = o.index >= w->high_water || w->unaccounted.erase(o.index) > 0;
+    if (account && o.engine >= 0 && o.excl > 0) {
+      int k = StepOfThread(o.r.start, o.r.thread);
+      if (k >= 0 && !steps_[k].warmup) {
+        run_buckets_[steps_[k].run].engine_ns[o.engine] += uint64_t(o.excl);
+      }
+    }
+    const int32_t anc = o.mapped_anc;
+    for (size_t j = i + 1; j < w->stack.size(); ++j) {
+      OpenRange& above = w->stack[j];
+      if (above.mapped_anc == int32_t(i)) {
+        above.mapped_anc = anc;
+      } else if (above.mapped_anc > int32_t(i)) {
+        --above.mapped_anc;
+      }
+      above.path = -1;
+    }
+    w->stack.erase(w->stack.begin() + ptrdiff_t(i));
+  }
 }
 
 const OpenRange* FileAnalysis::Innermost(uint32_t thread, uint64_t t) {

@@ -902,6 +902,39 @@ TEST_CASE("runs and steps of concurrent threads: each step in its own thread's r
   CHECK(steps == std::multiset<std::string>{"0", "1", "2", "3", "4", "5", "6", "7"});
 }
 
+// NVTX start/end ranges need not nest: step 1 [0, 1000) us and step 2 [900, 2000) overlap, and
+// "work" [1200, 1800) opens after step 1 ended. A kernel launched at 1300 is in step 2's work:
+// path step/work (before, the ended step 1 stayed under step 2: step/step/work).
+TEST_CASE("ops.csv NVTX path: overlapping start/end ranges, an ended one is not a parent") {
+  const std::string dir = TmpDir("overlap");
+  {
+    ProfileBuilder b(dir + "/rank0.pb");
+    b.WriteHeader(0, 1, "h0", GPU_TIMING_CUPTI);
+    const uint32_t step = b.Str("step tokens=1"), work = b.Str("work"), k = b.Str("k");
+    b.Host(1, 0, 0, ProfileBuilder::Nvtx(step, 1000 * kUs, 0));
+    b.Host(1, 100 * kUs, 1, ProfileBuilder::Launch(k, 5 * kUs));
+    b.Host(1, 900 * kUs, 0, ProfileBuilder::Nvtx(step, 1100 * kUs, 0));
+    b.Host(1, 1200 * kUs, 0, ProfileBuilder::Nvtx(work, 600 * kUs, 0));
+    b.Host(1, 1300 * kUs, 2, ProfileBuilder::Launch(k, 5 * kUs));
+    b.Flush();
+    b.Device(0, 150 * kUs, 1, Kernel(10 * kUs));
+    b.Device(0, 1350 * kUs, 2, Kernel(10 * kUs));
+    b.Close(true);
+  }
+  std::string printed;
+  REQUIRE(RunReport(dir, dir, ReportOptions(), &printed).ok());
+  std::vector<std::string> rows =
+      absl::StrSplit(ReadAll(dir + "/ops.csv"), '\n', absl::SkipEmpty());
+  REQUIRE(rows.size() == 3);
+  std::vector<std::string> paths;
+  for (size_t i = 1; i < rows.size(); ++i) {
+    std::vector<std::string> f = absl::StrSplit(rows[i], ',');
+    REQUIRE(f.size() >= 16);
+    paths.push_back(f[15]);
+  }
+  CHECK(paths == std::vector<std::string>{"step", "step/work"});
+}
+
 // A launch whose call failed ran nothing: a warning of its own, not "without device activity".
 // A process that launched nothing (a CPU-only MPI rank) gets no "no device activity" warning,
 // and a row of nonblocking calls none of which was seen completing has no mean (null, not 0).
