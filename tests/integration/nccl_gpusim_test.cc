@@ -454,6 +454,37 @@ TEST_CASE("One process with a thread per NCCL rank: one file, its lowest rank, n
   }
 }
 
+// A group of 100 AllReduces (more than the 64 members the agent first makes room for): every
+// call joined to the group's kernel, each charged its share of it (before, the calls past the
+// 64th had no kernel and the report's time source was "mixed").
+TEST_CASE("An NCCL group of 100 calls: every member joined to the fused kernel") {
+  const std::string out = FreshDir("nccl_biggroup");
+  const std::string cudart = Runfile("tests/gpusim/libcudart.so.13");
+  const std::string nccl = Runfile("tests/gpusim/libnccl.so.2");
+  std::string log;
+  const int rc = Run("env LD_LIBRARY_PATH=" + cudart.substr(0, cudart.rfind('/')) + ":" +
+                         nccl.substr(0, nccl.rfind('/')) + " LD_PRELOAD=" +
+                         Runfile("agent/libprofagent.so") + " PROFAGENT_OUTPUT=" + out +
+                         "/prof PROFAGENT_GPU_TIMING=cupti " + Runfile("tests/gpusim/nccl_ranks") +
+                         " 2 biggroup",
+                     &log);
+  INFO(log);
+  REQUIRE(rc == 0);
+  CHECK(log.find("FAIL") == std::string::npos);
+  std::string rep_log;
+  REQUIRE(Run(Runfile("analyzer/profanalyze") + " report " + out + "/prof -o " + out + "/rep",
+              &rep_log) == 0);
+  std::ifstream in(out + "/rep/summary.json");
+  const nlohmann::json sum = nlohmann::json::parse(in);
+  if (sum["meta"]["gpu_timing"] == "host") return;  // no device timing on this machine
+  const nlohmann::json& ops = sum["collectives"]["ops"];
+  INFO(ops.dump(1));
+  REQUIRE(ops.size() == 1);
+  CHECK(ops[0]["count"] == 200);
+  CHECK(ops[0]["device_timed"] == 200);
+  CHECK(ops[0]["time_source"] == "device");
+}
+
 TEST_CASE("ncclCommInitAll and a multi-communicator group in one process") {
   CheckInitAllGroup("cupti");
   CheckInitAllGroup("events");

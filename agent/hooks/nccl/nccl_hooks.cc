@@ -80,17 +80,31 @@ bool DeferSplit(ncclComm_t parent, ncclComm_t* out, int color, uint16_t api, uin
 void RegisterDeferredSplits(ncclResult_t rc);
 
 // Member events of the current group, held back until ncclGroupEnd so that they can carry the
-// fused kernel's correlation id. Allocated on a thread's first group (slow path, once per
-// thread, never freed: a thread-exit hook is not worth 8 KiB); members beyond kMaxMembers, or
-// when the allocation failed, are emitted at once without a correlation id.
+// fused kernel's correlation id. Allocated on a thread's first group and doubled when a group
+// outgrows it (slow path; never freed: a thread-exit hook is not worth it); members beyond
+// kMaxMembers, or when an allocation failed, are emitted at once without a correlation id.
 struct PendingMember {
   RawEvent e;
   CollExtra x;
 };
 struct GroupBuffer {
-  static constexpr uint32_t kMaxMembers = 64;
-  uint32_t n;
-  PendingMember m[kMaxMembers];
+  static constexpr uint32_t kMaxMembers = 1 << 16;
+  uint32_t n = 0;
+  uint32_t capacity = 0;
+  PendingMember* m = nullptr;
+  // Room for one more member (false: at kMaxMembers, or out of memory).
+  bool Reserve() {
+    if (n < capacity) return true;
+    const uint32_t want = capacity == 0 ? 64 : capacity * 2;
+    if (want > kMaxMembers) return false;
+    auto* grown = new (std::nothrow) PendingMember[want];
+    if (grown == nullptr) return false;
+    if (n > 0) std::memcpy(static_cast<void*>(grown), m, size_t(n) * sizeof(PendingMember));
+    delete[] m;
+    m = grown;
+    capacity = want;
+    return true;
+  }
 };
 thread_local GroupBuffer* tls_group_buf __attribute__((tls_model("initial-exec"))) = nullptr;
 
@@ -305,7 +319,7 @@ inline void After(uint16_t api, uint8_t op_index, ncclComm_t comm, cudaStream_t 
   if (p.group != 0) {
     GroupBuffer* b = tls_group_buf;
     if (b == nullptr) b = tls_group_buf = new (std::nothrow) GroupBuffer();  // once per thread
-    if (b != nullptr && b->n < GroupBuffer::kMaxMembers) {
+    if (b != nullptr && b->Reserve()) {
       b->m[b->n].e = e;
       b->m[b->n].x = x;
       ++b->n;

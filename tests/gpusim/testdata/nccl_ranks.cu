@@ -4,6 +4,7 @@
 //           compares its results with the expected values, prints "OK <what>" or
 //           "FAIL <what> ..." and exits with the number of failures;
 //   timing  5 AllReduces of 64 KiB of floats (for the straggler test);
+//   biggroup  100 AllReduces in one ncclGroupStart/End;
 //   skip    rank 1 initializes and exits without the collective rank 0 runs (timeout test);
 //   split   ncclCommSplit by rank parity, then an AllReduce of the ranks on each half;
 //   graph   an AllReduce and a grouped Send/Recv ring captured into a CUDA graph (as
@@ -229,6 +230,17 @@ int RunRank(const ncclUniqueId& id, const std::string& mode) {
       NcclOk(ncclAllReduce(d, d, count, ncclFloat, ncclSum, g_comm, g_stream), "allreduce");
     }
     cudaStreamSynchronize(g_stream);
+  } else if (mode == "biggroup") {
+    // 100 AllReduces of 256 floats (bucketed gradients) in one group: one fused launch.
+    std::vector<float*> bufs(100);
+    for (float*& b : bufs) b = ToDevice(std::vector<float>(256, float(g_rank + 1)));
+    NcclOk(ncclGroupStart(), "groupstart");
+    for (float* b : bufs) {
+      NcclOk(ncclAllReduce(b, b, 256, ncclFloat, ncclSum, g_comm, g_stream), "allreduce");
+    }
+    NcclOk(ncclGroupEnd(), "groupend");
+    const float want = float(g_n * (g_n + 1) / 2);
+    Check(AllEqual(ToHost(bufs[99], 256), [&](size_t) { return want; }), "biggroup");
   } else if (mode == "graph") {
     const size_t count = 256;
     std::vector<float> v(count);
@@ -322,7 +334,7 @@ int RunRank(const ncclUniqueId& id, const std::string& mode) {
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    fprintf(stderr, "usage: nccl_ranks <nranks> <check|timing|skip|split|graph|graph_side|initall|initall_split>\n");
+    fprintf(stderr, "usage: nccl_ranks <nranks> <check|timing|biggroup|skip|split|graph|graph_side|initall|initall_split>\n");
     return 2;
   }
   g_n = atoi(argv[1]);
