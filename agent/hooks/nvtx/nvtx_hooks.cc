@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <new>
@@ -52,10 +53,40 @@ struct OpenRange {
   uint32_t color;
   uint32_t len;              // message bytes
   uint8_t flags;
+  char* heap;                // a message longer than msg (malloc'd, == ext_text), else nullptr
   char msg[kMaxMessageBytes];
 
   const char* text() const { return ext_text ? ext_text : msg; }
 };
+
+static_assert(kMaxLongMessageBytes <= kMaxExtraBytes, "a message must fit one event's bytes");
+
+// Frees the heap copy of a long message once its range was recorded.
+inline void ReleaseText(OpenRange* r) {
+  if (r->heap == nullptr) return;
+  std::free(r->heap);
+  r->heap = nullptr;
+  r->ext_text = nullptr;
+}
+
+// Copies a message with `copy(out, cap)` (CopyUtf8 or WideToUtf8) into r->msg, or, when it does
+// not fit (a step's kv list for a large batch runs to kilobytes), into a heap buffer of up to
+// kMaxLongMessageBytes: a malloc for long messages only.
+template <typename Copy>
+void CopyMessage(OpenRange* r, Copy&& copy) {
+  r->len = uint32_t(copy(r->msg, kMaxMessageBytes));
+  if (r->len + 4 < kMaxMessageBytes) return;  // fits (a cut stops at most 3 bytes short)
+  char* big = static_cast<char*>(std::malloc(kMaxLongMessageBytes));
+  if (big == nullptr) return;  // the cut copy stays
+  const size_t n = copy(big, kMaxLongMessageBytes);
+  if (n <= r->len) {
+    std::free(big);
+    return;
+  }
+  r->heap = big;
+  r->ext_text = big;
+  r->len = uint32_t(n);
+}
 
 struct ThreadStack {
   int depth = 0;               // entries in use
@@ -192,14 +223,15 @@ inline void Capture(OpenRange* r, const Domain* dom, const MsgSrc& m) {
   r->category = 0;
   r->color = 0;
   r->flags = 0;
+  r->heap = nullptr;
   r->len = 0;
   r->msg[0] = '\0';
   if (m.ascii != nullptr) {
-    r->len = uint32_t(CopyUtf8(m.ascii, r->msg, kMaxMessageBytes));
+    CopyMessage(r, [&](char* out, size_t cap) { return CopyUtf8(m.ascii, out, cap); });
     return;
   }
   if (m.wide != nullptr) {
-    r->len = uint32_t(WideToUtf8(m.wide, r->msg, kMaxMessageBytes));
+    CopyMessage(r, [&](char* out, size_t cap) { return WideToUtf8(m.wide, out, cap); });
     r->flags |= kFlagMessageWide;
     return;
   }
@@ -237,10 +269,11 @@ inline void Capture(OpenRange* r, const Domain* dom, const MsgSrc& m) {
   }
   switch (a->messageType) {
     case NVTX_MESSAGE_TYPE_ASCII:
-      r->len = uint32_t(CopyUtf8(a->message.ascii, r->msg, kMaxMessageBytes));
+      CopyMessage(r, [&](char* out, size_t cap) { return CopyUtf8(a->message.ascii, out, cap); });
       break;
     case NVTX_MESSAGE_TYPE_UNICODE:
-      r->len = uint32_t(WideToUtf8(a->message.unicode, r->msg, kMaxMessageBytes));
+      CopyMessage(r,
+                  [&](char* out, size_t cap) { return WideToUtf8(a->message.unicode, out, cap); });
       r->flags |= kFlagMessageWide;
       break;
     case NVTX_MESSAGE_TYPE_REGISTERED: {
@@ -273,7 +306,7 @@ inline void EmitRange(EvType type, const OpenRange& r, uint64_t t1, uint32_t dep
   if (r.name != 0) {
     Emit(e);
   } else {
-    EmitWithBytes(e, r.msg, r.len);
+    EmitWithBytes(e, r.text(), r.len);
   }
 }
 
@@ -332,6 +365,7 @@ int DoPop(const Domain* dom) {
     return -1;
   }
   EndRange(s->entries[i], t1, uint32_t(i), guard.outermost());
+  ReleaseText(&s->entries[i]);
   if (i != s->depth - 1) {  // ranges of other domains above it: close the gap (rare)
     std::memmove(&s->entries[i], &s->entries[i + 1], size_t(s->depth - 1 - i) * sizeof(OpenRange));
   }
@@ -374,6 +408,7 @@ void DoEnd(nvtxRangeId_t id) {
       if (slot.key.compare_exchange_strong(expected, kBusy, std::memory_order_acquire,
                                            std::memory_order_relaxed)) {
         EndRange(slot.r, t1, 0, guard.outermost());
+        ReleaseText(&slot.r);
         slot.key.store(kFree, std::memory_order_release);
         return;
       }
@@ -391,6 +426,7 @@ void DoMark(const Domain* dom, const MsgSrc& m) {
   Capture(&r, dom, m);
   r.t0 = t;
   EmitRange(EvType::kNvtxMark, r, t, 0);
+  ReleaseText(&r);
 }
 
 // ---- NVTX handler table entries (exact NVTX prototypes) -----------------------------------
@@ -488,7 +524,7 @@ void FlushOpenRanges() {
     int depth = s->depth;
     if (depth > kMaxDepth) depth = kMaxDepth;
     for (int i = 0; i < depth; ++i) {
-      OpenRange r = s->entries[i];
+      OpenRange r = s->entries[i];  // (a heap copy stays the entry's)
       if (r.len >= kMaxMessageBytes && r.ext_text == nullptr) r.len = kMaxMessageBytes - 1;
       EmitRange(EvType::kNvtxPush, r, r.t0, uint32_t(i));
     }

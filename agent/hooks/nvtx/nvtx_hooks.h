@@ -10,7 +10,7 @@
 // What is recorded (agent/core/event.h):
 //  * push/pop and start/end ranges as complete kNvtxRange events (t0 = start, t1 = end), with
 //    domain, message (registered strings by id in nvtx.name; other text, wide strings converted
-//    to UTF-8, copied in `extra` slots, at most kMaxMessageBytes - 1 bytes), category, color,
+//    to UTF-8, copied in `extra` slots, at most kMaxLongMessageBytes - 1 bytes), category, color,
 //    payload (int/uint/float/double) and nesting depth (push/pop only, 0 = outermost);
 //  * marks as kNvtxMark; ranges still open at shutdown as kNvtxPush (t1 = t0), emitted by
 //    FlushOpenRanges (model::Shutdown calls it) from the shutting-down thread;
@@ -45,7 +45,10 @@ namespace profagent {
 namespace nvtx {
 
 constexpr int kMaxDepth = 64;              // open push/pop ranges per thread
-constexpr size_t kMaxMessageBytes = 256;   // per copied message, NUL included
+constexpr size_t kMaxMessageBytes = 256;   // per message copied inline, NUL included
+// A longer one (a large batch's kv list) is copied to the heap, up to what one event carries
+// (kMaxExtraBytes, agent/core/agent.h).
+constexpr size_t kMaxLongMessageBytes = 2048;
 constexpr size_t kStartSlots = 1024;       // open start/end ranges in the process
 constexpr size_t kStartProbes = 8;         // slots tried per start
 

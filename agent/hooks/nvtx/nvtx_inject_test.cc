@@ -137,14 +137,35 @@ TEST_CASE("wide strings are converted to UTF-8") {
   CHECK(m[0].bytes == "w-mark");
 }
 
-TEST_CASE("long messages are cut at kMaxMessageBytes - 1") {
+// A step message for a batch of 64 sequences (kv list) runs past the inline buffer: kept whole
+// up to kMaxLongMessageBytes - 1 (before: cut at 255 bytes, so tokens= and most kv values after
+// the cut were lost), as push/pop, start/end and marks, ASCII and wide.
+TEST_CASE("long messages are kept up to kMaxLongMessageBytes - 1") {
   Fresh();
-  std::string big(1000, 'x');
+  std::string kv = "step tokens=64 kv=";
+  for (int i = 0; i < 64; ++i) kv += std::to_string(2000 + i) + (i < 63 ? "," : "");
+  REQUIRE(kv.size() > kMaxMessageBytes);
+  const std::string big(5000, 'x');
+  nvtxRangePushA(kv.c_str());
+  nvtxRangePop();
   nvtxRangePushA(big.c_str());
   nvtxRangePop();
+  nvtxRangeEnd(nvtxRangeStartA(kv.c_str()));
+  std::wstring wide(300, L'w');
+  nvtxMarkW(wide.c_str());
   auto r = fake::EventsOfType(EvType::kNvtxRange);
-  REQUIRE(r.size() == 1);
-  CHECK(r[0].bytes == std::string(kMaxMessageBytes - 1, 'x'));
+  REQUIRE(r.size() == 3);
+  CHECK(r[0].bytes == kv);
+  CHECK(r[1].bytes == std::string(kMaxLongMessageBytes - 1, 'x'));
+  CHECK(r[2].bytes == kv);
+  auto m = fake::EventsOfType(EvType::kNvtxMark);
+  REQUIRE(m.size() == 1);
+  CHECK(m[0].bytes == std::string(300, 'w'));
+  // The model saw the whole message: 64 tokens, the mean of the 64 KV lengths.
+  auto steps = fake::EventsOfType(EvType::kStep);
+  REQUIRE(steps.size() == 2);
+  CHECK(steps[0].e.step.tokens == 64);
+  CHECK(steps[0].e.step.kv == 2032);  // mean of 2000..2063, 2031.5, rounded
 }
 
 TEST_CASE("domains and registered strings") {
