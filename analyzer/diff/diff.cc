@@ -168,6 +168,11 @@ std::string EntryKey(const OJson& e, size_t index) {
   if (e.contains("lib") && e.contains("op")) {
     return absl::StrCat(str("lib"), " ", str("op"), " ", str("size_class"));
   }
+  // A kernel is a row per (name, bucket): one name may be in several buckets (a shared GEMM
+  // decided by its NVTX projection range), so both key it, never its position.
+  if (e.contains("name") && e.contains("bucket")) {
+    return absl::StrCat(str("name"), " (", str("bucket"), ")");
+  }
   if (e.contains("name")) return str("name");
   if (e.contains("rank") && e.contains("device")) {
     return absl::StrCat("rank ", str("rank"), " dev ", str("device"));

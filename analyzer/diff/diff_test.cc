@@ -111,14 +111,43 @@ TEST_CASE("regression verdicts per metric") {
   REQUIRE(tps->direction == Direction::kHigherIsBetter);
   REQUIRE(tps->verdict == Verdict::kRegression);  // down 13 %
   REQUIRE(Find(d, "runs_aggregate.metrics.tokens_per_s.mean")->verdict == Verdict::kRegression);
-  const MetricDiff* kernel = Find(d, "kernels[attention_decode_kernel].total_ms");
+  const MetricDiff* kernel = Find(d, "kernels[attention_decode_kernel (attn.compute)].total_ms");
   REQUIRE(kernel != nullptr);
   REQUIRE(kernel->verdict == Verdict::kUntested);
-  REQUIRE(Find(d, "kernels[gemm_kernel].total_ms")->verdict == Verdict::kWithin);
+  REQUIRE(Find(d, "kernels[gemm_kernel (mlp.down_proj)].total_ms")->verdict == Verdict::kWithin);
   REQUIRE(Find(d, "stats.steps")->verdict == Verdict::kInfo);
   REQUIRE(Find(d, "memory.devices[rank 0 dev 0].peak_bytes")->verdict == Verdict::kWithin);
   REQUIRE(Find(d, "memory.devices[rank 0 dev 0].peak_at_ms") == nullptr);  // a position
   REQUIRE(Find(d, "stats.step_latency_ms_samples") == nullptr);
+}
+
+// One kernel name in two buckets (a shared GEMM decided by its NVTX projection range), the rows
+// in another order in the new summary (sorted by total time): each (name, bucket) row is compared
+// with its own (before, rows of one name were keyed by position, so o_proj's +88% showed up as
+// three unchanged kernels getting worse).
+TEST_CASE("kernel rows are matched by name and bucket, never by position") {
+  auto base = LoadSummary(kData + "diff_base.json");
+  REQUIRE(base.ok());
+  nlohmann::ordered_json now = *base;
+  nlohmann::ordered_json k1 = (*base)["kernels"][0], k2 = (*base)["kernels"][0];
+  k1["name"] = "gemm_shared";
+  k1["bucket"] = "attn.o_proj";
+  k1["total_ms"] = 40.0;
+  k2["name"] = "gemm_shared";
+  k2["bucket"] = "mlp.gate_up_proj";
+  k2["total_ms"] = 70.0;
+  (*base)["kernels"].push_back(k2);  // base: gate_up (70) before o_proj (40)
+  (*base)["kernels"].push_back(k1);
+  k1["total_ms"] = 75.0;               // new: o_proj 88% slower, now first
+  now["kernels"].push_back(k1);
+  now["kernels"].push_back(k2);
+  DiffResult d = DiffSummaries(*base, now, DiffOptions());
+  const MetricDiff* oproj = Find(d, "kernels[gemm_shared (attn.o_proj)].total_ms");
+  const MetricDiff* gate = Find(d, "kernels[gemm_shared (mlp.gate_up_proj)].total_ms");
+  REQUIRE(oproj != nullptr);
+  REQUIRE(gate != nullptr);
+  CHECK(oproj->change_pct == Approx(87.5));
+  CHECK(gate->change_pct == Approx(0.0));
 }
 
 TEST_CASE("same-distribution noisy pair beyond 5 % in mean is not a regression") {
