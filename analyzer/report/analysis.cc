@@ -981,7 +981,8 @@ void FileAnalysis::Host1(const EventView& e) {
 
 void FileAnalysis::Finish1() {
   const ReportOptions& opt = ctx_->opt;
-  nvtx_steps_used_ = opt.patterns_explicit || agent_steps_.empty();
+  nvtx_steps_used_ = opt.patterns_explicit || agent_steps_.empty() ||
+                     (opt.kv_reduce_explicit && !nvtx_steps_.empty());
   steps_ = std::move(nvtx_steps_used_ ? nvtx_steps_ : agent_steps_);
   runs_ = std::move(nvtx_steps_used_ ? nvtx_runs_ : agent_runs_);
   agent_steps_.clear();
@@ -2226,6 +2227,8 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
   jopt["step_pattern"] = options.step_pattern;
   jopt["run_pattern"] = options.run_pattern;
   jopt["step_source"] = ref->nvtx_steps_used_ ? "nvtx" : "agent";
+  // The agent reduces with its own PROFAGENT_KV_REDUCE; re-derived steps with this one.
+  jopt["kv_reduce"] = ref->nvtx_steps_used_ ? options.kv_reduce : std::string("agent");
   jopt["warmup_runs"] = options.warmup_runs;
   jopt["kv_edges"] = options.kv_edges;
   jopt["rules"] = options.rules_file.empty() ? std::string("default") : options.rules_file;

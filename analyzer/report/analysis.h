@@ -49,6 +49,9 @@ struct ReportOptions {
   std::string run_pattern = "^run\\b";
   bool patterns_explicit = false;
   std::string kv_reduce = "mean";           // mean|max|p50|p90|sum for kv=a,b,c lists
+  // Set explicitly: the agent's steps carry its own reduction, so steps are re-derived from the
+  // NVTX step ranges (when there are any) to reduce their kv lists this way.
+  bool kv_reduce_explicit = false;
   int warmup_runs = 0;                      // the first N runs are treated as warm-up
   std::vector<int64_t> kv_edges = {0, 512, 1024, 2048, 4096, 8192, 16384};
   std::string rules_file;                   // "" = built-in rules only

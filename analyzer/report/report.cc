@@ -469,17 +469,20 @@ void AddReportCommands(CLI::App& app, int* exit_code) {
   rep->add_option("-o,--out", args->out, "output directory (default: DIR)");
   rep->add_option("--rules", args->opt.rules_file, "bucket rules file (see RULES.md)");
   rep->add_option("--kv-edges", args->kv_edges, "KV bin edges, e.g. 0,512,1024 (last bin open)");
-  rep->add_option("--warmup-runs", args->opt.warmup_runs, "treat the first N runs as warm-up");
+  rep->add_option("--warmup-runs", args->opt.warmup_runs, "treat the first N runs as warm-up")
+      ->check(CLI::NonNegativeNumber);
   rep->add_option("--step-pattern", args->step_pattern,
                   "re-derive steps from NVTX ranges matching this regex");
   rep->add_option("--run-pattern", args->run_pattern,
                   "re-derive runs from NVTX ranges matching this regex");
-  rep->add_option("--kv-reduce", args->opt.kv_reduce, "mean|max|p50|p90|sum for kv=a,b lists")
-      ->check(CLI::IsMember({"mean", "max", "p50", "p90", "sum"}));
+  CLI::Option* kv_reduce =
+      rep->add_option("--kv-reduce", args->opt.kv_reduce, "mean|max|p50|p90|sum for kv=a,b lists")
+          ->check(CLI::IsMember({"mean", "max", "p50", "p90", "sum"}));
   rep->add_option("--ranks", args->ranks, "ranks to read, e.g. 0,2-3 (default: all)");
   rep->add_option("--threads", args->opt.threads, "reader threads (default: hardware)");
-  rep->callback([args, exit_code]() {
+  rep->callback([args, exit_code, kv_reduce]() {
     ReportOptions opt = args->opt;
+    opt.kv_reduce_explicit = kv_reduce->count() > 0;
     auto fail = [exit_code](const absl::Status& s) {
       fprintf(stderr, "profanalyze report: %s\n", std::string(s.message()).c_str());
       *exit_code = 2;

@@ -1001,6 +1001,36 @@ TEST_CASE("files without a rank: a lone one is rank 0 quietly, several are numbe
         std::string::npos);
 }
 
+// The agent's steps carry its own kv reduction (mean); --kv-reduce max re-derives them from the
+// NVTX step ranges to reduce the lists with max (before, the option was ignored unless a step
+// pattern was given too).
+TEST_CASE("--kv-reduce re-reduces the kv lists of agent-recorded steps") {
+  const std::string dir = TmpDir("kvreduce");
+  {
+    ProfileBuilder b(dir + "/rank0.pb");
+    b.WriteHeader(0, 1, "h0", GPU_TIMING_CUPTI);
+    Event st = ProfileBuilder::Step(100 * kUs, 4, 400, 0, false);  // kv mean of 100..700
+    b.Host(1, 0, 0, st);
+    b.Host(1, 0, 0, ProfileBuilder::Nvtx(b.Str("step tokens=4 kv=100,400,700"), 100 * kUs, 0));
+    b.Close(true);
+  }
+  ReportOptions opt;
+  opt.kv_edges = {0, 512, 1024};
+  auto s = BuildSummary({dir + "/rank0.pb"}, opt, "");
+  REQUIRE(s.ok());
+  CHECK((*s)["meta"]["options"]["step_source"] == "agent");
+  CHECK((*s)["meta"]["options"]["kv_reduce"] == "agent");
+  CHECK((*s)["decode_length_buckets"][0]["steps"] == 1);  // 400
+  opt.kv_reduce = "max";
+  opt.kv_reduce_explicit = true;
+  s = BuildSummary({dir + "/rank0.pb"}, opt, "");
+  REQUIRE(s.ok());
+  CHECK((*s)["meta"]["options"]["step_source"] == "nvtx");
+  CHECK((*s)["meta"]["options"]["kv_reduce"] == "max");
+  CHECK((*s)["stats"]["steps"] == 1);
+  CHECK((*s)["decode_length_buckets"][1]["steps"] == 1);  // max = 700
+}
+
 TEST_CASE("host timing with launches timed 1 in N: untimed kernels count as the timed mean") {
   const std::string dir = TmpDir("sampled_host");
   WriteSampledLaunches(dir + "/rank0.pb", GPU_TIMING_HOST);
