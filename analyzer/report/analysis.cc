@@ -962,12 +962,22 @@ void FileAnalysis::Host1(const EventView& e) {
       }
       return;
     }
+    // Calls that `engine api` rules can map (RULES.md): by API name (`name` holds it but for
+    // launches, whose `name` is the kernel).
+    case EV_LAUNCH:
+    case EV_GRAPH_LAUNCH:
+    case EV_MEMCPY:
+    case EV_MEMSET:
+    case EV_ALLOC:
+    case EV_FREE:
+    case EV_STREAM:
+    case EV_EVENT:
     case EV_API:
     case EV_SYNC:
     case EV_COLLECTIVE:
     case EV_GROUP:
     case EV_COMM: {
-      uint32_t api = e.api != 0 ? e.api : e.name;
+      uint32_t api = e.api != 0 || e.kind == EV_LAUNCH ? e.api : e.name;
       if (api != 0 && ApiEngineBucket(api) >= 0) {
         StoredRange r{e.start_ns, e.end_ns, e.thread, api, false, true};
         ranges_.Add(r);

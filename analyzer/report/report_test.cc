@@ -1001,6 +1001,40 @@ TEST_CASE("files without a rank: a lone one is rank 0 quietly, several are numbe
         std::string::npos);
 }
 
+// `engine api` rules map any recorded call by its API name: copies and launches too (before,
+// only generic calls, synchronizations and collectives could match, so RULES.md's own
+// `engine api kv.swap ^cudaMemcpyAsync$` did nothing).
+TEST_CASE("engine api rules match copies and kernel launches by API name") {
+  const std::string dir = TmpDir("engine_api");
+  {
+    ProfileBuilder b(dir + "/rank0.pb");
+    b.WriteHeader(0, 1, "h0", GPU_TIMING_CUPTI);
+    b.Host(1, 0, 0, ProfileBuilder::Step(1000 * kUs, 1, -1, 0, false));
+    Event cp;
+    cp.set_kind(EV_MEMCPY);
+    cp.set_name(b.Str("cudaMemcpyAsync"));
+    cp.set_dur(100 * kUs);
+    b.Host(1, 100 * kUs, 1, cp);
+    Event l = ProfileBuilder::Launch(b.Str("some_kernel"), 10 * kUs);
+    l.set_api(b.Str("cudaLaunchKernel"));
+    b.Host(1, 300 * kUs, 2, l);
+    b.Close(true);
+  }
+  const std::string rules = dir + "/rules.txt";
+  std::ofstream(rules) << "engine api kv.swap ^cudaMemcpyAsync$\n"
+                       << "engine api kv.load ^cudaLaunchKernel$\n";
+  ReportOptions opt;
+  opt.rules_file = rules;
+  auto s = BuildSummary({dir + "/rank0.pb"}, opt, "");
+  REQUIRE(s.ok());
+  const auto& eng = (*s)["buckets_engine_avg_ms"];
+  INFO(eng.dump());
+  REQUIRE(eng.contains("kv.swap"));
+  REQUIRE(eng.contains("kv.load"));
+  CHECK(eng["kv.swap"]["ms"] == 0.1);
+  CHECK(eng["kv.load"]["ms"] == 0.01);
+}
+
 // The agent's steps carry its own kv reduction (mean); --kv-reduce max re-derives them from the
 // NVTX step ranges to reduce the lists with max (before, the option was ignored unless a step
 // pattern was given too).
