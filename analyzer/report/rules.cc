@@ -110,6 +110,13 @@ absl::Status BucketRules::LoadText(const std::string& text, const std::string& o
     ++line_no;
     line = absl::StripAsciiWhitespace(line);
     if (line.empty() || line[0] == '#') continue;
+    // A `#` after whitespace starts a trailing comment (a regex writes `[#]` for one there).
+    for (size_t i = 1; i < line.size(); ++i) {
+      if (line[i] == '#' && (line[i - 1] == ' ' || line[i - 1] == '\t')) {
+        line = absl::StripTrailingAsciiWhitespace(line.substr(0, i));
+        break;
+      }
+    }
     std::vector<std::string> w = absl::StrSplit(line, absl::ByAnyChar(" \t"), absl::SkipEmpty());
     auto err = [&](const std::string& what) {
       return absl::InvalidArgumentError(absl::StrCat(origin, ":", line_no, ": ", what));

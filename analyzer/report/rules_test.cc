@@ -103,6 +103,18 @@ TEST_CASE("a rules file overrides the defaults, `clear` drops them, errors name 
   CHECK(r.LoadFile("/nonexistent/rules").message() == "/nonexistent/rules: cannot open rules file");
 }
 
+TEST_CASE("a trailing comment after whitespace is not part of the regex") {
+  BucketRules r = BucketRules::Defaults();
+  REQUIRE(r.LoadText("model kernel mlp.act rms_norm   # fused here\n"
+                     "model kernel gemm ^my_gemm_\t# projection decided by NVTX\n"
+                     "model kernel embed tok[#]emb\n",
+                     "rules.txt")
+              .ok());
+  CHECK(K(r, "vllm::rms_norm_kernel<float>") == "mlp.act");
+  CHECK(K(r, "my_gemm_bf16") == "gemm");
+  CHECK(K(r, "tok#emb") == "embed");
+}
+
 TEST_CASE("canonical order and folding") {
   CHECK(CanonicalRank("embed", false) < CanonicalRank("attn.qkv_proj", false));
   CHECK(CanonicalRank("moe.experts", false) < CanonicalRank("sampler", false));
