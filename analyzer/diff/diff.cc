@@ -540,6 +540,21 @@ DiffResult DiffSummaries(const OJson& base, const OJson& now, const DiffOptions&
     auto n = st->find("steps");
     return n != st->end() && n->is_number() ? n->get<double>() : -1.0;
   };
+  // Device times measured differently (CUPTI, CUDA events, host only: e.g. an `auto` run that
+  // fell back when CUPTI was unavailable) are not comparable: the gate fails and says why,
+  // rather than report every device metric 98% better.
+  auto timing_of = [](const OJson& j) -> std::string {
+    auto m = j.find("meta");
+    if (m == j.end() || !m->is_object()) return "";
+    auto t = m->find("gpu_timing");
+    return t != m->end() && t->is_string() ? t->get<std::string>() : "";
+  };
+  const std::string timing_a = timing_of(base), timing_b = timing_of(now);
+  if (!timing_a.empty() && !timing_b.empty() && timing_a != timing_b) {
+    ++r.regressions;
+    r.notes.push_back(absl::StrCat("GPU timing differs (base ", timing_a, ", new ", timing_b,
+                                   "): the profiles' device times are not comparable"));
+  }
   if (steps_of(base) > 0 && steps_of(now) == 0) {
     ++r.regressions;
     r.notes.push_back(absl::StrCat("the new profile has no steps (the base has ",

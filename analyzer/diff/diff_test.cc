@@ -121,6 +121,23 @@ TEST_CASE("regression verdicts per metric") {
   REQUIRE(Find(d, "stats.step_latency_ms_samples") == nullptr);
 }
 
+// A new profile timed another way (CUPTI fell back to host timing) is not comparable: the gate
+// fails with a note instead of reporting every device metric as much better.
+TEST_CASE("a change of GPU timing mode fails the gate with a note") {
+  auto base = LoadSummary(kData + "diff_base.json");
+  REQUIRE(base.ok());
+  nlohmann::ordered_json now = *base;
+  (*base)["meta"]["gpu_timing"] = "cupti";
+  now["meta"]["gpu_timing"] = "host";
+  DiffResult d = DiffSummaries(*base, now, DiffOptions());
+  CHECK(d.regressions == 1);
+  REQUIRE(d.notes.size() >= 1);
+  CHECK(d.notes.back() == "GPU timing differs (base cupti, new host): the profiles' device times "
+                          "are not comparable");
+  now["meta"]["gpu_timing"] = "cupti";
+  CHECK(DiffSummaries(*base, now, DiffOptions()).regressions == 0);
+}
+
 // One kernel name in two buckets (a shared GEMM decided by its NVTX projection range), the rows
 // in another order in the new summary (sorted by total time): each (name, bucket) row is compared
 // with its own (before, rows of one name were keyed by position, so o_proj's +88% showed up as
