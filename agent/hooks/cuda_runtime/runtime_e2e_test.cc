@@ -742,13 +742,20 @@ void CheckScheduledGraphs(const std::string& timing) {
   CHECK(s.run.out == "host_runs=4 errors=0\n");
   REQUIRE(s.loaded);
   if (timing == "cupti" && CuptiUnavailable(s.prof)) return;
-  // Launches 1..4 end steps 0..3 (the set-up before launch 1 is step 0); steps 1 and 2 are the
-  // active ones: launches 2 and 3.
+  // Launch 1 opens step 0, launches 2..4 end steps 0..2; steps 1 and 2 are the active ones:
+  // the launches that open them, 2 and 3, each inside its step (before, the launch opening a
+  // step was made before the schedule resumed at its boundary: launches 3 and 4 were recorded,
+  // 4 after the last active step).
   std::vector<uint64_t> steps;
   for (auto* st : s.prof.Kind(EV_STEP)) steps.push_back(st->ev.step().index());
   CHECK(steps == std::vector<uint64_t>{1, 2});
   auto launches = s.prof.Kind(EV_GRAPH_LAUNCH);
   REQUIRE(launches.size() == 2);
+  auto step_events = s.prof.Kind(EV_STEP);
+  for (size_t i = 0; i < launches.size() && i < step_events.size(); ++i) {
+    CHECK(launches[i]->start >= step_events[i]->start);
+    CHECK(launches[i]->start < step_events[i]->end);
+  }
   std::set<uint64_t> launch_corrs;
   for (auto* g : launches) launch_corrs.insert(g->corr);
   // Every device op belongs to a recorded launch.

@@ -572,6 +572,19 @@ inline cudaError_t InterceptStep(Real<F>& r, Body&& body, Step&& step, A... args
   return res;
 }
 
+// A graph launch under PROFAGENT_STEP_RULE=graph opens the step its work belongs to: the
+// boundary (`step(t0)`) is taken before the call, so a schedule that becomes active at it
+// records this launch, and one that ends there does not.
+template <typename F, typename Body, typename Step, typename... A>
+inline cudaError_t InterceptStepFirst(Real<F>& r, Body&& body, Step&& step, A... args) {
+  F real = r.get();
+  if (__builtin_expect(real == nullptr, 0)) return kNoReal;
+  HookGuard guard;
+  if (!guard.outermost() || !RecordingMemory()) return real(args...);
+  step(Now());
+  return Recording() ? body(real) : real(args...);
+}
+
 // Allocations and frees: recorded whatever the schedule and the capture range say (see
 // RecordingMemory), so the memory counter and peak are right and frees find their sizes.
 template <typename F, typename Body, typename... A>
@@ -714,26 +727,21 @@ static cudaError_t GraphLaunch(uint16_t api, cudaGraphExec_t exec, cudaStream_t 
 
 DEFINE_REAL(cudaGraphLaunch)
 EXPORT cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) {
-  return rt::InterceptStep(
+  return rt::InterceptStepFirst(
       real_cudaGraphLaunch,
       [&](auto real) { return GraphLaunch(api_cudaGraphLaunch, exec, stream, stream, real); },
-      [&](uint64_t t0, uint64_t t1) {
-        profagent::model::OnGraphLaunch(t0, t1, rt::U64(stream));
-      },
-      exec, stream);
+      [&](uint64_t t) { profagent::model::OnGraphLaunch(t, t, rt::U64(stream)); }, exec, stream);
 }
 
 DEFINE_REAL(cudaGraphLaunch_ptsz)
 EXPORT cudaError_t cudaGraphLaunch_ptsz(cudaGraphExec_t exec, cudaStream_t stream) {
-  return rt::InterceptStep(
+  return rt::InterceptStepFirst(
       real_cudaGraphLaunch_ptsz,
       [&](auto real) {
         return GraphLaunch(api_cudaGraphLaunch_ptsz, exec, stream, rt::Pt(stream), real);
       },
-      [&](uint64_t t0, uint64_t t1) {
-        profagent::model::OnGraphLaunch(t0, t1, rt::U64(rt::Pt(stream)));
-      },
-      exec, stream);
+      [&](uint64_t t) { profagent::model::OnGraphLaunch(t, t, rt::U64(rt::Pt(stream))); }, exec,
+      stream);
 }
 
 // ---- Copies and sets ---------------------------------------------------------------------------
