@@ -1246,6 +1246,18 @@ TEST_CASE("Work on another device's stream is that device's, in both modes") {
   }
 }
 
+// Children forked while a worker thread keeps CUPTI busy leave through exit(); before, a child
+// could hang in the agent's exit path on a CUPTI lock a parent thread held at the fork.
+TEST_CASE("fork while another thread launches: every child exits, in every mode") {
+  for (const char* mode : {"cupti", "events", "host"}) {
+    INFO(mode);
+    Scenario s((std::string("fork_storm_") + mode).c_str(),
+               std::string("PROFAGENT_GPU_TIMING=") + mode, kPkg + "rt_fork_storm");
+    CHECK(s.run.out == "forks 60 hung 0 failed 0\n");
+    CHECK(s.run.code == 0);
+  }
+}
+
 // cudaDeviceReset destroys the device's events, the agent's too: the work after a reset is timed
 // with a pool made again (before, every later operation went untimed on dead events), the
 // application's own events work, and the memory the reset released is freed in the profile.

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <new>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -667,8 +668,11 @@ void FlusherLoop() {
 }
 
 void AfterForkChild() {
-  // The child has no flusher thread and must not reuse the parent's CUPTI session.
+  // The child has no flusher thread and must not reuse the parent's CUPTI session. A parent
+  // thread (CUPTI's buffer thread, the flusher) may have held the lock at the fork: the child's
+  // copy would stay locked forever, and its exit path takes it.
   internal::g_active.store(false, std::memory_order_relaxed);
+  new (&Mu()) std::mutex();
 }
 
 bool StartLocked(const std::string& explicit_path, const void* cudart_symbol,
