@@ -50,6 +50,8 @@ struct WriterState {
   bool stopped = false;       // StopWriter completed
 
   int fd = -1;
+  dev_t file_dev = 0;  // identity of the file `fd` was opened on: an application that closes
+  ino_t file_ino = 0;  // every descriptor may reopen the number for a file of its own
   bool file_failed = false;
   std::string path;
   bool path_has_rank = false;
@@ -103,9 +105,44 @@ bool WriteAll(int fd, const char* p, size_t n) {
   return true;
 }
 
+// The profile's descriptor, moved above the numbers programs use most (closing stdio and a few
+// files after fork is common), close-on-exec.
+int HighFd(int fd) {
+  const int high = fcntl(fd, F_DUPFD_CLOEXEC, 512);
+  if (high < 0) return fd;
+  close(fd);
+  return high;
+}
+
+// Whether w->fd is still the profile (the application may have closed it, e.g. closing every
+// descriptor before exec or daemonizing, and reused the number for a file of its own). If not,
+// the profile is reopened by its path, and if that fails recording stops: the agent never
+// writes into, or closes, a descriptor that is not its own.
+bool OwnFile(WriterState* w) {
+  struct stat st;
+  if (fstat(w->fd, &st) == 0 && st.st_dev == w->file_dev && st.st_ino == w->file_ino) return true;
+  int fd = open(w->path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+  if (fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == w->file_dev && st.st_ino == w->file_ino) {
+    Log(1, "the application closed the descriptor of %s; reopened", w->path.c_str());
+    w->fd = HighFd(fd);
+    return true;
+  }
+  if (fd >= 0) close(fd);
+  Log(1, "the application closed the descriptor of %s and it cannot be reopened; recording stops",
+      w->path.c_str());
+  w->fd = -1;
+  w->file_failed = true;
+  SetEnabled(false);
+  return false;
+}
+
 void FlushOut(WriterState* w) {
   if (w->fd < 0 || w->out.size() == 0) {
     if (w->fd < 0) w->out.Clear();
+    return;
+  }
+  if (!OwnFile(w)) {
+    w->out.Clear();
     return;
   }
   if (!WriteAll(w->fd, w->out.data(), w->out.size())) {
@@ -217,6 +254,12 @@ bool OpenFileLocked(WriterState* w) {
     std::string p = OutputPathFor(g.rank, pid, attempt == 1);
     int fd = open(p.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd >= 0) {
+      fd = HighFd(fd);
+      struct stat st;
+      if (fstat(fd, &st) == 0) {
+        w->file_dev = st.st_dev;
+        w->file_ino = st.st_ino;
+      }
       w->fd = fd;
       w->path = p;
       w->path_has_rank = g.rank >= 0;
@@ -1032,7 +1075,10 @@ void StopWriter(const char* reason) {
   g.writer_running.store(false);
   WriteFooter(w, reason);
   if (w->fd >= 0) {
-    close(w->fd);
+    struct stat st;  // never close a descriptor the application reused
+    if (fstat(w->fd, &st) == 0 && st.st_dev == w->file_dev && st.st_ino == w->file_ino) {
+      close(w->fd);
+    }
     w->fd = -1;
   }
   w->stopped = true;
@@ -1042,7 +1088,12 @@ void WriterAfterForkChild() {
   auto& g = G();
   // The parent's writer state is meaningless here: start over with a fresh one.
   WriterState* w = W();
-  if (w->fd >= 0) close(w->fd);
+  if (w->fd >= 0) {
+    struct stat st;  // the parent's profile; never a descriptor the application reused
+    if (fstat(w->fd, &st) == 0 && st.st_dev == w->file_dev && st.st_ino == w->file_ino) {
+      close(w->fd);
+    }
+  }
   new (&w->wake_mu) std::mutex();
   new (&w->wake_cv) std::condition_variable();
   w->wake = w->stop = false;

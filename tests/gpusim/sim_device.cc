@@ -3,6 +3,7 @@
 #include <cxxabi.h>
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <pthread.h>
 #include <time.h>
 #include <unistd.h>
@@ -67,6 +68,9 @@ struct State {
   std::string truth_path;  // as given, may contain %p
   std::mutex truth_mu;
   int truth_fd = -1;
+  dev_t truth_dev = 0;  // identity of the log file truth_fd was opened on
+  ino_t truth_ino = 0;
+  std::string truth_open_path;
   pid_t truth_pid = 0;
   int rank = -1;
 };
@@ -1102,6 +1106,20 @@ void TruthWrite(const char* json_object) {
                 strerror(errno));
         st.truth_path.clear();
         return;
+      }
+      struct stat fs;
+      if (fstat(st.truth_fd, &fs) == 0) {
+        st.truth_dev = fs.st_dev;
+        st.truth_ino = fs.st_ino;
+      }
+      st.truth_open_path = path;
+    } else {
+      // The program may have closed every descriptor and reused the number for a file of its
+      // own: never write the log into it; reopen the log by its path.
+      struct stat fs;
+      if (fstat(st.truth_fd, &fs) != 0 || fs.st_dev != st.truth_dev || fs.st_ino != st.truth_ino) {
+        st.truth_fd = open(st.truth_open_path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+        if (st.truth_fd < 0) return;
       }
     }
     fd = st.truth_fd;

@@ -1246,6 +1246,22 @@ TEST_CASE("Work on another device's stream is that device's, in both modes") {
   }
 }
 
+// The application closes every descriptor and opens a file of its own mid-run: the agent never
+// writes into it (before, its records went into the application's file), reopens its profile
+// by path and keeps every launch.
+TEST_CASE("An application that closes the profile's descriptor: its own file untouched") {
+  for (const char* mode : {"cupti", "host"}) {
+    INFO(mode);
+    const std::string dir = MakeTempDir((std::string("closefds_app_") + mode).c_str());
+    Scenario s((std::string("closefds_") + mode).c_str(), std::string("PROFAGENT_GPU_TIMING=") + mode,
+               kPkg + "rt_close_fds " + dir + "/app.txt");
+    CHECK(s.run.out == "content ok 1\n");
+    CHECK(s.run.code == 0);
+    REQUIRE(s.loaded);
+    CHECK(s.prof.Kind(EV_LAUNCH).size() == 16);
+  }
+}
+
 // Children forked while a worker thread keeps CUPTI busy leave through exit(); before, a child
 // could hang in the agent's exit path on a CUPTI lock a parent thread held at the fork.
 TEST_CASE("fork while another thread launches: every child exits, in every mode") {
