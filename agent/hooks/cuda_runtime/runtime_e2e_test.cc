@@ -1246,6 +1246,23 @@ TEST_CASE("Work on another device's stream is that device's, in both modes") {
   }
 }
 
+// A bad configuration disables the agent, which then leaves CUPTI to the application (before,
+// it still started CUPTI through CUDA_INJECTION64_PATH and took the only subscriber slot, so
+// the application's own cuptiSubscribe failed). Enabled, the agent subscribes first: the
+// application's subscription fails as it would beside any other CUPTI tool.
+TEST_CASE("A disabled agent leaves CUPTI to the application") {
+  for (const char* bad : {"PROFAGENT_RING_SIZE=1000", "PROFAGENT_LOG=9", "PROFAGENT_ENABLE=0"}) {
+    INFO(bad);
+    const std::string dir = MakeTempDir("cupti_user");
+    RunResult r = Run(dir, std::string(bad) + " LD_PRELOAD=" + AgentPath() + " PROFAGENT_OUTPUT=" +
+                               dir + "/prof",
+                      kPkg + "rt_cupti_user");
+    CHECK(r.out == "subscribe 0\n");
+    CHECK(r.code == 0);
+    CHECK(r.err.find("GPU timing") == std::string::npos);
+  }
+}
+
 // The application closes every descriptor and opens a file of its own mid-run: the agent never
 // writes into it (before, its records went into the application's file), reopens its profile
 // by path and keeps every launch.

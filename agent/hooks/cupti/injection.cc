@@ -23,8 +23,9 @@ namespace {
 // initializes for it too, and CUPTI's callbacks then record its launches. A process that never
 // initializes CUDA is unaffected; another tool's CUDA_INJECTION64_PATH is left alone.
 __attribute__((constructor)) void InstallCudaInjectionEnv() {
-  const char* enable = getenv("PROFAGENT_ENABLE");
-  if (enable != nullptr && std::strcmp(enable, "0") == 0) return;
+  // A disabled agent (bad configuration, PROFAGENT_ENABLE=0, a rank outside PROFAGENT_RANKS)
+  // asks for nothing: CUPTI's subscriber slot stays the application's.
+  if (profagent_init() == 0) return;
   if (getenv("CUDA_INJECTION64_PATH") != nullptr) return;
   const std::string self = profagent::AgentLibraryPath();
   if (!self.empty()) setenv("CUDA_INJECTION64_PATH", self.c_str(), 0);
@@ -34,7 +35,7 @@ __attribute__((constructor)) void InstallCudaInjectionEnv() {
 extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) {
   static std::atomic<int> calls{0};
   if (calls.fetch_add(1) != 0) return 1;
-  profagent_init();
+  if (profagent_init() == 0) return 1;  // disabled: CUPTI is left alone
   profagent::HookGuard guard;
   if (auto starter = profagent::cupti::GetInjectionStarter()) {
     starter();

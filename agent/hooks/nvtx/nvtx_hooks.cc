@@ -21,6 +21,8 @@
 #include "agent/hooks/nvtx/text.h"
 #include "agent/model/steps.h"
 
+extern "C" int profagent_init() __attribute__((weak));  // agent/core
+
 namespace profagent {
 namespace nvtx {
 namespace {
@@ -490,6 +492,17 @@ void SetSlot(NvtxFunctionTable table, unsigned int size, unsigned int id, Fn fn)
   if (id < size && table[id] != nullptr) *table[id] = reinterpret_cast<NvtxFunctionPointer>(fn);
 }
 
+// Whether the agent initialized and records (a bad configuration, PROFAGENT_ENABLE=0 or a rank
+// outside PROFAGENT_RANKS leave NVTX to the application and other tools). profagent_init runs
+// once; a test build without the core has no profagent_init: the surface is on.
+bool AgentEnabled() {
+  if (&profagent_init == nullptr) {
+    const char* enable = getenv("PROFAGENT_ENABLE");
+    return enable == nullptr || std::strcmp(enable, "0") != 0;
+  }
+  return profagent_init() != 0;
+}
+
 __attribute__((constructor)) void NvtxSurfaceLoad() {
   if (pthread_key_create(&g_exit_key, &ReleaseStack) == 0) {
     g_exit_key_ok.store(true, std::memory_order_release);
@@ -502,8 +515,7 @@ __attribute__((constructor)) void NvtxSurfaceLoad() {
 }  // namespace
 
 void InstallEnv() {
-  const char* enable = getenv("PROFAGENT_ENABLE");
-  if (enable != nullptr && std::strcmp(enable, "0") == 0) return;
+  if (!AgentEnabled()) return;
   if (getenv("NVTX_INJECTION64_PATH") != nullptr) return;  // ours already, or another tool's
   Dl_info info;
   if (dladdr(reinterpret_cast<void*>(&InitializeInjectionNvtx2), &info) == 0 ||
@@ -557,8 +569,7 @@ Stats GetStats() {
 extern "C" int InitializeInjectionNvtx2(const void* (*get_export_table)(uint32_t)) {
   using namespace profagent::nvtx;  // NOLINT
   try {
-    const char* enable = getenv("PROFAGENT_ENABLE");
-    if (enable != nullptr && std::strcmp(enable, "0") == 0) return 0;
+    if (!AgentEnabled()) return 0;
     if (get_export_table == nullptr) return 0;
     auto* cb = static_cast<const NvtxExportTableCallbacks*>(get_export_table(NVTX_ETID_CALLBACKS));
     if (cb == nullptr || cb->struct_size < sizeof(NvtxExportTableCallbacks) ||
