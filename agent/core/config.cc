@@ -8,12 +8,27 @@
 namespace profagent {
 namespace {
 
-bool ParseU64(const char* s, uint64_t* out) {
+// Decimal digits only (no sign, space or base prefix: "010" is ten, "0x100" is an error), or,
+// with `hex`, also 0x-prefixed hexadecimal (a stream handle as printed).
+bool ParseU64(const char* s, uint64_t* out, bool hex = false) {
   if (s == nullptr || *s == '\0') return false;
+  int base = 10;
+  const char* digits = s;
+  if (hex && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+    base = 16;
+    digits = s + 2;
+  }
+  if (*digits == '\0') return false;
+  for (const char* p = digits; *p != '\0'; ++p) {
+    const bool ok = base == 10 ? (*p >= '0' && *p <= '9')
+                               : ((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f') ||
+                                  (*p >= 'A' && *p <= 'F'));
+    if (!ok) return false;
+  }
   char* end = nullptr;
   errno = 0;
-  unsigned long long v = strtoull(s, &end, 0);
-  if (errno != 0 || *end != '\0' || s[0] == '-') return false;
+  unsigned long long v = strtoull(digits, &end, base);
+  if (errno != 0 || *end != '\0') return false;
   *out = v;
   return true;
 }
@@ -39,6 +54,7 @@ bool ParseRanks(const std::string& s, std::vector<int>* out) {
         return false;
       }
     }
+    if (b > 0x7fffffffull) return false;  // a rank is an int
     for (uint64_t r = a; r <= b; ++r) out->push_back(int(r));
     i = j + 1;
   }
@@ -126,7 +142,7 @@ bool ParseConfig(GetenvFn env, Config* out, std::string* error) {
     else if (s == "sync") c.step_rule = StepRule::kStreamSync;
     else if (s.compare(0, 5, "sync:") == 0) {
       uint64_t h;
-      if (!ParseU64(s.substr(5).c_str(), &h)) {
+      if (!ParseU64(s.substr(5).c_str(), &h, /*hex=*/true)) {
         return *error = Bad("PROFAGENT_STEP_RULE", v, "none|graph|sync|sync:<stream handle>"), false;
       }
       c.step_rule = StepRule::kStreamSync;

@@ -109,6 +109,12 @@ TEST_CASE("A bad value is one line naming the variable, the value and what is ac
       {"PROFAGENT_RANKS", "3-1"},          {"PROFAGENT_LOG", "9"},
       {"PROFAGENT_FLUSH_MS", "0"},         {"PROFAGENT_CLOCK_SYNC", "2"},
       {"PROFAGENT_CAPTURE", "nvtx"},
+      // Out of range or not plain decimal: a rank past an int (the range loop once wrapped and
+      // exhausted memory), a base prefix, a sign, a space.
+      {"PROFAGENT_RANKS", "18446744073709551615"}, {"PROFAGENT_RANKS", "0-18446744073709551615"},
+      {"PROFAGENT_RANKS", "4294967296"},  {"PROFAGENT_RANKS", "0x3"},
+      {"PROFAGENT_RING_SIZE", "0x100"},   {"PROFAGENT_RING_SIZE", " 64"},
+      {"PROFAGENT_FLUSH_MS", "+20"},
   };
   for (const auto& kv : bad) {
     Config c;
