@@ -1,5 +1,7 @@
 #include "agent/core/config.h"
 
+#include "agent/core/bounded_regex.h"
+
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -119,10 +121,14 @@ bool ParseConfig(GetenvFn env, Config* out, std::string* error) {
   for (auto [var, field] : {std::pair<const char*, std::string*>{"PROFAGENT_STEP_PATTERN", &c.step_pattern},
                             {"PROFAGENT_RUN_PATTERN", &c.run_pattern}}) {
     if ((v = env(var)) != nullptr && *v) {
-      try {
-        std::regex re(v, std::regex::ECMAScript);
-      } catch (const std::regex_error&) {
-        return *error = Bad(var, v, "an ECMAScript regular expression"), false;
+      std::regex re;
+      std::string why;
+      if (!CompileBounded(v, std::regex::ECMAScript, &re, &why)) {
+        const std::string shown = std::strlen(v) > 80 ? std::string(v, 80) + "..." : v;
+        return *error = Bad(var, shown.c_str(),
+                            ("an ECMAScript regular expression without back-references, at "
+                             "most 1024 bytes: " + why).c_str()),
+               false;
       }
       *field = v;
     }

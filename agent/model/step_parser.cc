@@ -1,5 +1,7 @@
 #include "agent/model/step_parser.h"
 
+#include "agent/core/bounded_regex.h"
+
 #include <algorithm>
 #include <cstring>
 
@@ -55,10 +57,9 @@ bool MessagePattern::Compile(const std::string& pattern, std::string* error) {
   valid_ = false;
   prefix_.clear();
   if (pattern.empty()) return true;
-  try {
-    re_ = std::regex(pattern, std::regex::ECMAScript | std::regex::optimize);
-  } catch (const std::regex_error& e) {
-    if (error) *error = "bad regex '" + pattern + "': " + e.what();
+  std::string why;
+  if (!CompileBounded(pattern, std::regex::ECMAScript | std::regex::optimize, &re_, &why)) {
+    if (error) *error = "bad regex '" + pattern.substr(0, 80) + "': " + why;
     return false;
   }
   prefix_ = LiteralPrefix(pattern);

@@ -2,6 +2,7 @@
 #include "agent/model/step_parser.h"
 
 #include <catch2/catch.hpp>
+#include <pthread.h>
 #include <cstring>
 #include <random>
 #include <string>
@@ -187,6 +188,46 @@ TEST_CASE("random messages: no crash, no read past n, results within the convent
       CHECK(p.phase.data() + p.phase.size() <= buf.data() + buf.size());
     }
   }
+}
+
+// User patterns run on the application's threads, whatever their stack and their messages: a
+// pattern is matched without recursion per character or exponential backtracking (before,
+// `^step.*$` on a 1500-byte message overflowed a 64 KiB thread stack, and `(x+x+)+y` hung), and
+// a pattern nested too deep (the compiler recurses per level) or using back-references is
+// refused with a reason.
+void* MatchOnSmallStack(void* arg) {
+  auto* result = static_cast<int*>(arg);
+  MessagePattern p;
+  std::string error;
+  if (!p.Compile("^step.*$", &error)) return nullptr;
+  const std::string msg = "step " + std::string(1500, 'x');
+  result[0] = p.Matches(msg.data(), msg.size());
+  MessagePattern slow;
+  if (!slow.Compile("(x+x+)+y", &error)) return nullptr;
+  const std::string xs(64, 'x');
+  result[1] = slow.Matches(xs.data(), xs.size());
+  return nullptr;
+}
+
+TEST_CASE("patterns: bounded recursion and time on any message, refused when too complex") {
+  int result[2] = {-1, -1};
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, 64 * 1024);
+  pthread_t t;
+  REQUIRE(pthread_create(&t, &attr, MatchOnSmallStack, result) == 0);
+  pthread_join(t, nullptr);
+  pthread_attr_destroy(&attr);
+  CHECK(result[0] == 1);
+  CHECK(result[1] == 0);
+  MessagePattern p;
+  std::string error;
+  CHECK_FALSE(p.Compile(std::string(20000, '(') + std::string(20000, ')'), &error));
+  CHECK(error.find("longer than 1024 bytes") != std::string::npos);
+  CHECK_FALSE(p.Compile(std::string(40, '(') + std::string(40, ')'), &error));
+  CHECK(error.find("nested deeper than 32") != std::string::npos);
+  CHECK_FALSE(p.Compile("(a)\\1", &error));
+  CHECK(p.Compile("^(step|iter)\\b", &error));
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "analyzer/report/analysis.h"
 
+#include "agent/core/bounded_regex.h"
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -2031,11 +2033,10 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
     absl::Status s = ctx.rules.LoadFile(options.rules_file);
     if (!s.ok()) return s;
   }
-  try {
-    ctx.step_re = std::regex(options.step_pattern, std::regex::ECMAScript);
-    ctx.run_re = std::regex(options.run_pattern, std::regex::ECMAScript);
-  } catch (const std::regex_error& e) {
-    return absl::InvalidArgumentError(absl::StrCat("bad step/run pattern: ", e.what()));
+  std::string why;
+  if (!CompileBounded(options.step_pattern, std::regex::ECMAScript, &ctx.step_re, &why) ||
+      !CompileBounded(options.run_pattern, std::regex::ECMAScript, &ctx.run_re, &why)) {
+    return absl::InvalidArgumentError(absl::StrCat("bad step/run pattern: ", why));
   }
   ctx.buckets = ctx.rules.AllBuckets();
   for (size_t i = 0; i < ctx.buckets.size(); ++i) ctx.bucket_index[ctx.buckets[i]] = int(i);

@@ -1,5 +1,7 @@
 #include "analyzer/report/rules.h"
 
+#include "agent/core/bounded_regex.h"
+
 #include <algorithm>
 #include <fstream>
 #include <set>
@@ -150,11 +152,11 @@ absl::Status BucketRules::LoadText(const std::string& text, const std::string& o
     // The regex is the rest of the line after the bucket (it may contain spaces).
     size_t pos = line.find(w[2], line.find(w[1]) + w[1].size()) + w[2].size();
     rule.pattern = std::string(absl::StripAsciiWhitespace(line.substr(pos)));
-    try {
-      rule.re = std::regex(rule.pattern, std::regex::ECMAScript | std::regex::icase |
-                                             std::regex::optimize);
-    } catch (const std::regex_error& e) {
-      return err(absl::StrCat("bad regex `", rule.pattern, "`: ", e.what()));
+    std::string why;
+    if (!CompileBounded(rule.pattern,
+                        std::regex::ECMAScript | std::regex::icase | std::regex::optimize,
+                        &rule.re, &why)) {
+      return err(absl::StrCat("bad regex `", rule.pattern.substr(0, 80), "`: ", why));
     }
     added.push_back(std::move(rule));
   }

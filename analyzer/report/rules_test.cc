@@ -127,6 +127,18 @@ TEST_CASE("canonical order and folding") {
   CHECK(MemcpyBucket(true, 0) == "memcpy.memset");
 }
 
+TEST_CASE("a rules regex nested too deep or with back-references is an error, not a crash") {
+  BucketRules r = BucketRules::Defaults();
+  const std::string deep = std::string(30000, '(') + "x" + std::string(30000, ')');
+  absl::Status s = r.LoadText("model kernel norm " + deep + "\n", "deep.rules");
+  CHECK(std::string(s.message()).rfind("deep.rules:1: bad regex", 0) == 0);
+  s = r.LoadText("model kernel norm (a)\\1\n", "backref.rules");
+  CHECK(std::string(s.message()).rfind("backref.rules:1: bad regex", 0) == 0);
+  // Exponential-backtracking shapes still match in bounded time.
+  REQUIRE(r.LoadText("model kernel norm (x+x+)+y\n", "slow.rules").ok());
+  CHECK(K(r, std::string(60, 'x')) != "norm");
+}
+
 }  // namespace
 }  // namespace analyzer
 }  // namespace profagent
