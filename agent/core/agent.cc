@@ -10,6 +10,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
@@ -568,6 +569,76 @@ extern "C" __attribute__((visibility("default"), noreturn)) void _exit(int statu
   }
   using ExitFn = void (*)(int);
   static ExitFn real = reinterpret_cast<ExitFn>(dlsym(RTLD_NEXT, "_exit"));
+  if (real != nullptr) real(status);
+  syscall(SYS_exit_group, status);
+  __builtin_unreachable();
+}
+
+// exec replaces the process image, and quick_exit/_Exit skip atexit handlers: finish the file
+// first, as at exit (a successful exec starts the preloaded agent again, with a file of its
+// own). Not in a vfork child (posix_spawn), whose writer is the parent's.
+namespace {
+void FinishBefore(const char* why) {
+  if (profagent::internal::WriterOwnedByThisProcess() &&
+      profagent::internal::CoreLocksAvailable(200)) {
+    profagent::internal::StopWriter(why);
+  }
+}
+template <typename F>
+F Next(const char* name) {
+  return reinterpret_cast<F>(dlsym(RTLD_NEXT, name));
+}
+}  // namespace
+
+extern "C" __attribute__((visibility("default"))) int execve(const char* path, char* const argv[],
+                                                           char* const envp[]) {
+  FinishBefore("exec");
+  static auto real = Next<int (*)(const char*, char* const*, char* const*)>("execve");
+  if (real == nullptr) return errno = ENOSYS, -1;
+  return real(path, argv, envp);
+}
+
+extern "C" __attribute__((visibility("default"))) int execv(const char* path, char* const argv[]) {
+  FinishBefore("exec");
+  static auto real = Next<int (*)(const char*, char* const*)>("execv");
+  if (real == nullptr) return errno = ENOSYS, -1;
+  return real(path, argv);
+}
+
+extern "C" __attribute__((visibility("default"))) int execvp(const char* file, char* const argv[]) {
+  FinishBefore("exec");
+  static auto real = Next<int (*)(const char*, char* const*)>("execvp");
+  if (real == nullptr) return errno = ENOSYS, -1;
+  return real(file, argv);
+}
+
+extern "C" __attribute__((visibility("default"))) int execvpe(const char* file, char* const argv[],
+                                                            char* const envp[]) {
+  FinishBefore("exec");
+  static auto real = Next<int (*)(const char*, char* const*, char* const*)>("execvpe");
+  if (real == nullptr) return errno = ENOSYS, -1;
+  return real(file, argv, envp);
+}
+
+extern "C" __attribute__((visibility("default"))) int fexecve(int fd, char* const argv[],
+                                                            char* const envp[]) {
+  FinishBefore("exec");
+  static auto real = Next<int (*)(int, char* const*, char* const*)>("fexecve");
+  if (real == nullptr) return errno = ENOSYS, -1;
+  return real(fd, argv, envp);
+}
+
+extern "C" __attribute__((visibility("default"), noreturn)) void quick_exit(int status) {
+  FinishBefore("quick_exit");
+  static auto real = Next<void (*)(int)>("quick_exit");
+  if (real != nullptr) real(status);
+  syscall(SYS_exit_group, status);
+  __builtin_unreachable();
+}
+
+extern "C" __attribute__((visibility("default"), noreturn)) void _Exit(int status) {
+  FinishBefore("_exit");
+  static auto real = Next<void (*)(int)>("_Exit");
   if (real != nullptr) real(status);
   syscall(SYS_exit_group, status);
   __builtin_unreachable();

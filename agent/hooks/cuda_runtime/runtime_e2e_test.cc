@@ -1246,6 +1246,40 @@ TEST_CASE("Work on another device's stream is that device's, in both modes") {
   }
 }
 
+// exec() replaces the process: the file of the image before it is finished first (footer, the
+// device records in flight), and the new image, still preloaded, writes a file of its own
+// (before, the last flush period before exec was lost: with a busy device, most of it).
+TEST_CASE("exec: the profile before it is complete, the new image has its own") {
+  for (const char* mode : {"cupti", "events"}) {
+    INFO(mode);
+    const std::string dir = MakeTempDir((std::string("exec_") + mode).c_str());
+    RunResult r = Run(dir,
+                      std::string("PROFAGENT_GPU_TIMING=") + mode + " LD_PRELOAD=" + AgentPath() +
+                          " PROFAGENT_OUTPUT=" + dir + "/prof",
+                      kPkg + "rt_exec");
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    CHECK(r.out == "child done\n");
+    auto files = analyzer::ListProfileFiles(dir + "/prof");
+    REQUIRE(files.ok());
+    REQUIRE(files->size() == 2);
+    std::map<std::string, size_t> launches, device_ops;
+    for (const std::string& f : *files) {
+      Profile p;
+      analyzer::FileSummary sum;
+      REQUIRE(analyzer::VisitFile(f, &p, &sum).ok());
+      CHECK(sum.has_footer);
+      for (auto* l : p.Kind(EV_LAUNCH)) ++launches[p.Str(l->ev.name())];
+      device_ops[files->size() > 0 ? f : ""] = p.dev.size();
+    }
+    CHECK(launches["before_exec_kernel(int*)"] == 10);
+    CHECK(launches["after_exec_kernel(int*)"] == 4);
+    size_t ops = 0;
+    for (auto& kv : device_ops) ops += kv.second;
+    CHECK(ops == 14);
+  }
+}
+
 // A bad configuration disables the agent, which then leaves CUPTI to the application (before,
 // it still started CUPTI through CUDA_INJECTION64_PATH and took the only subscriber slot, so
 // the application's own cuptiSubscribe failed). Enabled, the agent subscribes first: the
