@@ -409,7 +409,7 @@ absl::StatusOr<std::pair<std::string, double>> ParseMetricThreshold(const std::s
   char* end = nullptr;
   const std::string num = s.substr(eq + 1);
   double v = strtod(num.c_str(), &end);
-  if (end == num.c_str() || *end != '\0' || !(v >= 0)) {
+  if (end == num.c_str() || *end != '\0' || !(v >= 0) || !std::isfinite(v)) {
     return absl::InvalidArgumentError(
         absl::StrCat("--metric-threshold '", s, "': '", num, "' is not a percentage"));
   }
@@ -802,8 +802,19 @@ void AddDiffCommand(CLI::App& app, int* exit_code) {
   sub->add_option("base", o->base, "baseline summary.json or profile directory")->required();
   sub->add_option("new", o->now, "new summary.json or profile directory")->required();
   sub->add_flag("--markdown", o->markdown, "print a Markdown table (for a CI comment)");
+  // A finite percentage >= 0 (NaN would make nothing a regression), one short error line.
+  const CLI::Validator percent(
+      [](std::string& v) -> std::string {
+        char* end = nullptr;
+        const double d = std::strtod(v.c_str(), &end);
+        if (end == v.c_str() || *end != '\0' || !std::isfinite(d) || d < 0) {
+          return "'" + v + "' is not a percentage (a number >= 0)";
+        }
+        return std::string();
+      },
+      "PCT");
   sub->add_option("--threshold", o->threshold, "default regression threshold, percent (5)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(percent);
   sub->add_option("--metric-threshold", o->metric_thresholds,
                   "per-metric threshold PATH=PCT (PATH may use * wildcards); repeatable");
   sub->add_flag("--fail-untested", o->fail_untested,
@@ -811,7 +822,7 @@ void AddDiffCommand(CLI::App& app, int* exit_code) {
   sub->add_option("--min-step-share", o->min_step_share,
                   "bucket time changes smaller than this percent of the base mean step are "
                   "never regressions (0.5)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(percent);
   sub->callback([o, exit_code]() {
     DiffOptions options;
     options.threshold_pct = o->threshold;

@@ -14,6 +14,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "CLI/CLI.hpp"
+
 #include "analyzer/perfetto/test_profile.h"
 #include "proto/profagent.pb.h"
 
@@ -119,6 +121,31 @@ TEST_CASE("regression verdicts per metric") {
   REQUIRE(Find(d, "memory.devices[rank 0 dev 0].peak_bytes")->verdict == Verdict::kWithin);
   REQUIRE(Find(d, "memory.devices[rank 0 dev 0].peak_at_ms") == nullptr);  // a position
   REQUIRE(Find(d, "stats.step_latency_ms_samples") == nullptr);
+}
+
+// Thresholds are finite percentages >= 0: NaN would make nothing a regression (it was
+// accepted), -1 gave a two-line error with a 300-digit bound.
+TEST_CASE("diff thresholds: NaN, infinity and negatives are rejected") {
+  for (const char* bad : {"nan", "inf", "-1", "5x"}) {
+    for (const char* option : {"--threshold", "--min-step-share"}) {
+      INFO(option << " " << bad);
+      CLI::App app;
+      int code = -1;
+      AddDiffCommand(app, &code);
+      const std::string base = kData + "diff_base.json";
+      std::vector<const char*> argv = {"profanalyze", "diff", base.c_str(), base.c_str(), option,
+                                       bad};
+      bool rejected = false;
+      try {
+        app.parse(int(argv.size()), const_cast<char**>(argv.data()));
+      } catch (const CLI::ValidationError& e) {
+        rejected = true;
+        CHECK(std::string(e.what()).find("is not a percentage") != std::string::npos);
+      }
+      CHECK(rejected);
+      CHECK(code == -1);  // the diff did not run
+    }
+  }
 }
 
 // A new profile timed another way (CUPTI fell back to host timing) is not comparable: the gate

@@ -99,9 +99,15 @@ BucketRules BucketRules::Defaults() {
 absl::Status BucketRules::LoadFile(const std::string& path) {
   std::ifstream in(path);
   if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open rules file"));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return LoadText(ss.str(), path);
+  // A rules file is a few lines: read at most 1 MiB (not /dev/zero until memory runs out).
+  constexpr size_t kMaxBytes = size_t(1) << 20;
+  std::string text(kMaxBytes + 1, '\0');
+  in.read(&text[0], std::streamsize(text.size()));
+  text.resize(size_t(in.gcount()));
+  if (text.size() > kMaxBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": rules file larger than 1 MiB"));
+  }
+  return LoadText(text, path);
 }
 
 absl::Status BucketRules::LoadText(const std::string& text, const std::string& origin) {
