@@ -175,6 +175,7 @@ absl::Status VisitFile(const std::string& path, Visitor* v, FileSummary* summary
     }
     switch (rec.kind_case()) {
       case Record::kHeader:
+        s->has_header = true;
         v->OnHeader(rec.header());
         break;
       case Record::kString:
@@ -256,6 +257,12 @@ absl::Status VisitFile(const std::string& path, Visitor* v, FileSummary* summary
   s->frames = reader.records();
   s->truncated = reader.truncated();
   s->warning = reader.warning();
+  // The agent writes its header first: a file without one holds nothing attributable (cut
+  // right after the magic, or not an agent profile).
+  if (!s->has_header) {
+    return absl::DataLossError(
+        absl::StrCat(path, ": no header record (the file ends before its first record)"));
+  }
   return absl::OkStatus();
 }
 
@@ -777,6 +784,7 @@ absl::Status ScanFile(const std::string& path, ViewVisitor* v, FileSummary* summ
         break;
       default:
         if (rec.kind_case() == Record::kFooter) s->has_footer = true;
+        if (rec.kind_case() == Record::kHeader) s->has_header = true;
         v->OnRecord(rec);
         break;
     }
@@ -784,6 +792,12 @@ absl::Status ScanFile(const std::string& path, ViewVisitor* v, FileSummary* summ
   s->frames = reader.records();
   s->truncated = reader.truncated();
   s->warning = reader.warning();
+  // The agent writes its header first: a file without one holds nothing attributable (cut
+  // right after the magic, or not an agent profile).
+  if (!s->has_header) {
+    return absl::DataLossError(
+        absl::StrCat(path, ": no header record (the file ends before its first record)"));
+  }
   return absl::OkStatus();
 }
 

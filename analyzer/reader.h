@@ -120,6 +120,7 @@ struct FileSummary {
   uint64_t host_events = 0;
   uint64_t device_ops = 0;
   bool truncated = false;
+  bool has_header = false;
   bool has_footer = false;
   std::string warning;
 };
