@@ -535,6 +535,12 @@ extern "C" __attribute__((visibility("default"))) int profagent_init() {
     fprintf(stderr, "profagent: %s; the agent is disabled\n", error.c_str());
     return 0;
   }
+  // A relative output directory is the working directory's at start-up: a program that
+  // changes directory later (a daemon's chdir("/")) still writes where it was asked to.
+  if (!c.output_dir.empty() && c.output_dir[0] != '/') {
+    char cwd[PATH_MAX];
+    if (getcwd(cwd, sizeof(cwd)) != nullptr) c.output_dir = std::string(cwd) + "/" + c.output_dir;
+  }
   g.config = c;
   if (!c.enabled) return 0;
   InitClock();
