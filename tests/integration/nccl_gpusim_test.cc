@@ -377,21 +377,37 @@ void CheckInitAllGroup(const std::string& timing) {
   CHECK(ms.str().find("most frequent last arriver 0:2") != std::string::npos);
 }
 
+// Runs `program args` on gpusim (its libcudart and libnccl) under the agent, CUPTI timing,
+// writing the profile to `out`/prof; `env` adds variables. Returns the exit code.
+int RunOnGpusim(const std::string& out, const std::string& env, const std::string& program,
+                std::string* log) {
+  const std::string cudart = Runfile("tests/gpusim/libcudart.so.13");
+  const std::string nccl = Runfile("tests/gpusim/libnccl.so.2");
+  return Run("env LD_LIBRARY_PATH=" + cudart.substr(0, cudart.rfind('/')) + ":" +
+                 nccl.substr(0, nccl.rfind('/')) + " " + env + " LD_PRELOAD=" +
+                 Runfile("agent/libprofagent.so") + " PROFAGENT_OUTPUT=" + out +
+                 "/prof PROFAGENT_GPU_TIMING=cupti " + program,
+             log);
+}
+
+// The report of `out`/prof written to `out`/rep, as summary.json.
+nlohmann::json ReportOf(const std::string& out) {
+  std::string rep_log;
+  REQUIRE(Run(Runfile("analyzer/profanalyze") + " report " + out + "/prof -o " + out + "/rep",
+              &rep_log) == 0);
+  std::ifstream in(out + "/rep/summary.json");
+  return nlohmann::json::parse(in);
+}
+
 // ncclCommSplit of every communicator inside one group (NCCL's pattern for a process that drives
 // several GPUs): the children exist only when the group ends. Each is registered then, with its
 // half's unique id, and the AllReduce on each half is on a registered communicator (before,
 // the children were NULL when the calls returned and their calls matched nothing).
 TEST_CASE("ncclCommSplit inside a group: the children are registered at ncclGroupEnd") {
   const std::string out = FreshDir("nccl_initall_split");
-  const std::string cudart = Runfile("tests/gpusim/libcudart.so.13");
-  const std::string nccl = Runfile("tests/gpusim/libnccl.so.2");
   std::string log;
-  const int rc = Run("env LD_LIBRARY_PATH=" + cudart.substr(0, cudart.rfind('/')) + ":" +
-                         nccl.substr(0, nccl.rfind('/')) + " GPUSIM_DEVICES=4 LD_PRELOAD=" +
-                         Runfile("agent/libprofagent.so") + " PROFAGENT_OUTPUT=" + out +
-                         "/prof PROFAGENT_GPU_TIMING=cupti " + Runfile("tests/gpusim/nccl_ranks") +
-                         " 4 initall_split",
-                     &log);
+  const int rc = RunOnGpusim(out, "GPUSIM_DEVICES=4",
+                             Runfile("tests/gpusim/nccl_ranks") + " 4 initall_split", &log);
   INFO(log);
   REQUIRE(rc == 0);
   CHECK(log.find("FAIL") == std::string::npos);
@@ -414,11 +430,7 @@ TEST_CASE("ncclCommSplit inside a group: the children are registered at ncclGrou
   CHECK(on_halves == 4);
   // The process drives ranks 0..3: the report finds no rank missing (each rank's communicator
   // is in its file).
-  std::string rep_log;
-  REQUIRE(Run(Runfile("analyzer/profanalyze") + " report " + out + "/prof -o " + out + "/rep",
-              &rep_log) == 0);
-  std::ifstream in(out + "/rep/summary.json");
-  const nlohmann::json sum = nlohmann::json::parse(in);
+  const nlohmann::json sum = ReportOf(out);
   INFO(sum["meta"]["warnings"].dump());
   CHECK(sum["meta"]["warnings"].dump().find("ranks missing") == std::string::npos);
 }
@@ -429,26 +441,16 @@ TEST_CASE("ncclCommSplit inside a group: the children are registered at ncclGrou
 TEST_CASE("One process with a thread per NCCL rank: one file, its lowest rank, none missing") {
   for (int run = 0; run < 3; ++run) {
     const std::string out = FreshDir("nccl_thread_ranks_" + std::to_string(run));
-    const std::string cudart = Runfile("tests/gpusim/libcudart.so.13");
-    const std::string nccl = Runfile("tests/gpusim/libnccl.so.2");
     std::string log;
-    const int rc = Run("env LD_LIBRARY_PATH=" + cudart.substr(0, cudart.rfind('/')) + ":" +
-                           nccl.substr(0, nccl.rfind('/')) + " GPUSIM_DEVICES=2 LD_PRELOAD=" +
-                           Runfile("agent/libprofagent.so") + " PROFAGENT_OUTPUT=" + out +
-                           "/prof PROFAGENT_GPU_TIMING=cupti " +
-                           Runfile("tests/integration/nccl_thread_ranks") + " 2",
-                       &log);
+    const int rc = RunOnGpusim(out, "GPUSIM_DEVICES=2",
+                               Runfile("tests/integration/nccl_thread_ranks") + " 2", &log);
     INFO(log);
     REQUIRE(rc == 0);
     std::vector<RankProfile> files = LoadProfileDir(out + "/prof");
     REQUIRE(files.size() == 1);
     CHECK(files[0].path.substr(files[0].path.rfind('/') + 1) == "rank0.pb");
     CHECK(files[0].colls.size() == 6);
-    std::string rep_log;
-    REQUIRE(Run(Runfile("analyzer/profanalyze") + " report " + out + "/prof -o " + out + "/rep",
-                &rep_log) == 0);
-    std::ifstream in(out + "/rep/summary.json");
-    const nlohmann::json sum = nlohmann::json::parse(in);
+    const nlohmann::json sum = ReportOf(out);
     INFO(sum["meta"]["warnings"].dump());
     CHECK(sum["meta"]["warnings"].dump().find("ranks missing") == std::string::npos);
   }
@@ -459,23 +461,13 @@ TEST_CASE("One process with a thread per NCCL rank: one file, its lowest rank, n
 // 64th had no kernel and the report's time source was "mixed").
 TEST_CASE("An NCCL group of 100 calls: every member joined to the fused kernel") {
   const std::string out = FreshDir("nccl_biggroup");
-  const std::string cudart = Runfile("tests/gpusim/libcudart.so.13");
-  const std::string nccl = Runfile("tests/gpusim/libnccl.so.2");
   std::string log;
-  const int rc = Run("env LD_LIBRARY_PATH=" + cudart.substr(0, cudart.rfind('/')) + ":" +
-                         nccl.substr(0, nccl.rfind('/')) + " LD_PRELOAD=" +
-                         Runfile("agent/libprofagent.so") + " PROFAGENT_OUTPUT=" + out +
-                         "/prof PROFAGENT_GPU_TIMING=cupti " + Runfile("tests/gpusim/nccl_ranks") +
-                         " 2 biggroup",
-                     &log);
+  const int rc =
+      RunOnGpusim(out, "", Runfile("tests/gpusim/nccl_ranks") + " 2 biggroup", &log);
   INFO(log);
   REQUIRE(rc == 0);
   CHECK(log.find("FAIL") == std::string::npos);
-  std::string rep_log;
-  REQUIRE(Run(Runfile("analyzer/profanalyze") + " report " + out + "/prof -o " + out + "/rep",
-              &rep_log) == 0);
-  std::ifstream in(out + "/rep/summary.json");
-  const nlohmann::json sum = nlohmann::json::parse(in);
+  const nlohmann::json sum = ReportOf(out);
   if (sum["meta"]["gpu_timing"] == "host") return;  // no device timing on this machine
   const nlohmann::json& ops = sum["collectives"]["ops"];
   INFO(ops.dump(1));
