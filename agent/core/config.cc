@@ -3,6 +3,7 @@
 #include "agent/core/bounded_regex.h"
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <regex>
@@ -226,10 +227,20 @@ std::map<std::string, std::string> ConfigToMap(const Config& c) {
   m["PROFAGENT_STEP_PATTERN"] = c.step_pattern;
   m["PROFAGENT_RUN_PATTERN"] = c.run_pattern;
   m["PROFAGENT_KV_REDUCE"] = kReduce[int(c.kv_reduce)];
-  m["PROFAGENT_STEP_RULE"] = c.step_rule == StepRule::kNone        ? "none"
-                             : c.step_rule == StepRule::kGraphLaunch ? "graph"
-                                                                     : "sync";
+  if (c.step_rule == StepRule::kStreamSync && c.step_rule_stream != 0) {
+    char handle[32];
+    snprintf(handle, sizeof(handle), "sync:0x%llx",
+             static_cast<unsigned long long>(c.step_rule_stream));
+    m["PROFAGENT_STEP_RULE"] = handle;
+  } else {
+    m["PROFAGENT_STEP_RULE"] = c.step_rule == StepRule::kNone        ? "none"
+                               : c.step_rule == StepRule::kGraphLaunch ? "graph"
+                                                                       : "sync";
+  }
   m["PROFAGENT_STACKS"] = std::to_string(c.stack_every);
+  m["PROFAGENT_STACK_DEPTH"] = std::to_string(c.stack_depth);
+  m["PROFAGENT_CLOCK_SYNC"] = c.mpi_clock_sync ? "1" : "0";
+  if (!c.cupti_path.empty()) m["PROFAGENT_CUPTI_PATH"] = c.cupti_path;
   m["PROFAGENT_LAUNCH_API_SAMPLE"] = std::to_string(c.launch_api_sample);
   if (c.schedule_set) {
     m["PROFAGENT_SCHEDULE"] = "wait=" + std::to_string(c.sched_wait) +

@@ -93,6 +93,11 @@ TEST_CASE("Accepted values are parsed") {
   CHECK(c.flush_ms == 5);
   CHECK_FALSE(c.mpi_clock_sync);
   CHECK(c.capture_profiler_api);
+  // The file's header records every setting as given (the stream of the sync rule too).
+  auto m = ConfigToMap(c);
+  CHECK(m["PROFAGENT_STEP_RULE"] == "sync:0x10");
+  CHECK(m["PROFAGENT_STACK_DEPTH"] == "8");
+  CHECK(m["PROFAGENT_CLOCK_SYNC"] == "0");
   Config d;
   REQUIRE(Parse({{"PROFAGENT_CAPTURE", "all"}}, &d).empty());
   CHECK_FALSE(d.capture_profiler_api);
