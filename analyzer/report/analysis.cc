@@ -2218,8 +2218,12 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
     }
   }
   if (ref->steps_.empty()) {
-    warnings.push_back("no steps found (no EV_STEP events and no NVTX range matching the step "
-                       "pattern): step statistics are empty");
+    warnings.push_back(
+        options.patterns_explicit
+            ? absl::StrCat("no steps found (no NVTX range matches the step pattern `",
+                           options.step_pattern, "`): step statistics are empty")
+            : "no steps found (no EV_STEP events and no NVTX range matching the step "
+              "pattern): step statistics are empty");
   }
   meta["ranks"] = Json(std::vector<int>(ranks.begin(), ranks.end()));
   meta["world_size"] = world;
