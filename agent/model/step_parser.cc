@@ -3,6 +3,7 @@
 #include "agent/core/bounded_regex.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstring>
 
 namespace profagent {
@@ -63,6 +64,13 @@ bool MessagePattern::Compile(const std::string& pattern, std::string* error) {
     return false;
   }
   prefix_ = LiteralPrefix(pattern);
+  // ^ then word characters then \b, nothing else: the message starts with that word.
+  word_only_ = pattern.size() > 3 && pattern[0] == '^' &&
+               pattern.compare(pattern.size() - 2, 2, "\\b") == 0 &&
+               prefix_.size() == pattern.size() - 3 && !prefix_.empty();
+  for (char c : prefix_) {
+    word_only_ = word_only_ && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
+  }
   valid_ = true;
   return true;
 }
@@ -73,6 +81,10 @@ bool MessagePattern::Matches(const char* msg, size_t n) const {
       (n < prefix_.size() || msg[0] != prefix_[0] ||  // most messages fail on the first byte
        std::memcmp(msg, prefix_.data(), prefix_.size()) != 0)) {
     return false;
+  }
+  if (word_only_) {  // the prefix matched: a word boundary follows it
+    const size_t k = prefix_.size();
+    return n == k || !(std::isalnum(static_cast<unsigned char>(msg[k])) || msg[k] == '_');
   }
   try {
     return std::regex_search(msg, msg + n, re_);

@@ -50,6 +50,8 @@ class MessagePattern {
  private:
   bool valid_ = false;
   bool anchored_ = false;
+  // `^word\b` (the defaults `^step\b`, `^run\b`): matched by comparing bytes, no regex.
+  bool word_only_ = false;
   std::string prefix_;
   std::regex re_;
 };

@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <cstring>
 #include <random>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -228,6 +229,19 @@ TEST_CASE("patterns: bounded recursion and time on any message, refused when too
   CHECK(error.find("nested deeper than 32") != std::string::npos);
   CHECK_FALSE(p.Compile("(a)\\1", &error));
   CHECK(p.Compile("^(step|iter)\\b", &error));
+}
+
+// `^step\b` (the default) is matched by comparing bytes: the same answers as the regex.
+TEST_CASE("the default patterns match like their regex without running it") {
+  MessagePattern p;
+  std::string error;
+  REQUIRE(p.Compile("^step\\b", &error));
+  const std::regex re("^step\\b", std::regex::ECMAScript);
+  for (const char* m : {"step", "step tokens=1", "step\tx", "step.x", "steps", "stepX", "step_1",
+                        "step9", "Step", "ste", "", " step", "step-2"}) {
+    INFO(m);
+    CHECK(p.Matches(m, std::strlen(m)) == std::regex_search(m, re));
+  }
 }
 
 }  // namespace
