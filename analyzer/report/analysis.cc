@@ -95,6 +95,31 @@ const char* TimingName(int mode) {
   }
 }
 
+// The string id of the API an event called: `api` when set, else `name`, which holds the API's
+// own name for every call but a kernel launch (the kernel's) and NVTX and step events (the
+// message); 0 when unknown. A cudaMemcpyAsync is not a cudaMemcpy, a cudaHostAlloc not a
+// cudaMalloc, an NCCL or MPI call its own API.
+uint32_t ApiNameId(const EventView& e) {
+  if (e.api != 0) return e.api;
+  switch (e.kind) {
+    case EV_GRAPH_LAUNCH:
+    case EV_MEMCPY:
+    case EV_MEMSET:
+    case EV_ALLOC:
+    case EV_FREE:
+    case EV_STREAM:
+    case EV_EVENT:
+    case EV_API:
+    case EV_SYNC:
+    case EV_COLLECTIVE:
+    case EV_GROUP:
+    case EV_COMM:
+      return e.name;
+    default:
+      return 0;
+  }
+}
+
 const char* KindApiName(int kind) {
   switch (kind) {
     case EV_LAUNCH: return "cudaLaunchKernel";
@@ -979,7 +1004,7 @@ void FileAnalysis::Host1(const EventView& e) {
     case EV_COLLECTIVE:
     case EV_GROUP:
     case EV_COMM: {
-      uint32_t api = e.api != 0 || e.kind == EV_LAUNCH ? e.api : e.name;
+      const uint32_t api = ApiNameId(e);
       if (api != 0 && ApiEngineBucket(api) >= 0) {
         StoredRange r{e.start_ns, e.end_ns, e.thread, api, false, true};
         ranges_.Add(r);
@@ -1518,16 +1543,7 @@ void FileAnalysis::Host2(const EventView& e) {
   // Host API time by API name.
   if (kind != EV_NVTX_RANGE && kind != EV_NVTX_MARK && kind != EV_NVTX_PUSH && kind != EV_STEP &&
       kind != EV_RUN && kind != EV_MARKER) {
-    uint32_t api = e.api;
-    // `name` is the API's own name but for launches (the kernel) and NVTX: a cudaMemcpyAsync
-    // is not counted as a cudaMemcpy, a cudaHostAlloc as a cudaMalloc, nor every NCCL and MPI
-    // call as one "collective".
-    if (api == 0 && (kind == EV_API || kind == EV_SYNC || kind == EV_STREAM ||
-                     kind == EV_EVENT || kind == EV_COMM || kind == EV_GROUP ||
-                     kind == EV_MEMCPY || kind == EV_MEMSET || kind == EV_ALLOC ||
-                     kind == EV_FREE || kind == EV_GRAPH_LAUNCH || kind == EV_COLLECTIVE)) {
-      api = e.name;
-    }
+    const uint32_t api = ApiNameId(e);
     ApiAcc* acc;
     if (api != 0 && api < strings_.size()) {
       if (api >= api_by_name_.size()) api_by_name_.resize(strings_.size());
