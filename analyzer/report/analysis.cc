@@ -713,6 +713,7 @@ class FileAnalysis : public ViewVisitor {
   Sweep& SweepOf(uint32_t thread);
   void Advance(Sweep* w, uint64_t t);
   void Pop(Sweep* w);
+  void Account(Sweep* w, const OpenRange& o);
   void DropEnded(Sweep* w, uint64_t t, bool before);
   void NestRange(Sweep* w, const StoredRange& r, uint32_t index);
   const OpenRange* Innermost(uint32_t thread, uint64_t t);
@@ -1229,10 +1230,15 @@ void FileAnalysis::NestRange(Sweep* w, const StoredRange& r, uint32_t index) {
   Pop(w);
 }
 
-// Removes the stack top; an engine-mapped range's exclusive time goes to the step containing
-// its start (unless it was accounted before a restart).
+// Removes the stack top, accounted.
 void FileAnalysis::Pop(Sweep* w) {
-  const OpenRange& o = w->stack.back();
+  Account(w, w->stack.back());
+  w->stack.pop_back();
+}
+
+// A range leaves the stack: an engine-mapped range's exclusive time goes to the step containing
+// its start (unless it was accounted before a restart).
+void FileAnalysis::Account(Sweep* w, const OpenRange& o) {
   bool account = o.index >= w->high_water || w->unaccounted.erase(o.index) > 0;
   if (account && o.engine >= 0 && o.excl > 0) {
     int k = StepOfThread(o.r.start, o.r.thread);
@@ -1240,7 +1246,6 @@ void FileAnalysis::Pop(Sweep* w) {
       run_buckets_[steps_[k].run].engine_ns[o.engine] += uint64_t(o.excl);
     }
   }
-  w->stack.pop_back();
 }
 
 void FileAnalysis::Advance(Sweep* w, uint64_t t) {
@@ -1267,7 +1272,7 @@ void FileAnalysis::Advance(Sweep* w, uint64_t t) {
 }
 
 // Removes the ranges below the stack top that ended before `t` (`before`: at or before it, as
-// NestRange pops), accounting them as Pop does; the ranges above take the removed one's
+// NestRange pops), accounted as Pop does; the ranges above take the removed one's
 // engine-mapped ancestor and rebuild their paths (which named it).
 void FileAnalysis::DropEnded(Sweep* w, uint64_t t, bool before) {
   for (size_t i = w->stack.size(); i-- > 0;) {
@@ -1278,13 +1283,7 @@ void FileAnalysis::DropEnded(Sweep* w, uint64_t t, bool before) {
       Pop(w);
       continue;
     }
-    bool account = o.index >= w->high_water || w->unaccounted.erase(o.index) > 0;
-    if (account && o.engine >= 0 && o.excl > 0) {
-      int k = StepOfThread(o.r.start, o.r.thread);
-      if (k >= 0 && !steps_[k].warmup) {
-        run_buckets_[steps_[k].run].engine_ns[o.engine] += uint64_t(o.excl);
-      }
-    }
+    Account(w, o);
     const int32_t anc = o.mapped_anc;
     for (size_t j = i + 1; j < w->stack.size(); ++j) {
       OpenRange& above = w->stack[j];
