@@ -77,6 +77,22 @@ Event MpiCall(ProfileBuilder& b, const char* op, uint64_t bytes, uint64_t seq, i
   return e;
 }
 
+// The records a rank of a two-rank job writes before its calls: a zero clock offset to rank 0
+// and communicator 1 (`unique_id`, 2 members, this rank).
+void WriteTwoRankComm(ProfileBuilder* b, int rank, CollLibrary lib, const std::string& unique_id) {
+  Record off;
+  off.mutable_clock_offset()->set_offset_ns(0);
+  off.mutable_clock_offset()->set_method("mpi-pingpong");
+  b->Write(off);
+  Record comm;
+  comm.mutable_comm()->set_id(1);
+  comm.mutable_comm()->set_lib(lib);
+  comm.mutable_comm()->set_unique_id(unique_id);
+  comm.mutable_comm()->set_size(2);
+  comm.mutable_comm()->set_rank(rank);
+  b->Write(comm);
+}
+
 DeviceOp Kernel(uint64_t dur) {
   DeviceOp op;
   op.set_kind(DOP_KERNEL);
@@ -720,17 +736,7 @@ TEST_CASE("stragglers: point-to-point calls are matched per ordered pair of rank
   for (int rank = 0; rank < 2; ++rank) {
     ProfileBuilder b(dir + "/rank" + std::to_string(rank) + ".pb");
     b.WriteHeader(rank, 2, "h", GPU_TIMING_HOST);
-    Record off;
-    off.mutable_clock_offset()->set_offset_ns(0);
-    off.mutable_clock_offset()->set_method("mpi-pingpong");
-    b.Write(off);
-    Record comm;
-    comm.mutable_comm()->set_id(1);
-    comm.mutable_comm()->set_lib(LIB_MPI);
-    comm.mutable_comm()->set_unique_id("world");
-    comm.mutable_comm()->set_size(2);
-    comm.mutable_comm()->set_rank(rank);
-    b.Write(comm);
+    WriteTwoRankComm(&b, rank, LIB_MPI, "world");
     if (rank == 0) {
       b.Host(1, 100 * kUs, 0, mpi(b, "Allreduce", 0, -1));
       b.Host(1, 200 * kUs, 0, mpi(b, "Send", 0, 1));
@@ -778,17 +784,7 @@ TEST_CASE("stragglers: MPI_Sendrecv is matched on its send and its receive side"
   for (int rank = 0; rank < 2; ++rank) {
     ProfileBuilder b(dir + "/rank" + std::to_string(rank) + ".pb");
     b.WriteHeader(rank, 2, "h", GPU_TIMING_HOST);
-    Record off;
-    off.mutable_clock_offset()->set_offset_ns(0);
-    off.mutable_clock_offset()->set_method("mpi-pingpong");
-    b.Write(off);
-    Record comm;
-    comm.mutable_comm()->set_id(1);
-    comm.mutable_comm()->set_lib(LIB_MPI);
-    comm.mutable_comm()->set_unique_id("world");
-    comm.mutable_comm()->set_size(2);
-    comm.mutable_comm()->set_rank(rank);
-    b.Write(comm);
+    WriteTwoRankComm(&b, rank, LIB_MPI, "world");
     for (uint64_t i = 0; i < 3; ++i) {
       Event e = MpiCall(b, "Sendrecv", 64, i, 1 - rank);
       e.mutable_coll()->set_recv_peer(1 - rank);
@@ -814,17 +810,7 @@ TEST_CASE("collectives: the calls of an NCCL group share their fused kernel's ti
   for (int rank = 0; rank < 2; ++rank) {
     ProfileBuilder b(dir + "/rank" + std::to_string(rank) + ".pb");
     b.WriteHeader(rank, 2, "h", GPU_TIMING_CUPTI);
-    Record off;
-    off.mutable_clock_offset()->set_offset_ns(0);
-    off.mutable_clock_offset()->set_method("mpi-pingpong");
-    b.Write(off);
-    Record comm;
-    comm.mutable_comm()->set_id(1);
-    comm.mutable_comm()->set_lib(LIB_NCCL);
-    comm.mutable_comm()->set_unique_id("nccl-clique");
-    comm.mutable_comm()->set_size(2);
-    comm.mutable_comm()->set_rank(rank);
-    b.Write(comm);
+    WriteTwoRankComm(&b, rank, LIB_NCCL, "nccl-clique");
     for (uint64_t i = 0; i < 4; ++i) {
       Event e = MpiCall(b, "AllReduce", 1 << 20, i, -1);
       e.mutable_coll()->set_lib(LIB_NCCL);
