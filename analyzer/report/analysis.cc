@@ -163,9 +163,11 @@ std::string LowerOp(const std::string& op) {
   }
   s.erase(std::remove(s.begin(), s.end(), '_'), s.end());
   static const char* const kNonblocking[] = {
-      "iallreduce", "iallgather", "iallgatherv", "ialltoall", "ialltoallv", "ireducescatter",
-      "ireducescatterblock", "ibcast", "ireduce", "igather", "igatherv", "iscatter",
-      "iscatterv", "iscan", "iexscan", "ibarrier"};
+      "iallreduce", "iallgather", "iallgatherv",    "ialltoall",
+      "ialltoallv", "ialltoallw", "ireducescatter", "ireducescatterblock",
+      "ibcast",     "ireduce",    "igather",        "igatherv",
+      "iscatter",   "iscatterv",  "iscan",          "iexscan",
+      "ibarrier"};
   for (const char* n : kNonblocking) {
     if (s == n) return s.substr(1);
   }
@@ -193,16 +195,29 @@ double BusFactor(const std::string& op, int n) {
   std::string s = LowerOp(op);
   if (n <= 1) {
     return s == "allreduce" || s == "allgather" || s == "allgatherv" || s == "reducescatter" ||
-                   s == "reducescatterblock" || s == "alltoall" || s == "alltoallv"
+                   s == "reducescatterblock" || s == "alltoall" || s == "alltoallv" ||
+                   s == "alltoallw"
                ? 0
                : 1;
   }
   if (s == "allreduce") return 2.0 * (n - 1) / n;
   if (s == "allgather" || s == "allgatherv" || s == "reducescatter" ||
-      s == "reducescatterblock" || s == "alltoall" || s == "alltoallv") {
+      s == "reducescatterblock" || s == "alltoall" || s == "alltoallv" || s == "alltoallw") {
     return double(n - 1) / n;
   }
   return 1.0;
+}
+
+// MPI one-sided communication (LowerOp names): the call returns before its transfer completes
+// (at a later fence, unlock or flush), so its time gives no bandwidth.
+bool OneSided(const std::string& lop) {
+  static const char* const kOps[] = {
+      "put",        "rput",           "get",           "rget",          "accumulate", "raccumulate",
+      "fetchandop", "compareandswap", "getaccumulate", "rgetaccumulate"};
+  for (const char* o : kOps) {
+    if (lop == o) return true;
+  }
+  return false;
 }
 
 // A field of ops.csv: quoted when it holds `,`, `"` or a newline.
@@ -1629,7 +1644,6 @@ void FileAnalysis::Emit(const PendingOp& op, const PendingLaunch* l) {
   }
   uint32_t name_id = op.name != 0 ? op.name : l != nullptr ? l->name : 0;
   const std::string& bname = ctx_->buckets[bucket];
-  const std::string& name = name_id != 0 ? Str(name_id) : bname;
   KernelAgg& k = Kernel((uint64_t(name_id) << 16) | uint64_t(bucket));
   k.d.Add(double(dur));
   device_total_ns_ += dur;
@@ -2434,7 +2448,8 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
     double mean_ns = timed > 0 ? double(ca.best_ns()) / double(timed) : 0;
     jc["mean_us"] = timed > 0 ? Num(mean_ns / 1e3) : Json(nullptr);
     double algbw = mean_ns > 0 ? double(bytes) / mean_ns : 0;  // bytes/ns == GB/s
-    const bool sized = mean_ns > 0 && k[2] != kGraphSizeClass;  // graph replays: size unknown
+    // Graph replays: size unknown. One-sided calls: transfer time unknown.
+    const bool sized = mean_ns > 0 && k[2] != kGraphSizeClass && !OneSided(LowerOp(k[1]));
     jc["algbw_gbps"] = sized ? Num(algbw) : Json(nullptr);
     jc["busbw_gbps"] = sized ? Num(algbw * BusFactor(k[1], c.second.n)) : Json(nullptr);
     jc["algorithm"] = "";

@@ -23,7 +23,9 @@
 //   Reduce_scatter_block: recvcount / recvcount*s;  Reduce_scatter: sum(recvcounts) /
 //     recvcounts[rank]*s
 //   Alltoall: sendcount (per peer) / recvcount*s*n;  Alltoallv: sum(sendcounts) /
-//     sum(recvcounts)*s
+//     sum(recvcounts)*s;  Alltoallw: sum(sendcounts) / sum(recvcounts[i]*size(recvtypes[i]))
+//   Put, Accumulate: origin count / 0;  Get, Fetch_and_op, Compare_and_swap: origin count (1) /
+//     the same;  Get_accumulate: origin count / result count*s;  window synchronization: 0
 //   Barrier: 0;  Send/Isend: count / 0;  Recv/Irecv: count (capacity) / count*s;
 //   Sendrecv: sendcount / recvcount*s.  With MPI_IN_PLACE the receive side stands for the send.
 // Arguments an MPI call ignores (e.g. the send type of a non-root Scatter) are never read.
@@ -251,7 +253,9 @@ inline TypeInfo LookupType(H dt) {
 }
 
 // ---- Call descriptions -----------------------------------------------------------------------
-enum Kind : uint8_t { kColl, kSend, kRecv };
+// kRma: a one-sided call or a passive-target synchronization (no number: nothing on the
+// target side matches it call for call).
+enum Kind : uint8_t { kColl, kSend, kRecv, kRma };
 
 struct Info {
   H comm;
@@ -431,6 +435,73 @@ inline Info Alltoallv(const int* scs, H st, const int* rcs, H rt, H comm) {
 
 inline Info NoData(H comm) { return Base(comm, nullptr, kNoPeer); }
 
+// Alltoallw: a datatype per peer on each side (arrays of handles, read at the handle size).
+inline uint64_t TypedSum(const int* counts, const void* types, uint64_t n, uint8_t* dtype) {
+  uint64_t bytes = 0;
+  if (counts == nullptr || types == nullptr) return 0;
+  for (uint64_t p = 0; p < n; ++p) {
+    if (counts[p] <= 0) continue;
+    const TypeInfo t = LookupType(HandleOut(Abi().RequestAt(types, p)));
+    if (*dtype == kNoDtype) *dtype = t.index;
+    bytes += uint64_t(counts[p]) * t.size;
+  }
+  return bytes;
+}
+
+inline Info Alltoallw(const void* sbuf, const int* scs, const void* sts, const int* rcs,
+                      const void* rts, H comm) {
+  Info i = Base(comm, nullptr, kNoPeer);
+  const uint64_t n = CommSize(i);
+  uint8_t rtype = kNoDtype;  // datatype named in the record: the send side's first, as Alltoallv
+  i.recv_bytes = TypedSum(rcs, rts, n, &rtype);
+  if (InPlace(sbuf)) {
+    i.count = Sum(rcs, n);
+    i.bytes = i.recv_bytes;
+  } else {
+    i.count = Sum(scs, n);
+    i.bytes = TypedSum(scs, sts, n, &i.dtype);
+  }
+  if (i.dtype == kNoDtype) i.dtype = rtype;
+  return i;
+}
+
+// ---- One-sided communication ------------------------------------------------------------------
+// A window is registered when created, like a communicator (CommSlot keyed by its handle: its
+// members are the creating communicator's, its unique id that communicator's id and the
+// window's ordinal on it), so its fences are numbered collectives and its calls name it.
+inline Info Win(H win, int target) {
+  Info i;
+  i.comm = win;
+  i.slot = g_comms.Find(Abi().Key(win));
+  i.peer = target;
+  return i;
+}
+
+// `count` x dt moved between this rank and `target` (`fetch`: into this rank).
+inline Info Rma(int count, H dt, H op, int target, H win, bool fetch) {
+  Info i = Win(win, target);
+  if (op != nullptr) i.redop = MpiOpIndex(Abi(), op);
+  if (count > 0) {
+    const TypeInfo t = LookupType(dt);
+    i.dtype = t.index;
+    i.count = uint64_t(count);
+    i.bytes = uint64_t(count) * t.size;
+    i.recv_bytes = fetch ? i.bytes : 0;
+  }
+  return i;
+}
+
+// Get_accumulate: the origin buffer goes out (none with MPI_NO_OP), the result comes back.
+inline Info GetAccumulate(int oc, H odt, int rc, H rdt, H op, int target, H win) {
+  Info i = Rma(oc, odt, op, target, win, false);
+  if (rc > 0) {
+    const TypeInfo r = LookupType(rdt);
+    if (i.dtype == kNoDtype) i.dtype = r.index;
+    i.recv_bytes = uint64_t(rc) * r.size;
+  }
+  return i;
+}
+
 inline Info Nb(Info i, void* request) {
   i.request = request;
   return i;
@@ -442,6 +513,7 @@ void EmitPending(const PendingCall& pc) { EmitWithBytes(pc.e, &pc.x, sizeof(pc.x
 // The call's number; a Sendrecv's receive side's in *recv_seq.
 inline uint32_t Seq(const Info& info, Kind kind, uint32_t* recv_seq = nullptr) {
   if (kind == kColl) return NextCollSeq(info.slot);
+  if (kind == kRma) return kNoSeq;
   if (info.recv_peer != kNoPeer) {
     const uint32_t r = NextPeerSeq(info.slot, info.recv_peer, true);
     if (recv_seq != nullptr) *recv_seq = r;
@@ -521,8 +593,9 @@ void EmitApi(uint16_t api, uint64_t t0, uint64_t t1, int rc) {
 }  // namespace profagent
 
 // ---- Collectives and point-to-point, generated from one list ---------------------------------
-// X(Name, Kind, (params), (args), Info expression). Every list entry names its communicator
-// `comm`. MPI-3 C prototypes (const buffers and count arrays) with opaque handles.
+// X(Name, Kind, (params), (args), Info expression). MPI-3 C prototypes (const buffers and count
+// arrays) with opaque handles; arrays of handles (Alltoallw's datatypes) as void*, read at the
+// implementation's handle size.
 using profagent::H;
 
 #define PROFAGENT_MPI_CALLS(X)                                                                    \
@@ -648,7 +721,63 @@ using profagent::H;
   X(Sendrecv_replace, kSend,                                                                      \
     (void* buf, int count, H dt, int dest, int stag, int src, int rtag, H comm, void* status),    \
     (buf, count, dt, dest, stag, src, rtag, comm, status), Sendrecv(count, dt, count, dt, dest,   \
-                                                                    src, comm))
+                                                                    src, comm))                   \
+  X(Alltoallw, kColl,                                                                             \
+    (const void* sbuf, const int* scs, const int* sd, const void* sts, void* rbuf,                \
+     const int* rcs, const int* rd, const void* rts, H comm),                                     \
+    (sbuf, scs, sd, sts, rbuf, rcs, rd, rts, comm), Alltoallw(sbuf, scs, sts, rcs, rts, comm))    \
+  X(Ialltoallw, kColl,                                                                            \
+    (const void* sbuf, const int* scs, const int* sd, const void* sts, void* rbuf,                \
+     const int* rcs, const int* rd, const void* rts, H comm, void* req),                          \
+    (sbuf, scs, sd, sts, rbuf, rcs, rd, rts, comm, req),                                          \
+    Nb(Alltoallw(sbuf, scs, sts, rcs, rts, comm), req))
+
+// One-sided calls and window synchronization (MPI-3 C prototypes; A = MPI_Aint). Communication
+// calls are numbered nowhere (kRma): a put has no matching call on its target. Fences are
+// collectives over the window's members; the other synchronizations, like the communication
+// calls, name their target rank (-1 for all).
+using A = intptr_t;
+#define PROFAGENT_MPI_RMA_CALLS(X)                                                                \
+  X(Put, kRma, (const void* o, int oc, H odt, int t, A td, int tc, H tdt, H win),                 \
+    (o, oc, odt, t, td, tc, tdt, win), Rma(oc, odt, nullptr, t, win, false))                      \
+  X(Rput, kRma, (const void* o, int oc, H odt, int t, A td, int tc, H tdt, H win, void* req),     \
+    (o, oc, odt, t, td, tc, tdt, win, req), Nb(Rma(oc, odt, nullptr, t, win, false), req))        \
+  X(Get, kRma, (void* o, int oc, H odt, int t, A td, int tc, H tdt, H win),                       \
+    (o, oc, odt, t, td, tc, tdt, win), Rma(oc, odt, nullptr, t, win, true))                       \
+  X(Rget, kRma, (void* o, int oc, H odt, int t, A td, int tc, H tdt, H win, void* req),           \
+    (o, oc, odt, t, td, tc, tdt, win, req), Nb(Rma(oc, odt, nullptr, t, win, true), req))         \
+  X(Accumulate, kRma, (const void* o, int oc, H odt, int t, A td, int tc, H tdt, H op, H win),    \
+    (o, oc, odt, t, td, tc, tdt, op, win), Rma(oc, odt, op, t, win, false))                       \
+  X(Raccumulate, kRma,                                                                            \
+    (const void* o, int oc, H odt, int t, A td, int tc, H tdt, H op, H win, void* req),           \
+    (o, oc, odt, t, td, tc, tdt, op, win, req), Nb(Rma(oc, odt, op, t, win, false), req))         \
+  X(Get_accumulate, kRma,                                                                         \
+    (const void* o, int oc, H odt, void* r, int rc, H rdt, int t, A td, int tc, H tdt, H op,      \
+     H win),                                                                                      \
+    (o, oc, odt, r, rc, rdt, t, td, tc, tdt, op, win),                                            \
+    GetAccumulate(oc, odt, rc, rdt, op, t, win))                                                  \
+  X(Rget_accumulate, kRma,                                                                        \
+    (const void* o, int oc, H odt, void* r, int rc, H rdt, int t, A td, int tc, H tdt, H op,      \
+     H win, void* req),                                                                           \
+    (o, oc, odt, r, rc, rdt, t, td, tc, tdt, op, win, req),                                       \
+    Nb(GetAccumulate(oc, odt, rc, rdt, op, t, win), req))                                         \
+  X(Fetch_and_op, kRma, (const void* o, void* r, H dt, int t, A td, H op, H win),                 \
+    (o, r, dt, t, td, op, win), Rma(1, dt, op, t, win, true))                                     \
+  X(Compare_and_swap, kRma, (const void* o, const void* c, void* r, H dt, int t, A td, H win),    \
+    (o, c, r, dt, t, td, win), Rma(1, dt, nullptr, t, win, true))                                 \
+  X(Win_fence, kColl, (int assert_, H win), (assert_, win), Win(win, kNoPeer))                    \
+  X(Win_lock, kRma, (int type, int t, int assert_, H win), (type, t, assert_, win), Win(win, t))  \
+  X(Win_unlock, kRma, (int t, H win), (t, win), Win(win, t))                                      \
+  X(Win_lock_all, kRma, (int assert_, H win), (assert_, win), Win(win, kNoPeer))                  \
+  X(Win_unlock_all, kRma, (H win), (win), Win(win, kNoPeer))                                      \
+  X(Win_flush, kRma, (int t, H win), (t, win), Win(win, t))                                       \
+  X(Win_flush_all, kRma, (H win), (win), Win(win, kNoPeer))                                       \
+  X(Win_flush_local, kRma, (int t, H win), (t, win), Win(win, t))                                 \
+  X(Win_flush_local_all, kRma, (H win), (win), Win(win, kNoPeer))                                 \
+  X(Win_post, kRma, (H group, int assert_, H win), (group, assert_, win), Win(win, kNoPeer))      \
+  X(Win_start, kRma, (H group, int assert_, H win), (group, assert_, win), Win(win, kNoPeer))     \
+  X(Win_complete, kRma, (H win), (win), Win(win, kNoPeer))                                        \
+  X(Win_wait, kRma, (H win), (win), Win(win, kNoPeer))
 
 // Sequence numbers are taken even while Recording() is off (see the top of this file).
 #define PROFAGENT_MPI_WRAPPER(NAME, KIND, PARAMS, ARGS, INFO)                                     \
@@ -672,6 +801,7 @@ using profagent::H;
   }
 
 PROFAGENT_MPI_CALLS(PROFAGENT_MPI_WRAPPER)
+PROFAGENT_MPI_RMA_CALLS(PROFAGENT_MPI_WRAPPER)
 #undef PROFAGENT_MPI_WRAPPER
 
 // ---- Completion of non-blocking calls -------------------------------------------------------
@@ -862,6 +992,80 @@ PROFAGENT_EXPORT int MPI_Comm_free(void* comm) {
   const int rc = fn(comm);
   if (rc == 0 && key != 0) g_comms.Remove(key);
   return rc;
+}
+
+// ---- Window lifetime ---------------------------------------------------------------------------
+// Window creation and MPI_Win_free are collectives: creation over the communicator (numbered on
+// it), freeing over the window's members (numbered on the window).
+namespace profagent {
+namespace {
+std::map<uint64_t, uint32_t>* g_windows_made = nullptr;  // communicator id -> windows made on it
+
+void WinCreated(int rc, const Info& on, void* win) {
+  if (rc != 0 || win == nullptr || on.slot == nullptr) return;
+  const uint64_t k = Abi().RequestAt(win, 0);
+  if (k == 0) return;
+  uint32_t ordinal;
+  {
+    std::lock_guard<std::mutex> l(g_member_mu);
+    if (g_windows_made == nullptr) g_windows_made = new std::map<uint64_t, uint32_t>();
+    ordinal = (*g_windows_made)[on.slot->uid_hash]++;
+  }
+  const uint64_t hash = SplitHash(on.slot->uid_hash, 0, ordinal, /*salt=*/5);
+  g_comms.Insert(k, on.slot->rank, on.slot->size, hash);
+  RegisterComm(hash, kLibMpi, k, on.slot->rank, on.slot->size, UidString("mpi-win", hash), -1, 0);
+}
+
+// A collective call with no data on `info`'s communicator or window, then `after(rc)`.
+template <typename Call, typename After>
+int RecordedCollective(const Real& real, const Info& info, Call call, After after) {
+  const uint32_t seq = Seq(info, kColl);
+  const uint64_t t0 = Now();
+  const int rc = call();
+  const uint64_t t1 = Now();
+  after(rc);
+  if (Recording()) Finish(real.api, seq, info, t0, t1, rc);
+  return rc;
+}
+}  // namespace
+}  // namespace profagent
+
+extern "C" {
+int MPI_Win_create(void*, intptr_t, int, H, H, void*);
+int MPI_Win_allocate(intptr_t, int, H, H, void*, void*);
+int MPI_Win_allocate_shared(intptr_t, int, H, H, void*, void*);
+int MPI_Win_create_dynamic(H, H, void*);
+int MPI_Win_free(void*);
+}
+
+#define PROFAGENT_WIN_CREATOR(NAME, PARAMS, ARGS)                                     \
+  PROFAGENT_EXPORT int MPI_##NAME PARAMS {                                            \
+    PROFAGENT_COMPLETION_PROLOGUE(NAME, PROFAGENT_ARGS ARGS)                          \
+    const Info on = NoData(comm);                                                     \
+    return RecordedCollective(                                                        \
+        real, on, [&] { return fn ARGS; }, [&](int rc) { WinCreated(rc, on, win); }); \
+  }
+#define PROFAGENT_ARGS(...) __VA_ARGS__
+PROFAGENT_WIN_CREATOR(Win_create, (void* base, intptr_t size, int unit, H info, H comm, void* win),
+                      (base, size, unit, info, comm, win))
+PROFAGENT_WIN_CREATOR(Win_allocate,
+                      (intptr_t size, int unit, H info, H comm, void* base, void* win),
+                      (size, unit, info, comm, base, win))
+PROFAGENT_WIN_CREATOR(Win_allocate_shared,
+                      (intptr_t size, int unit, H info, H comm, void* base, void* win),
+                      (size, unit, info, comm, base, win))
+PROFAGENT_WIN_CREATOR(Win_create_dynamic, (H info, H comm, void* win), (info, comm, win))
+#undef PROFAGENT_WIN_CREATOR
+#undef PROFAGENT_ARGS
+
+PROFAGENT_EXPORT int MPI_Win_free(void* win) {
+  PROFAGENT_COMPLETION_PROLOGUE(Win_free, win)
+  const uint64_t key = win != nullptr ? Abi().RequestAt(win, 0) : 0;  // handle-sized read
+  return RecordedCollective(
+      real, Win(HandleOut(key), kNoPeer), [&] { return fn(win); },
+      [&](int rc) {
+        if (rc == 0 && key != 0) g_comms.Remove(key);
+      });
 }
 
 // ---- Datatype lifetime ----------------------------------------------------------------------

@@ -77,12 +77,15 @@ class CommTable {
   std::mutex mu_;
 };
 
+// The sequence number of a call that has none (the analyzer matches no other call to it).
+constexpr uint32_t kNoSeq = 0xffffffffu;
+
 // Post-increment of the collective counter: the sequence number of this call.
 inline uint32_t NextCollSeq(CommSlot* s) {
-  return s ? s->coll_seq.fetch_add(1, std::memory_order_relaxed) : 0xffffffffu;
+  return s ? s->coll_seq.fetch_add(1, std::memory_order_relaxed) : kNoSeq;
 }
 inline uint32_t NextP2pSeq(CommSlot* s) {
-  return s ? s->p2p_seq.fetch_add(1, std::memory_order_relaxed) : 0xffffffffu;
+  return s ? s->p2p_seq.fetch_add(1, std::memory_order_relaxed) : kNoSeq;
 }
 
 // The n-th transfer of the ordered pair (this rank -> peer) for a send, (peer -> this rank) for
@@ -91,7 +94,7 @@ inline uint32_t NextP2pSeq(CommSlot* s) {
 // communicator (MPI_ANY_SOURCE, MPI_PROC_NULL) or the slot is unknown.
 inline uint32_t NextPeerSeq(CommSlot* s, int peer, bool recv) {
   if (s == nullptr || peer < 0 || peer >= s->peer_slots.load(std::memory_order_acquire) / 2)
-    return 0xffffffffu;
+    return kNoSeq;
   std::atomic<uint32_t>* a = s->peer_seq.load(std::memory_order_acquire);
   return a[2 * peer + (recv ? 1 : 0)].fetch_add(1, std::memory_order_relaxed);
 }

@@ -1,0 +1,169 @@
+// A plain MPI program (no profiler code) using one-sided communication and MPI_Alltoallw, as
+// RMA benchmarks and halo codes do, checking every result itself (MPI_Abort on a wrong one).
+// Run under the agent by mpi_one_sided_test, whose golden tables follow the call order here.
+//
+// Collectives on MPI_COMM_WORLD, in order: 0 Win_allocate (window A: int[16]), 1 Win_create
+// (window B: double[8]), 2 Barrier, 3 Barrier, 4 Alltoallw, 5 Ialltoallw (+Wait),
+// 6 Win_create_dynamic (window C). Per window, in order:
+//   A: Fence | Put int[4] to right, Accumulate int[2] sum to right | Fence | Win_lock(right),
+//      Fetch_and_op int sum at right, Win_unlock(right) | (Barrier) Win_lock_all,
+//      Compare_and_swap at right, Win_flush(right), Get_accumulate (no_op) from right,
+//      Win_flush_all, Win_unlock_all | Win_post, Win_start, Put int[1] to right, Win_complete,
+//      Win_wait | Win_free
+//   B: Fence | Get double[8] from left | Fence | Win_lock(right), Rput double[2] (+Wait),
+//      Rget double[1] (+Wait), Win_unlock(right) | (Barrier) Win_lock(self), Win_unlock(self) |
+//      Win_free
+//   C: Win_free
+#include <mpi.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+namespace {
+
+int g_rank = 0;
+
+void Check(bool ok, const char* what) {
+  if (ok) return;
+  std::fprintf(stderr, "rank %d: wrong result of %s\n", g_rank, what);
+  MPI_Abort(MPI_COMM_WORLD, 3);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int rank = 0, n = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  g_rank = rank;
+  const int right = (rank + 1) % n, left = (rank - 1 + n) % n;
+  MPI_Comm w = MPI_COMM_WORLD;
+
+  int* a = nullptr;
+  MPI_Win wa, wb, wc;
+  MPI_Win_allocate(16 * sizeof(int), sizeof(int), MPI_INFO_NULL, w, &a, &wa);
+  for (int i = 0; i < 16; ++i) a[i] = 0;
+  std::vector<double> b(8);
+  for (int i = 0; i < 8; ++i) b[i] = rank * 10 + i;
+  MPI_Win_create(b.data(), 8 * sizeof(double), sizeof(double), MPI_INFO_NULL, w, &wb);
+
+  // Active target, fences: put to the right neighbour, accumulate into it.
+  MPI_Win_fence(MPI_MODE_NOPRECEDE, wa);
+  int four[4] = {rank, rank, rank, rank}, ones[2] = {1, 1};
+  MPI_Put(four, 4, MPI_INT, right, 0, 4, MPI_INT, wa);
+  MPI_Accumulate(ones, 2, MPI_INT, right, 4, 2, MPI_INT, MPI_SUM, wa);
+  MPI_Win_fence(MPI_MODE_NOSUCCEED, wa);
+  Check(a[0] == left && a[3] == left && a[4] == 1 && a[5] == 1, "MPI_Put/MPI_Accumulate");
+
+  // Get from the left neighbour's window B.
+  MPI_Win_fence(MPI_MODE_NOPRECEDE, wb);
+  double got[8] = {};
+  MPI_Get(got, 8, MPI_DOUBLE, left, 0, 8, MPI_DOUBLE, wb);
+  MPI_Win_fence(MPI_MODE_NOSUCCEED, wb);
+  Check(got[0] == left * 10 && got[7] == left * 10 + 7, "MPI_Get");
+
+  // Passive target: an atomic increment of the right neighbour's a[8].
+  int one = 1, old = -1;
+  MPI_Win_lock(MPI_LOCK_SHARED, right, 0, wa);
+  MPI_Fetch_and_op(&one, &old, MPI_INT, right, 8, MPI_SUM, wa);
+  MPI_Win_unlock(right, wa);
+  Check(old == 0, "MPI_Fetch_and_op");
+  MPI_Barrier(w);
+
+  // Lock-all epoch: compare-and-swap (which finds the increment above), then read back with a
+  // no-op Get_accumulate.
+  int swap = rank + 100, compare = 1, before = -1, now = -1;
+  MPI_Win_lock_all(0, wa);
+  MPI_Compare_and_swap(&swap, &compare, &before, MPI_INT, right, 8, wa);
+  MPI_Win_flush(right, wa);
+  MPI_Get_accumulate(nullptr, 0, MPI_INT, &now, 1, MPI_INT, right, 8, 1, MPI_INT, MPI_NO_OP, wa);
+  MPI_Win_flush_all(wa);
+  MPI_Win_unlock_all(wa);
+  Check(before == 1 && now == rank + 100, "MPI_Compare_and_swap/MPI_Get_accumulate");
+
+  // Request-based calls in an exclusive lock of the right neighbour's window B.
+  double pair[2] = {rank + 0.5, rank + 0.25}, last = -1;
+  MPI_Request req;
+  MPI_Win_lock(MPI_LOCK_EXCLUSIVE, right, 0, wb);
+  MPI_Rput(pair, 2, MPI_DOUBLE, right, 0, 2, MPI_DOUBLE, wb, &req);
+  MPI_Wait(&req, MPI_STATUS_IGNORE);
+  MPI_Rget(&last, 1, MPI_DOUBLE, right, 7, 1, MPI_DOUBLE, wb, &req);
+  MPI_Wait(&req, MPI_STATUS_IGNORE);
+  MPI_Win_unlock(right, wb);
+  Check(last == right * 10 + 7, "MPI_Rget");
+  MPI_Barrier(w);
+  MPI_Win_lock(MPI_LOCK_SHARED, rank, 0, wb);
+  Check(b[0] == left + 0.5 && b[1] == left + 0.25, "MPI_Rput");
+  MPI_Win_unlock(rank, wb);
+
+  // Generalized active target (post/start/complete/wait): expose to the left, access the right.
+  MPI_Group world_group, from_left, to_right;
+  MPI_Comm_group(w, &world_group);
+  MPI_Group_incl(world_group, 1, &left, &from_left);
+  MPI_Group_incl(world_group, 1, &right, &to_right);
+  int seven = rank + 7;
+  MPI_Win_post(from_left, 0, wa);
+  MPI_Win_start(to_right, 0, wa);
+  MPI_Put(&seven, 1, MPI_INT, right, 9, 1, MPI_INT, wa);
+  MPI_Win_complete(wa);
+  MPI_Win_wait(wa);
+  Check(a[9] == left + 7, "MPI_Win_post/start/complete/wait");
+  MPI_Group_free(&from_left);
+  MPI_Group_free(&to_right);
+  MPI_Group_free(&world_group);
+
+  // Alltoallw: to an even peer 2 ints, to an odd peer 1 double; received likewise by parity.
+  std::vector<int> scounts(n), sdispls(n), rcounts(n), rdispls(n);
+  std::vector<MPI_Datatype> stypes(n), rtypes(n);
+  std::vector<char> sbuf(16 * n), rbuf(16 * n);
+  for (int p = 0; p < n; ++p) {
+    const bool even_peer = p % 2 == 0, even_me = rank % 2 == 0;
+    scounts[p] = even_peer ? 2 : 1;
+    stypes[p] = even_peer ? MPI_INT : MPI_DOUBLE;
+    rcounts[p] = even_me ? 2 : 1;
+    rtypes[p] = even_me ? MPI_INT : MPI_DOUBLE;
+    sdispls[p] = rdispls[p] = 16 * p;
+    if (even_peer) {
+      const int v[2] = {rank, p};
+      std::memcpy(&sbuf[16 * p], v, sizeof(v));
+    } else {
+      const double v = rank + 0.5;
+      std::memcpy(&sbuf[16 * p], &v, sizeof(v));
+    }
+  }
+  for (int k = 0; k < 2; ++k) {
+    std::fill(rbuf.begin(), rbuf.end(), 0);
+    if (k == 0) {
+      MPI_Alltoallw(sbuf.data(), scounts.data(), sdispls.data(), stypes.data(), rbuf.data(),
+                    rcounts.data(), rdispls.data(), rtypes.data(), w);
+    } else {
+      MPI_Ialltoallw(sbuf.data(), scounts.data(), sdispls.data(), stypes.data(), rbuf.data(),
+                     rcounts.data(), rdispls.data(), rtypes.data(), w, &req);
+      MPI_Wait(&req, MPI_STATUS_IGNORE);
+    }
+    bool ok = true;
+    for (int p = 0; p < n; ++p) {
+      if (rank % 2 == 0) {
+        int v[2];
+        std::memcpy(v, &rbuf[16 * p], sizeof(v));
+        ok &= v[0] == p && v[1] == rank;
+      } else {
+        double v;
+        std::memcpy(&v, &rbuf[16 * p], sizeof(v));
+        ok &= v == p + 0.5;
+      }
+    }
+    Check(ok, k == 0 ? "MPI_Alltoallw" : "MPI_Ialltoallw");
+  }
+
+  MPI_Win_create_dynamic(MPI_INFO_NULL, w, &wc);
+  MPI_Win_free(&wa);
+  MPI_Win_free(&wb);
+  MPI_Win_free(&wc);
+  MPI_Finalize();
+  if (rank == 0) std::printf("mpi_one_sided: %d ranks, all results correct\n", n);
+  return 0;
+}
