@@ -14,6 +14,12 @@
 //      Rget double[1] (+Wait), Win_unlock(right) | (Barrier) Win_lock(self), Win_unlock(self) |
 //      Win_free
 //   C: Win_free
+// Then master/worker point-to-point on a duplicate of world (D): each worker sends rank 0 four
+// int[2] messages (tag 5); rank 0 takes the first n-1 with MPI_Recv(MPI_ANY_SOURCE) and
+// MPI_STATUS_IGNORE, the next n-1 with MPI_Recv(MPI_ANY_SOURCE) and a status, the next n-1 with
+// MPI_Irecv(MPI_ANY_SOURCE) completed by one MPI_Waitall(MPI_STATUSES_IGNORE), and the last from
+// each worker by name (MPI_Recv(w)): workers send their last message after a barrier on D, so the
+// 3(n-1) receives from MPI_ANY_SOURCE take the first three of every worker, in some order.
 #include <mpi.h>
 
 #include <algorithm>
@@ -158,6 +164,47 @@ int main(int argc, char** argv) {
     }
     Check(ok, k == 0 ? "MPI_Alltoallw" : "MPI_Ialltoallw");
   }
+
+  // Master/worker on D, receives from MPI_ANY_SOURCE.
+  MPI_Comm d;
+  MPI_Comm_dup(w, &d);
+  if (rank == 0) {
+    std::vector<int> per_worker(n, 0);
+    auto take = [&](const int* msg) {
+      Check(msg[0] >= 1 && msg[0] < n && msg[1] == per_worker[msg[0]], "MPI_ANY_SOURCE order");
+      ++per_worker[msg[0]];
+    };
+    int msg[2];
+    for (int k = 0; k < n - 1; ++k) {
+      MPI_Recv(msg, 2, MPI_INT, MPI_ANY_SOURCE, 5, d, MPI_STATUS_IGNORE);
+      take(msg);
+    }
+    for (int k = 0; k < n - 1; ++k) {
+      MPI_Status st;
+      MPI_Recv(msg, 2, MPI_INT, MPI_ANY_SOURCE, 5, d, &st);
+      Check(st.MPI_SOURCE == msg[0], "MPI_Recv status");
+      take(msg);
+    }
+    std::vector<int> msgs(2 * (n - 1));
+    std::vector<MPI_Request> reqs(n - 1);
+    for (int k = 0; k < n - 1; ++k)
+      MPI_Irecv(&msgs[2 * k], 2, MPI_INT, MPI_ANY_SOURCE, 5, d, &reqs[k]);
+    MPI_Waitall(n - 1, reqs.data(), MPI_STATUSES_IGNORE);
+    for (int k = 0; k < n - 1; ++k) take(&msgs[2 * k]);
+    MPI_Barrier(d);
+    for (int p = 1; p < n; ++p) {
+      MPI_Recv(msg, 2, MPI_INT, p, 5, d, MPI_STATUS_IGNORE);
+      take(msg);
+    }
+    for (int p = 1; p < n; ++p) Check(per_worker[p] == 4, "master/worker message count");
+  } else {
+    for (int k = 0; k < 4; ++k) {
+      if (k == 3) MPI_Barrier(d);
+      const int msg[2] = {rank, k};
+      MPI_Ssend(msg, 2, MPI_INT, 0, 5, d);
+    }
+  }
+  MPI_Comm_free(&d);
 
   MPI_Win_create_dynamic(MPI_INFO_NULL, w, &wc);
   MPI_Win_free(&wa);

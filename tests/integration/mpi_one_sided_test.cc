@@ -125,6 +125,53 @@ void CheckSequence(const std::vector<const CollRecord*>& calls, const std::vecto
   }
 }
 
+// Master/worker on D (a duplicate of world): every receive from MPI_ANY_SOURCE is numbered on its
+// pair once its sender is known, so each worker's four sends (0..3) meet rank 0's receives 0..3
+// from it, the last being the receive that names the worker.
+void CheckMasterWorker(const RankProfile& p,
+                       std::map<uint64_t, std::vector<const CollRecord*>>& by_comm,
+                       uint64_t world, int rank) {
+  const std::vector<const CollRecord*>* calls = nullptr;
+  for (const auto& kv : p.comms) {
+    if (kv.first != world && kv.second.unique_id().rfind("mpi:", 0) == 0) {
+      REQUIRE(calls == nullptr);  // one such communicator
+      calls = &by_comm[kv.first];
+    }
+  }
+  REQUIRE(calls != nullptr);
+  std::map<int, std::set<uint64_t>> seqs;  // peer -> sequence numbers
+  int barriers = 0;
+  for (const CollRecord* c : *calls) {
+    INFO("rank " << rank << " " << c->api << " peer " << c->peer << " seq " << c->seq);
+    if (c->api == "MPI_Barrier") {
+      ++barriers;
+      continue;
+    }
+    CHECK(c->bytes == 8);
+    CHECK(c->seq != kNoSeq);
+    if (rank == 0) {
+      CHECK((c->api == "MPI_Recv" || c->api == "MPI_Irecv"));
+      REQUIRE(c->peer >= 1);
+      REQUIRE(c->peer < kRanks);
+    } else {
+      CHECK(c->api == "MPI_Ssend");
+      CHECK(c->peer == 0);
+    }
+    CHECK(seqs[c->peer].insert(c->seq).second);
+  }
+  CHECK(barriers == 1);
+  const std::set<uint64_t> all4 = {0, 1, 2, 3};
+  CHECK(seqs.size() == size_t(rank == 0 ? kRanks - 1 : 1));
+  for (const auto& kv : seqs) CHECK(kv.second == all4);
+  if (rank == 0) {
+    // The last n-1 calls name their worker: numbers 3 (after the barrier).
+    for (size_t i = calls->size() - (kRanks - 1); i < calls->size(); ++i) {
+      CHECK((*calls)[i]->api == "MPI_Recv");
+      CHECK((*calls)[i]->seq == 3);
+    }
+  }
+}
+
 TEST_CASE("MPI one-sided calls and Alltoallw under the agent: every call recorded") {
   REQUIRE(HaveMpirun());
   const std::string out = FreshDir("mpi_one_sided_out");
@@ -164,6 +211,7 @@ TEST_CASE("MPI one-sided calls and Alltoallw under the agent: every call recorde
     }
     REQUIRE(world != 0);
     CheckSequence(by_comm[world], World(kRanks), r);
+    CheckMasterWorker(p, by_comm, world, r);
     REQUIRE(windows.size() == 3);
     // Which window is which: by its number of calls (A 19, B 10, C 1).
     for (uint64_t id : windows) {
@@ -174,7 +222,7 @@ TEST_CASE("MPI one-sided calls and Alltoallw under the agent: every call recorde
       CheckSequence(calls, which == 0 ? WindowA() : which == 1 ? WindowB() : WindowC(), r);
       uids[which].insert(p.comms.at(id).unique_id());
     }
-    CHECK(by_comm.size() == 4);  // world and three windows: nothing recorded elsewhere
+    CHECK(by_comm.size() == 5);  // world, three windows, D: nothing recorded elsewhere
   }
   std::set<std::string> all;
   for (const auto& u : uids) {
@@ -207,7 +255,8 @@ TEST_CASE("MPI one-sided calls and Alltoallw under the agent: every call recorde
   CHECK((*ops["Alltoallw"])["busbw_gbps"].get<double>() ==
         Approx((*ops["Alltoallw"])["algbw_gbps"].get<double>() * (kRanks - 1) / kRanks)
             .epsilon(0.01));
-  CHECK(sum["collectives"]["stragglers"]["calls_matched"] == 14);
+  // Matched: 7 world collectives, 7 window collectives, D's barrier and its 4 x (n-1) transfers.
+  CHECK(sum["collectives"]["stragglers"]["calls_matched"] == 14 + 1 + 4 * (kRanks - 1));
 }
 
 }  // namespace

@@ -32,6 +32,10 @@ MpiAbi Detect() {
     a.in_place = reinterpret_cast<MpiHandle>(1);
     a.info_null = Sym("ompi_mpi_info_null");
     a.comm_type_shared = 0;
+    a.any_source = -1;
+    a.status_size = 24;  // MPI_SOURCE, MPI_TAG, MPI_ERROR, _cancelled, size_t _ucount
+    a.status_source = 0;
+    a.status_ignore = 0;
     a.request_null = reinterpret_cast<uint64_t>(Sym("ompi_request_null"));
     for (int i = 0; i < MpiAbi::kNumOps; ++i) {
       const std::string s = std::string("ompi_mpi_op_") + kMpiOpNames[i];
@@ -52,6 +56,10 @@ MpiAbi Detect() {
     a.in_place = reinterpret_cast<MpiHandle>(intptr_t{-1});
     a.info_null = reinterpret_cast<MpiHandle>(uintptr_t{0x1c000000});
     a.comm_type_shared = 1;
+    a.any_source = -2;
+    a.status_size = 20;  // count_lo, count_hi_and_cancelled, MPI_SOURCE, MPI_TAG, MPI_ERROR
+    a.status_source = 8;
+    a.status_ignore = 1;
     a.request_null = 0x2c000000;
     // MPI_MAX 0x58000001 ... MPI_NO_OP 0x5800000e, but MINLOC (0xb) precedes MAXLOC (0xc).
     static const uint32_t kOps[MpiAbi::kNumOps] = {

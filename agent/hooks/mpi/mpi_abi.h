@@ -45,9 +45,24 @@ struct MpiAbi {
   int comm_type_shared = 0;      // MPI_COMM_TYPE_SHARED
   uint64_t request_null = 0;     // masked
   int undefined = -32766;        // MPI_UNDEFINED (same value in both)
+  int any_source = -1;           // MPI_ANY_SOURCE
+  // MPI_Status: its size, where its MPI_SOURCE field is, and MPI_STATUS(ES)_IGNORE's value.
+  size_t status_size = 24;
+  size_t status_source = 0;
+  uintptr_t status_ignore = 0;
   uint64_t ops[kNumOps] = {};    // masked handles of the predefined reductions (0 = absent)
 
   uint64_t Key(const void* h) const { return reinterpret_cast<uint64_t>(h) & mask; }
+
+  // MPI_SOURCE of the i-th element of an MPI_Status array.
+  int StatusSource(const void* statuses, size_t i) const {
+    int v;
+    std::memcpy(&v, static_cast<const char*>(statuses) + i * status_size + status_source, 4);
+    return v;
+  }
+  bool StatusIgnored(const void* status) const {
+    return reinterpret_cast<uintptr_t>(status) == status_ignore;
+  }
 
   // Value of the i-th element of an MPI_Request array (masked).
   uint64_t RequestAt(const void* array, size_t i) const {

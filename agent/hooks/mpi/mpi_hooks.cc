@@ -32,7 +32,9 @@
 // Sequence numbers: collectives (blocking and not) on CommSlot.coll_seq, which MPI's ordering
 // rule makes equal across members for the same call; point-to-point per ordered pair of ranks
 // (NextPeerSeq: A's n-th send to B == B's n-th receive from A, as MPI's non-overtaking rule
-// matches them for one tag; MPI_ANY_SOURCE receives get no number). Sendrecv carries its send's
+// matches them for one tag; an MPI_ANY_SOURCE receive is numbered when it completes, from the
+// MPI_SOURCE of its status, which the agent supplies where the caller passed
+// MPI_STATUS(ES)_IGNORE). Sendrecv carries its send's
 // number and also counts as a receive from its source. They are counted even while Recording()
 // is off so they stay aligned across ranks under a schedule.
 //
@@ -89,6 +91,8 @@ TypeCache g_types;
 struct PendingCall {
   RawEvent e;
   CollExtra x;
+  CommSlot* slot;   // a receive from MPI_ANY_SOURCE (any_source): numbered at completion
+  bool any_source;
 };
 RequestTable<PendingCall, 1024, 32> g_requests;
 
@@ -267,6 +271,7 @@ struct Info {
   uint8_t dtype = kNoDtype;
   uint8_t redop = kNoRedop;
   void* request = nullptr;  // MPI_Request* of a non-blocking call
+  bool any_source = false;  // a receive from MPI_ANY_SOURCE: numbered once its sender is known
   CommSlot* slot = nullptr;
 };
 
@@ -300,6 +305,13 @@ inline Info Same(int count, H dt, H op, int peer, H comm) {
     i.count = uint64_t(count);
     i.bytes = i.recv_bytes = uint64_t(count) * t.size;
   }
+  return i;
+}
+
+// A receive of `count` x dt from `src` (MPI_ANY_SOURCE: see Renumber).
+inline Info RecvFrom(int count, H dt, int src, H comm) {
+  Info i = Same(count, dt, nullptr, src, comm);
+  i.any_source = src == Abi().any_source;
   return i;
 }
 
@@ -546,6 +558,8 @@ inline void Finish(uint16_t api, uint32_t seq, const Info& info, uint64_t t0, ui
   pc.x.device = -1;
   pc.x.recv_from = info.recv_peer >= 0 ? uint32_t(info.recv_peer) + 1 : 0;  // a Sendrecv's
   pc.x.recv_seq = recv_seq;
+  pc.slot = info.slot;
+  pc.any_source = info.any_source;
   if (info.request != nullptr) {
     e.flags |= kFlagNonBlocking;
     if (rc == 0) {
@@ -570,11 +584,22 @@ inline void Finish(uint16_t api, uint32_t seq, const Info& info, uint64_t t0, ui
 }
 
 // A pending request completed at `t_done`.
-inline void Complete(uint64_t handle, uint64_t t_done) {
+// A receive from MPI_ANY_SOURCE matched a message of `source` (from its status): it is that
+// pair's next receive, numbered now (MPI matches a pair's messages in order, so this is the
+// sender's send of the same number).
+inline uint32_t NumberFrom(CommSlot* slot, int source, int32_t* peer) {
+  if (source < 0) return kNoSeq;
+  *peer = source;
+  return NextPeerSeq(slot, source, true);
+}
+
+// A pending request completed at `t_done`; `source`: MPI_SOURCE of its status (-1 unknown).
+inline void Complete(uint64_t handle, uint64_t t_done, int source = -1) {
   if (handle == Abi().request_null) return;
   PendingCall pc;
   if (!g_requests.Take(handle, &pc)) return;
   pc.x.complete_ticks = t_done;
+  if (pc.any_source) pc.e.coll.seq = NumberFrom(pc.slot, source, &pc.e.coll.peer);
   EmitPending(pc);
 }
 
@@ -709,10 +734,8 @@ using profagent::H;
     (buf, count, dt, dest, tag, comm, req), Nb(SendOnly(count, dt, dest, comm), req))             \
   X(Irsend, kSend, (const void* buf, int count, H dt, int dest, int tag, H comm, void* req),      \
     (buf, count, dt, dest, tag, comm, req), Nb(SendOnly(count, dt, dest, comm), req))             \
-  X(Recv, kRecv, (void* buf, int count, H dt, int src, int tag, H comm, void* status),            \
-    (buf, count, dt, src, tag, comm, status), Same(count, dt, nullptr, src, comm))                \
   X(Irecv, kRecv, (void* buf, int count, H dt, int src, int tag, H comm, void* req),              \
-    (buf, count, dt, src, tag, comm, req), Nb(Same(count, dt, nullptr, src, comm), req))          \
+    (buf, count, dt, src, tag, comm, req), Nb(RecvFrom(count, dt, src, comm), req))               \
   X(Sendrecv, kSend,                                                                              \
     (const void* sbuf, int sc, H st, int dest, int stag, void* rbuf, int rc, H rt, int src,       \
      int rtag, H comm, void* status),                                                             \
@@ -820,12 +843,28 @@ struct Snapshot {
     const MpiAbi& abi = Abi();
     for (int i = 0; i < n; ++i) h[i] = abi.RequestAt(reqs, size_t(i));
   }
-  void Complete(int i, uint64_t t) const {
-    if (i >= 0 && i < n) profagent::Complete(h[i], t);
+  void Complete(int i, uint64_t t, int source) const {
+    if (i >= 0 && i < n) profagent::Complete(h[i], t, source);
   }
 };
 
 inline bool AnyPending() { return g_requests.size() != 0; }
+
+// The statuses a wait or test fills in: the caller's, or the agent's when the caller passed
+// MPI_STATUS(ES)_IGNORE while calls are pending, so that a receive from MPI_ANY_SOURCE learns its
+// sender (MPI_SOURCE). The caller, who reads no status, sees no difference.
+struct Statuses {
+  static constexpr size_t kMaxStatusSize = 32;
+  alignas(16) char own[Snapshot::kMax * kMaxStatusSize];
+  void* p;
+  Statuses(void* user, int n) : p(user) {
+    const MpiAbi& abi = Abi();
+    if (abi.StatusIgnored(user) && n > 0 && n <= Snapshot::kMax && AnyPending() &&
+        abi.status_size <= kMaxStatusSize)
+      p = own;
+  }
+  int Source(int i) const { return Abi().StatusIgnored(p) ? -1 : Abi().StatusSource(p, i); }
+};
 
 }  // namespace
 }  // namespace profagent
@@ -839,14 +878,32 @@ inline bool AnyPending() { return g_requests.size() != 0; }
   HookGuard guard;                                                                                \
   if (!guard.outermost()) return fn(__VA_ARGS__);
 
+// MPI_Recv: a receive from MPI_ANY_SOURCE is numbered once its status names the sender.
+PROFAGENT_EXPORT int MPI_Recv(void* buf, int count, H dt, int src, int tag, H comm,
+                              void* status) {
+  PROFAGENT_COMPLETION_PROLOGUE(Recv, buf, count, dt, src, tag, comm, status)
+  Info info = RecvFrom(count, dt, src, comm);
+  uint32_t seq = Seq(info, kRecv);  // none yet from MPI_ANY_SOURCE
+  alignas(16) char own[Statuses::kMaxStatusSize];
+  void* st = info.any_source && Abi().StatusIgnored(status) ? own : status;
+  const bool recording = Recording();
+  const uint64_t t0 = recording ? Now() : 0;
+  const int rc = fn(buf, count, dt, src, tag, comm, st);
+  const uint64_t t1 = recording ? Now() : 0;
+  if (info.any_source && rc == 0) seq = NumberFrom(info.slot, Abi().StatusSource(st, 0), &info.peer);
+  if (recording) Finish(real.api, seq, info, t0, t1, rc);
+  return rc;
+}
+
 PROFAGENT_EXPORT int MPI_Wait(void* req, void* status) {
   PROFAGENT_COMPLETION_PROLOGUE(Wait, req, status)
   const bool pending = AnyPending() && req != nullptr;
   const uint64_t h = pending ? Abi().RequestAt(req, 0) : 0;
+  Statuses st(status, 1);
   const uint64_t t0 = Now();
-  const int rc = fn(req, status);
+  const int rc = fn(req, st.p);
   const uint64_t t1 = Now();
-  if (pending && rc == 0) Complete(h, t1);
+  if (pending && rc == 0) Complete(h, t1, st.Source(0));
   EmitApi(real.api, t0, t1, rc);
   return rc;
 }
@@ -855,11 +912,12 @@ PROFAGENT_EXPORT int MPI_Waitall(int count, void* reqs, void* statuses) {
   PROFAGENT_COMPLETION_PROLOGUE(Waitall, count, reqs, statuses)
   Snapshot s;
   if (AnyPending()) s.Take(reqs, count);
+  Statuses st(statuses, count);
   const uint64_t t0 = Now();
-  const int rc = fn(count, reqs, statuses);
+  const int rc = fn(count, reqs, st.p);
   const uint64_t t1 = Now();
   if (rc == 0)
-    for (int i = 0; i < s.n; ++i) s.Complete(i, t1);
+    for (int i = 0; i < s.n; ++i) s.Complete(i, t1, st.Source(i));
   EmitApi(real.api, t0, t1, rc);
   return rc;
 }
@@ -868,10 +926,11 @@ PROFAGENT_EXPORT int MPI_Waitany(int count, void* reqs, int* index, void* status
   PROFAGENT_COMPLETION_PROLOGUE(Waitany, count, reqs, index, status)
   Snapshot s;
   if (AnyPending()) s.Take(reqs, count);
+  Statuses st(status, 1);
   const uint64_t t0 = Now();
-  const int rc = fn(count, reqs, index, status);
+  const int rc = fn(count, reqs, index, st.p);
   const uint64_t t1 = Now();
-  if (rc == 0 && index != nullptr) s.Complete(*index, t1);
+  if (rc == 0 && index != nullptr) s.Complete(*index, t1, st.Source(0));
   EmitApi(real.api, t0, t1, rc);
   return rc;
 }
@@ -881,11 +940,12 @@ PROFAGENT_EXPORT int MPI_Waitsome(int incount, void* reqs, int* outcount, int* i
   PROFAGENT_COMPLETION_PROLOGUE(Waitsome, incount, reqs, outcount, indices, statuses)
   Snapshot s;
   if (AnyPending()) s.Take(reqs, incount);
+  Statuses st(statuses, incount);
   const uint64_t t0 = Now();
-  const int rc = fn(incount, reqs, outcount, indices, statuses);
+  const int rc = fn(incount, reqs, outcount, indices, st.p);
   const uint64_t t1 = Now();
   if (rc == 0 && outcount != nullptr && indices != nullptr && *outcount != Abi().undefined)
-    for (int i = 0; i < *outcount; ++i) s.Complete(indices[i], t1);
+    for (int i = 0; i < *outcount; ++i) s.Complete(indices[i], t1, st.Source(i));
   EmitApi(real.api, t0, t1, rc);
   return rc;
 }
@@ -895,8 +955,9 @@ PROFAGENT_EXPORT int MPI_Test(void* req, int* flag, void* status) {
   PROFAGENT_COMPLETION_PROLOGUE(Test, req, flag, status)
   const bool pending = AnyPending() && req != nullptr;
   const uint64_t h = pending ? Abi().RequestAt(req, 0) : 0;
-  const int rc = fn(req, flag, status);
-  if (pending && rc == 0 && flag != nullptr && *flag) Complete(h, Now());
+  Statuses st(status, 1);
+  const int rc = fn(req, flag, st.p);
+  if (pending && rc == 0 && flag != nullptr && *flag) Complete(h, Now(), st.Source(0));
   return rc;
 }
 
@@ -904,10 +965,11 @@ PROFAGENT_EXPORT int MPI_Testall(int count, void* reqs, int* flag, void* statuse
   PROFAGENT_COMPLETION_PROLOGUE(Testall, count, reqs, flag, statuses)
   Snapshot s;
   if (AnyPending()) s.Take(reqs, count);
-  const int rc = fn(count, reqs, flag, statuses);
+  Statuses st(statuses, count);
+  const int rc = fn(count, reqs, flag, st.p);
   if (rc == 0 && flag != nullptr && *flag && s.n > 0) {
     const uint64_t t = Now();
-    for (int i = 0; i < s.n; ++i) s.Complete(i, t);
+    for (int i = 0; i < s.n; ++i) s.Complete(i, t, st.Source(i));
   }
   return rc;
 }
@@ -916,9 +978,10 @@ PROFAGENT_EXPORT int MPI_Testany(int count, void* reqs, int* index, int* flag, v
   PROFAGENT_COMPLETION_PROLOGUE(Testany, count, reqs, index, flag, status)
   Snapshot s;
   if (AnyPending()) s.Take(reqs, count);
-  const int rc = fn(count, reqs, index, flag, status);
+  Statuses st(status, 1);
+  const int rc = fn(count, reqs, index, flag, st.p);
   if (rc == 0 && flag != nullptr && *flag && index != nullptr && s.n > 0)
-    s.Complete(*index, Now());
+    s.Complete(*index, Now(), st.Source(0));
   return rc;
 }
 
@@ -927,11 +990,12 @@ PROFAGENT_EXPORT int MPI_Testsome(int incount, void* reqs, int* outcount, int* i
   PROFAGENT_COMPLETION_PROLOGUE(Testsome, incount, reqs, outcount, indices, statuses)
   Snapshot s;
   if (AnyPending()) s.Take(reqs, incount);
-  const int rc = fn(incount, reqs, outcount, indices, statuses);
+  Statuses st(statuses, incount);
+  const int rc = fn(incount, reqs, outcount, indices, st.p);
   if (rc == 0 && s.n > 0 && outcount != nullptr && indices != nullptr &&
       *outcount != Abi().undefined && *outcount > 0) {
     const uint64_t t = Now();
-    for (int i = 0; i < *outcount; ++i) s.Complete(indices[i], t);
+    for (int i = 0; i < *outcount; ++i) s.Complete(indices[i], t, st.Source(i));
   }
   return rc;
 }
@@ -1152,7 +1216,7 @@ PROFAGENT_PERSISTENT_INIT(Send_init, kSend, SendOnly(count, dt, peer, comm))
 PROFAGENT_PERSISTENT_INIT(Bsend_init, kSend, SendOnly(count, dt, peer, comm))
 PROFAGENT_PERSISTENT_INIT(Ssend_init, kSend, SendOnly(count, dt, peer, comm))
 PROFAGENT_PERSISTENT_INIT(Rsend_init, kSend, SendOnly(count, dt, peer, comm))
-PROFAGENT_PERSISTENT_INIT(Recv_init, kRecv, Same(count, dt, nullptr, peer, comm))
+PROFAGENT_PERSISTENT_INIT(Recv_init, kRecv, RecvFrom(count, dt, peer, comm))
 #undef PROFAGENT_PERSISTENT_INIT
 
 PROFAGENT_EXPORT int MPI_Start(void* req) {
