@@ -32,6 +32,8 @@ MpiAbi Detect() {
     a.in_place = reinterpret_cast<MpiHandle>(1);
     a.info_null = Sym("ompi_mpi_info_null");
     a.comm_type_shared = 0;
+    a.topo_cart = 1;
+    a.topo_graph = 2;
     a.any_source = -1;
     a.status_size = 24;  // MPI_SOURCE, MPI_TAG, MPI_ERROR, _cancelled, size_t _ucount
     a.status_source = 0;
@@ -56,6 +58,8 @@ MpiAbi Detect() {
     a.in_place = reinterpret_cast<MpiHandle>(intptr_t{-1});
     a.info_null = reinterpret_cast<MpiHandle>(uintptr_t{0x1c000000});
     a.comm_type_shared = 1;
+    a.topo_cart = 2;
+    a.topo_graph = 1;
     a.any_source = -2;
     a.status_size = 20;  // count_lo, count_hi_and_cancelled, MPI_SOURCE, MPI_TAG, MPI_ERROR
     a.status_source = 8;

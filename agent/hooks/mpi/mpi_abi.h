@@ -43,6 +43,8 @@ struct MpiAbi {
   MpiHandle in_place = nullptr;  // MPI_IN_PLACE
   MpiHandle info_null = nullptr; // MPI_INFO_NULL
   int comm_type_shared = 0;      // MPI_COMM_TYPE_SHARED
+  int topo_cart = 1;             // MPI_Topo_test's MPI_CART and MPI_GRAPH (MPI_DIST_GRAPH: 3)
+  int topo_graph = 2;
   uint64_t request_null = 0;     // masked
   int undefined = -32766;        // MPI_UNDEFINED (same value in both)
   int any_source = -1;           // MPI_ANY_SOURCE

@@ -24,6 +24,9 @@
 //     recvcounts[rank]*s
 //   Alltoall: sendcount (per peer) / recvcount*s*n;  Alltoallv: sum(sendcounts) /
 //     sum(recvcounts)*s;  Alltoallw: sum(sendcounts) / sum(recvcounts[i]*size(recvtypes[i]))
+//   Neighbor_allgather / _alltoall: sendcount / recvcount*s*indegree, bytes = sendcount*s*
+//     outdegree;  _allgatherv: sendcount / sum(recvcounts)*s;  _alltoallv, _alltoallw: sum of the
+//     send counts / sum of the receive sizes (bytes: all a rank sends to its out-neighbors)
 //   Put, Accumulate: origin count / 0;  Get, Fetch_and_op, Compare_and_swap: origin count (1) /
 //     the same;  Get_accumulate: origin count / result count*s;  window synchronization: 0
 //   Barrier: 0;  Send/Isend: count / 0;  Recv/Irecv: count (capacity) / count*s;
@@ -40,15 +43,17 @@
 //
 // Communicators: MPI_COMM_WORLD is "world" (rank/size from PMPI at MPI_Init); any other
 // communicator is registered when created (MPI_Comm_dup, _split, _split_type, _create,
-// _create_group, MPI_Cart_create, _sub; else at first sight) with a unique id hashed from its
-// members' world ranks and the ordinal of that member set among this process's communicators
-// (equal across members, who all take part in each creation, which MPI orders). Calls and the
+// _create_group, MPI_Cart_create, _sub, MPI_Graph_create, MPI_Dist_graph_create(_adjacent),
+// MPI_Intercomm_merge; else at first sight) with a unique id hashed from its members' world
+// ranks and the ordinal of that member set among this process's communicators (equal across
+// members, who all take part in each creation, which MPI orders). Calls and the
 // CommDef carry that hash as the communicator's id: a freed communicator's handle is reused.
 //
 // MPI_Init/Init_thread: rank info (SetRankInfo(..., "MPI", 3); local rank from the launcher's
-// environment, else from a shared-memory PMPI_Comm_split_type), then clock alignment with rank 0 over a PMPI_Comm_dup of world (clock_offset.h),
-// repeated in MPI_Finalize before PMPI_Finalize. Disabled by PROFAGENT_CLOCK_SYNC=0: all ranks
-// agree with an allreduce(min) first, so ranks with different settings cannot deadlock.
+// environment, else from a shared-memory PMPI_Comm_split_type), then clock alignment with rank 0
+// over a PMPI_Comm_dup of world (clock_offset.h), repeated in MPI_Finalize before PMPI_Finalize.
+// Disabled by PROFAGENT_CLOCK_SYNC=0: all ranks agree with an allreduce(min) first, so ranks with
+// different settings cannot deadlock.
 #include <dlfcn.h>
 #include <unistd.h>
 
@@ -111,6 +116,10 @@ struct Pmpi {
   int (*send)(const void*, int, H, int, int, H);
   int (*recv)(void*, int, H, int, int, H, void*);
   int (*allreduce)(const void*, void*, int, H, H, H);
+  int (*topo_test)(H, int*);
+  int (*cartdim_get)(H, int*);
+  int (*graph_neighbors_count)(H, int, int*);
+  int (*dist_graph_neighbors_count)(H, int*, int*, int*);
 };
 
 void* FindPmpi(const char* name) {
@@ -135,6 +144,10 @@ const Pmpi& P() {
     PROFAGENT_PMPI(send, "PMPI_Send");
     PROFAGENT_PMPI(recv, "PMPI_Recv");
     PROFAGENT_PMPI(allreduce, "PMPI_Allreduce");
+    PROFAGENT_PMPI(topo_test, "PMPI_Topo_test");
+    PROFAGENT_PMPI(cartdim_get, "PMPI_Cartdim_get");
+    PROFAGENT_PMPI(graph_neighbors_count, "PMPI_Graph_neighbors_count");
+    PROFAGENT_PMPI(dist_graph_neighbors_count, "PMPI_Dist_graph_neighbors_count");
 #undef PROFAGENT_PMPI
     return q;
   }();
@@ -477,6 +490,104 @@ inline Info Alltoallw(const void* sbuf, const int* scs, const void* sts, const i
   return i;
 }
 
+// ---- Neighbor collectives --------------------------------------------------------------------
+// On a topology communicator: each rank sends to its out-neighbors and receives from its
+// in-neighbors (Cartesian: 2 per dimension each way; graph: its neighbors each way). bytes =
+// all this rank sends, recv_bytes = all it receives; count = the send count argument (per
+// neighbor) or the sum of the send counts.
+struct Degrees {
+  int in = 0, out = 0;
+};
+
+inline Degrees NeighborDegrees(const Info& i) {
+  const Pmpi& p = P();
+  const MpiAbi& abi = Abi();
+  Degrees d;
+  int topo = abi.undefined;
+  if (p.topo_test == nullptr || p.topo_test(i.comm, &topo) != 0) return d;
+  if (topo == abi.topo_cart) {
+    int ndims = 0;
+    if (p.cartdim_get != nullptr && p.cartdim_get(i.comm, &ndims) == 0) d.in = d.out = 2 * ndims;
+  } else if (topo == abi.topo_graph) {
+    int n = 0;
+    if (p.graph_neighbors_count != nullptr && i.slot != nullptr &&
+        p.graph_neighbors_count(i.comm, i.slot->rank, &n) == 0)
+      d.in = d.out = n;
+  } else if (topo != abi.undefined && p.dist_graph_neighbors_count != nullptr) {
+    int in = 0, out = 0, weighted = 0;
+    if (p.dist_graph_neighbors_count(i.comm, &in, &out, &weighted) == 0) d.in = in, d.out = out;
+  }
+  if (d.in < 0) d.in = 0;
+  if (d.out < 0) d.out = 0;
+  return d;
+}
+
+// Neighbor_allgather and _alltoall: sc x st to each out-neighbor, rc x rt from each in-neighbor.
+inline Info NeighborBlocks(int sc, H st, int rc, H rt, H comm) {
+  Info i = Base(comm, nullptr, kNoPeer);
+  const Degrees d = NeighborDegrees(i);
+  if (rc > 0) {
+    const TypeInfo r = LookupType(rt);
+    i.dtype = r.index;
+    i.recv_bytes = uint64_t(rc) * r.size * uint64_t(d.in);
+  }
+  if (sc > 0) {
+    const TypeInfo s = LookupType(st);
+    i.dtype = s.index;
+    i.count = uint64_t(sc);
+    i.bytes = uint64_t(sc) * s.size * uint64_t(d.out);
+  }
+  return i;
+}
+
+inline Info NeighborAllgatherv(int sc, H st, const int* rcs, H rt, H comm) {
+  Info i = Base(comm, nullptr, kNoPeer);
+  const Degrees d = NeighborDegrees(i);
+  const uint64_t total = Sum(rcs, uint64_t(d.in));
+  if (total > 0) {
+    const TypeInfo r = LookupType(rt);
+    i.dtype = r.index;
+    i.recv_bytes = total * r.size;
+  }
+  if (sc > 0) {
+    const TypeInfo s = LookupType(st);
+    i.dtype = s.index;
+    i.count = uint64_t(sc);
+    i.bytes = uint64_t(sc) * s.size * uint64_t(d.out);
+  }
+  return i;
+}
+
+inline Info NeighborAlltoallv(const int* scs, H st, const int* rcs, H rt, H comm) {
+  Info i = Base(comm, nullptr, kNoPeer);
+  const Degrees d = NeighborDegrees(i);
+  const uint64_t rtotal = Sum(rcs, uint64_t(d.in)), stotal = Sum(scs, uint64_t(d.out));
+  if (rtotal > 0) {
+    const TypeInfo r = LookupType(rt);
+    i.dtype = r.index;
+    i.recv_bytes = rtotal * r.size;
+  }
+  if (stotal > 0) {
+    const TypeInfo s = LookupType(st);
+    i.dtype = s.index;
+    i.count = stotal;
+    i.bytes = stotal * s.size;
+  }
+  return i;
+}
+
+inline Info NeighborAlltoallw(const int* scs, const void* sts, const int* rcs, const void* rts,
+                              H comm) {
+  Info i = Base(comm, nullptr, kNoPeer);
+  const Degrees d = NeighborDegrees(i);
+  uint8_t rtype = kNoDtype;
+  i.recv_bytes = TypedSum(rcs, rts, uint64_t(d.in), &rtype);
+  i.count = Sum(scs, uint64_t(d.out));
+  i.bytes = TypedSum(scs, sts, uint64_t(d.out), &i.dtype);
+  if (i.dtype == kNoDtype) i.dtype = rtype;
+  return i;
+}
+
 // ---- One-sided communication ------------------------------------------------------------------
 // A window is registered when created, like a communicator (CommSlot keyed by its handle: its
 // members are the creating communicator's, its unique id that communicator's id and the
@@ -753,7 +864,53 @@ using profagent::H;
     (const void* sbuf, const int* scs, const int* sd, const void* sts, void* rbuf,                \
      const int* rcs, const int* rd, const void* rts, H comm, void* req),                          \
     (sbuf, scs, sd, sts, rbuf, rcs, rd, rts, comm, req),                                          \
-    Nb(Alltoallw(sbuf, scs, sts, rcs, rts, comm), req))
+    Nb(Alltoallw(sbuf, scs, sts, rcs, rts, comm), req))                                           \
+  X(Neighbor_allgather, kColl,                                                                    \
+    (const void* sbuf, int sc, H st, void* rbuf, int rc, H rt, H comm),                           \
+    (sbuf, sc, st, rbuf, rc, rt, comm),                                                           \
+    NeighborBlocks(sc, st, rc, rt, comm))                                                         \
+  X(Ineighbor_allgather, kColl,                                                                   \
+    (const void* sbuf, int sc, H st, void* rbuf, int rc, H rt, H comm, void* req),                \
+    (sbuf, sc, st, rbuf, rc, rt, comm, req),                                                      \
+    Nb(NeighborBlocks(sc, st, rc, rt, comm), req))                                                \
+  X(Neighbor_allgatherv, kColl,                                                                   \
+    (const void* sbuf, int sc, H st, void* rbuf, const int* rcs, const int* displs, H rt,         \
+     H comm),                                                                                     \
+    (sbuf, sc, st, rbuf, rcs, displs, rt, comm),                                                  \
+    NeighborAllgatherv(sc, st, rcs, rt, comm))                                                    \
+  X(Ineighbor_allgatherv, kColl,                                                                  \
+    (const void* sbuf, int sc, H st, void* rbuf, const int* rcs, const int* displs, H rt, H comm, \
+     void* req),                                                                                  \
+    (sbuf, sc, st, rbuf, rcs, displs, rt, comm, req),                                             \
+    Nb(NeighborAllgatherv(sc, st, rcs, rt, comm), req))                                           \
+  X(Neighbor_alltoall, kColl,                                                                     \
+    (const void* sbuf, int sc, H st, void* rbuf, int rc, H rt, H comm),                           \
+    (sbuf, sc, st, rbuf, rc, rt, comm),                                                           \
+    NeighborBlocks(sc, st, rc, rt, comm))                                                         \
+  X(Ineighbor_alltoall, kColl,                                                                    \
+    (const void* sbuf, int sc, H st, void* rbuf, int rc, H rt, H comm, void* req),                \
+    (sbuf, sc, st, rbuf, rc, rt, comm, req),                                                      \
+    Nb(NeighborBlocks(sc, st, rc, rt, comm), req))                                                \
+  X(Neighbor_alltoallv, kColl,                                                                    \
+    (const void* sbuf, const int* scs, const int* sd, H st, void* rbuf, const int* rcs,           \
+     const int* rd, H rt, H comm),                                                                \
+    (sbuf, scs, sd, st, rbuf, rcs, rd, rt, comm),                                                 \
+    NeighborAlltoallv(scs, st, rcs, rt, comm))                                                    \
+  X(Ineighbor_alltoallv, kColl,                                                                   \
+    (const void* sbuf, const int* scs, const int* sd, H st, void* rbuf, const int* rcs,           \
+     const int* rd, H rt, H comm, void* req),                                                     \
+    (sbuf, scs, sd, st, rbuf, rcs, rd, rt, comm, req),                                            \
+    Nb(NeighborAlltoallv(scs, st, rcs, rt, comm), req))                                           \
+  X(Neighbor_alltoallw, kColl,                                                                    \
+    (const void* sbuf, const int* scs, const void* sd, const void* sts, void* rbuf,               \
+     const int* rcs, const void* rd, const void* rts, H comm),                                    \
+    (sbuf, scs, sd, sts, rbuf, rcs, rd, rts, comm),                                               \
+    NeighborAlltoallw(scs, sts, rcs, rts, comm))                                                  \
+  X(Ineighbor_alltoallw, kColl,                                                                   \
+    (const void* sbuf, const int* scs, const void* sd, const void* sts, void* rbuf,               \
+     const int* rcs, const void* rd, const void* rts, H comm, void* req),                         \
+    (sbuf, scs, sd, sts, rbuf, rcs, rd, rts, comm, req),                                          \
+    Nb(NeighborAlltoallw(scs, sts, rcs, rts, comm), req))
 
 // One-sided calls and window synchronization (MPI-3 C prototypes; A = MPI_Aint). Communication
 // calls are numbered nowhere (kRma): a put has no matching call on its target. Fences are
@@ -890,7 +1047,8 @@ PROFAGENT_EXPORT int MPI_Recv(void* buf, int count, H dt, int src, int tag, H co
   const uint64_t t0 = recording ? Now() : 0;
   const int rc = fn(buf, count, dt, src, tag, comm, st);
   const uint64_t t1 = recording ? Now() : 0;
-  if (info.any_source && rc == 0) seq = NumberFrom(info.slot, Abi().StatusSource(st, 0), &info.peer);
+  if (info.any_source && rc == 0)
+    seq = NumberFrom(info.slot, Abi().StatusSource(st, 0), &info.peer);
   if (recording) Finish(real.api, seq, info, t0, t1, rc);
   return rc;
 }
@@ -1023,6 +1181,11 @@ int MPI_Comm_create(H, H, void*);
 int MPI_Comm_create_group(H, H, int, void*);
 int MPI_Cart_create(H, int, const int*, const int*, int, void*);
 int MPI_Cart_sub(H, const int*, void*);
+int MPI_Graph_create(H, int, const int*, const int*, int, void*);
+int MPI_Dist_graph_create(H, int, const int*, const int*, const int*, const int*, H, int, void*);
+int MPI_Dist_graph_create_adjacent(H, int, const int*, const int*, int, const int*, const int*, H,
+                                   int, void*);
+int MPI_Intercomm_merge(H, int, void*);
 }
 
 #define PROFAGENT_COMM_CREATOR(NAME, PARAMS, ARGS, OUT) \
@@ -1047,6 +1210,22 @@ PROFAGENT_COMM_CREATOR(Cart_create,
                         void* out),
                        (comm, ndims, dims, periods, reorder, out), out)
 PROFAGENT_COMM_CREATOR(Cart_sub, (H comm, const int* remain, void* out), (comm, remain, out), out)
+PROFAGENT_COMM_CREATOR(Graph_create,
+                       (H comm, int nnodes, const int* index, const int* edges, int reorder,
+                        void* out),
+                       (comm, nnodes, index, edges, reorder, out), out)
+PROFAGENT_COMM_CREATOR(Dist_graph_create,
+                       (H comm, int n, const int* sources, const int* degrees, const int* dests,
+                        const int* weights, H info, int reorder, void* out),
+                       (comm, n, sources, degrees, dests, weights, info, reorder, out), out)
+PROFAGENT_COMM_CREATOR(Dist_graph_create_adjacent,
+                       (H comm, int indegree, const int* sources, const int* sweights,
+                        int outdegree, const int* dests, const int* dweights, H info, int reorder,
+                        void* out),
+                       (comm, indegree, sources, sweights, outdegree, dests, dweights, info,
+                        reorder, out),
+                       out)
+PROFAGENT_COMM_CREATOR(Intercomm_merge, (H comm, int high, void* out), (comm, high, out), out)
 #undef PROFAGENT_COMM_CREATOR
 #undef PROFAGENT_ARGS
 

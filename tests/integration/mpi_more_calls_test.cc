@@ -1,7 +1,8 @@
-// End-to-end test of the agent's MPI one-sided (RMA) and Alltoallw surface: runs mpi_one_sided
-// (a plain MPI program that checks its own results) with real Open MPI, np 4, the agent injected
-// with `mpirun -x LD_PRELOAD`, checks every recorded call against golden tables written by hand
-// from the program's call sequence, then the report's collectives section.
+// End-to-end test of the agent's MPI surface beyond mpi_collectives_test (one-sided calls,
+// Alltoallw, receives from MPI_ANY_SOURCE, neighbor collectives): runs mpi_more_calls (a plain
+// MPI program that checks its own results) with real Open MPI, np 4, the agent injected with
+// `mpirun -x LD_PRELOAD`, checks every recorded call against golden tables written by hand from
+// the program's call sequence, then the report's collectives section.
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
@@ -31,7 +32,7 @@ struct Expect {
 };
 constexpr int kRight = -10, kLeft = -11, kSelf = -12;
 
-// Per window, in call order (see mpi_one_sided.cc).
+// Per window, in call order (see mpi_more_calls.cc).
 const std::vector<Expect>& WindowA() {
   static const std::vector<Expect> v = {
       {"MPI_Win_fence", -1, 0, 0, 0, "", "", true, false},
@@ -75,6 +76,24 @@ const std::vector<Expect>& WindowC() {
   static const std::vector<Expect> v = {{"MPI_Win_free", -1, 0, 0, 0, "", "", true, false}};
   return v;
 }
+// Neighbor collectives on the periodic ring E (two neighbors each way) and the distributed graph
+// F (one each way): bytes = all sent, recv_bytes = all received (agent/hooks/mpi/mpi_hooks.cc).
+const std::vector<Expect>& RingE() {
+  static const std::vector<Expect> v = {
+      {"MPI_Neighbor_allgather", -1, 3, 24, 24, "MPI_INT", "", true, false},
+      {"MPI_Neighbor_alltoall", -1, 2, 16, 16, "MPI_INT", "", true, false},
+      {"MPI_Neighbor_allgatherv", -1, 1, 8, 12, "MPI_INT", "", true, false},
+      {"MPI_Ineighbor_alltoallv", -1, 4, 16, 16, "MPI_INT", "", true, true},
+      {"MPI_Neighbor_alltoallw", -1, 2, 12, 12, "MPI_INT", "", true, false},
+  };
+  return v;
+}
+const std::vector<Expect>& GraphF() {
+  static const std::vector<Expect> v = {
+      {"MPI_Neighbor_alltoall", -1, 4, 16, 16, "MPI_INT", "", true, false}};
+  return v;
+}
+
 // MPI_COMM_WORLD, in sequence order. Alltoallw: to even peers 2 ints, to odd ones 1 double (the
 // record names the first send type); received alike by parity: 8 bytes per peer either way.
 std::vector<Expect> World(int n) {
@@ -133,9 +152,11 @@ void CheckMasterWorker(const RankProfile& p,
                        uint64_t world, int rank) {
   const std::vector<const CollRecord*>* calls = nullptr;
   for (const auto& kv : p.comms) {
-    if (kv.first != world && kv.second.unique_id().rfind("mpi:", 0) == 0) {
+    const std::vector<const CollRecord*>& c = by_comm[kv.first];
+    if (kv.first != world && kv.second.unique_id().rfind("mpi:", 0) == 0 && !c.empty() &&
+        c[0]->api.find("eighbor") == std::string::npos) {
       REQUIRE(calls == nullptr);  // one such communicator
-      calls = &by_comm[kv.first];
+      calls = &c;
     }
   }
   REQUIRE(calls != nullptr);
@@ -172,14 +193,14 @@ void CheckMasterWorker(const RankProfile& p,
   }
 }
 
-TEST_CASE("MPI one-sided calls and Alltoallw under the agent: every call recorded") {
+TEST_CASE("MPI one-sided, Alltoallw, ANY_SOURCE and neighbor calls: every call recorded") {
   REQUIRE(HaveMpirun());
-  const std::string out = FreshDir("mpi_one_sided_out");
+  const std::string out = FreshDir("mpi_more_calls_out");
   std::string log;
   const int rc = Run("mpirun --allow-run-as-root --oversubscribe -np " + std::to_string(kRanks) +
                          " -x LD_PRELOAD=" + Runfile("agent/libprofagent.so") +
                          " -x PROFAGENT_OUTPUT=" + out + " " +
-                         Runfile("tests/integration/mpi_one_sided"),
+                         Runfile("tests/integration/mpi_more_calls"),
                      &log);
   INFO(log);
   REQUIRE(rc == 0);  // the program checked every result itself
@@ -222,7 +243,18 @@ TEST_CASE("MPI one-sided calls and Alltoallw under the agent: every call recorde
       CheckSequence(calls, which == 0 ? WindowA() : which == 1 ? WindowB() : WindowC(), r);
       uids[which].insert(p.comms.at(id).unique_id());
     }
-    CHECK(by_comm.size() == 5);  // world, three windows, D: nothing recorded elsewhere
+    // E and F: by their first call.
+    int topo = 0;
+    for (auto& kv : by_comm) {
+      if (kv.second.empty() || kv.second[0]->api.find("eighbor") == std::string::npos) continue;
+      REQUIRE(p.comms.count(kv.first) == 1);
+      CHECK(p.comms.at(kv.first).size() == kRanks);
+      const bool ring = kv.second[0]->api == "MPI_Neighbor_allgather";
+      CheckSequence(kv.second, ring ? RingE() : GraphF(), r);
+      topo += ring ? 1 : 10;
+    }
+    CHECK(topo == 11);
+    CHECK(by_comm.size() == 7);  // world, three windows, D, E, F: nothing recorded elsewhere
   }
   std::set<std::string> all;
   for (const auto& u : uids) {
@@ -255,8 +287,9 @@ TEST_CASE("MPI one-sided calls and Alltoallw under the agent: every call recorde
   CHECK((*ops["Alltoallw"])["busbw_gbps"].get<double>() ==
         Approx((*ops["Alltoallw"])["algbw_gbps"].get<double>() * (kRanks - 1) / kRanks)
             .epsilon(0.01));
-  // Matched: 7 world collectives, 7 window collectives, D's barrier and its 4 x (n-1) transfers.
-  CHECK(sum["collectives"]["stragglers"]["calls_matched"] == 14 + 1 + 4 * (kRanks - 1));
+  // Matched: 7 world collectives, 7 window collectives, D's barrier and its 4 x (n-1) transfers,
+  // E's 5 and F's 1 neighbor collectives.
+  CHECK(sum["collectives"]["stragglers"]["calls_matched"] == 14 + 1 + 4 * (kRanks - 1) + 6);
 }
 
 }  // namespace

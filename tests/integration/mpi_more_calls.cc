@@ -1,6 +1,8 @@
-// A plain MPI program (no profiler code) using one-sided communication and MPI_Alltoallw, as
-// RMA benchmarks and halo codes do, checking every result itself (MPI_Abort on a wrong one).
-// Run under the agent by mpi_one_sided_test, whose golden tables follow the call order here.
+// A plain MPI program (no profiler code) making the MPI calls mpi_collectives does not: one-sided
+// communication, MPI_Alltoallw, receives from MPI_ANY_SOURCE, neighbor collectives on Cartesian
+// and distributed-graph topologies, as RMA benchmarks, master/worker and halo codes do. It checks
+// every result itself (MPI_Abort on a wrong one). Run under the agent by mpi_more_calls_test,
+// whose golden tables follow the call order here.
 //
 // Collectives on MPI_COMM_WORLD, in order: 0 Win_allocate (window A: int[16]), 1 Win_create
 // (window B: double[8]), 2 Barrier, 3 Barrier, 4 Alltoallw, 5 Ialltoallw (+Wait),
@@ -20,6 +22,11 @@
 // MPI_Irecv(MPI_ANY_SOURCE) completed by one MPI_Waitall(MPI_STATUSES_IGNORE), and the last from
 // each worker by name (MPI_Recv(w)): workers send their last message after a barrier on D, so the
 // 3(n-1) receives from MPI_ANY_SOURCE take the first three of every worker, in some order.
+// Then neighbor collectives on a periodic 1-D Cartesian ring (E: two neighbors each way, left and
+// right) in order: Neighbor_allgather int[3], Neighbor_alltoall int[2] per neighbor,
+// Neighbor_allgatherv (int[1] from the left, int[2] from the right), Ineighbor_alltoallv (+Wait:
+// int[1] to the left, int[3] to the right), Neighbor_alltoallw (int[1] left, double[1] right); and
+// on a distributed graph (F: in from the left, out to the right): Neighbor_alltoall int[4].
 #include <mpi.h>
 
 #include <algorithm>
@@ -206,11 +213,61 @@ int main(int argc, char** argv) {
   }
   MPI_Comm_free(&d);
 
+  // Neighbor collectives on E, a periodic ring: neighbor 0 is the left one, 1 the right one.
+  MPI_Comm e;
+  const int dims[1] = {n}, periods[1] = {1};
+  MPI_Cart_create(w, 1, dims, periods, 0, &e);
+  {
+    int mine[3] = {rank, rank, rank}, both[6] = {};
+    MPI_Neighbor_allgather(mine, 3, MPI_INT, both, 3, MPI_INT, e);
+    Check(both[0] == left && both[5] == right, "MPI_Neighbor_allgather");
+    int out[4] = {rank * 10, rank * 10, rank * 10 + 1, rank * 10 + 1}, in[4] = {};
+    MPI_Neighbor_alltoall(out, 2, MPI_INT, in, 2, MPI_INT, e);
+    // From the left its block for its right neighbour (index 1), from the right its block 0.
+    Check(in[0] == left * 10 + 1 && in[3] == right * 10, "MPI_Neighbor_alltoall");
+    const int rcv[2] = {1, 2}, rdsp[2] = {0, 1};
+    int gv[3] = {};
+    MPI_Neighbor_allgatherv(mine, 1, MPI_INT, gv, rcv, rdsp, MPI_INT, e);
+    Check(gv[0] == left, "MPI_Neighbor_allgatherv");
+    // v: 1 int to the left, 3 to the right; so 3 from the left, 1 from the right.
+    const int scv[2] = {1, 3}, sdv[2] = {0, 1}, rcv2[2] = {3, 1}, rdv[2] = {0, 3};
+    int sv[4] = {rank, rank, rank, rank}, rv[4] = {};
+    MPI_Request rq;
+    MPI_Ineighbor_alltoallv(sv, scv, sdv, MPI_INT, rv, rcv2, rdv, MPI_INT, e, &rq);
+    MPI_Wait(&rq, MPI_STATUS_IGNORE);
+    Check(rv[0] == left && rv[3] == right, "MPI_Ineighbor_alltoallv");
+    // w: an int to the left, a double to the right; a double from the left, an int from the right.
+    const int wc1[2] = {1, 1};
+    const MPI_Aint sdw[2] = {0, 8}, rdw[2] = {0, 8};
+    const MPI_Datatype swt[2] = {MPI_INT, MPI_DOUBLE}, rwt[2] = {MPI_DOUBLE, MPI_INT};
+    char sw[16], rw[16];
+    const int iv = rank;
+    const double dv = rank + 0.5;
+    std::memcpy(sw, &iv, 4);
+    std::memcpy(sw + 8, &dv, 8);
+    MPI_Neighbor_alltoallw(sw, wc1, sdw, swt, rw, wc1, rdw, rwt, e);
+    double dl;
+    int ir;
+    std::memcpy(&dl, rw, 8);
+    std::memcpy(&ir, rw + 8, 4);
+    Check(dl == left + 0.5 && ir == right, "MPI_Neighbor_alltoallw");
+  }
+  MPI_Comm_free(&e);
+  MPI_Comm f;
+  MPI_Dist_graph_create_adjacent(w, 1, &left, MPI_UNWEIGHTED, 1, &right, MPI_UNWEIGHTED,
+                                 MPI_INFO_NULL, 0, &f);
+  {
+    int out[4] = {rank, rank, rank, rank}, in[4] = {};
+    MPI_Neighbor_alltoall(out, 4, MPI_INT, in, 4, MPI_INT, f);
+    Check(in[0] == left && in[3] == left, "MPI_Neighbor_alltoall on a distributed graph");
+  }
+  MPI_Comm_free(&f);
+
   MPI_Win_create_dynamic(MPI_INFO_NULL, w, &wc);
   MPI_Win_free(&wa);
   MPI_Win_free(&wb);
   MPI_Win_free(&wc);
   MPI_Finalize();
-  if (rank == 0) std::printf("mpi_one_sided: %d ranks, all results correct\n", n);
+  if (rank == 0) std::printf("mpi_more_calls: %d ranks, all results correct\n", n);
   return 0;
 }
