@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <queue>
 #include <regex>
 #include <set>
 #include <thread>
@@ -567,6 +568,64 @@ struct MemDev {
   uint64_t cur = 0, peak = 0, peak_at = 0, allocs = 0, frees = 0, alloc_bytes = 0;
 };
 
+// An allocation or free waiting to be applied in time order. The file holds each thread's events
+// in order, but threads' batches interleave (the writer drains one thread's ring at a time), so a
+// worker's free can come after another thread's later allocation: applied in file order, the
+// peak would count both. Events wait in a heap until kReorderNs older than the newest seen (or
+// the heap holds kMaxPending): far more than a writer pass.
+struct MemEvent {
+  uint64_t t, ptr, bytes;
+  uint32_t device;
+  bool alloc;
+  bool operator>(const MemEvent& o) const {
+    return t != o.t ? t > o.t : alloc > o.alloc;  // at one instant, frees first
+  }
+};
+class MemTimeline {
+ public:
+  static constexpr uint64_t kReorderNs = 10'000'000'000ull;
+  static constexpr size_t kMaxPending = 1 << 20;
+
+  explicit MemTimeline(std::map<uint32_t, MemDev>* devs) : devs_(devs) {}
+  void Add(const MemEvent& m) {
+    pending_.push(m);
+    newest_ = std::max(newest_, m.t);
+    while (!pending_.empty() &&
+           (pending_.top().t + kReorderNs < newest_ || pending_.size() > kMaxPending)) {
+      Apply(pending_.top());
+      pending_.pop();
+    }
+  }
+  void Finish() {
+    for (; !pending_.empty(); pending_.pop()) Apply(pending_.top());
+  }
+
+ private:
+  void Apply(const MemEvent& e) {
+    MemDev& m = (*devs_)[e.device];
+    if (e.alloc) {
+      ++m.allocs;
+      m.alloc_bytes += e.bytes;
+      m.cur += e.bytes;
+      m.live[e.ptr] += e.bytes;
+      if (m.cur > m.peak) {
+        m.peak = m.cur;
+        m.peak_at = e.t;
+      }
+    } else {
+      ++m.frees;
+      auto it = m.live.find(e.ptr);
+      uint64_t b = it != m.live.end() ? it->second : e.bytes;
+      if (it != m.live.end()) m.live.erase(it);
+      m.cur = m.cur >= b ? m.cur - b : 0;
+    }
+  }
+
+  std::map<uint32_t, MemDev>* devs_;
+  std::priority_queue<MemEvent, std::vector<MemEvent>, std::greater<MemEvent>> pending_;
+  uint64_t newest_ = 0;
+};
+
 struct Gap {
   uint64_t at, gap;
   uint32_t device;
@@ -684,6 +743,7 @@ class FileAnalysis : public ViewVisitor {
   absl::flat_hash_map<std::string, uint32_t> comm_uid_index_;
   uint64_t coll_calls_ = 0, coll_ns_ = 0;  // coll_ns_: host, device for calls that have it
   std::map<uint32_t, MemDev> mem_;
+  MemTimeline mem_timeline_{&mem_};
   Distribution gaps_, launch_to_start_;
   std::vector<Gap> top_gaps_;
   // Key: API name string id, or (1 << 32 | kind) for calls without a name.
@@ -1446,23 +1506,7 @@ void FileAnalysis::Host2(const EventView& e) {
       // Device memory only (pinned and registered host memory is the host's), and only what a
       // call did allocate or free: a failed call changed nothing.
       if (e.ret != 0 || e.copy_kind == MEM_HOST_PINNED) break;
-      MemDev& m = mem_[e.device];
-      if (kind == EV_ALLOC) {
-        ++m.allocs;
-        m.alloc_bytes += e.bytes;
-        m.cur += e.bytes;
-        m.live[e.ptr] += e.bytes;
-        if (m.cur > m.peak) {
-          m.peak = m.cur;
-          m.peak_at = e.start_ns;
-        }
-      } else {
-        ++m.frees;
-        auto it = m.live.find(e.ptr);
-        uint64_t b = it != m.live.end() ? it->second : e.bytes;
-        if (it != m.live.end()) m.live.erase(it);
-        m.cur = m.cur >= b ? m.cur - b : 0;
-      }
+      mem_timeline_.Add(MemEvent{e.start_ns, e.ptr, e.bytes, e.device, kind == EV_ALLOC});
       break;
     }
     case EV_COLLECTIVE: {
@@ -1825,6 +1869,7 @@ void FileAnalysis::Finish2() {
   pending_op_.Clear();
   pending_launch_.Clear();
   absl::flat_hash_map<uint64_t, uint32_t>().swap(group_kernel_calls_);
+  mem_timeline_.Finish();
   FlushBusy();
   for (size_t i = 0; i < api_by_name_.size(); ++i) {
     if (api_by_name_[i].count > 0) api_[i] = api_by_name_[i];

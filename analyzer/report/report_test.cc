@@ -615,6 +615,39 @@ TEST_CASE("memory: device allocations that succeeded, per device; host memory an
   CHECK(devs[1]["final_bytes"] == 4 << 20);
 }
 
+// A free on one thread between two allocations on another: the file holds the allocating
+// thread's batch first (the writer drains one ring at a time), but the peak is in time order.
+TEST_CASE("memory: allocations and frees from several threads count in time order") {
+  const std::string dir = TmpDir("memory_threads");
+  {
+    ProfileBuilder b(dir + "/rank0.pb");
+    b.WriteHeader(0, 1, "h0", GPU_TIMING_HOST);
+    auto mem = [&](uint32_t thread, uint64_t t, EventKind kind, uint64_t ptr) {
+      Event e;
+      e.set_kind(kind);
+      e.set_dur(kUs);
+      e.set_ptr(ptr);
+      e.set_bytes(1 << 20);
+      e.set_copy_kind(MEM_DEVICE);
+      b.Host(thread, t, 0, e);
+    };
+    mem(1, 10 * kUs, EV_ALLOC, 0x1000);
+    mem(1, 30 * kUs, EV_ALLOC, 0x2000);  // after thread 2 freed 0x1000
+    b.Flush();                             // thread 1's batch first in the file
+    mem(2, 20 * kUs, EV_FREE, 0x1000);
+    mem(2, 40 * kUs, EV_FREE, 0x2000);
+    b.Close(true);
+  }
+  auto s = BuildSummary({dir + "/rank0.pb"}, ReportOptions(), "");
+  REQUIRE(s.ok());
+  const auto& devs = (*s)["memory"]["devices"];
+  REQUIRE(devs.size() == 1);
+  CHECK(devs[0]["allocs"] == 2);
+  CHECK(devs[0]["frees"] == 2);
+  CHECK(devs[0]["peak_bytes"] == 1 << 20);
+  CHECK(devs[0]["final_bytes"] == 0);
+}
+
 // Bus bandwidth as nccl-tests computes it, on 4 ranks, each call 1 ms: size = the whole buffer
 // (a reduce-scatter's and an all-to-all's are n times the per-rank or per-peer bytes the agent
 // records), busbw = size / time x 2(n-1)/n for an allreduce, (n-1)/n for allgather,
