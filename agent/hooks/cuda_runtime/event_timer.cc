@@ -49,15 +49,31 @@ Real<decltype(&cudaDeviceSynchronize)> r_dev_sync("cudaDeviceSynchronize");
 
 constexpr int kResetting = 4;  // DevicePool::state during a cudaDeviceReset of its device
 
+// Device times are read as cudaEventElapsedTime (float milliseconds) from a reference event of
+// known host time. A float's resolution falls with its size (15 us at 140 s, 8 ms after a day),
+// so the poller records a fresh reference every kReanchorNs; an operation is measured from the
+// newest reference recorded before its start event, kept in a ring of kRefs. An operation older
+// than the ring (in flight for kRefs seconds) is measured from the pool's first reference.
+constexpr int kRefs = 16;
+constexpr uint64_t kReanchorNs = 1'000'000'000ull;
+
 struct DevicePool {
   std::atomic<int> state{0};  // 0 none, 1 creating, 2 ready, 3 broken, kResetting
   cudaEvent_t start[kPairs];
   cudaEvent_t stop[kPairs];
+  uint32_t start_epoch[kPairs];  // the reference epoch when the slot's start was recorded
   MpmcQueue<int32_t, kPairs> free_slots;
   std::atomic<int> chunks{0};         // chunks of kChunk pairs made
   std::atomic<bool> grow_failed{false};
-  cudaEvent_t ref = nullptr;
+  cudaStream_t ref_stream = nullptr;  // private, idle: where references are recorded
+  cudaEvent_t ref = nullptr;          // epoch 0, recorded when the pool was made
   uint64_t ref_host_ns = 0;
+  // Epoch e >= 1: ring[(e - 1) % kRefs]. Written by the poller (under PollMu) before it
+  // publishes the epoch.
+  cudaEvent_t ring[kRefs] = {};
+  uint64_t ring_host_ns[kRefs] = {};
+  std::atomic<uint32_t> epoch{0};
+  uint64_t anchored_ns = 0;  // host time of the newest reference (poller only)
 };
 
 struct Pending {
@@ -111,15 +127,33 @@ std::mutex& PollMu() {  // serializes PollOnce between the poller and the shutdo
   return *mu;
 }
 
+// Records `ev` on the idle stream `s` and sets *host_ns to its host time. On an idle stream the
+// event completes when it is enqueued, inside the record call: its host time is known to within
+// the call's duration. Re-record until that window is small (the first calls on a fresh stream
+// can be slow).
+cudaError_t RecordReference(cudaEvent_t ev, cudaStream_t s, uint64_t* host_ns, const char** what) {
+  cudaError_t r = cudaSuccess;
+  for (int attempt = 0; attempt < 20; ++attempt) {
+    *what = "cudaEventRecord";
+    const uint64_t t0 = MonotonicNs();
+    if ((r = r_record.get()(ev, s)) != cudaSuccess) return r;
+    const uint64_t t1 = MonotonicNs();
+    *what = "cudaEventSynchronize";
+    if ((r = r_evsync.get()(ev)) != cudaSuccess) return r;
+    *host_ns = t0 + (t1 - t0) / 2;
+    if (t1 - t0 < 4000) break;
+  }
+  return r;
+}
+
 // Creates the event pool of `device` (the current device). On failure returns the error and
 // the call that failed (`what`); the caller clears the thread's error.
 cudaError_t CreatePool(int device, DevicePool* p, const char** what) {
   auto create = r_create.get();
-  auto record = r_record.get();
-  auto sync = r_evsync.get();
   auto stream_create = r_stream_create.get();
   *what = "the CUDA runtime";
-  if (!create || !record || !sync || !stream_create || !r_query.get() || !r_elapsed.get())
+  if (!create || !r_record.get() || !r_evsync.get() || !stream_create || !r_query.get() ||
+      !r_elapsed.get())
     return cudaErrorSharedObjectSymbolNotFound;
   cudaError_t r;
   *what = "cudaEventCreateWithFlags";
@@ -127,25 +161,17 @@ cudaError_t CreatePool(int device, DevicePool* p, const char** what) {
     if ((r = create(&p->start[i], cudaEventDefault)) != cudaSuccess) return r;
     if ((r = create(&p->stop[i], cudaEventDefault)) != cudaSuccess) return r;
   }
-  cudaStream_t s = nullptr;
   *what = "cudaStreamCreateWithFlags";
-  if ((r = stream_create(&s, cudaStreamNonBlocking)) != cudaSuccess) return r;
+  if ((r = stream_create(&p->ref_stream, cudaStreamNonBlocking)) != cudaSuccess) return r;
   *what = "cudaEventCreateWithFlags";
   if ((r = create(&p->ref, cudaEventDefault)) != cudaSuccess) return r;
-  *what = "cudaEventRecord";
-  // The reference event's host time: recorded on a private idle stream, it completes right away.
-  // On an idle stream the event completes when it is enqueued, inside the record call: its host
-  // time is known to within the call's duration. Re-record until that window is small (the
-  // first calls on a fresh stream can be slow).
-  for (int attempt = 0; attempt < 20; ++attempt) {
-    uint64_t t0 = MonotonicNs();
-    if ((r = record(p->ref, s)) != cudaSuccess) return r;
-    uint64_t t1 = MonotonicNs();
-    *what = "cudaEventSynchronize";
-    if ((r = sync(p->ref)) != cudaSuccess) return r;
-    p->ref_host_ns = t0 + (t1 - t0) / 2;
-    if (t1 - t0 < 4000) break;
+  for (int i = 0; i < kRefs; ++i) {
+    if ((r = create(&p->ring[i], cudaEventDefault)) != cudaSuccess) return r;
   }
+  if ((r = RecordReference(p->ref, p->ref_stream, &p->ref_host_ns, what)) != cudaSuccess)
+    return r;
+  p->anchored_ns = p->ref_host_ns;
+  p->epoch.store(0, std::memory_order_release);
   p->free_slots.Init();
   for (int i = 0; i < kChunk; ++i) p->free_slots.Push(device * kPairs + i);
   p->chunks.store(1, std::memory_order_release);
@@ -186,6 +212,45 @@ void GrowPools() {
   }
 }
 
+// Poller thread, under PollMu: a fresh reference on every ready pool whose newest is older than
+// kReanchorNs (see kRefs).
+void Reanchor() {
+  auto set_device = r_set_device.get();
+  if (set_device == nullptr) return;
+  const uint64_t now = MonotonicNs();
+  for (int d = 0; d < kMaxDevices; ++d) {
+    DevicePool& p = g_pools[d];
+    if (p.state.load(std::memory_order_acquire) != 2 || now - p.anchored_ns < kReanchorNs) {
+      continue;
+    }
+    p.anchored_ns = now;  // also when it fails: retried a period later, not at every pass
+    if (set_device(d) != cudaSuccess) {
+      ClearOwnError();
+      continue;
+    }
+    const uint32_t next = p.epoch.load(std::memory_order_relaxed) + 1;
+    const int i = int((next - 1) % kRefs);
+    const char* what;
+    if (RecordReference(p.ring[i], p.ref_stream, &p.ring_host_ns[i], &what) != cudaSuccess) {
+      ClearOwnError();
+      continue;
+    }
+    p.epoch.store(next, std::memory_order_release);
+  }
+}
+
+// The reference an operation started at `epoch` is measured from, and its host time.
+inline cudaEvent_t ReferenceFor(const DevicePool& p, uint32_t epoch, uint64_t* host_ns) {
+  const uint32_t now = p.epoch.load(std::memory_order_acquire);
+  if (epoch == 0 || now - epoch >= uint32_t(kRefs) - 1) {  // its ring slot may be reused
+    *host_ns = p.ref_host_ns;
+    return p.ref;
+  }
+  const int i = int((epoch - 1) % kRefs);
+  *host_ns = p.ring_host_ns[i];
+  return p.ring[i];
+}
+
 // Errors that mean "no usable GPU in this process" rather than "this device or stream".
 bool NoGpu(cudaError_t e) {
   return e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver ||
@@ -208,7 +273,13 @@ __attribute__((noinline)) bool EnsurePool(int device, DevicePool* p) {
     what = "cudaSetDevice";
     r = set_device ? set_device(device) : cudaErrorSharedObjectSymbolNotFound;
   }
+  // The pool's calls (a synchronization among them) must not invalidate a global-mode stream
+  // capture that another thread has open: relaxed mode on this thread meanwhile.
+  auto exchange = r_exchange_mode.get();
+  cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+  const bool exchanged = exchange != nullptr && exchange(&mode) == cudaSuccess;
   if (r == cudaSuccess) r = CreatePool(device, p, &what);
+  if (exchanged) exchange(&mode);
   if (current >= 0 && current != device && set_device) set_device(current);
   p->state.store(r == cudaSuccess ? 2 : 3, std::memory_order_release);
   if (r == cudaSuccess) return true;
@@ -277,13 +348,15 @@ size_t PollOnce(std::vector<Pending>* inflight, std::unordered_map<const void*, 
       continue;
     }
     float from_ref = 0, dur = 0;
-    if (st == cudaSuccess && elapsed(&from_ref, pool.ref, pool.start[slot]) == cudaSuccess &&
+    uint64_t ref_host_ns = 0;
+    const cudaEvent_t ref = ReferenceFor(pool, pool.start_epoch[slot], &ref_host_ns);
+    if (st == cudaSuccess && elapsed(&from_ref, ref, pool.start[slot]) == cudaSuccess &&
         elapsed(&dur, pool.start[slot], pool.stop[slot]) == cudaSuccess) {
       RawEvent e;
       std::memset(&e, 0, sizeof(e));
       e.type = EvType::kDeviceOp;
       e.flags = kFlagTimeNs | kFlagStreamHandle;
-      uint64_t ev0 = uint64_t(int64_t(pool.ref_host_ns) + int64_t(double(from_ref) * 1e6));
+      uint64_t ev0 = uint64_t(int64_t(ref_host_ns) + int64_t(double(from_ref) * 1e6));
       uint64_t ev1 = ev0 + uint64_t(dur > 0 ? double(dur) * 1e6 : 0.0);
       EstimateInterval(ev0, ev1, TicksToNs(q.info.call_t0), TicksToNs(q.info.call_t1),
                        q.info.sync_call, &e.t0, &e.t1);
@@ -329,6 +402,7 @@ void PollerLoop() {
     {
       std::lock_guard<std::mutex> lock(PollMu());
       left = PollOnce(g_inflight_list, &names);
+      Reanchor();
     }
     g_inflight.store(int(left), std::memory_order_relaxed);
     GrowPools();
@@ -434,18 +508,6 @@ bool StartEventTimer(bool probe, std::string* reason) {
   return true;
 }
 
-void EstimateInterval(uint64_t ev_start_ns, uint64_t ev_stop_ns, uint64_t call_t0_ns,
-                      uint64_t call_t1_ns, bool sync_call, uint64_t* start_ns, uint64_t* end_ns) {
-  // An operation cannot start before the API call that enqueues it began (the start event of an
-  // idle stream completes at once, earlier than that).
-  (void)call_t1_ns;
-  uint64_t start = ev_start_ns > call_t0_ns ? ev_start_ns : call_t0_ns;
-  if (start > ev_stop_ns) start = ev_stop_ns;
-  uint64_t end = ev_stop_ns;
-  if (sync_call && end > call_t1_ns) end = call_t1_ns;  // complete when the call returned
-  *start_ns = start;
-  *end_ns = end > start ? end : start;
-}
 
 namespace {
 int32_t BeginOn(int device, cudaStream_t stream);  // after the pool checks: see below
@@ -497,6 +559,8 @@ int32_t BeginOn(int device, cudaStream_t stream) {
     g_untimed_pool.fetch_add(1, std::memory_order_relaxed);
     return -1;
   }
+  // The newest reference, recorded before this start event (published after it completed).
+  p.start_epoch[ticket % kPairs] = p.epoch.load(std::memory_order_acquire);
   if (r_record.get()(p.start[ticket % kPairs], stream) != cudaSuccess) {
     OwnFailure();
     p.free_slots.Push(ticket);
@@ -529,6 +593,7 @@ void EventTimerBeforeReset(int device) {
   DevicePool& p = g_pools[device];
   int st = 2;
   if (!p.state.compare_exchange_strong(st, kResetting)) return;  // no pool, or a broken one
+  { std::lock_guard<std::mutex> lock(PollMu()); }  // a reference being recorded now is done
   t_app_error = !NoPendingError();
   // Every pair handed out comes back (resolved by the poller, or released by a failed call);
   // the device's work completes, since the reset synchronizes it anyway. Bounded: a pair lost

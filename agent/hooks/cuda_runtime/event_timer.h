@@ -17,6 +17,8 @@
 #include <cstdint>
 #include <string>
 
+#include "agent/hooks/cuda_runtime/event_interval.h"
+
 namespace profagent {
 namespace rt {
 
@@ -38,17 +40,7 @@ struct DeviceOpInfo {
   uint64_t call_t1;
 };
 
-// How a device op's interval is estimated from the event pair, in host monotonic ns: an op
-// cannot start before the API call that enqueued it began, nor end after a synchronous call
-// returned. So
-//   start = max(start event, call_t0),  end = stop event (sync calls: at most call_t1).
-// This removes most of the host-side gap between the start event and the enqueue when the
-// stream was idle (that event completes at once; the op only once enqueued). What remains is
-// inherent to event timing: the part of the API call before the enqueue (large for a first
-// launch), and, on an idle stream, a short op that ends before its stop event is enqueued is
-// stretched to that enqueue. On a busy stream both events complete exactly at the op's bounds.
-void EstimateInterval(uint64_t ev_start_ns, uint64_t ev_stop_ns, uint64_t call_t0_ns,
-                      uint64_t call_t1_ns, bool sync_call, uint64_t* start_ns, uint64_t* end_ns);
+// EstimateInterval: see event_interval.h.
 
 // Starts the poller thread. Slow path, once. Returns false with a reason if impossible. With
 // `probe`, first asks the runtime for the current device and fails when it reports that there

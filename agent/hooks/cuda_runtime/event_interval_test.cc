@@ -1,0 +1,45 @@
+#include "agent/hooks/cuda_runtime/event_interval.h"
+
+#include <catch2/catch.hpp>
+
+namespace profagent {
+namespace rt {
+namespace {
+
+struct Interval {
+  uint64_t start, end;
+};
+Interval Estimate(uint64_t ev0, uint64_t ev1, uint64_t call0, uint64_t call1, bool sync) {
+  Interval i{0, 0};
+  EstimateInterval(ev0, ev1, call0, call1, sync, &i.start, &i.end);
+  return i;
+}
+
+TEST_CASE("an event pair after its call start is taken as it is") {
+  const Interval i = Estimate(1000, 21000, 900, 1500, false);
+  CHECK(i.start == 1000);
+  CHECK(i.end == 21000);
+}
+
+TEST_CASE("a start before the call moves the interval and keeps the measured duration") {
+  // The host mapping put the start event 1.6 us before the call: a 20 us kernel stays 20 us.
+  const Interval i = Estimate(10000, 30000, 11600, 12000, false);
+  CHECK(i.start == 11600);
+  CHECK(i.end == 31600);
+}
+
+TEST_CASE("a synchronous call's op ends when the call returned at the latest") {
+  const Interval i = Estimate(1000, 9000, 900, 5000, true);
+  CHECK(i.start == 1000);
+  CHECK(i.end == 5000);
+  // Moved past the call's return: clipped there, never ending before it starts.
+  const Interval j = Estimate(100, 600, 900, 1000, true);
+  CHECK(j.start == 900);
+  CHECK(j.end == 1000);
+  const Interval k = Estimate(100, 600, 900, 800, true);  // call1 < call0: degenerate
+  CHECK(k.start == k.end);
+}
+
+}  // namespace
+}  // namespace rt
+}  // namespace profagent
