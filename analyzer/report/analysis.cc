@@ -841,7 +841,21 @@ class FileAnalysis : public ViewVisitor {
   std::array<ApiAcc, 32> api_by_kind_{};
   CorrTable<PendingLaunch> pending_launch_;
   CorrTable<PendingOp> pending_op_;
-  // NCCL calls waiting for their kernel's device op (correlation id -> index in arrivals_).
+  // The last device ops a launch took from pending_op_ (their record came first): the NCCL call
+  // that made the launch is recorded when it returns, after the launch, and finds its kernel
+  // here.
+  struct TakenOp {
+    uint64_t corr = 0;
+    PendingOp op;
+  };
+  std::array<TakenOp, 512> taken_ops_{};
+  size_t taken_next_ = 0;
+  const PendingOp* TakenOpFor(uint64_t corr) const {
+    for (const TakenOp& t : taken_ops_) {
+      if (t.corr == corr) return &t.op;
+    }
+    return nullptr;
+  }
   // NCCL calls waiting for their kernel, by the launch's correlation id: several for one fused
   // kernel (the members of an ncclGroupStart..End on one stream, e.g. a Send/Recv pair).
   absl::flat_hash_map<uint64_t, std::vector<CollWait>> coll_by_corr_;
@@ -1493,6 +1507,7 @@ void FileAnalysis::Host2(const EventView& e) {
       } else {
         if (PendingOp* op = pending_op_.Find(e.corr)) {
           Emit(*op, &l);
+          taken_ops_[taken_next_++ % taken_ops_.size()] = TakenOp{e.corr, *op};
           pending_op_.Erase(e.corr);
           if (l.graph) pending_launch_.Put(e.corr, l);
         } else {
@@ -1589,6 +1604,8 @@ void FileAnalysis::Host2(const EventView& e) {
         if (PendingOp* d = pending_op_.Find(c.corr())) {
           CollKernel(w, *d);
           d->coll = true;
+        } else if (const PendingOp* t = TakenOpFor(c.corr())) {
+          CollKernel(w, *t);
         } else {
           coll_by_corr_[c.corr()].push_back(w);
         }

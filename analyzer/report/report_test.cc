@@ -869,6 +869,39 @@ TEST_CASE("collectives: the calls of an NCCL group share their fused kernel's ti
   CHECK(sg["last_arriver_counts"]["1"] == 4);
 }
 
+// CUPTI's record of an NCCL kernel can reach the file before the host batch that holds the
+// driver launch made inside the NCCL call and, after it, the call: the launch takes the device
+// op first, and the call must still find its kernel (device time, not host enqueue time).
+TEST_CASE("collectives: an NCCL call finds its kernel when the device record came first") {
+  const std::string dir = TmpDir("coll_kernel_first");
+  {
+    ProfileBuilder b(dir + "/rank0.pb");
+    b.WriteHeader(0, 1, "h", GPU_TIMING_CUPTI);
+    WriteTwoRankComm(&b, 0, LIB_NCCL, "nccl-clique");
+    const uint32_t k = b.Str("ncclDevKernel_AllReduce_Sum_f32_RING_LL");
+    for (uint64_t i = 0; i < 3; ++i) {
+      b.Device(0, (1000 + 1000 * i) * kUs, 10 + i, Kernel(400 * kUs));
+    }
+    b.Flush();  // the device batch first in the file
+    for (uint64_t i = 0; i < 3; ++i) {
+      const uint64_t t = (900 + 1000 * i) * kUs;
+      b.Host(1, t, 10 + i, ProfileBuilder::Launch(k, 5 * kUs));
+      Event e = MpiCall(b, "AllReduce", 1 << 20, i, -1);
+      e.mutable_coll()->set_lib(LIB_NCCL);
+      e.mutable_coll()->set_corr(10 + i);
+      b.Host(1, t + 1 * kUs, 0, e);
+    }
+    b.Close(true);
+  }
+  auto s = BuildSummary({dir + "/rank0.pb"}, ReportOptions(), "");
+  REQUIRE(s.ok());
+  const Json& row = (*s)["collectives"]["ops"][0];
+  CHECK(row["count"] == 3);
+  CHECK(row["device_timed"] == 3);
+  CHECK(row["time_source"] == "device");
+  CHECK(row["mean_us"] == 400.0);
+}
+
 // Two threads serve concurrently, each marking its own run and steps (NVTX), interleaved in
 // time: thread 1's run A (warm-up) holds 4 steps, thread 2's run B, starting 3 ms later, holds
 // its own 4; each step launches one kernel. Every step belongs to its own thread's run, so the
