@@ -192,8 +192,8 @@ uint64_t CollSize(const std::string& lop, bool mpi, uint64_t bytes, uint64_t rec
 // The sequence number of a call the agent could not number (comm_table.h's NextPeerSeq).
 constexpr uint64_t kNoSeq = 0xffffffffu;
 
-double BusFactor(const std::string& op, int n) {
-  std::string s = LowerOp(op);
+// `s`: LowerOp's name.
+double BusFactor(const std::string& s, int n) {
   if (n <= 1) {
     return s == "allreduce" || s == "allgather" || s == "allgatherv" || s == "reducescatter" ||
                    s == "reducescatterblock" || s == "alltoall" || s == "alltoallv" ||
@@ -527,7 +527,9 @@ struct CollAgg {
   uint64_t untimed = 0;  // MPI_I* calls whose completion no MPI_Wait*/Test* reported: no time
   uint64_t dev_count = 0, dev_ns = 0;          // calls timed on the device, their device time
   uint64_t dev_host_ns = 0;                    // the host time of those calls
-  int n = 1;
+  // Sum over calls of size x bus factor (nccl-tests' busbw = algbw x factor): a row can mix
+  // communicators of several sizes (tensor-parallel groups and the world).
+  double bus_bytes = 0;
   // Host time, with the device time instead for the calls that have one.
   uint64_t best_ns() const { return time_ns - dev_host_ns + dev_ns; }
 };
@@ -1551,7 +1553,7 @@ void FileAnalysis::Host2(const EventView& e) {
         if (c.complete_ns() < e.end_ns) ++a.untimed;
       }
       a.time_ns += host_ns;
-      a.n = n;
+      a.bus_bytes += double(bytes) * BusFactor(lop, n);
       ++coll_calls_;
       coll_ns_ += host_ns;
       uint32_t sharers = 1;
@@ -2486,7 +2488,7 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
       a.dev_count += c.second.dev_count;
       a.dev_ns += c.second.dev_ns;
       a.dev_host_ns += c.second.dev_host_ns;
-      a.n = std::max(a.n, c.second.n);
+      a.bus_bytes += c.second.bus_bytes;
       cranks[c.first].insert(f->rank_);
     }
   }
@@ -2513,7 +2515,9 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
     // Graph replays: size unknown. One-sided calls: transfer time unknown.
     const bool sized = mean_ns > 0 && k[2] != kGraphSizeClass && !OneSided(LowerOp(k[1]));
     jc["algbw_gbps"] = sized ? Num(algbw) : Json(nullptr);
-    jc["busbw_gbps"] = sized ? Num(algbw * BusFactor(k[1], c.second.n)) : Json(nullptr);
+    const double bus_per_call =
+        c.second.count > 0 ? c.second.bus_bytes / double(c.second.count) : 0;
+    jc["busbw_gbps"] = sized ? Num(bus_per_call / mean_ns) : Json(nullptr);
     jc["algorithm"] = "";
     cops.push_back(jc);
   }

@@ -700,6 +700,38 @@ TEST_CASE("collectives: sizes and bus bandwidth follow nccl-tests' conventions")
   CHECK(bw["Bcast"].second == Approx(alg));
 }
 
+// One row (AllReduce, 1 MiB) mixing three calls on a 2-rank tensor-parallel group (bus factor
+// 2(n-1)/n = 1) and one on the 4-rank world (1.5): busbw is the calls' mean of size x factor over
+// the mean time, not the last call's factor for all.
+TEST_CASE("collectives: a row mixing communicator sizes weighs each call's bus factor") {
+  const std::string dir = TmpDir("busbw_mixed");
+  {
+    ProfileBuilder b(dir + "/rank0.pb");
+    b.WriteHeader(0, 4, "h0", GPU_TIMING_HOST);
+    Record comm;
+    comm.mutable_comm()->set_id(2);
+    comm.mutable_comm()->set_lib(LIB_NCCL);
+    comm.mutable_comm()->set_unique_id("tp0");
+    comm.mutable_comm()->set_size(2);
+    comm.mutable_comm()->set_rank(0);
+    b.Write(comm);
+    uint64_t t = 0;
+    for (uint64_t comm_id : {2, 2, 2, 9}) {  // 9: no CommDef, the world's size
+      Event e = Coll(b, 1000 * kUs, comm_id, t / (2000 * kUs));
+      b.Host(1, t += 2000 * kUs, 0, e);
+    }
+    b.Close(true);
+  }
+  auto s = BuildSummary({dir + "/rank0.pb"}, ReportOptions(), "");
+  REQUIRE(s.ok());
+  REQUIRE((*s)["collectives"]["ops"].size() == 1);
+  const Json& row = (*s)["collectives"]["ops"][0];
+  CHECK(row["count"] == 4);
+  const double alg = (1 << 20) / 1e6;
+  CHECK(row["algbw_gbps"].get<double>() == Approx(alg));
+  CHECK(row["busbw_gbps"].get<double>() == Approx(alg * (3 * 1.0 + 1.5) / 4));
+}
+
 // Device ops of several streams come in the order their records arrived, not by start: A
 // [100, 200) us, C [400, 500), then B [150, 450) that spans both. The GPU was busy 400 us without
 // a gap; before, B added nothing (it started before the end so far), busy read 200 us and a
