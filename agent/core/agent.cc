@@ -161,14 +161,28 @@ void InstallSignalHandlers() {
   }
 }
 
-void AtForkPrepare() { G().mu.lock(); }
-void AtForkParent() { G().mu.unlock(); }
+// API names have a mutex of their own: an application thread's first call of an API registers
+// its name, and must not wait while the writer holds G().mu.
+std::mutex& ApiMu() {
+  static auto* mu = new std::mutex();
+  return *mu;
+}
+
+void AtForkPrepare() {
+  ApiMu().lock();
+  G().mu.lock();
+}
+void AtForkParent() {
+  G().mu.unlock();
+  ApiMu().unlock();
+}
 void AtForkChild() {
   // The child has one thread (this one); the writer and the other threads are gone. Rebuild the
-  // core's state around a fresh mutex; the parent's rings are abandoned (their events belong to
+  // core's state around fresh mutexes; the parent's rings are abandoned (their events belong to
   // the parent, which writes them).
   auto& g = G();
   new (&g.mu) std::mutex();
+  new (&ApiMu()) std::mutex();
   t_state = nullptr;
   internal::t_ring = nullptr;
   internal::WriterAfterForkChild();
@@ -373,7 +387,7 @@ uint32_t InternKernelName(const std::string& name) {
 
 uint16_t RegisterApi(const char* name) {
   auto& g = G();
-  std::lock_guard<std::mutex> lock(g.mu);
+  std::lock_guard<std::mutex> lock(ApiMu());
   if (g.apis.empty()) g.apis.push_back("");
   for (size_t i = 1; i < g.apis.size(); ++i) {
     if (g.apis[i] == name) return uint16_t(i);
@@ -385,7 +399,7 @@ uint16_t RegisterApi(const char* name) {
 
 const char* ApiName(uint16_t id) {
   auto& g = G();
-  std::lock_guard<std::mutex> lock(g.mu);
+  std::lock_guard<std::mutex> lock(ApiMu());
   return id < g.apis.size() ? g.apis[id].c_str() : "";
 }
 

@@ -184,19 +184,36 @@ uint64_t Fnv1a(const std::string& s) {
   return h;
 }
 
-void EncodeHeader(WriterState* w) {
+// What the header says of the process that takes system calls to learn: read before G().mu is
+// taken (an application thread may be waiting for it).
+struct HostFacts {
+  std::string host, cmd, exe;
+  uint64_t boot_id = 0;
+};
+HostFacts ReadHostFacts() {
+  HostFacts f;
+  char host[256] = {0};
+  gethostname(host, sizeof(host) - 1);
+  f.host = host;
+  f.cmd = ReadFileString("/proc/self/cmdline", 8192);
+  char exe[4096];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+  if (n > 0) f.exe.assign(exe, size_t(n));
+  f.boot_id = Fnv1a(ReadFileString("/proc/sys/kernel/random/boot_id", 64));
+  return f;
+}
+
+void EncodeHeader(WriterState* w, const HostFacts& facts) {
   auto& g = G();
   WireBuf& m = w->msg;
   m.Clear();
   m.U64(1, uint64_t(getpid()));
   m.U64(2, uint64_t(getppid()));
-  char host[256] = {0};
-  gethostname(host, sizeof(host) - 1);
-  m.Str(3, host);
+  m.Str(3, facts.host);
   m.S64(4, g.rank);
   m.S64(5, g.local_rank);
   m.S64(6, g.world_size);
-  std::string cmd = ReadFileString("/proc/self/cmdline", 8192);
+  const std::string& cmd = facts.cmd;
   size_t i = 0;
   while (i < cmd.size()) {
     size_t j = cmd.find('\0', i);
@@ -216,10 +233,8 @@ void EncodeHeader(WriterState* w) {
   }
   m.U64(12, uint64_t(g.gpu_mode));
   m.Str(13, g.gpu_reason);
-  char exe[4096];
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-  if (n > 0) m.Str(14, std::string(exe, size_t(n)));
-  m.U64(15, Fnv1a(ReadFileString("/proc/sys/kernel/random/boot_id", 64)));
+  if (!facts.exe.empty()) m.Str(14, facts.exe);
+  m.U64(15, facts.boot_id);
   m.Str(16, g.rank_source);
   m.U64(17, g.config.launch_api_sample);
   Frame(w, kRecHeader, m);
@@ -236,12 +251,21 @@ void EncodeClockSync(WriterState* w) {
   w->last_sync_ns = s.mono_ns;
 }
 
-// Opens the output file (first pass with data). Called with G().mu held.
-bool OpenFileLocked(WriterState* w) {
+// Opens the output file (first pass with data) and encodes its header. Called without G().mu:
+// the system calls (directory, file, /proc) run unlocked, so that an application thread that
+// registers something meanwhile (its first call of an API) does not wait for them.
+bool OpenFile(WriterState* w) {
   if (w->fd >= 0) return true;
   if (w->file_failed) return false;
   auto& g = G();
-  const std::string& dir = g.config.output_dir;
+  std::string dir;
+  int rank;
+  {
+    std::lock_guard<std::mutex> lock(g.mu);
+    dir = g.config.output_dir;
+    rank = g.rank;
+  }
+  const HostFacts facts = ReadHostFacts();
   if (!MkdirP(dir)) {
     Log(1, "cannot create output directory %s (%s); the agent is disabled", dir.c_str(),
         strerror(errno));
@@ -251,7 +275,7 @@ bool OpenFileLocked(WriterState* w) {
   }
   pid_t pid = getpid();
   for (int attempt = 0; attempt < 2; ++attempt) {
-    std::string p = OutputPathFor(g.rank, pid, attempt == 1);
+    std::string p = OutputPathFor(rank, pid, attempt == 1);
     int fd = open(p.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd >= 0) {
       fd = HighFd(fd);
@@ -262,8 +286,8 @@ bool OpenFileLocked(WriterState* w) {
       }
       w->fd = fd;
       w->path = p;
-      w->path_has_rank = g.rank >= 0;
-      w->path_rank = g.rank;
+      w->path_has_rank = rank >= 0;
+      w->path_rank = rank;
       break;
     }
     if (errno != EEXIST) {
@@ -283,7 +307,8 @@ bool OpenFileLocked(WriterState* w) {
                                      char(kSchemaMajor & 0xff), char(kSchemaMajor >> 8),
                                      char(kSchemaMinor & 0xff), char(kSchemaMinor >> 8)};
   w->out.Raw(kPreamble, sizeof(kPreamble));
-  EncodeHeader(w);
+  std::lock_guard<std::mutex> lock(g.mu);
+  EncodeHeader(w, facts);
   EncodeClockSync(w);
   g.process_info_dirty = false;
   return true;
@@ -847,15 +872,14 @@ void Pass(WriterState* w, bool final_pass) {
       break;
     }
   }
+  if (!any_data && w->fd < 0) return;  // nothing ever recorded: no file
+  if (!OpenFile(w)) {
+    // Disabled: discard what is queued so producers do not block.
+    for (ThreadState* ts : threads) ts->ring->Consume(ts->ring->ReadableEnd());
+    return;
+  }
   {
     std::lock_guard<std::mutex> lock(g.mu);
-    if (!any_data && w->fd < 0 && !final_pass) return;
-    if (!any_data && w->fd < 0 && final_pass) return;  // nothing ever recorded: no file
-    if (!OpenFileLocked(w)) {
-      // Disabled: discard what is queued so producers do not block.
-      for (ThreadState* ts : threads) ts->ring->Consume(ts->ring->ReadableEnd());
-      return;
-    }
     MaybeRenameLocked(w);
   }
   w->unknown_funcs.clear();
