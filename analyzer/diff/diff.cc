@@ -134,6 +134,7 @@ Direction DirectionOf(const std::string& path) {
   if (path.rfind("collectives.ops[", 0) == 0 && last == "bytes") return Direction::kInfo;
   if (path.find("last_arriver_counts") != std::string::npos) return Direction::kInfo;
   if (path.find("most_frequent_last_arriver") != std::string::npos) return Direction::kInfo;
+  if (path == "collectives.stragglers.straggler") return Direction::kInfo;  // a rank number
   if (last == "std") return Direction::kLowerIsBetter;  // spread: less is better, whatever unit
   if (path.find("tokens_per_s") != std::string::npos || EndsWith(last, "_gbps") ||
       last == "gpu_busy_share") {

@@ -2546,6 +2546,7 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
   std::map<int, double> wait_ns;
   std::map<int, std::map<int, double>> wait_ns_by_lib;  // lib -> rank -> ns
   std::map<int, uint64_t> last_count;
+  std::map<int, double> caused_ns;  // last arriver -> the others' waits for it
   std::map<std::pair<int, int32_t>, double> gpu_wait_ns;  // (rank, device), NCCL only
   std::map<std::pair<int, int32_t>, uint64_t> gpu_last_count;
   uint64_t matched = 0;
@@ -2566,6 +2567,7 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
     for (const Member& m : c.second) {
       const double wait = double(uint64_t(hi) - uint64_t(m.at)) * m.weight;
       wait_ns[m.rank] += wait;
+      caused_ns[last->rank] += wait;
       wait_ns_by_lib[call_lib[c.first]][m.rank] += wait;
       if (m.device >= 0) gpu_wait_ns[{m.rank, m.device}] += wait;
     }
@@ -2606,6 +2608,19 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
   strag["wait_ms_by_lib"] = wbl;
   strag["last_arriver_counts"] = lac;
   strag["most_frequent_last_arriver"] = most >= 0 ? Json(most) : Json(nullptr);
+  // Counts weigh a 2 us lead like a 3 ms one: the rank the others waited for longest, in total.
+  Json wcr = Json::object();
+  int top = -1;
+  double top_ns = 0;
+  for (const auto& c : caused_ns) {
+    wcr[std::to_string(c.first)] = Num(NsToMs(c.second));
+    if (c.second > top_ns) {
+      top_ns = c.second;
+      top = c.first;
+    }
+  }
+  strag["wait_caused_ms_by_rank"] = wcr;
+  strag["straggler"] = top >= 0 ? Json(top) : Json(nullptr);
   // The same per GPU ("rank:device"), NCCL calls only.
   auto gpu_key = [](const std::pair<int, int32_t>& k) {
     return absl::StrCat(k.first, ":", k.second);

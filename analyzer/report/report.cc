@@ -257,15 +257,21 @@ std::string RenderMarkdown(const Json& s) {
     absl::StrAppend(&md, "Stragglers: ", sg["calls_matched"].dump(),
                     " calls matched across ranks; arrival skew mean ",
                     F(sg["skew_us"]["mean"]), " us, p99 ", F(sg["skew_us"]["p99"]),
-                    " us; most frequent last arriver: rank ",
+                    " us; straggler (the others waited for it longest): rank ",
+                    sg["straggler"].is_null() ? std::string("-") : sg["straggler"].dump(),
+                    "; most frequent last arriver: rank ",
                     sg["most_frequent_last_arriver"].is_null()
                         ? std::string("-")
                         : sg["most_frequent_last_arriver"].dump(),
                     "\n\n");
     if (!sg["wait_ms_by_rank"].empty()) {
-      md += "| rank | wait ms | last arrivals |\n|---:|---:|---:|\n";
+      md += "| rank | wait ms | others' wait for it ms | last arrivals |\n|---:|---:|---:|---:|\n";
       for (auto it = sg["wait_ms_by_rank"].begin(); it != sg["wait_ms_by_rank"].end(); ++it) {
         absl::StrAppend(&md, "| ", it.key(), " | ", F(it.value()), " | ",
+                        sg["wait_caused_ms_by_rank"].contains(it.key())
+                            ? F(sg["wait_caused_ms_by_rank"][it.key()])
+                            : std::string("0"),
+                        " | ",
                         sg["last_arriver_counts"].contains(it.key())
                             ? sg["last_arriver_counts"][it.key()].dump()
                             : std::string("0"),

@@ -700,6 +700,33 @@ TEST_CASE("collectives: sizes and bus bandwidth follow nccl-tests' conventions")
   CHECK(bw["Bcast"].second == Approx(alg));
 }
 
+// Two ranks, four allreduces: rank 1 arrives 2 us after rank 0 three times, rank 0 arrives 3 ms
+// after rank 1 once. Rank 1 is the most frequent last arriver, but rank 0 is the straggler: the
+// others waited 3 ms for it, 6 us for rank 1.
+TEST_CASE("stragglers: the straggler is the rank waited for longest, not most often last") {
+  const std::string dir = TmpDir("straggler_weight");
+  for (int rank = 0; rank < 2; ++rank) {
+    ProfileBuilder b(dir + "/rank" + std::to_string(rank) + ".pb");
+    b.WriteHeader(rank, 2, "h", GPU_TIMING_HOST);
+    WriteTwoRankComm(&b, rank, LIB_MPI, "world");
+    for (uint64_t i = 0; i < 4; ++i) {
+      uint64_t at = (1000 + 10000 * i) * kUs;
+      if (i < 3 && rank == 1) at += 2 * kUs;
+      if (i == 3 && rank == 0) at += 3000 * kUs;
+      b.Host(1, at, 0, MpiCall(b, "Allreduce", 64, i, -1));
+    }
+    b.Close(true);
+  }
+  auto s = BuildSummary({dir + "/rank0.pb", dir + "/rank1.pb"}, ReportOptions(), "");
+  REQUIRE(s.ok());
+  const Json& sg = (*s)["collectives"]["stragglers"];
+  CHECK(sg["calls_matched"] == 4);
+  CHECK(sg["most_frequent_last_arriver"] == 1);
+  CHECK(sg["straggler"] == 0);
+  CHECK(sg["wait_caused_ms_by_rank"]["0"] == 3.0);
+  CHECK(sg["wait_caused_ms_by_rank"]["1"] == 0.006);
+}
+
 // One row (AllReduce, 1 MiB) mixing three calls on a 2-rank tensor-parallel group (bus factor
 // 2(n-1)/n = 1) and one on the 4-rank world (1.5): busbw is the calls' mean of size x factor over
 // the mean time, not the last call's factor for all.
