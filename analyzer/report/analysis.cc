@@ -1533,6 +1533,8 @@ void FileAnalysis::Host2(const EventView& e) {
       int n = cit != comms_.end() && cit->second.size > 0 ? cit->second.size
                                                              : std::max(world_, 1);
       std::string op = Str(c.op());
+      // ncclBcast is ncclBroadcast in place: one row, as nccl-tests' broadcast_perf has.
+      if (c.lib() == LIB_NCCL && op == "Bcast") op = "Broadcast";
       if (e.captured) {
         // Not a call: it runs at each launch of the graph, where its kernel is counted (OnOp).
         ++captured_colls_[op];
