@@ -674,6 +674,7 @@ TEST_CASE("collectives: sizes and bus bandwidth follow nccl-tests' conventions")
     call(LIB_MPI, "Reduce_scatter_block", MiB, MiB);  // recvcount -> 4 MiB
     call(LIB_MPI, "Reduce_scatter", 4 * MiB, MiB);    // sum(recvcounts) is already 4 MiB
     call(LIB_MPI, "Bcast", 4 * MiB, 4 * MiB);
+    call(LIB_NCCL, "Bcast", 4 * MiB, 4 * MiB);  // ncclBcast: in the Broadcast row
     b.Close(true);
   }
   auto s = BuildSummary({dir + "/rank0.pb"}, ReportOptions(), "");
@@ -686,7 +687,8 @@ TEST_CASE("collectives: sizes and bus bandwidth follow nccl-tests' conventions")
                                       r["busbw_gbps"].get<double>()};
   }
   const double alg = (4 << 20) / 1e6;  // bytes per ns = GB/s: 4.194
-  CHECK(bw.size() == 7);
+  CHECK(bw.size() == 8);
+  CHECK(bw.count("Broadcast") == 1);
   for (const auto& kv : bw) {
     INFO(kv.first);
     CHECK(kv.second.first == Approx(alg));
