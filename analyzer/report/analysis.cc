@@ -526,12 +526,17 @@ struct CollAgg {
   uint64_t count = 0, bytes = 0, time_ns = 0;  // time_ns: host call durations
   uint64_t untimed = 0;  // MPI_I* calls whose completion no MPI_Wait*/Test* reported: no time
   uint64_t dev_count = 0, dev_ns = 0;          // calls timed on the device, their device time
+  // Their durations for bandwidth: as dev_ns, except that a point-to-point call of an NCCL group
+  // takes its fused kernel's whole time (its transfer runs the whole kernel, alongside the
+  // group's other transfers, as nccl-tests' sendrecv_perf times it), not its share.
+  uint64_t dev_span_ns = 0;
   uint64_t dev_host_ns = 0;                    // the host time of those calls
   // Sum over calls of size x bus factor (nccl-tests' busbw = algbw x factor): a row can mix
   // communicators of several sizes (tensor-parallel groups and the world).
   double bus_bytes = 0;
   // Host time, with the device time instead for the calls that have one.
   uint64_t best_ns() const { return time_ns - dev_host_ns + dev_ns; }
+  uint64_t span_ns() const { return time_ns - dev_host_ns + dev_span_ns; }
 };
 
 // An NCCL call waiting for its kernel's device op (see Host2, OnOp).
@@ -540,6 +545,7 @@ struct CollWait {
   CollAgg* agg;     // in colls_ (std::map: stable)
   uint64_t host_ns;
   uint32_t sharers;  // calls of an NCCL group that share this call's fused kernel (>= 1)
+  bool p2p;          // a send or receive (see CollAgg::dev_span_ns)
 };
 
 struct Arrival {
@@ -1563,7 +1569,8 @@ void FileAnalysis::Host2(const EventView& e) {
         auto g = group_kernel_calls_.find(c.corr());
         if (g != group_kernel_calls_.end()) sharers = std::max<uint32_t>(1, g->second);
       }
-      CollWait w{SIZE_MAX, &a, host_ns, sharers};
+      CollWait w{SIZE_MAX, &a, host_ns, sharers,
+                 lop.find("send") != std::string::npos || lop.find("recv") != std::string::npos};
       if (cit != comms_.end() && !cit->second.unique_id.empty()) {
         const std::string& uid = cit->second.unique_id;
         auto u = comm_uid_index_.find(uid);
@@ -1669,6 +1676,7 @@ void FileAnalysis::OnOp(const OpView& d) {
       a.time_ns += dur;
       ++a.dev_count;
       a.dev_ns += dur;
+      a.dev_span_ns += dur;
       a.dev_host_ns += dur;
       op.coll = true;
     }
@@ -1684,10 +1692,12 @@ void FileAnalysis::OnOp(const OpView& d) {
 // An NCCL call's kernel: its device start is the rank's arrival, its device time the call's.
 void FileAnalysis::CollKernel(const CollWait& w, const PendingOp& op) {
   // A fused kernel's time is shared equally by the group's calls that launched it.
-  const uint64_t dur = (op.end > op.start ? op.end - op.start : 0) / w.sharers;
+  const uint64_t full = op.end > op.start ? op.end - op.start : 0;
+  const uint64_t dur = full / w.sharers;
   if (w.arrival != SIZE_MAX) arrivals_[w.arrival].at = int64_t(op.start);
   ++w.agg->dev_count;
   w.agg->dev_ns += dur;
+  w.agg->dev_span_ns += w.p2p ? full : dur;
   w.agg->dev_host_ns += w.host_ns;
   coll_ns_ = coll_ns_ - w.host_ns + dur;
 }
@@ -2489,6 +2499,7 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
       a.untimed += c.second.untimed;
       a.dev_count += c.second.dev_count;
       a.dev_ns += c.second.dev_ns;
+      a.dev_span_ns += c.second.dev_span_ns;
       a.dev_host_ns += c.second.dev_host_ns;
       a.bus_bytes += c.second.bus_bytes;
       cranks[c.first].insert(f->rank_);
@@ -2511,7 +2522,7 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
     jc["device_timed"] = ca.dev_count;
     jc["untimed"] = ca.untimed;
     const uint64_t timed = ca.count - std::min(ca.untimed, ca.count);
-    double mean_ns = timed > 0 ? double(ca.best_ns()) / double(timed) : 0;
+    double mean_ns = timed > 0 ? double(ca.span_ns()) / double(timed) : 0;
     jc["mean_us"] = timed > 0 ? Num(mean_ns / 1e3) : Json(nullptr);
     double algbw = mean_ns > 0 ? double(bytes) / mean_ns : 0;  // bytes/ns == GB/s
     // Graph replays: size unknown. One-sided calls: transfer time unknown.

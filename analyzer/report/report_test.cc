@@ -963,6 +963,40 @@ TEST_CASE("collectives: an NCCL call finds its kernel when the device record cam
   CHECK(row["mean_us"] == 400.0);
 }
 
+// A grouped ncclSend + ncclRecv (sendrecv_perf's exchange) share one 1000 us kernel: each row's
+// time is its half (the totals count the kernel once), but each transfer ran the whole kernel,
+// so its mean and bandwidth use 1000 us, as nccl-tests reports them.
+TEST_CASE("collectives: grouped sends and receives get their kernel's whole time for bandwidth") {
+  const std::string dir = TmpDir("group_p2p");
+  {
+    ProfileBuilder b(dir + "/rank0.pb");
+    b.WriteHeader(0, 2, "h", GPU_TIMING_CUPTI);
+    WriteTwoRankComm(&b, 0, LIB_NCCL, "nccl-clique");
+    for (const char* op : {"Send", "Recv"}) {
+      Event e = MpiCall(b, op, 1 << 20, 0, 1);
+      e.mutable_coll()->set_lib(LIB_NCCL);
+      e.mutable_coll()->set_group(1);
+      e.mutable_coll()->set_corr(40);
+      b.Host(1, 100 * kUs, 0, e);
+    }
+    b.Flush();
+    b.Device(0, 200 * kUs, 40, Kernel(1000 * kUs));
+    b.Close(true);
+  }
+  auto s = BuildSummary({dir + "/rank0.pb"}, ReportOptions(), "");
+  REQUIRE(s.ok());
+  REQUIRE((*s)["collectives"]["ops"].size() == 2);
+  for (const Json& row : (*s)["collectives"]["ops"]) {
+    INFO(row["op"]);
+    CHECK(row["count"] == 1);
+    CHECK(row["device_timed"] == 1);
+    CHECK(row["time_ms"] == 0.5);
+    CHECK(row["mean_us"] == 1000.0);
+    CHECK(row["algbw_gbps"].get<double>() == Approx((1 << 20) / 1e6));
+    CHECK(row["busbw_gbps"].get<double>() == Approx((1 << 20) / 1e6));
+  }
+}
+
 // Two threads serve concurrently, each marking its own run and steps (NVTX), interleaved in
 // time: thread 1's run A (warm-up) holds 4 steps, thread 2's run B, starting 3 ms later, holds
 // its own 4; each step launches one kernel. Every step belongs to its own thread's run, so the
