@@ -28,6 +28,14 @@ TEST_CASE("a start before the call moves the interval and keeps the measured dur
   CHECK(i.end == 31600);
 }
 
+TEST_CASE("a start event recorded long before the enqueue is clamped, its end kept") {
+  // An NCCL group member's pair: its start recorded at the member call, 300 us before the
+  // ncclGroupEnd that enqueued the kernel (call_t0): the kernel still ends at the stop event.
+  const Interval i = Estimate(10000, 500000, 310000, 320000, false);
+  CHECK(i.start == 310000);
+  CHECK(i.end == 500000);
+}
+
 TEST_CASE("a synchronous call's op ends when the call returned at the latest") {
   const Interval i = Estimate(1000, 9000, 900, 5000, true);
   CHECK(i.start == 1000);
