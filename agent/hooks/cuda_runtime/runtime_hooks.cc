@@ -276,6 +276,18 @@ inline cudaError_t DoLaunch(uint16_t api, EvType type, const LaunchDesc& d, Call
   return r;
 }
 
+// An intercepted call's event: `type` and `api` over [t0, t1], returning r; the rest zero.
+inline RawEvent CallEvent(EvType type, uint16_t api, cudaError_t r, uint64_t t0, uint64_t t1) {
+  RawEvent e;
+  std::memset(&e, 0, sizeof(e));
+  e.t0 = t0;
+  e.t1 = t1;
+  e.type = type;
+  e.api = api;
+  e.ret = int32_t(r);
+  return e;
+}
+
 // ---- Copies and sets ------------------------------------------------------------------------
 template <typename Call>
 inline cudaError_t DoMem(uint16_t api, EvType type, uint64_t bytes, uint32_t kind, const void* ptr,
@@ -291,13 +303,7 @@ inline cudaError_t DoMem(uint16_t api, EvType type, uint64_t bytes, uint32_t kin
   --ts.in_runtime;
   uint32_t corr = ts.api_corr;
   if (corr == 0) corr = NextCorrelationId();
-  RawEvent e;
-  std::memset(&e, 0, sizeof(e));
-  e.t0 = t0;
-  e.t1 = t1;
-  e.type = type;
-  e.api = api;
-  e.ret = int32_t(r);
+  RawEvent e = CallEvent(type, api, r, t0, t1);
   e.mem.bytes = bytes;
   e.mem.stream = U64(stream);
   e.mem.ptr = U64(ptr);
@@ -327,13 +333,7 @@ inline cudaError_t DoMem(uint16_t api, EvType type, uint64_t bytes, uint32_t kin
 // An allocation or free of `a` (bytes, memory kind, device) at `ptr`.
 inline void EmitMemEvent(EvType type, uint16_t api, cudaError_t r, uint64_t t0, uint64_t t1,
                          uint64_t ptr, const AllocTable::Entry& a, uint64_t stream) {
-  RawEvent e;
-  std::memset(&e, 0, sizeof(e));
-  e.t0 = t0;
-  e.t1 = t1;
-  e.type = type;
-  e.api = api;
-  e.ret = int32_t(r);
+  RawEvent e = CallEvent(type, api, r, t0, t1);
   e.mem.bytes = a.size;
   e.mem.ptr = ptr;
   e.mem.kind = a.kind;
@@ -397,13 +397,7 @@ inline void EmitResetFrees(uint16_t api, int device, uint64_t t0, uint64_t t1) {
 // Emits a call of the generic kinds (GenericPayload: a, b, and for poll runs c and corr).
 inline void EmitGeneric(uint16_t api, EvType type, cudaError_t r, uint64_t t0, uint64_t t1,
                         uint64_t a, uint64_t b, uint64_t c = 0, uint32_t corr = 0) {
-  RawEvent e;
-  std::memset(&e, 0, sizeof(e));
-  e.t0 = t0;
-  e.t1 = t1;
-  e.type = type;
-  e.api = api;
-  e.ret = int32_t(r);
+  RawEvent e = CallEvent(type, api, r, t0, t1);
   e.gen.a = a;
   e.gen.b = b;
   e.gen.c = c;
@@ -512,13 +506,7 @@ inline cudaError_t DoCreate(uint16_t api, EvType type, void** out, uint64_t b, C
   uint64_t t0 = Now();
   cudaError_t r = call();
   uint64_t t1 = Now();
-  RawEvent e;
-  std::memset(&e, 0, sizeof(e));
-  e.t0 = t0;
-  e.t1 = t1;
-  e.type = type;
-  e.api = api;
-  e.ret = int32_t(r);
+  RawEvent e = CallEvent(type, api, r, t0, t1);
   e.gen.a = (r == cudaSuccess && out) ? U64(*out) : 0;
   e.gen.b = b;
   if (type == EvType::kStream && e.gen.a != 0) {

@@ -439,16 +439,16 @@ inline Info ReduceScatterBlock(int rc, H dt, H op, H comm) {
   return Same(rc, dt, op, kNoPeer, comm);
 }
 
-inline Info Alltoallv(const int* scs, H st, const int* rcs, H rt, H comm) {
-  Info i = Base(comm, nullptr, kNoPeer);
-  const uint64_t n = CommSize(i);
-  const uint64_t rtotal = Sum(rcs, n);
+// Counts per peer of one datatype each way: `n_out` send counts, `n_in` receive counts.
+inline Info PerPeerCounts(Info i, const int* scs, H st, uint64_t n_out, const int* rcs, H rt,
+                          uint64_t n_in) {
+  const uint64_t rtotal = Sum(rcs, n_in);
   if (rtotal > 0) {
     const TypeInfo r = LookupType(rt);
     i.dtype = r.index;
     i.recv_bytes = rtotal * r.size;
   }
-  const uint64_t stotal = Sum(scs, n);
+  const uint64_t stotal = Sum(scs, n_out);
   if (stotal > 0) {
     const TypeInfo s = LookupType(st);
     i.dtype = s.index;
@@ -456,6 +456,12 @@ inline Info Alltoallv(const int* scs, H st, const int* rcs, H rt, H comm) {
     i.bytes = stotal * s.size;
   }
   return i;
+}
+
+inline Info Alltoallv(const int* scs, H st, const int* rcs, H rt, H comm) {
+  const Info i = Base(comm, nullptr, kNoPeer);
+  const uint64_t n = CommSize(i);
+  return PerPeerCounts(i, scs, st, n, rcs, rt, n);
 }
 
 inline Info NoData(H comm) { return Base(comm, nullptr, kNoPeer); }
@@ -473,21 +479,28 @@ inline uint64_t TypedSum(const int* counts, const void* types, uint64_t n, uint8
   return bytes;
 }
 
-inline Info Alltoallw(const void* sbuf, const int* scs, const void* sts, const int* rcs,
-                      const void* rts, H comm) {
-  Info i = Base(comm, nullptr, kNoPeer);
-  const uint64_t n = CommSize(i);
+// Counts and datatypes per peer: `n_out` on the send side, `n_in` on the receive side. With
+// MPI_IN_PLACE the receive side stands for the send.
+inline Info PerPeerTypedCounts(Info i, const void* sbuf, const int* scs, const void* sts,
+                               uint64_t n_out, const int* rcs, const void* rts, uint64_t n_in) {
   uint8_t rtype = kNoDtype;  // datatype named in the record: the send side's first, as Alltoallv
-  i.recv_bytes = TypedSum(rcs, rts, n, &rtype);
+  i.recv_bytes = TypedSum(rcs, rts, n_in, &rtype);
   if (InPlace(sbuf)) {
-    i.count = Sum(rcs, n);
+    i.count = Sum(rcs, n_in);
     i.bytes = i.recv_bytes;
   } else {
-    i.count = Sum(scs, n);
-    i.bytes = TypedSum(scs, sts, n, &i.dtype);
+    i.count = Sum(scs, n_out);
+    i.bytes = TypedSum(scs, sts, n_out, &i.dtype);
   }
   if (i.dtype == kNoDtype) i.dtype = rtype;
   return i;
+}
+
+inline Info Alltoallw(const void* sbuf, const int* scs, const void* sts, const int* rcs,
+                      const void* rts, H comm) {
+  const Info i = Base(comm, nullptr, kNoPeer);
+  const uint64_t n = CommSize(i);
+  return PerPeerTypedCounts(i, sbuf, scs, sts, n, rcs, rts, n);
 }
 
 // ---- Neighbor collectives --------------------------------------------------------------------
@@ -559,33 +572,17 @@ inline Info NeighborAllgatherv(int sc, H st, const int* rcs, H rt, H comm) {
 }
 
 inline Info NeighborAlltoallv(const int* scs, H st, const int* rcs, H rt, H comm) {
-  Info i = Base(comm, nullptr, kNoPeer);
+  const Info i = Base(comm, nullptr, kNoPeer);
   const Degrees d = NeighborDegrees(i);
-  const uint64_t rtotal = Sum(rcs, uint64_t(d.in)), stotal = Sum(scs, uint64_t(d.out));
-  if (rtotal > 0) {
-    const TypeInfo r = LookupType(rt);
-    i.dtype = r.index;
-    i.recv_bytes = rtotal * r.size;
-  }
-  if (stotal > 0) {
-    const TypeInfo s = LookupType(st);
-    i.dtype = s.index;
-    i.count = stotal;
-    i.bytes = stotal * s.size;
-  }
-  return i;
+  return PerPeerCounts(i, scs, st, uint64_t(d.out), rcs, rt, uint64_t(d.in));
 }
 
+// (MPI_IN_PLACE is not allowed in neighbor collectives.)
 inline Info NeighborAlltoallw(const int* scs, const void* sts, const int* rcs, const void* rts,
                               H comm) {
-  Info i = Base(comm, nullptr, kNoPeer);
+  const Info i = Base(comm, nullptr, kNoPeer);
   const Degrees d = NeighborDegrees(i);
-  uint8_t rtype = kNoDtype;
-  i.recv_bytes = TypedSum(rcs, rts, uint64_t(d.in), &rtype);
-  i.count = Sum(scs, uint64_t(d.out));
-  i.bytes = TypedSum(scs, sts, uint64_t(d.out), &i.dtype);
-  if (i.dtype == kNoDtype) i.dtype = rtype;
-  return i;
+  return PerPeerTypedCounts(i, nullptr, scs, sts, uint64_t(d.out), rcs, rts, uint64_t(d.in));
 }
 
 // ---- One-sided communication ------------------------------------------------------------------
