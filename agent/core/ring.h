@@ -7,6 +7,9 @@
 //
 // When the ring is full the producer either drops the event (counting it) or waits for the
 // consumer (policy block). A multi-slot push (event + continuation slots) is all or nothing.
+// The consumer drains on a timer; a producer that fills half the ring calls the high-water hook
+// (set once by the agent: wake the writer now) and again after every further quarter, so a
+// burst is drained early instead of overflowing a ring the writer could have kept up with.
 #ifndef PROFAGENT_AGENT_CORE_RING_H_
 #define PROFAGENT_AGENT_CORE_RING_H_
 
@@ -34,10 +37,7 @@ class Ring {
   // `extra` slots are filled from `bytes` (n bytes, zero-padded).
   inline bool TryPush(const RawEvent& e) {
     const uint64_t h = head_.load(std::memory_order_relaxed);
-    if (__builtin_expect(h - cached_tail_ >= capacity(), 0)) {
-      cached_tail_ = tail_.load(std::memory_order_acquire);
-      if (h - cached_tail_ >= capacity()) return false;
-    }
+    if (__builtin_expect(h + 1 > check_at_, 0) && !Room(h, 1)) return false;
     slots_[h & mask_] = e;
     head_.store(h + 1, std::memory_order_release);
     __builtin_prefetch(&slots_[(h + 1) & mask_], 1);  // as in Commit()
@@ -49,10 +49,7 @@ class Ring {
   // The consumer sees the slot only after Commit(); no other push may come in between.
   inline RawEvent* TryReserve() {
     const uint64_t h = head_.load(std::memory_order_relaxed);
-    if (__builtin_expect(h - cached_tail_ >= capacity(), 0)) {
-      cached_tail_ = tail_.load(std::memory_order_acquire);
-      if (h - cached_tail_ >= capacity()) return nullptr;
-    }
+    if (__builtin_expect(h + 1 > check_at_, 0) && !Room(h, 1)) return nullptr;
     return &slots_[h & mask_];
   }
   inline void Commit() {
@@ -78,13 +75,25 @@ class Ring {
   void Consume(uint64_t new_tail) { tail_.store(new_tail, std::memory_order_release); }
 
   // Producer-side reset for reuse by a new thread (the ring must be empty).
-  void ResetForReuse() { cached_tail_ = tail_.load(std::memory_order_acquire); }
+  void ResetForReuse() { check_at_ = 0; }
+
+  // Called by a producer whose ring is at least half full (at most once per quarter of the
+  // capacity pushed). Set once, before any producer runs; must not push to a ring.
+  static void SetHighWaterHook(void (*hook)()) { high_water_hook_ = hook; }
 
  private:
+  // Slow path of a push of `need` slots at head `h`: reads the consumer's tail; false when the
+  // slots do not fit. Otherwise sets the next check point, calling the hook at high water.
+  bool Room(uint64_t h, uint64_t need);
+
+  static void (*high_water_hook_)();
+
   RawEvent* slots_;
   uint32_t mask_;
   alignas(64) std::atomic<uint64_t> head_{0};
-  uint64_t cached_tail_ = 0;  // producer's last view of tail_
+  // Producer only: pushes that end at or before check_at_ fit without reading tail_ (it is
+  // never beyond the last seen tail + capacity).
+  uint64_t check_at_ = 0;
   std::atomic<uint64_t> drops_{0};
   alignas(64) std::atomic<uint64_t> tail_{0};
 };

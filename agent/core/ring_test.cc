@@ -46,6 +46,41 @@ TEST_CASE("ring delivers in order or counts the drop", "[ring]") {
   CHECK(received > 0);
 }
 
+int g_high_water_calls = 0;
+void CountHighWater() { ++g_high_water_calls; }
+
+TEST_CASE("a half-full ring calls the high-water hook once per further quarter", "[ring]") {
+  Ring::SetHighWaterHook(&CountHighWater);
+  g_high_water_calls = 0;
+  Ring ring(64);
+  RawEvent e{};
+  int calls_at[65];
+  for (int i = 0; i < 64; ++i) {
+    REQUIRE(ring.TryPush(e));
+    calls_at[i + 1] = g_high_water_calls;
+  }
+  CHECK_FALSE(ring.TryPush(e));  // full
+  CHECK(calls_at[31] == 0);      // below half: no call
+  CHECK(calls_at[32] == 1);      // the push that fills half
+  CHECK(calls_at[47] == 1);
+  CHECK(calls_at[48] == 2);      // a quarter later
+  CHECK(calls_at[64] == 3);
+  // Drained, the next push is below half again: no call until half is reached anew.
+  ring.Consume(ring.ReadableEnd());
+  const int before = g_high_water_calls;
+  for (int i = 0; i < 31; ++i) REQUIRE(ring.TryPush(e));
+  CHECK(g_high_water_calls == before);
+  REQUIRE(ring.TryPush(e));
+  CHECK(g_high_water_calls == before + 1);
+  // Multi-slot pushes check too.
+  ring.Consume(ring.ReadableEnd());
+  REQUIRE(ring.TryPushWithBytes(e, "x", 1, 30));
+  CHECK(g_high_water_calls == before + 1);
+  REQUIRE(ring.TryPushWithBytes(e, "x", 1, 0));
+  CHECK(g_high_water_calls == before + 2);
+  Ring::SetHighWaterHook(nullptr);
+}
+
 TEST_CASE("multi-slot push is all or nothing and keeps bytes", "[ring]") {
   Ring ring(8);
   RawEvent e{};

@@ -1026,6 +1026,7 @@ void StartWriterLocked() {
   if (w->thread_started || g.closing.load()) return;
   w->thread_started = true;
   w->owner_pid = getpid();
+  Ring::SetHighWaterHook(&WakeWriter);  // a filling ring is drained now, not at the next tick
   pthread_attr_t attr;
   pthread_attr_init(&attr);
   if (pthread_create(&w->thread, &attr, WriterMain, nullptr) != 0) {

@@ -335,6 +335,12 @@ void CheckInitAllGroup(const std::string& timing) {
     REQUIRE(t != nullptr);
     const int64_t kTol = timing == "cupti" ? 1000 : 200000;  // events: host-side gaps
     CHECK(std::llabs(int64_t(dev->end_ns) - int64_t(t->end_ns)) <= kTol);
+    // Named after the kernel (CUPTI), or after the group's one collective (events).
+    if (timing == "cupti") {
+      CHECK(dev->name.rfind("ncclDevKernel_AllReduce_", 0) == 0);
+    } else {
+      CHECK(dev->name == "ncclAllReduce");
+    }
     if (timing == "cupti") {
       // The kernel runs from this rank's arrival (it then waits for the others) to the end.
       CHECK(c.corr == t->corr);

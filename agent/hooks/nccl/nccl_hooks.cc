@@ -29,8 +29,10 @@
 // here. In GPU timing mode "events" (no CUPTI), an ungrouped call is bracketed by a CUDA event
 // pair on its stream (agent/hooks/cuda_runtime/event_timer.h), which yields a kDeviceOp named
 // after the API ("ncclAllReduce") with an agent correlation id, also put on the kCollective.
-// A group whose members all use one stream is event-timed around ncclGroupEnd instead (device
-// op "ncclGroupEnd"); groups over several streams (ncclCommInitAll style) are not event-timed.
+// A group is event-timed around ncclGroupEnd instead, one pair per stream (up to kMaxStreams;
+// ncclCommInitAll style groups have a stream per device). Its device op is named after the
+// members' one collective ("ncclAllReduce"), "ncclSendRecv" for point-to-point, else
+// "ncclGroupEnd".
 //
 // Hot path (every collective): one comm-table probe, two Now(), one EmitWithBytes. No lock, no
 // allocation. Slow path: first call of each function (dlsym, RegisterApi), communicator
@@ -246,8 +248,10 @@ struct Pending {
 };
 
 // Keys under which the device ops of event-timed calls are named (rt::NoteKernelName): one per
-// collective (OpIndex), and kGroupNameKey for a group's fused launch ("ncclGroupEnd").
+// collective (OpIndex), and for a group's fused launch (GroupNameKey) "ncclSendRecv" or
+// "ncclGroupEnd".
 char g_name_keys[32];
+constexpr uint8_t kSendRecvNameKey = 30;
 constexpr uint8_t kGroupNameKey = 31;
 
 inline Pending Before(CommSlot* slot, Kind kind, int peer, cudaStream_t stream) {
@@ -415,7 +419,9 @@ enum OpIndex : uint8_t {
 #define PROFAGENT_NCCL_ENUM(NAME, ...) kOp##NAME,
   PROFAGENT_NCCL_CALLS(PROFAGENT_NCCL_ENUM)
 #undef PROFAGENT_NCCL_ENUM
+  kOpCount
 };
+static_assert(kOpCount <= kSendRecvNameKey, "name keys of the collectives overlap the groups'");
 }  // namespace
 }  // namespace profagent
 
@@ -498,11 +504,29 @@ int BeginStreamTickets(const GroupBuffer& b, StreamTicket* out) {
   return n;
 }
 
+// The name of a group's fused device op on `stream` (any stream when `all`): the members'
+// collective when they all make the same one ("ncclAllReduce"), "ncclSendRecv" when they are all
+// sends and receives (NCCL's SendRecv kernel), else "ncclGroupEnd".
+uint8_t GroupNameKey(const GroupBuffer* b, uint64_t stream, bool all) {
+  int op = -1;
+  bool same = true, p2p = true;
+  for (uint32_t i = 0; b != nullptr && i < b->n; ++i) {
+    if (!all && b->m[i].x.stream != stream) continue;
+    const int o = b->m[i].e.coll.op;
+    same = same && (op < 0 || o == op);
+    p2p = p2p && (o == kOpSend || o == kOpRecv);
+    op = o;
+  }
+  if (op < 0) return kGroupNameKey;
+  if (same && !p2p) return uint8_t(op);
+  return p2p ? kSendRecvNameKey : kGroupNameKey;
+}
+
 void EndTicket(int32_t ticket, uint64_t stream, int32_t device, uint32_t corr, uint64_t t0,
-               uint64_t t1, bool ok) {
+               uint64_t t1, bool ok, uint8_t name_key) {
   rt::DeviceOpInfo d;
   std::memset(&d, 0, sizeof(d));
-  d.func = &g_name_keys[kGroupNameKey];
+  d.func = &g_name_keys[name_key];
   d.corr = corr;
   d.stream = uint32_t(stream);
   d.kind = 0;  // DOP_KERNEL
@@ -531,6 +555,7 @@ PROFAGENT_EXPORT ncclResult_t ncclGroupEnd() {
   using Fn = ncclResult_t (*)();
   static const Real real = [] {
     rt::NoteKernelName(&g_name_keys[kGroupNameKey], "ncclGroupEnd");
+    rt::NoteKernelName(&g_name_keys[kSendRecvNameKey], "ncclSendRecv");
     return Resolve("ncclGroupEnd", "pncclGroupEnd");
   }();
   const Fn fn = reinterpret_cast<Fn>(real.fn);
@@ -572,13 +597,15 @@ PROFAGENT_EXPORT ncclResult_t ncclGroupEnd() {
     uint32_t corr = LastDriverLaunchCorrelation();
     if (ticket >= 0) {
       if (corr == 0) corr = NextCorrelationId();
-      EndTicket(ticket, g.stream, g.device, corr, t0, t1, rc == ncclSuccess);
+      EndTicket(ticket, g.stream, g.device, corr, t0, t1, rc == ncclSuccess,
+                GroupNameKey(tls_group_buf, g.stream, true));
     }
     for (int k = 0; k < ntickets; ++k) {
       StreamTicket& st = tickets[k];
       st.corr = DriverLaunchOnStream(st.stream);
       if (st.corr == 0) st.corr = NextCorrelationId();
-      EndTicket(st.ticket, st.stream, st.device, st.corr, t0, t1, rc == ncclSuccess);
+      EndTicket(st.ticket, st.stream, st.device, st.corr, t0, t1, rc == ncclSuccess,
+                GroupNameKey(tls_group_buf, st.stream, false));
     }
     if (guard.outermost() && Recording()) {
       RawEvent e{};
