@@ -524,7 +524,9 @@ struct KernelAgg {
 // kernel's device time when the kernel is known (joined by correlation id), else the host call.
 struct CollAgg {
   uint64_t count = 0, bytes = 0, time_ns = 0;  // time_ns: host call durations
-  uint64_t untimed = 0;  // MPI_I* calls whose completion no MPI_Wait*/Test* reported: no time
+  // Calls without a transfer time: MPI_I* calls whose completion no MPI_Wait*/Test* reported,
+  // NCCL calls whose kernel never ran (or was not recorded) under device timing.
+  uint64_t untimed = 0;
   uint64_t dev_count = 0, dev_ns = 0;          // calls timed on the device, their device time
   // Their durations for bandwidth: as dev_ns, except that a point-to-point call of an NCCL group
   // takes its fused kernel's whole time (its transfer runs the whole kernel, alongside the
@@ -1897,6 +1899,26 @@ void FileAnalysis::Finish2() {
   pending_launch_.ForEach([&](uint64_t, const PendingLaunch& l) {
     if (!l.graph) ++unmatched_launches_;
   });
+  // NCCL calls whose kernel never ran (a hung collective its communicator's abort cancelled) or
+  // was never recorded: with device timing, their host enqueue is no transfer time and no
+  // arrival. Untimed, like an MPI request that never completed.
+  if (!host_mode_ && !coll_by_corr_.empty()) {
+    std::vector<bool> drop(arrivals_.size(), false);
+    for (const auto& kv : coll_by_corr_) {
+      for (const CollWait& w : kv.second) {
+        ++w.agg->untimed;
+        w.agg->time_ns -= w.host_ns;
+        coll_ns_ -= w.host_ns;
+        if (w.arrival != SIZE_MAX) drop[w.arrival] = true;
+      }
+    }
+    size_t kept = 0;
+    for (size_t i = 0; i < arrivals_.size(); ++i) {
+      if (!drop[i]) arrivals_[kept++] = arrivals_[i];
+    }
+    arrivals_.resize(kept);
+  }
+  absl::flat_hash_map<uint64_t, std::vector<CollWait>>().swap(coll_by_corr_);
   pending_op_.Clear();
   pending_launch_.Clear();
   absl::flat_hash_map<uint64_t, uint32_t>().swap(group_kernel_calls_);

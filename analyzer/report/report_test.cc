@@ -963,6 +963,48 @@ TEST_CASE("collectives: an NCCL call finds its kernel when the device record cam
   CHECK(row["mean_us"] == 400.0);
 }
 
+// Three AllReduce calls enqueued, the third hung (its communicator aborted): no kernel ever ran
+// for it. With CUPTI timing it is untimed (no time, no arrival), not a call as long as its
+// enqueue; the two that ran keep their kernels' time.
+TEST_CASE("collectives: an NCCL call whose kernel never ran is untimed") {
+  const std::string dir = TmpDir("coll_hung");
+  for (int r = 0; r < 2; ++r) {
+    ProfileBuilder b(dir + "/rank" + std::to_string(r) + ".pb");
+    b.WriteHeader(r, 2, "h", GPU_TIMING_CUPTI);
+    WriteTwoRankComm(&b, r, LIB_NCCL, "nccl-clique");
+    const uint32_t k = b.Str("ncclDevKernel_AllReduce_Sum_f32_RING_LL");
+    for (uint64_t i = 0; i < 3; ++i) {
+      const uint64_t t = (1000 + 1000 * i) * kUs;
+      b.Host(1, t, 10 + i, ProfileBuilder::Launch(k, 5 * kUs));
+      Event e = MpiCall(b, "AllReduce", 1 << 20, i, -1);
+      e.mutable_coll()->set_lib(LIB_NCCL);
+      e.mutable_coll()->set_corr(10 + i);
+      b.Host(1, t + 1 * kUs, 0, e);
+    }
+    b.Flush();
+    // Rank 1 reaches the two kernels that ran 100 us later.
+    for (uint64_t i = 0; i < 2; ++i) {
+      b.Device(0, (1010 + 1000 * i + 100 * r) * kUs, 10 + i, Kernel((400 - 100 * r) * kUs));
+    }
+    b.Close(true);
+  }
+  auto s = BuildSummary({dir + "/rank0.pb", dir + "/rank1.pb"}, ReportOptions(), "");
+  REQUIRE(s.ok());
+  const Json& row = (*s)["collectives"]["ops"][0];
+  INFO(row.dump());
+  CHECK(row["count"] == 6);
+  CHECK(row["device_timed"] == 4);
+  CHECK(row["untimed"] == 2);
+  CHECK(row["time_ms"] == 1.4);    // the kernels: 2 x 400 + 2 x 300 us
+  CHECK(row["mean_us"] == 350.0);  // over the 4 timed calls
+  // Two calls matched (the hung one has no arrival): rank 0 waited 100 us in each.
+  const Json& st = (*s)["collectives"]["stragglers"];
+  INFO(st.dump());
+  CHECK(st["calls_matched"] == 2);
+  CHECK(st["wait_ms_by_rank"]["0"] == 0.2);
+  CHECK(st["straggler"] == 1);
+}
+
 // A grouped ncclSend + ncclRecv (sendrecv_perf's exchange) share one 1000 us kernel: each row's
 // time is its half (the totals count the kernel once), but each transfer ran the whole kernel,
 // so its mean and bandwidth use 1000 us, as nccl-tests reports them.
