@@ -191,6 +191,7 @@ uint64_t CollSize(const std::string& lop, bool mpi, uint64_t bytes, uint64_t rec
 
 // The sequence number of a call the agent could not number (comm_table.h's NextPeerSeq).
 constexpr uint64_t kNoSeq = 0xffffffffu;
+constexpr int32_t kNcclInProgress = 7;  // ncclResult_t ncclInProgress
 
 // `s`: LowerOp's name.
 double BusFactor(const std::string& s, int n) {
@@ -563,6 +564,10 @@ struct Arrival {
   // 1 / the calls sharing one fused kernel (an NCCL group): they all arrive at that kernel, so
   // each call's wait counts for its share of the group's.
   double weight = 1.0;
+  // How long the call lasted (host call, MPI request to its completion, or NCCL kernel): a rank
+  // waits for a later one at most that long (a small MPI_Send returns at once, eagerly, however
+  // late its receiver is). INT64_MAX: unknown.
+  int64_t dur = INT64_MAX;
 };
 
 // A communicator of the file (CommDef).
@@ -761,6 +766,7 @@ class FileAnalysis : public ViewVisitor {
   uint64_t busy_ns_ = 0;
   uint64_t unmatched_ops_ = 0, unmatched_launches_ = 0;
   uint64_t failed_launches_ = 0;  // launches, copies, sets whose call returned an error
+  uint64_t failed_colls_ = 0;     // collective / point-to-point calls that returned an error
   // Work enqueued during CUDA graph capture (Event.captured): it ran only at graph launches.
   uint64_t captured_launches_ = 0;
   std::map<std::string, uint64_t> captured_colls_;  // op -> NCCL calls captured into graphs
@@ -1540,6 +1546,12 @@ void FileAnalysis::Host2(const EventView& e) {
       auto cit = comms_.find(c.comm());
       int n = cit != comms_.end() && cit->second.size > 0 ? cit->second.size
                                                              : std::max(world_, 1);
+      // A call that returned an error transferred nothing (NCCL: enqueued nothing). Success is
+      // 0 in both libraries; ncclInProgress (7), a non-blocking communicator's, is success.
+      if (e.ret != 0 && !(c.lib() == LIB_NCCL && e.ret == kNcclInProgress)) {
+        ++failed_colls_;
+        break;
+      }
       std::string op = Str(c.op());
       // ncclBcast is ncclBroadcast in place: one row, as nccl-tests' broadcast_perf has.
       if (c.lib() == LIB_NCCL && op == "Bcast") op = "Broadcast";
@@ -1563,6 +1575,11 @@ void FileAnalysis::Host2(const EventView& e) {
         if (c.complete_ns() < e.end_ns) ++a.untimed;
       }
       a.time_ns += host_ns;
+      // Unknown for a nonblocking call never seen complete; an NCCL call's is its kernel's
+      // (CollKernel), not its enqueue's.
+      const bool unknown_dur =
+          c.lib() == LIB_NCCL || (c.nonblocking() && c.complete_ns() < e.end_ns);
+      const int64_t call_dur = unknown_dur ? INT64_MAX : int64_t(host_ns);
       a.bus_bytes += double(bytes) * BusFactor(lop, n);
       ++coll_calls_;
       coll_ns_ += host_ns;
@@ -1598,7 +1615,7 @@ void FileAnalysis::Host2(const EventView& e) {
         if (numbered && (!p2p || c.peer() != cit->second.rank)) {
           arrivals_.push_back(Arrival{u->second, pair, c.seq(), int64_t(e.start_ns),
                                       int(c.lib()), c.lib() == LIB_NCCL ? cit->second.device : -1,
-                                      1.0 / sharers});
+                                      1.0 / sharers, call_dur});
           w.arrival = arrivals_.size() - 1;
         }
         // An MPI_Sendrecv is also a receive: it meets the source's matching send. One call
@@ -1610,7 +1627,8 @@ void FileAnalysis::Host2(const EventView& e) {
           const bool both = w.arrival != SIZE_MAX;
           if (both) arrivals_[w.arrival].weight = 0.5;
           arrivals_.push_back(Arrival{u->second, src << 32 | me, c.recv_seq(),
-                                      int64_t(e.start_ns), int(c.lib()), -1, both ? 0.5 : 1.0});
+                                      int64_t(e.start_ns), int(c.lib()), -1, both ? 0.5 : 1.0,
+                                      call_dur});
         }
       }
       if (c.lib() == LIB_NCCL && c.corr() != 0) {
@@ -1696,7 +1714,10 @@ void FileAnalysis::CollKernel(const CollWait& w, const PendingOp& op) {
   // A fused kernel's time is shared equally by the group's calls that launched it.
   const uint64_t full = op.end > op.start ? op.end - op.start : 0;
   const uint64_t dur = full / w.sharers;
-  if (w.arrival != SIZE_MAX) arrivals_[w.arrival].at = int64_t(op.start);
+  if (w.arrival != SIZE_MAX) {
+    arrivals_[w.arrival].at = int64_t(op.start);
+    arrivals_[w.arrival].dur = int64_t(full);
+  }
   ++w.agg->dev_count;
   w.agg->dev_ns += dur;
   w.agg->dev_span_ns += w.p2p ? full : dur;
@@ -1945,6 +1966,11 @@ void FileAnalysis::Finish2() {
   if (unmatched_ops_ > 0) {
     warnings_.push_back(absl::StrCat(path_, ": ", unmatched_ops_,
                                      " device ops without a matching launch (correlation id)"));
+  }
+  if (failed_colls_ > 0) {
+    warnings_.push_back(absl::StrCat(path_, ": ", failed_colls_,
+                                     " MPI or NCCL calls failed (their call returned an error; "
+                                     "not counted as collectives or transfers)"));
   }
   if (failed_launches_ > 0) {
     warnings_.push_back(absl::StrCat(path_, ": ", failed_launches_,
@@ -2564,6 +2590,7 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
     int32_t device;
     int64_t at;
     double weight;
+    int64_t dur;
   };
   // A call: (communicator, point-to-point pair or 0, sequence number).
   using CallKey = std::tuple<std::string, uint64_t, uint64_t>;
@@ -2573,7 +2600,7 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
     for (const auto& a : f->arrivals_) {
       const CallKey key{f->comm_uids_[a.uid], a.pair, a.seq};
       calls[key].push_back(
-          Member{f->rank_, a.device, SaturatedAdd(a.at, f->clock_offset_), a.weight});
+          Member{f->rank_, a.device, SaturatedAdd(a.at, f->clock_offset_), a.weight, a.dur});
       call_lib[key] = a.lib;
     }
   }
@@ -2600,7 +2627,8 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
     }
     skew.Add(double(uint64_t(hi) - uint64_t(lo)));  // hi >= lo: exact in 64 bits
     for (const Member& m : c.second) {
-      const double wait = double(uint64_t(hi) - uint64_t(m.at)) * m.weight;
+      const uint64_t behind = uint64_t(hi) - uint64_t(m.at);
+      const double wait = double(std::min<uint64_t>(behind, uint64_t(m.dur))) * m.weight;
       wait_ns[m.rank] += wait;
       caused_ns[last->rank] += wait;
       wait_ns_by_lib[call_lib[c.first]][m.rank] += wait;

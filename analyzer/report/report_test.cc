@@ -715,7 +715,9 @@ TEST_CASE("stragglers: the straggler is the rank waited for longest, not most of
       uint64_t at = (1000 + 10000 * i) * kUs;
       if (i < 3 && rank == 1) at += 2 * kUs;
       if (i == 3 && rank == 0) at += 3000 * kUs;
-      b.Host(1, at, 0, MpiCall(b, "Allreduce", 64, i, -1));
+      Event e = MpiCall(b, "Allreduce", 64, i, -1);
+      e.set_dur(4000 * kUs);  // a call lasts at least as long as it waits
+      b.Host(1, at, 0, e);
     }
     b.Close(true);
   }
@@ -727,6 +729,38 @@ TEST_CASE("stragglers: the straggler is the rank waited for longest, not most of
   CHECK(sg["straggler"] == 0);
   CHECK(sg["wait_caused_ms_by_rank"]["0"] == 3.0);
   CHECK(sg["wait_caused_ms_by_rank"]["1"] == 0.006);
+}
+
+// A rank waits for a later one at most as long as its own call lasted: rank 0's small MPI_Send
+// returns at once (eagerly, 1 us) though rank 1 posts the receive 20 ms later; its receive then
+// waits 30 ms in a 30 ms call for rank 0's second send. Before, rank 0 was charged 20 ms of waiting
+// for a call of 1 us, and rank 1 was the straggler.
+TEST_CASE("stragglers: a call waits at most its own duration (an eager send returns at once)") {
+  const std::string dir = TmpDir("eager");
+  for (int rank = 0; rank < 2; ++rank) {
+    ProfileBuilder b(dir + "/rank" + std::to_string(rank) + ".pb");
+    b.WriteHeader(rank, 2, "h", GPU_TIMING_HOST);
+    WriteTwoRankComm(&b, rank, LIB_MPI, "world");
+    if (rank == 0) {
+      b.Host(1, 1000 * kUs, 0, MpiCall(b, "Send", 64, 0, 1));   // 1 us
+      b.Host(1, 51000 * kUs, 0, MpiCall(b, "Send", 64, 1, 1));  // 1 us
+    } else {
+      Event r0 = MpiCall(b, "Recv", 64, 0, 0);
+      b.Host(1, 21000 * kUs, 0, r0);
+      Event r1 = MpiCall(b, "Recv", 64, 1, 0);
+      r1.set_dur(30000 * kUs);
+      b.Host(1, 21002 * kUs, 0, r1);
+    }
+    b.Close(true);
+  }
+  auto s = BuildSummary({dir + "/rank0.pb", dir + "/rank1.pb"}, ReportOptions(), "");
+  REQUIRE(s.ok());
+  const Json& sg = (*s)["collectives"]["stragglers"];
+  INFO(sg.dump());
+  CHECK(sg["calls_matched"] == 2);
+  CHECK(sg["wait_ms_by_rank"]["0"] == 0.001);
+  CHECK(sg["wait_ms_by_rank"]["1"] == 29.998);
+  CHECK(sg["straggler"] == 0);
 }
 
 // One row (AllReduce, 1 MiB) mixing three calls on a 2-rank tensor-parallel group (bus factor
@@ -825,7 +859,9 @@ TEST_CASE("nonblocking MPI calls are timed from posting to completion") {
 TEST_CASE("stragglers: point-to-point calls are matched per ordered pair of ranks") {
   const std::string dir = TmpDir("p2p");
   auto mpi = [](ProfileBuilder& b, const char* op, uint64_t seq, int peer) {
-    return MpiCall(b, op, 64, seq, peer);
+    Event e = MpiCall(b, op, 64, seq, peer);
+    e.set_dur(100 * kUs);  // each call lasts until its match arrived
+    return e;
   };
   for (int rank = 0; rank < 2; ++rank) {
     ProfileBuilder b(dir + "/rank" + std::to_string(rank) + ".pb");
@@ -881,6 +917,7 @@ TEST_CASE("stragglers: MPI_Sendrecv is matched on its send and its receive side"
     WriteTwoRankComm(&b, rank, LIB_MPI, "world");
     for (uint64_t i = 0; i < 3; ++i) {
       Event e = MpiCall(b, "Sendrecv", 64, i, 1 - rank);
+      e.set_dur(400 * kUs);
       e.mutable_coll()->set_recv_peer(1 - rank);
       e.mutable_coll()->set_recv_seq(i);
       b.Host(1, (1000 * i + (rank == 0 ? 0 : 300)) * kUs, 0, e);

@@ -77,6 +77,11 @@ int main(int argc, char** argv) {
   for (int it = 0; it < kIters; ++it) {
     Up(f, std::vector<float>(16384, float(rank + 1 + it)));
     Nccl(ncclAllReduce(f, fo, 16384, ncclFloat32, ncclSum, comm, s), "AllReduce");
+    // Rank 0 also makes a call NCCL rejects (no such reduction): nothing is enqueued, and its
+    // number must not shift rank 0's later calls against the other ranks'.
+    if (rank == 0 && ncclAllReduce(f, fo, 16384, ncclFloat32, static_cast<ncclRedOp_t>(42), comm,
+                                   s) != ncclInvalidArgument)
+      Fail("invalid AllReduce accepted");
     std::vector<int> bsrc(1000, rank == 1 % n ? 77 + it : -1);
     Up(i, bsrc);
     Nccl(ncclBroadcast(i, io, 1000, ncclInt32, 1 % n, comm, s), "Broadcast");

@@ -64,6 +64,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "agent/core/agent.h"
@@ -98,6 +99,7 @@ struct PendingCall {
   CollExtra x;
   CommSlot* slot;   // a receive from MPI_ANY_SOURCE (any_source): numbered at completion
   bool any_source;
+  bool recv;  // a receive (see Cancelling)
 };
 RequestTable<PendingCall, 1024, 32> g_requests;
 
@@ -112,6 +114,8 @@ struct Pmpi {
   int (*group_translate_ranks)(H, int, const int*, H, int*);
   int (*group_free)(H*);
   int (*type_size)(H, int*);
+  int (*type_size_x)(H, long long*);  // MPI-3 (MPI_Count): types of 2 GiB and more
+  int (*test_cancelled)(const void*, int*);
   int (*type_get_name)(H, char*, int*);
   int (*send)(const void*, int, H, int, int, H);
   int (*recv)(void*, int, H, int, int, H, void*);
@@ -140,6 +144,8 @@ const Pmpi& P() {
     PROFAGENT_PMPI(group_translate_ranks, "PMPI_Group_translate_ranks");
     PROFAGENT_PMPI(group_free, "PMPI_Group_free");
     PROFAGENT_PMPI(type_size, "PMPI_Type_size");
+    PROFAGENT_PMPI(type_size_x, "PMPI_Type_size_x");
+    PROFAGENT_PMPI(test_cancelled, "PMPI_Test_cancelled");
     PROFAGENT_PMPI(type_get_name, "PMPI_Type_get_name");
     PROFAGENT_PMPI(send, "PMPI_Send");
     PROFAGENT_PMPI(recv, "PMPI_Recv");
@@ -188,13 +194,14 @@ int MissingReal(const char* name) {
 std::mutex g_member_mu;
 std::map<uint64_t, uint32_t>* g_member_sets = nullptr;  // member-set hash -> communicators seen
 
-// Slow path: first sight of a communicator.
-CommSlot* AddComm(H comm) {
+// Slow path: first sight of a communicator. Its rank, size and members are those of `like`
+// (itself, or the communicator it duplicates before it can be queried: MPI_Comm_idup).
+CommSlot* AddComm(H comm, H like) {
   const MpiAbi& abi = Abi();
   const Pmpi& p = P();
   int rank = -1, size = 0;
-  if (p.comm_rank == nullptr || p.comm_rank(comm, &rank) != 0) rank = -1;
-  if (p.comm_size == nullptr || p.comm_size(comm, &size) != 0) size = 0;
+  if (p.comm_rank == nullptr || p.comm_rank(like, &rank) != 0) rank = -1;
+  if (p.comm_size == nullptr || p.comm_size(like, &size) != 0) size = 0;
   std::string uid;
   uint64_t hash = 0;
   if (abi.Key(comm) == abi.Key(abi.comm_world)) {
@@ -206,7 +213,7 @@ CommSlot* AddComm(H comm) {
     for (int i = 0; i < size; ++i) local[i] = i;
     uint64_t g = 0, wg = 0;
     if (size > 0 && p.comm_group && p.group_translate_ranks && p.group_free &&
-        p.comm_group(comm, reinterpret_cast<H*>(&g)) == 0 &&
+        p.comm_group(like, reinterpret_cast<H*>(&g)) == 0 &&
         p.comm_group(abi.comm_world, reinterpret_cast<H*>(&wg)) == 0) {
       H hg = HandleOut(g), hwg = HandleOut(wg);
       p.group_translate_ranks(hg, size, local.data(), hwg, world.data());
@@ -234,28 +241,34 @@ inline CommSlot* SlotFor(H comm) {
   CommSlot* s = g_comms.Find(k);
   if (__builtin_expect(s != nullptr, 1)) return s;
   if (k == 0 || k == abi.Key(abi.comm_null)) return nullptr;
-  return AddComm(comm);
+  return AddComm(comm, comm);
 }
 
 // ---- Datatypes ---------------------------------------------------------------------------------
 struct TypeInfo {
   uint8_t index;
-  uint32_t size;
+  uint64_t size;
 };
 
 // Slow path: first sight of a named datatype, or any use of an unnamed (derived) one.
 TypeInfo LookupTypeSlow(H dt) {
   const Pmpi& p = P();
-  int size = 0;
-  if (p.type_size == nullptr || p.type_size(dt, &size) != 0 || size < 0) size = 0;
+  long long size = 0;
+  int size32 = 0;
+  if (p.type_size_x != nullptr) {
+    if (p.type_size_x(dt, &size) != 0 || size < 0) size = 0;  // MPI_UNDEFINED: -32766
+  } else if (p.type_size != nullptr && p.type_size(dt, &size32) == 0 && size32 >= 0) {
+    size = size32;
+  }
   char name[256] = {};
   int len = 0;
   if (p.type_get_name == nullptr || p.type_get_name(dt, name, &len) != 0) len = 0;
-  if (len <= 0 || name[0] == '\0') return TypeInfo{TypeCache::kDerived, uint32_t(size)};
+  if (len <= 0 || name[0] == '\0' || size > UINT32_MAX)  // the cache holds 32-bit sizes
+    return TypeInfo{TypeCache::kDerived, uint64_t(size)};
   const int before = g_types.count();
   const int idx = g_types.Add(Abi().Key(dt), name, uint32_t(size));
   if (g_types.count() != before) RegisterTables();  // a new name: re-register the table
-  return TypeInfo{uint8_t(idx), uint32_t(size)};
+  return TypeInfo{uint8_t(idx), uint64_t(size)};
 }
 
 inline TypeInfo LookupType(H dt) {
@@ -285,6 +298,7 @@ struct Info {
   uint8_t redop = kNoRedop;
   void* request = nullptr;  // MPI_Request* of a non-blocking call
   bool any_source = false;  // a receive from MPI_ANY_SOURCE: numbered once its sender is known
+  bool recv = false;        // a point-to-point receive
   CommSlot* slot = nullptr;
 };
 
@@ -325,6 +339,7 @@ inline Info Same(int count, H dt, H op, int peer, H comm) {
 inline Info RecvFrom(int count, H dt, int src, H comm) {
   Info i = Same(count, dt, nullptr, src, comm);
   i.any_source = src == Abi().any_source;
+  i.recv = true;
   return i;
 }
 
@@ -340,7 +355,7 @@ inline Info Blocks(const void* sbuf, int sc, H st, bool send_n, int rc, H rt, bo
                    bool recv_significant, int peer, H comm) {
   Info i = Base(comm, nullptr, peer);
   const uint64_t n = CommSize(i);
-  uint32_t rsize = 0;
+  uint64_t rsize = 0;
   if (recv_significant && rc > 0) {
     const TypeInfo r = LookupType(rt);
     rsize = r.size;
@@ -369,11 +384,29 @@ inline Info Gather(const void* sbuf, int sc, H st, int rc, H rt, int root, H com
   Info probe = Base(comm, nullptr, root);
   return Blocks(sbuf, sc, st, false, rc, rt, true, IsRoot(probe, root), root, comm);
 }
-inline Info Scatter(int rc, H rt, int root, H comm) { return Same(rc, rt, nullptr, root, comm); }
-inline Info Sendrecv(int sc, H st, int rc, H rt, int peer, int src, H comm) {
-  Info i = Blocks(nullptr, sc, st, false, rc, rt, false, true, peer, comm);
-  i.recv_peer = src;
+// The block this rank receives; an in-place root (MPI_IN_PLACE as its receive buffer, receive
+// arguments ignored) keeps its own block of the send side: sc x st, or scs[root] x st.
+inline Info Scatter(const void* rbuf, int sc, H st, int rc, H rt, int root, H comm) {
+  if (InPlace(rbuf)) return Same(sc, st, nullptr, root, comm);
+  return Same(rc, rt, nullptr, root, comm);
+}
+inline Info Scatterv(const void* rbuf, const int* scs, H st, int rc, H rt, int root, H comm) {
+  if (InPlace(rbuf))
+    return Same(scs != nullptr && root >= 0 ? scs[root] : 0, st, nullptr, root, comm);
+  return Same(rc, rt, nullptr, root, comm);
+}
+// A receive from MPI_ANY_SOURCE (its source is not known yet: any_source, numbered from the
+// call's status) or from `src`.
+inline Info RecvSide(Info i, int src) {
+  if (src == Abi().any_source) {
+    i.any_source = true;
+  } else {
+    i.recv_peer = src;
+  }
   return i;
+}
+inline Info Sendrecv(int sc, H st, int rc, H rt, int peer, int src, H comm) {
+  return RecvSide(Blocks(nullptr, sc, st, false, rc, rt, false, true, peer, comm), src);
 }
 
 inline Info Allgatherv(const void* sbuf, int sc, H st, const int* rcs, H rt, H comm) {
@@ -398,7 +431,7 @@ inline Info Allgatherv(const void* sbuf, int sc, H st, const int* rcs, H rt, H c
 inline Info Gatherv(const void* sbuf, int sc, H st, const int* rcs, H rt, int root, H comm) {
   Info i = Base(comm, nullptr, root);
   const bool root_here = IsRoot(i, root);
-  uint32_t rsize = 0;
+  uint64_t rsize = 0;
   if (root_here) {
     const uint64_t total = Sum(rcs, CommSize(i));
     if (total > 0) {
@@ -458,9 +491,11 @@ inline Info PerPeerCounts(Info i, const int* scs, H st, uint64_t n_out, const in
   return i;
 }
 
-inline Info Alltoallv(const int* scs, H st, const int* rcs, H rt, H comm) {
+// With MPI_IN_PLACE the send counts and type are ignored: the receive side stands for them.
+inline Info Alltoallv(const void* sbuf, const int* scs, H st, const int* rcs, H rt, H comm) {
   const Info i = Base(comm, nullptr, kNoPeer);
   const uint64_t n = CommSize(i);
+  if (InPlace(sbuf)) return PerPeerCounts(i, rcs, rt, n, rcs, rt, n);
   return PerPeerCounts(i, scs, st, n, rcs, rt, n);
 }
 
@@ -668,6 +703,7 @@ inline void Finish(uint16_t api, uint32_t seq, const Info& info, uint64_t t0, ui
   pc.x.recv_seq = recv_seq;
   pc.slot = info.slot;
   pc.any_source = info.any_source;
+  pc.recv = info.recv;
   if (info.request != nullptr) {
     e.flags |= kFlagNonBlocking;
     if (rc == 0) {
@@ -701,14 +737,58 @@ inline uint32_t NumberFrom(CommSlot* slot, int source, int32_t* peer) {
   return NextPeerSeq(slot, source, true);
 }
 
-// A pending request completed at `t_done`; `source`: MPI_SOURCE of its status (-1 unknown).
-inline void Complete(uint64_t handle, uint64_t t_done, int source = -1) {
+// A pending request completed at `t_done`; `status`: its status (nullptr: unknown). A receive
+// that was cancelled (MPI_Cancel) transferred nothing: it is not recorded.
+inline void Complete(uint64_t handle, uint64_t t_done, const void* status = nullptr) {
   if (handle == Abi().request_null) return;
   PendingCall pc;
   if (!g_requests.Take(handle, &pc)) return;
+  int cancelled = 0;
+  if (status != nullptr && P().test_cancelled != nullptr &&
+      P().test_cancelled(status, &cancelled) == 0 && cancelled)
+    return;
   pc.x.complete_ticks = t_done;
-  if (pc.any_source) pc.e.coll.seq = NumberFrom(pc.slot, source, &pc.e.coll.peer);
+  if (pc.any_source) {
+    const int source = status != nullptr ? Abi().StatusSource(status, 0) : -1;
+    pc.e.coll.seq = NumberFrom(pc.slot, source, &pc.e.coll.peer);
+  }
   EmitPending(pc);
+}
+
+// Statuses of at most this size (Open MPI 24 bytes, MPICH 20) can be substituted for an ignored
+// one (see Statuses).
+constexpr size_t kMaxStatusSize = 32;
+
+// Numbers, times and records one call described by `info` (see Seq), made by `call(status)`. A
+// receive from MPI_ANY_SOURCE (info.any_source: an MPI_Recv, or a Sendrecv's receive side) is
+// numbered from the status the call fills in: `status`, or the agent's own when the caller
+// passed MPI_STATUS_IGNORE (or has none). A non-blocking one is numbered at its completion.
+template <typename Call>
+int Recorded(const Real& real, Kind kind, Info info, void* status, Call call) {
+  uint32_t recv_seq = 0;
+  uint32_t seq = Seq(info, kind, &recv_seq);
+  const bool number_now = info.any_source && info.request == nullptr;
+  alignas(16) char own[kMaxStatusSize];
+  void* st = number_now && Abi().StatusIgnored(status) && Abi().status_size <= kMaxStatusSize
+                 ? own
+                 : status;
+  const bool recording = Recording();
+  const uint64_t t0 = recording ? Now() : 0;
+  const int rc = call(st);
+  const uint64_t t1 = recording ? Now() : 0;
+  if (number_now && rc == 0 && !Abi().StatusIgnored(st)) {
+    int32_t peer = kNoPeer;
+    const uint32_t n = NumberFrom(info.slot, Abi().StatusSource(st, 0), &peer);
+    if (kind == kRecv) {
+      seq = n;
+      info.peer = peer;
+    } else {
+      recv_seq = n;
+      info.recv_peer = peer;
+    }
+  }
+  if (recording) Finish(real.api, seq, info, t0, t1, rc, recv_seq);
+  return rc;
 }
 
 void EmitApi(uint16_t api, uint64_t t0, uint64_t t1, int rc) {
@@ -786,19 +866,21 @@ using profagent::H;
     Nb(Gatherv(sbuf, sc, st, rcs, rt, root, comm), req))                                          \
   X(Scatter, kColl,                                                                               \
     (const void* sbuf, int sc, H st, void* rbuf, int rc, H rt, int root, H comm),                 \
-    (sbuf, sc, st, rbuf, rc, rt, root, comm), Scatter(rc, rt, root, comm))                        \
+    (sbuf, sc, st, rbuf, rc, rt, root, comm), Scatter(rbuf, sc, st, rc, rt, root, comm))          \
   X(Iscatter, kColl,                                                                              \
     (const void* sbuf, int sc, H st, void* rbuf, int rc, H rt, int root, H comm, void* req),      \
-    (sbuf, sc, st, rbuf, rc, rt, root, comm, req), Nb(Scatter(rc, rt, root, comm), req))          \
+    (sbuf, sc, st, rbuf, rc, rt, root, comm, req),                                                \
+    Nb(Scatter(rbuf, sc, st, rc, rt, root, comm), req))                                           \
   X(Scatterv, kColl,                                                                              \
     (const void* sbuf, const int* scs, const int* displs, H st, void* rbuf, int rc, H rt,         \
      int root, H comm),                                                                           \
-    (sbuf, scs, displs, st, rbuf, rc, rt, root, comm), Scatter(rc, rt, root, comm))               \
+    (sbuf, scs, displs, st, rbuf, rc, rt, root, comm),                                            \
+    Scatterv(rbuf, scs, st, rc, rt, root, comm))                                                  \
   X(Iscatterv, kColl,                                                                             \
     (const void* sbuf, const int* scs, const int* displs, H st, void* rbuf, int rc, H rt,         \
      int root, H comm, void* req),                                                                \
     (sbuf, scs, displs, st, rbuf, rc, rt, root, comm, req),                                       \
-    Nb(Scatter(rc, rt, root, comm), req))                                                         \
+    Nb(Scatterv(rbuf, scs, st, rc, rt, root, comm), req))                                         \
   X(Reduce_scatter, kColl,                                                                        \
     (const void* sbuf, void* rbuf, const int* rcs, H dt, H op, H comm),                           \
     (sbuf, rbuf, rcs, dt, op, comm), ReduceScatter(rcs, dt, op, comm))                            \
@@ -818,12 +900,13 @@ using profagent::H;
   X(Alltoallv, kColl,                                                                             \
     (const void* sbuf, const int* scs, const int* sd, H st, void* rbuf, const int* rcs,           \
      const int* rd, H rt, H comm),                                                                \
-    (sbuf, scs, sd, st, rbuf, rcs, rd, rt, comm), Alltoallv(scs, st, rcs, rt, comm))              \
+    (sbuf, scs, sd, st, rbuf, rcs, rd, rt, comm),                                                 \
+    Alltoallv(sbuf, scs, st, rcs, rt, comm))                                                      \
   X(Ialltoallv, kColl,                                                                            \
     (const void* sbuf, const int* scs, const int* sd, H st, void* rbuf, const int* rcs,           \
      const int* rd, H rt, H comm, void* req),                                                     \
     (sbuf, scs, sd, st, rbuf, rcs, rd, rt, comm, req),                                            \
-    Nb(Alltoallv(scs, st, rcs, rt, comm), req))                                                   \
+    Nb(Alltoallv(sbuf, scs, st, rcs, rt, comm), req))                                             \
   X(Barrier, kColl, (H comm), (comm), NoData(comm))                                               \
   X(Ibarrier, kColl, (H comm, void* req), (comm, req), Nb(NoData(comm), req))                     \
   X(Send, kSend, (const void* buf, int count, H dt, int dest, int tag, H comm),                   \
@@ -844,15 +927,6 @@ using profagent::H;
     (buf, count, dt, dest, tag, comm, req), Nb(SendOnly(count, dt, dest, comm), req))             \
   X(Irecv, kRecv, (void* buf, int count, H dt, int src, int tag, H comm, void* req),              \
     (buf, count, dt, src, tag, comm, req), Nb(RecvFrom(count, dt, src, comm), req))               \
-  X(Sendrecv, kSend,                                                                              \
-    (const void* sbuf, int sc, H st, int dest, int stag, void* rbuf, int rc, H rt, int src,       \
-     int rtag, H comm, void* status),                                                             \
-    (sbuf, sc, st, dest, stag, rbuf, rc, rt, src, rtag, comm, status),                            \
-    Sendrecv(sc, st, rc, rt, dest, src, comm))                                                    \
-  X(Sendrecv_replace, kSend,                                                                      \
-    (void* buf, int count, H dt, int dest, int stag, int src, int rtag, H comm, void* status),    \
-    (buf, count, dt, dest, stag, src, rtag, comm, status), Sendrecv(count, dt, count, dt, dest,   \
-                                                                    src, comm))                   \
   X(Alltoallw, kColl,                                                                             \
     (const void* sbuf, const int* scs, const int* sd, const void* sts, void* rbuf,                \
      const int* rcs, const int* rd, const void* rts, H comm),                                     \
@@ -966,15 +1040,7 @@ using A = intptr_t;
     if (__builtin_expect(fn == nullptr, 0)) return MissingReal("PMPI_" #NAME);                    \
     HookGuard guard;                                                                              \
     if (!guard.outermost()) return fn ARGS;                                                       \
-    const Info info = INFO;                                                                       \
-    uint32_t recv_seq = 0;                                                                        \
-    const uint32_t seq = Seq(info, KIND, &recv_seq);                                              \
-    if (!Recording()) return fn ARGS;                                                             \
-    const uint64_t t0 = Now();                                                                    \
-    const int result = fn ARGS;                                                                   \
-    const uint64_t t1 = Now();                                                                    \
-    Finish(real.api, seq, info, t0, t1, result, recv_seq);                                        \
-    return result;                                                                                \
+    return Recorded(real, KIND, INFO, nullptr, [&](void*) { return fn ARGS; });                   \
   }
 
 PROFAGENT_MPI_CALLS(PROFAGENT_MPI_WRAPPER)
@@ -997,8 +1063,8 @@ struct Snapshot {
     const MpiAbi& abi = Abi();
     for (int i = 0; i < n; ++i) h[i] = abi.RequestAt(reqs, size_t(i));
   }
-  void Complete(int i, uint64_t t, int source) const {
-    if (i >= 0 && i < n) profagent::Complete(h[i], t, source);
+  void Complete(int i, uint64_t t, const void* status) const {
+    if (i >= 0 && i < n) profagent::Complete(h[i], t, status);
   }
 };
 
@@ -1008,7 +1074,6 @@ inline bool AnyPending() { return g_requests.size() != 0; }
 // MPI_STATUS(ES)_IGNORE while calls are pending, so that a receive from MPI_ANY_SOURCE learns its
 // sender (MPI_SOURCE). The caller, who reads no status, sees no difference.
 struct Statuses {
-  static constexpr size_t kMaxStatusSize = 32;
   alignas(16) char own[Snapshot::kMax * kMaxStatusSize];
   void* p;
   Statuses(void* user, int n) : p(user) {
@@ -1017,7 +1082,11 @@ struct Statuses {
         abi.status_size <= kMaxStatusSize)
       p = own;
   }
-  int Source(int i) const { return Abi().StatusIgnored(p) ? -1 : Abi().StatusSource(p, i); }
+  // The i-th status, nullptr when ignored.
+  const void* At(int i) const {
+    return Abi().StatusIgnored(p) ? nullptr
+                                  : static_cast<const char*>(p) + size_t(i) * Abi().status_size;
+  }
 };
 
 }  // namespace
@@ -1032,22 +1101,29 @@ struct Statuses {
   HookGuard guard;                                                                                \
   if (!guard.outermost()) return fn(__VA_ARGS__);
 
-// MPI_Recv: a receive from MPI_ANY_SOURCE is numbered once its status names the sender.
+// Receives with a status: one from MPI_ANY_SOURCE is numbered once its status names the sender.
 PROFAGENT_EXPORT int MPI_Recv(void* buf, int count, H dt, int src, int tag, H comm,
                               void* status) {
   PROFAGENT_COMPLETION_PROLOGUE(Recv, buf, count, dt, src, tag, comm, status)
-  Info info = RecvFrom(count, dt, src, comm);
-  uint32_t seq = Seq(info, kRecv);  // none yet from MPI_ANY_SOURCE
-  alignas(16) char own[Statuses::kMaxStatusSize];
-  void* st = info.any_source && Abi().StatusIgnored(status) ? own : status;
-  const bool recording = Recording();
-  const uint64_t t0 = recording ? Now() : 0;
-  const int rc = fn(buf, count, dt, src, tag, comm, st);
-  const uint64_t t1 = recording ? Now() : 0;
-  if (info.any_source && rc == 0)
-    seq = NumberFrom(info.slot, Abi().StatusSource(st, 0), &info.peer);
-  if (recording) Finish(real.api, seq, info, t0, t1, rc);
-  return rc;
+  return Recorded(real, kRecv, RecvFrom(count, dt, src, comm), status,
+                  [&](void* st) { return fn(buf, count, dt, src, tag, comm, st); });
+}
+
+PROFAGENT_EXPORT int MPI_Sendrecv(const void* sbuf, int sc, H st, int dest, int stag, void* rbuf,
+                                  int rc, H rt, int src, int rtag, H comm, void* status) {
+  PROFAGENT_COMPLETION_PROLOGUE(Sendrecv, sbuf, sc, st, dest, stag, rbuf, rc, rt, src, rtag, comm,
+                                status)
+  return Recorded(real, kSend, Sendrecv(sc, st, rc, rt, dest, src, comm), status, [&](void* s) {
+    return fn(sbuf, sc, st, dest, stag, rbuf, rc, rt, src, rtag, comm, s);
+  });
+}
+
+PROFAGENT_EXPORT int MPI_Sendrecv_replace(void* buf, int count, H dt, int dest, int stag, int src,
+                                          int rtag, H comm, void* status) {
+  PROFAGENT_COMPLETION_PROLOGUE(Sendrecv_replace, buf, count, dt, dest, stag, src, rtag, comm,
+                                status)
+  return Recorded(real, kSend, Sendrecv(count, dt, count, dt, dest, src, comm), status,
+                  [&](void* s) { return fn(buf, count, dt, dest, stag, src, rtag, comm, s); });
 }
 
 PROFAGENT_EXPORT int MPI_Wait(void* req, void* status) {
@@ -1058,7 +1134,7 @@ PROFAGENT_EXPORT int MPI_Wait(void* req, void* status) {
   const uint64_t t0 = Now();
   const int rc = fn(req, st.p);
   const uint64_t t1 = Now();
-  if (pending && rc == 0) Complete(h, t1, st.Source(0));
+  if (pending && rc == 0) Complete(h, t1, st.At(0));
   EmitApi(real.api, t0, t1, rc);
   return rc;
 }
@@ -1072,7 +1148,7 @@ PROFAGENT_EXPORT int MPI_Waitall(int count, void* reqs, void* statuses) {
   const int rc = fn(count, reqs, st.p);
   const uint64_t t1 = Now();
   if (rc == 0)
-    for (int i = 0; i < s.n; ++i) s.Complete(i, t1, st.Source(i));
+    for (int i = 0; i < s.n; ++i) s.Complete(i, t1, st.At(i));
   EmitApi(real.api, t0, t1, rc);
   return rc;
 }
@@ -1085,7 +1161,7 @@ PROFAGENT_EXPORT int MPI_Waitany(int count, void* reqs, int* index, void* status
   const uint64_t t0 = Now();
   const int rc = fn(count, reqs, index, st.p);
   const uint64_t t1 = Now();
-  if (rc == 0 && index != nullptr) s.Complete(*index, t1, st.Source(0));
+  if (rc == 0 && index != nullptr) s.Complete(*index, t1, st.At(0));
   EmitApi(real.api, t0, t1, rc);
   return rc;
 }
@@ -1100,7 +1176,7 @@ PROFAGENT_EXPORT int MPI_Waitsome(int incount, void* reqs, int* outcount, int* i
   const int rc = fn(incount, reqs, outcount, indices, st.p);
   const uint64_t t1 = Now();
   if (rc == 0 && outcount != nullptr && indices != nullptr && *outcount != Abi().undefined)
-    for (int i = 0; i < *outcount; ++i) s.Complete(indices[i], t1, st.Source(i));
+    for (int i = 0; i < *outcount; ++i) s.Complete(indices[i], t1, st.At(i));
   EmitApi(real.api, t0, t1, rc);
   return rc;
 }
@@ -1112,7 +1188,7 @@ PROFAGENT_EXPORT int MPI_Test(void* req, int* flag, void* status) {
   const uint64_t h = pending ? Abi().RequestAt(req, 0) : 0;
   Statuses st(status, 1);
   const int rc = fn(req, flag, st.p);
-  if (pending && rc == 0 && flag != nullptr && *flag) Complete(h, Now(), st.Source(0));
+  if (pending && rc == 0 && flag != nullptr && *flag) Complete(h, Now(), st.At(0));
   return rc;
 }
 
@@ -1124,7 +1200,7 @@ PROFAGENT_EXPORT int MPI_Testall(int count, void* reqs, int* flag, void* statuse
   const int rc = fn(count, reqs, flag, st.p);
   if (rc == 0 && flag != nullptr && *flag && s.n > 0) {
     const uint64_t t = Now();
-    for (int i = 0; i < s.n; ++i) s.Complete(i, t, st.Source(i));
+    for (int i = 0; i < s.n; ++i) s.Complete(i, t, st.At(i));
   }
   return rc;
 }
@@ -1136,7 +1212,7 @@ PROFAGENT_EXPORT int MPI_Testany(int count, void* reqs, int* index, int* flag, v
   Statuses st(status, 1);
   const int rc = fn(count, reqs, index, flag, st.p);
   if (rc == 0 && flag != nullptr && *flag && index != nullptr && s.n > 0)
-    s.Complete(*index, Now(), st.Source(0));
+    s.Complete(*index, Now(), st.At(0));
   return rc;
 }
 
@@ -1150,9 +1226,132 @@ PROFAGENT_EXPORT int MPI_Testsome(int incount, void* reqs, int* outcount, int* i
   if (rc == 0 && s.n > 0 && outcount != nullptr && indices != nullptr &&
       *outcount != Abi().undefined && *outcount > 0) {
     const uint64_t t = Now();
-    for (int i = 0; i < *outcount; ++i) s.Complete(indices[i], t, st.Source(i));
+    for (int i = 0; i < *outcount; ++i) s.Complete(indices[i], t, st.At(i));
   }
   return rc;
+}
+
+// MPI_Cancel of a pending receive: a cancelled receive matches no send, so its number is given
+// back when no later receive on the pair took one. Should the cancel fail (the receive completed
+// after all), it is numbered anew at its completion, from its status (as from MPI_ANY_SOURCE).
+// A completion whose status says cancelled is not recorded (Complete).
+namespace profagent {
+namespace {
+void Cancelling(uint64_t handle) {
+  PendingCall pc;
+  if (!g_requests.Take(handle, &pc)) return;
+  if (pc.recv && !pc.any_source && ReturnPeerSeq(pc.slot, pc.e.coll.peer, true, pc.e.coll.seq)) {
+    pc.any_source = true;
+    pc.e.coll.seq = kNoSeq;
+  }
+  PendingCall old;
+  g_requests.Put(handle, pc, &old);
+}
+}  // namespace
+}  // namespace profagent
+
+PROFAGENT_EXPORT int MPI_Cancel(void* req) {
+  PROFAGENT_COMPLETION_PROLOGUE(Cancel, req)
+  const uint64_t h = AnyPending() && req != nullptr ? Abi().RequestAt(req, 0) : 0;
+  const int rc = fn(req);
+  if (rc == 0 && h != 0) Cancelling(h);
+  return rc;
+}
+
+// A request seen complete by MPI_Request_get_status (which leaves it allocated) completed then.
+PROFAGENT_EXPORT int MPI_Request_get_status(H req, int* flag, void* status) {
+  PROFAGENT_COMPLETION_PROLOGUE(Request_get_status, req, flag, status)
+  const bool pending = AnyPending();
+  Statuses st(status, 1);
+  const int rc = fn(req, flag, st.p);
+  if (pending && rc == 0 && flag != nullptr && *flag) Complete(Abi().Key(req), Now(), st.At(0));
+  return rc;
+}
+
+// ---- Matched probes --------------------------------------------------------------------------
+// MPI_Mprobe / MPI_Improbe match a message and hand it out as an MPI_Message, received later by
+// MPI_Mrecv / MPI_Imrecv. The match is the receive's place in its pair's order: it is numbered
+// at the probe (from the status's source) and recorded at the receive.
+namespace profagent {
+namespace {
+struct Matched {
+  H comm;
+  int32_t peer;
+  uint32_t seq;
+};
+std::mutex g_matched_mu;
+std::unordered_map<uint64_t, Matched>* g_matched = nullptr;  // message handle -> its match
+
+// After a probe that matched (`message` written, `st` its status).
+void Probed(H comm, const void* message, const void* st) {
+  if (message == nullptr || Abi().StatusIgnored(st)) return;
+  Matched m{comm, kNoPeer, kNoSeq};
+  m.seq = NumberFrom(SlotFor(comm), Abi().StatusSource(st, 0), &m.peer);  // none: MPI_PROC_NULL
+  std::lock_guard<std::mutex> l(g_matched_mu);
+  if (g_matched == nullptr) g_matched = new std::unordered_map<uint64_t, Matched>();
+  (*g_matched)[Abi().RequestAt(message, 0)] = m;
+}
+
+// The match of `message` (read before the receive frees it); false when the probe was not seen.
+bool TakeMatched(const void* message, Matched* out) {
+  if (message == nullptr) return false;
+  const uint64_t k = Abi().RequestAt(message, 0);
+  std::lock_guard<std::mutex> l(g_matched_mu);
+  if (g_matched == nullptr) return false;
+  auto it = g_matched->find(k);
+  if (it == g_matched->end()) return false;
+  *out = it->second;
+  g_matched->erase(it);
+  return true;
+}
+
+// A matched receive of count x dt: recorded with the number its probe took.
+template <typename Call>
+int MatchedReceive(const Real& real, int count, H dt, void* message, void* request, Call call) {
+  Matched m;
+  const bool known = TakeMatched(message, &m);
+  const bool recording = Recording();
+  const uint64_t t0 = recording ? Now() : 0;
+  const int rc = call();
+  const uint64_t t1 = recording ? Now() : 0;
+  if (known && recording) {
+    Info info = Nb(Same(count, dt, nullptr, m.peer, m.comm), request);
+    Finish(real.api, m.seq, info, t0, t1, rc);
+  }
+  return rc;
+}
+}  // namespace
+}  // namespace profagent
+
+PROFAGENT_EXPORT int MPI_Mprobe(int src, int tag, H comm, void* message, void* status) {
+  PROFAGENT_COMPLETION_PROLOGUE(Mprobe, src, tag, comm, message, status)
+  alignas(16) char own[kMaxStatusSize];
+  void* st = Abi().StatusIgnored(status) && Abi().status_size <= kMaxStatusSize ? own : status;
+  const int rc = fn(src, tag, comm, message, st);
+  if (rc == 0) Probed(comm, message, st);
+  return rc;
+}
+
+PROFAGENT_EXPORT int MPI_Improbe(int src, int tag, H comm, int* flag, void* message,
+                                 void* status) {
+  PROFAGENT_COMPLETION_PROLOGUE(Improbe, src, tag, comm, flag, message, status)
+  alignas(16) char own[kMaxStatusSize];
+  void* st = Abi().StatusIgnored(status) && Abi().status_size <= kMaxStatusSize ? own : status;
+  const int rc = fn(src, tag, comm, flag, message, st);
+  if (rc == 0 && flag != nullptr && *flag) Probed(comm, message, st);
+  return rc;
+}
+
+PROFAGENT_EXPORT int MPI_Mrecv(void* buf, int count, H dt, void* message, void* status) {
+  PROFAGENT_COMPLETION_PROLOGUE(Mrecv, buf, count, dt, message, status)
+  return MatchedReceive(real, count, dt, message, nullptr,
+                        [&] { return fn(buf, count, dt, message, status); });
+}
+
+PROFAGENT_EXPORT int MPI_Imrecv(void* buf, int count, H dt, void* message, void* req) {
+  PROFAGENT_COMPLETION_PROLOGUE(Imrecv, buf, count, dt, message, req)
+  return MatchedReceive(real, count, dt, message, req,
+                        [&] { return fn(buf, count, dt, message, req); });
 }
 
 // ---- Communicator lifetime -------------------------------------------------------------------
@@ -1225,6 +1424,33 @@ PROFAGENT_COMM_CREATOR(Dist_graph_create_adjacent,
 PROFAGENT_COMM_CREATOR(Intercomm_merge, (H comm, int high, void* out), (comm, high, out), out)
 #undef PROFAGENT_COMM_CREATOR
 #undef PROFAGENT_ARGS
+
+// MPI_Comm_idup: the new communicator may not be queried before the request completes, but it
+// is created now (in the same order on every member): registered now, as a copy of `comm`.
+namespace profagent {
+namespace {
+void Duplicating(int rc, H comm, void* out) {
+  if (rc != 0 || out == nullptr) return;
+  const uint64_t k = Abi().RequestAt(out, 0);
+  if (k == 0 || k == Abi().Key(Abi().comm_null) || g_comms.Find(k) != nullptr) return;
+  AddComm(HandleOut(k), comm);
+}
+}  // namespace
+}  // namespace profagent
+
+PROFAGENT_EXPORT int MPI_Comm_idup(H comm, void* out, void* req) {
+  PROFAGENT_COMPLETION_PROLOGUE(Comm_idup, comm, out, req)
+  const int rc = fn(comm, out, req);
+  Duplicating(rc, comm, out);
+  return rc;
+}
+
+PROFAGENT_EXPORT int MPI_Comm_idup_with_info(H comm, H info, void* out, void* req) {
+  PROFAGENT_COMPLETION_PROLOGUE(Comm_idup_with_info, comm, info, out, req)
+  const int rc = fn(comm, info, out, req);
+  Duplicating(rc, comm, out);
+  return rc;
+}
 
 PROFAGENT_EXPORT int MPI_Comm_free(void* comm) {
   PROFAGENT_COMPLETION_PROLOGUE(Comm_free, comm)

@@ -99,6 +99,22 @@ inline uint32_t NextPeerSeq(CommSlot* s, int peer, bool recv) {
   return a[2 * peer + (recv ? 1 : 0)].fetch_add(1, std::memory_order_relaxed);
 }
 
+// Gives back number `seq`, taken by a call that turned out to transfer nothing (it failed, or
+// was cancelled), when it is still the latest one taken: the next call gets it. False when a
+// later number was taken since (the gap stays).
+inline bool ReturnCollSeq(CommSlot* s, uint32_t seq) {
+  uint32_t next = seq + 1;
+  return s != nullptr && seq != kNoSeq && s->coll_seq.compare_exchange_strong(next, seq);
+}
+inline bool ReturnPeerSeq(CommSlot* s, int peer, bool recv, uint32_t seq) {
+  if (s == nullptr || seq == kNoSeq || peer < 0 ||
+      peer >= s->peer_slots.load(std::memory_order_acquire) / 2)
+    return false;
+  std::atomic<uint32_t>* a = s->peer_seq.load(std::memory_order_acquire);
+  uint32_t next = seq + 1;
+  return a[2 * peer + (recv ? 1 : 0)].compare_exchange_strong(next, seq);
+}
+
 // 64-bit FNV-1a, used for unique-id hashes (stable across processes and builds).
 uint64_t Fnv1a64(const void* data, size_t n, uint64_t seed = 0xcbf29ce484222325ull);
 

@@ -279,9 +279,18 @@ inline Pending Before(CommSlot* slot, Kind kind, int peer, cudaStream_t stream) 
   return p;
 }
 
-inline void After(uint16_t api, uint8_t op_index, ncclComm_t comm, cudaStream_t stream,
+inline void After(uint16_t api, uint8_t op_index, Kind kind, ncclComm_t comm, cudaStream_t stream,
                   const CallInfo& c, const Pending& p, ncclResult_t rc, bool captured) {
   const uint64_t t1 = Now();
+  if (rc != ncclSuccess && rc != ncclInProgress) {
+    // Nothing was enqueued: the number goes to the next call, as the other ranks' next call
+    // (which did not fail) has it. The record keeps the error; the report leaves it out.
+    if (kind == kColl) {
+      ReturnCollSeq(p.slot, p.seq);
+    } else {
+      ReturnPeerSeq(p.slot, c.peer, kind == kRecv, p.seq);
+    }
+  }
   uint32_t corr = p.group != 0 ? 0 : LastDriverLaunchCorrelation();
   if (p.ticket >= 0) {
     if (corr == 0) corr = NextCorrelationId();
@@ -453,7 +462,7 @@ Real ResolveCollective(const char* name, const char* pname, uint8_t op_index) {
       CapturedCall in_capture(captured); /* its kernel launches are captured too */               \
       rc = fn ARGS;                                                                               \
     }                                                                                             \
-    After(real.api, kOp##NAME, comm, stream, info, pending, rc, captured);                        \
+    After(real.api, kOp##NAME, KIND, comm, stream, info, pending, rc, captured);                  \
     return rc;                                                                                    \
   }
 
