@@ -16,6 +16,7 @@ PKGS=(
   nlohmann-json3-dev
   libunwind-dev
   openmpi-bin libopenmpi-dev
+  gfortran               # mpifort: the Fortran MPI test programs
 )
 # scripts/fuzz.sh only: the gcc build and `bazel test //...` never need clang.
 FUZZ_PKGS=(

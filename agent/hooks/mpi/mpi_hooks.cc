@@ -769,14 +769,13 @@ int Recorded(const Real& real, Kind kind, Info info, void* status, Call call) {
   uint32_t seq = Seq(info, kind, &recv_seq);
   const bool number_now = info.any_source && info.request == nullptr;
   alignas(16) char own[kMaxStatusSize];
-  void* st = number_now && Abi().StatusIgnored(status) && Abi().status_size <= kMaxStatusSize
-                 ? own
-                 : status;
+  const bool ignored = status == nullptr || Abi().StatusIgnored(status);
+  void* st = number_now && ignored && Abi().status_size <= kMaxStatusSize ? own : status;
   const bool recording = Recording();
   const uint64_t t0 = recording ? Now() : 0;
   const int rc = call(st);
   const uint64_t t1 = recording ? Now() : 0;
-  if (number_now && rc == 0 && !Abi().StatusIgnored(st)) {
+  if (number_now && rc == 0 && st != nullptr && !Abi().StatusIgnored(st)) {
     int32_t peer = kNoPeer;
     const uint32_t n = NumberFrom(info.slot, Abi().StatusSource(st, 0), &peer);
     if (kind == kRecv) {
@@ -1809,3 +1808,514 @@ PROFAGENT_EXPORT int MPI_Finalize(void) {
   EmitApi(real.api, t0, t1, rc);
   return rc;
 }
+
+// ---- Fortran bindings ------------------------------------------------------------------------
+// Open MPI's Fortran library (libmpi_mpifh: mpif.h and `use mpi`) implements mpi_send_ (and its
+// aliases mpi_send, mpi_send__, MPI_SEND) on PMPI_Send directly, and the mpi_f08 module's
+// mpi_send_f08_ calls ompi_send_f, the same function: the C interposers above never see these
+// calls, nor MPI_Init. The agent interposes those names too. Handles are converted with
+// PMPI_*_f2c and the call is described by the same Info as its C form; the real Fortran function
+// (looked up under the name called) makes it. An MPI whose Fortran functions call the C MPI_*
+// ones (MPICH) is recorded once: the C interposer then runs nested (HookGuard).
+// Covered: MPI_Init, Init_thread, Finalize; blocking and non-blocking point-to-point and
+// collectives; Wait/Test and their any/all/some forms; the communicator creators and
+// MPI_Comm_free. Arguments are pointers (MPI_Fint*, buffers as addresses), ierr last.
+namespace profagent {
+namespace {
+
+using F = int;  // MPI_Fint: a default Fortran INTEGER
+constexpr int kMaxFStatusInts = 8;  // MPI_STATUS_SIZE: sizeof(MPI_Status) / sizeof(MPI_Fint)
+
+struct Fortran {
+  H (*comm_f2c)(F) = nullptr;
+  H (*type_f2c)(F) = nullptr;
+  H (*op_f2c)(F) = nullptr;
+  H (*request_f2c)(F) = nullptr;
+  int (*status_f2c)(const F*, void*) = nullptr;
+  // Open MPI's Fortran sentinels: addresses of common blocks, under each name mangling.
+  const void* in_place[4] = {};
+  const void* status_ignore[4] = {};
+  const void* statuses_ignore[4] = {};
+  static bool Is(const void* p, const void* const (&set)[4]) {
+    for (const void* s : set)
+      if (s != nullptr && s == p) return true;
+    return false;
+  }
+};
+
+const Fortran& Fort() {
+  static const Fortran f = [] {
+    Fortran q;
+    q.comm_f2c = reinterpret_cast<decltype(q.comm_f2c)>(FindPmpi("PMPI_Comm_f2c"));
+    q.type_f2c = reinterpret_cast<decltype(q.type_f2c)>(FindPmpi("PMPI_Type_f2c"));
+    q.op_f2c = reinterpret_cast<decltype(q.op_f2c)>(FindPmpi("PMPI_Op_f2c"));
+    q.request_f2c = reinterpret_cast<decltype(q.request_f2c)>(FindPmpi("PMPI_Request_f2c"));
+    q.status_f2c = reinterpret_cast<decltype(q.status_f2c)>(FindPmpi("PMPI_Status_f2c"));
+    const char* kSuffix[4] = {"_", "", "__", ""};
+    for (int i = 0; i < 4; ++i) {
+      auto sym = [&](const char* base) {
+        std::string s = i == 3 ? base : std::string(base) + kSuffix[i];
+        if (i == 3)
+          for (char& c : s) c = char(std::toupper(static_cast<unsigned char>(c)));
+        return dlsym(RTLD_DEFAULT, s.c_str());
+      };
+      q.in_place[i] = sym("mpi_fortran_in_place");
+      q.status_ignore[i] = sym("mpi_fortran_status_ignore");
+      q.statuses_ignore[i] = sym("mpi_fortran_statuses_ignore");
+    }
+    return q;
+  }();
+  return f;
+}
+
+inline H Conv(H (*f2c)(F), const F* h) {
+  if (f2c == nullptr || h == nullptr) return nullptr;
+  const uint64_t v = reinterpret_cast<uint64_t>(f2c(*h));
+  return HandleOut(v);  // MPICH's f2c returns an int: keep its handle bits
+}
+inline H FComm(const F* h) { return Conv(Fort().comm_f2c, h); }
+inline H FType(const F* h) { return Conv(Fort().type_f2c, h); }
+inline H FOp(const F* h) { return Conv(Fort().op_f2c, h); }
+inline uint64_t FRequest(const F* h) { return Abi().Key(Conv(Fort().request_f2c, h)); }
+inline int FInt(const F* v) { return v != nullptr ? *v : 0; }
+// A buffer argument: the Fortran MPI_IN_PLACE is the C one.
+inline const void* FBuf(const void* b) {
+  return Fortran::Is(b, Fort().in_place) ? static_cast<const void*>(Abi().in_place) : b;
+}
+inline bool FStatusIgnored(const F* s) {
+  return s == nullptr || Fortran::Is(s, Fort().status_ignore) ||
+         Fortran::Is(s, Fort().statuses_ignore);
+}
+inline size_t FStatusInts() { return Abi().status_size / sizeof(F); }
+
+// The Fortran function `sym` (its alias in the Fortran library), under the C call's API name.
+Real ResolveFortran(const char* sym, const char* pname, const char* name) {
+  Real r = Resolve(pname, name);
+  r.fn = dlsym(RTLD_NEXT, sym);
+  return r;
+}
+
+void FMissing(const char* sym, F* ierr) {
+  const int rc = MissingReal(sym);
+  if (ierr != nullptr) *ierr = rc;
+}
+
+// A Fortran call described by `info`: `call(fstatus)` makes it, given the Fortran status to
+// fill (for a receive from MPI_ANY_SOURCE, the agent's own when the caller ignores it). `freq`:
+// its Fortran request (non-blocking calls), converted once the call returns.
+template <typename Call>
+void FRecorded(const Real& real, Kind kind, Info info, F* ierr, F* freq, F* fstatus, Call call) {
+  uint64_t creq = 0;
+  if (freq != nullptr) info.request = &creq;
+  Recorded(real, kind, info, nullptr, [&](void* cst) {
+    F own[kMaxFStatusInts];
+    F* fst = fstatus;
+    if (cst != nullptr && FStatusIgnored(fstatus) && FStatusInts() <= kMaxFStatusInts) fst = own;
+    call(fst);
+    const int rc = ierr != nullptr ? *ierr : 0;
+    if (rc == 0 && freq != nullptr) creq = FRequest(freq);
+    if (rc == 0 && cst != nullptr && !FStatusIgnored(fst) && Fort().status_f2c != nullptr)
+      Fort().status_f2c(fst, cst);
+    return rc;
+  });
+}
+
+// Fortran MPI_Wait*/Test*: the requests' C handles, read before the call frees them, and the
+// completed ones' statuses (the agent's own when the caller ignores them) converted to C.
+struct FCompletion {
+  Snapshot s;
+  F own[Snapshot::kMax * kMaxFStatusInts];
+  F* fst;
+  FCompletion(const F* reqs, int count, F* statuses) : fst(statuses) {
+    s.n = 0;
+    if (!AnyPending() || reqs == nullptr || count <= 0) return;
+    s.n = count < Snapshot::kMax ? count : Snapshot::kMax;
+    for (int i = 0; i < s.n; ++i) s.h[i] = FRequest(&reqs[i]);
+    if (FStatusIgnored(statuses) && FStatusInts() <= kMaxFStatusInts) fst = own;
+  }
+  // Request i completed at t, its status the j-th.
+  void Complete(int i, int j, uint64_t t) const {
+    alignas(16) char c[kMaxStatusSize];
+    const void* st = nullptr;
+    if (!FStatusIgnored(fst) && Fort().status_f2c != nullptr &&
+        Fort().status_f2c(fst + size_t(j) * FStatusInts(), c) == 0)
+      st = c;
+    s.Complete(i, t, st);
+  }
+};
+
+// Fortran communicator creators: the new communicator, once the call returned.
+void FCreated(const F* ierr, const F* newcomm) {
+  if (ierr != nullptr && *ierr != 0) return;
+  const H c = FComm(newcomm);
+  uint64_t word = reinterpret_cast<uint64_t>(c);
+  Created(0, &word);
+}
+
+}  // namespace
+}  // namespace profagent
+
+#define PROFAGENT_UNPAREN(...) __VA_ARGS__
+
+// Five exported names per Fortran function; each calls the real function of the same name.
+#define PROFAGENT_F_ENTRY(SYM, NAME, PARAMS, ARGS)                                               \
+  PROFAGENT_EXPORT void SYM PARAMS {                                                             \
+    static const profagent::Real real =                                                          \
+        profagent::ResolveFortran(#SYM, "PMPI_" #NAME, "MPI_" #NAME);                            \
+    profagent::F##NAME(real, #SYM, PROFAGENT_UNPAREN ARGS);                                      \
+  }
+#define PROFAGENT_F_ENTRIES(NAME, lname, UNAME, PARAMS, ARGS) \
+  PROFAGENT_F_ENTRY(mpi_##lname##_, NAME, PARAMS, ARGS)       \
+  PROFAGENT_F_ENTRY(mpi_##lname, NAME, PARAMS, ARGS)          \
+  PROFAGENT_F_ENTRY(mpi_##lname##__, NAME, PARAMS, ARGS)      \
+  PROFAGENT_F_ENTRY(MPI_##UNAME, NAME, PARAMS, ARGS)          \
+  PROFAGENT_F_ENTRY(ompi_##lname##_f, NAME, PARAMS, ARGS)
+
+// Point-to-point and collectives: X(Name, lname, UNAME, Kind, (Fortran params), (args),
+// Info expression, request, status). Fortran params end with ierr.
+using profagent::F;
+#define PROFAGENT_F_CALLS(X)                                                                      \
+  X(Send, send, SEND, kSend, (void* b, F* n, F* dt, F* dest, F* tag, F* comm, F* ierr),           \
+    (b, n, dt, dest, tag, comm, ierr), SendOnly(FInt(n), FType(dt), FInt(dest), FComm(comm)),     \
+    nullptr, nullptr)                                                                             \
+  X(Ssend, ssend, SSEND, kSend, (void* b, F* n, F* dt, F* dest, F* tag, F* comm, F* ierr),        \
+    (b, n, dt, dest, tag, comm, ierr), SendOnly(FInt(n), FType(dt), FInt(dest), FComm(comm)),     \
+    nullptr, nullptr)                                                                             \
+  X(Bsend, bsend, BSEND, kSend, (void* b, F* n, F* dt, F* dest, F* tag, F* comm, F* ierr),        \
+    (b, n, dt, dest, tag, comm, ierr), SendOnly(FInt(n), FType(dt), FInt(dest), FComm(comm)),     \
+    nullptr, nullptr)                                                                             \
+  X(Rsend, rsend, RSEND, kSend, (void* b, F* n, F* dt, F* dest, F* tag, F* comm, F* ierr),        \
+    (b, n, dt, dest, tag, comm, ierr), SendOnly(FInt(n), FType(dt), FInt(dest), FComm(comm)),     \
+    nullptr, nullptr)                                                                             \
+  X(Isend, isend, ISEND, kSend,                                                                   \
+    (void* b, F* n, F* dt, F* dest, F* tag, F* comm, F* req, F* ierr),                            \
+    (b, n, dt, dest, tag, comm, req, ierr),                                                       \
+    SendOnly(FInt(n), FType(dt), FInt(dest), FComm(comm)), req, nullptr)                          \
+  X(Issend, issend, ISSEND, kSend,                                                                \
+    (void* b, F* n, F* dt, F* dest, F* tag, F* comm, F* req, F* ierr),                            \
+    (b, n, dt, dest, tag, comm, req, ierr),                                                       \
+    SendOnly(FInt(n), FType(dt), FInt(dest), FComm(comm)), req, nullptr)                          \
+  X(Recv, recv, RECV, kRecv,                                                                      \
+    (void* b, F* n, F* dt, F* src, F* tag, F* comm, F* status, F* ierr),                          \
+    (b, n, dt, src, tag, comm, status, ierr),                                                     \
+    RecvFrom(FInt(n), FType(dt), FInt(src), FComm(comm)), nullptr, status)                        \
+  X(Irecv, irecv, IRECV, kRecv, (void* b, F* n, F* dt, F* src, F* tag, F* comm, F* req, F* ierr), \
+    (b, n, dt, src, tag, comm, req, ierr),                                                        \
+    RecvFrom(FInt(n), FType(dt), FInt(src), FComm(comm)), req, nullptr)                           \
+  X(Sendrecv, sendrecv, SENDRECV, kSend,                                                          \
+    (void* sb, F* sc, F* st, F* dest, F* stag, void* rb, F* rc, F* rt, F* src, F* rtag, F* comm,  \
+     F* status, F* ierr),                                                                         \
+    (sb, sc, st, dest, stag, rb, rc, rt, src, rtag, comm, status, ierr),                          \
+    Sendrecv(FInt(sc), FType(st), FInt(rc), FType(rt), FInt(dest), FInt(src), FComm(comm)),       \
+    nullptr, status)                                                                              \
+  X(Sendrecv_replace, sendrecv_replace, SENDRECV_REPLACE, kSend,                                  \
+    (void* b, F* n, F* dt, F* dest, F* stag, F* src, F* rtag, F* comm, F* status, F* ierr),       \
+    (b, n, dt, dest, stag, src, rtag, comm, status, ierr),                                        \
+    Sendrecv(FInt(n), FType(dt), FInt(n), FType(dt), FInt(dest), FInt(src), FComm(comm)),         \
+    nullptr, status)                                                                              \
+  X(Barrier, barrier, BARRIER, kColl, (F* comm, F* ierr), (comm, ierr), NoData(FComm(comm)),      \
+    nullptr, nullptr)                                                                             \
+  X(Ibarrier, ibarrier, IBARRIER, kColl, (F* comm, F* req, F* ierr), (comm, req, ierr),           \
+    NoData(FComm(comm)), req, nullptr)                                                            \
+  X(Bcast, bcast, BCAST, kColl, (void* b, F* n, F* dt, F* root, F* comm, F* ierr),                \
+    (b, n, dt, root, comm, ierr), Same(FInt(n), FType(dt), nullptr, FInt(root), FComm(comm)),     \
+    nullptr, nullptr)                                                                             \
+  X(Ibcast, ibcast, IBCAST, kColl, (void* b, F* n, F* dt, F* root, F* comm, F* req, F* ierr),     \
+    (b, n, dt, root, comm, req, ierr),                                                            \
+    Same(FInt(n), FType(dt), nullptr, FInt(root), FComm(comm)), req, nullptr)                     \
+  X(Reduce, reduce, REDUCE, kColl,                                                                \
+    (void* sb, void* rb, F* n, F* dt, F* op, F* root, F* comm, F* ierr),                          \
+    (sb, rb, n, dt, op, root, comm, ierr),                                                        \
+    Same(FInt(n), FType(dt), FOp(op), FInt(root), FComm(comm)), nullptr, nullptr)                 \
+  X(Allreduce, allreduce, ALLREDUCE, kColl,                                                       \
+    (void* sb, void* rb, F* n, F* dt, F* op, F* comm, F* ierr), (sb, rb, n, dt, op, comm, ierr),  \
+    Same(FInt(n), FType(dt), FOp(op), kNoPeer, FComm(comm)), nullptr, nullptr)                    \
+  X(Iallreduce, iallreduce, IALLREDUCE, kColl,                                                    \
+    (void* sb, void* rb, F* n, F* dt, F* op, F* comm, F* req, F* ierr),                           \
+    (sb, rb, n, dt, op, comm, req, ierr),                                                         \
+    Same(FInt(n), FType(dt), FOp(op), kNoPeer, FComm(comm)), req, nullptr)                        \
+  X(Scan, scan, SCAN, kColl, (void* sb, void* rb, F* n, F* dt, F* op, F* comm, F* ierr),          \
+    (sb, rb, n, dt, op, comm, ierr), Same(FInt(n), FType(dt), FOp(op), kNoPeer, FComm(comm)),     \
+    nullptr, nullptr)                                                                             \
+  X(Exscan, exscan, EXSCAN, kColl, (void* sb, void* rb, F* n, F* dt, F* op, F* comm, F* ierr),    \
+    (sb, rb, n, dt, op, comm, ierr), Same(FInt(n), FType(dt), FOp(op), kNoPeer, FComm(comm)),     \
+    nullptr, nullptr)                                                                             \
+  X(Allgather, allgather, ALLGATHER, kColl,                                                       \
+    (void* sb, F* sc, F* st, void* rb, F* rc, F* rt, F* comm, F* ierr),                           \
+    (sb, sc, st, rb, rc, rt, comm, ierr),                                                         \
+    Allgather(FBuf(sb), FInt(sc), FType(st), FInt(rc), FType(rt), FComm(comm)), nullptr, nullptr) \
+  X(Allgatherv, allgatherv, ALLGATHERV, kColl,                                                    \
+    (void* sb, F* sc, F* st, void* rb, F* rcs, F* displs, F* rt, F* comm, F* ierr),               \
+    (sb, sc, st, rb, rcs, displs, rt, comm, ierr),                                                \
+    Allgatherv(FBuf(sb), FInt(sc), FType(st), rcs, FType(rt), FComm(comm)), nullptr, nullptr)     \
+  X(Gather, gather, GATHER, kColl,                                                                \
+    (void* sb, F* sc, F* st, void* rb, F* rc, F* rt, F* root, F* comm, F* ierr),                  \
+    (sb, sc, st, rb, rc, rt, root, comm, ierr),                                                   \
+    Gather(FBuf(sb), FInt(sc), FType(st), FInt(rc), FType(rt), FInt(root), FComm(comm)),          \
+    nullptr, nullptr)                                                                             \
+  X(Gatherv, gatherv, GATHERV, kColl,                                                             \
+    (void* sb, F* sc, F* st, void* rb, F* rcs, F* displs, F* rt, F* root, F* comm, F* ierr),      \
+    (sb, sc, st, rb, rcs, displs, rt, root, comm, ierr),                                          \
+    Gatherv(FBuf(sb), FInt(sc), FType(st), rcs, FType(rt), FInt(root), FComm(comm)), nullptr,     \
+    nullptr)                                                                                      \
+  X(Scatter, scatter, SCATTER, kColl,                                                             \
+    (void* sb, F* sc, F* st, void* rb, F* rc, F* rt, F* root, F* comm, F* ierr),                  \
+    (sb, sc, st, rb, rc, rt, root, comm, ierr),                                                   \
+    Scatter(FBuf(rb), FInt(sc), FType(st), FInt(rc), FType(rt), FInt(root), FComm(comm)),         \
+    nullptr, nullptr)                                                                             \
+  X(Scatterv, scatterv, SCATTERV, kColl,                                                          \
+    (void* sb, F* scs, F* displs, F* st, void* rb, F* rc, F* rt, F* root, F* comm, F* ierr),      \
+    (sb, scs, displs, st, rb, rc, rt, root, comm, ierr),                                          \
+    Scatterv(FBuf(rb), scs, FType(st), FInt(rc), FType(rt), FInt(root), FComm(comm)), nullptr,    \
+    nullptr)                                                                                      \
+  X(Alltoall, alltoall, ALLTOALL, kColl,                                                          \
+    (void* sb, F* sc, F* st, void* rb, F* rc, F* rt, F* comm, F* ierr),                           \
+    (sb, sc, st, rb, rc, rt, comm, ierr),                                                         \
+    Alltoall(FBuf(sb), FInt(sc), FType(st), FInt(rc), FType(rt), FComm(comm)), nullptr, nullptr)  \
+  X(Alltoallv, alltoallv, ALLTOALLV, kColl,                                                       \
+    (void* sb, F* scs, F* sd, F* st, void* rb, F* rcs, F* rd, F* rt, F* comm, F* ierr),           \
+    (sb, scs, sd, st, rb, rcs, rd, rt, comm, ierr),                                               \
+    Alltoallv(FBuf(sb), scs, FType(st), rcs, FType(rt), FComm(comm)), nullptr, nullptr)           \
+  X(Reduce_scatter, reduce_scatter, REDUCE_SCATTER, kColl,                                        \
+    (void* sb, void* rb, F* rcs, F* dt, F* op, F* comm, F* ierr),                                 \
+    (sb, rb, rcs, dt, op, comm, ierr), ReduceScatter(rcs, FType(dt), FOp(op), FComm(comm)),       \
+    nullptr, nullptr)                                                                             \
+  X(Reduce_scatter_block, reduce_scatter_block, REDUCE_SCATTER_BLOCK, kColl,                      \
+    (void* sb, void* rb, F* rc, F* dt, F* op, F* comm, F* ierr),                                  \
+    (sb, rb, rc, dt, op, comm, ierr),                                                             \
+    ReduceScatterBlock(FInt(rc), FType(dt), FOp(op), FComm(comm)), nullptr, nullptr)
+
+namespace profagent {
+namespace {
+#define PROFAGENT_F_IMPL(NAME, lname, UNAME, KIND, PARAMS, ARGS, INFO, REQ, STATUS)               \
+  void F##NAME(const Real& real, const char* sym, PROFAGENT_UNPAREN PARAMS) {                     \
+    using Fn = void(*) PARAMS;                                                                    \
+    const Fn fn = reinterpret_cast<Fn>(real.fn);                                                  \
+    if (__builtin_expect(fn == nullptr, 0)) return FMissing(sym, ierr);                           \
+    HookGuard guard;                                                                              \
+    if (!guard.outermost()) return fn ARGS;                                                       \
+    /* The lambda's `status` stands for the call's own (see FRecorded). */                       \
+    FRecorded(real, KIND, INFO, ierr, REQ, STATUS, [&]([[maybe_unused]] F* status) { fn ARGS; }); \
+  }
+PROFAGENT_F_CALLS(PROFAGENT_F_IMPL)
+#undef PROFAGENT_F_IMPL
+}  // namespace
+}  // namespace profagent
+
+#define PROFAGENT_F_EXPORT(NAME, lname, UNAME, KIND, PARAMS, ARGS, ...) \
+  PROFAGENT_F_ENTRIES(NAME, lname, UNAME, PARAMS, ARGS)
+PROFAGENT_F_CALLS(PROFAGENT_F_EXPORT)
+#undef PROFAGENT_F_EXPORT
+
+// Initialization, completion and communicator lifetime, as their C interposers do.
+namespace profagent {
+namespace {
+using FnIerr = void (*)(F*);
+
+#define PROFAGENT_F_PROLOGUE(PARAMS, ...)                          \
+  using Fn = void(*) PARAMS;                                       \
+  const Fn fn = reinterpret_cast<Fn>(real.fn);                     \
+  if (__builtin_expect(fn == nullptr, 0)) return FMissing(sym, ierr); \
+  HookGuard guard;                                                 \
+  if (!guard.outermost()) return fn(__VA_ARGS__);
+
+void FInit(const Real& real, const char* sym, F* ierr) {
+  PROFAGENT_F_PROLOGUE((F*), ierr)
+  const uint64_t t0 = Now();
+  fn(ierr);
+  const uint64_t t1 = Now();
+  if (*ierr == 0) AfterInit();
+  EmitApi(real.api, t0, t1, *ierr);
+}
+
+void FInit_thread(const Real& real, const char* sym, F* required, F* provided, F* ierr) {
+  PROFAGENT_F_PROLOGUE((F*, F*, F*), required, provided, ierr)
+  const uint64_t t0 = Now();
+  fn(required, provided, ierr);
+  const uint64_t t1 = Now();
+  if (*ierr == 0) AfterInit();
+  EmitApi(real.api, t0, t1, *ierr);
+}
+
+void FFinalize(const Real& real, const char* sym, F* ierr) {
+  PROFAGENT_F_PROLOGUE((F*), ierr)
+  BeforeFinalize();
+  const uint64_t t0 = Now();
+  fn(ierr);
+  const uint64_t t1 = Now();
+  EmitApi(real.api, t0, t1, *ierr);
+}
+
+void FWait(const Real& real, const char* sym, F* req, F* status, F* ierr) {
+  PROFAGENT_F_PROLOGUE((F*, F*, F*), req, status, ierr)
+  FCompletion c(req, 1, status);
+  const uint64_t t0 = Now();
+  fn(req, c.fst, ierr);
+  const uint64_t t1 = Now();
+  if (*ierr == 0 && c.s.n > 0) c.Complete(0, 0, t1);
+  EmitApi(real.api, t0, t1, *ierr);
+}
+
+void FWaitall(const Real& real, const char* sym, F* count, F* reqs, F* statuses, F* ierr) {
+  PROFAGENT_F_PROLOGUE((F*, F*, F*, F*), count, reqs, statuses, ierr)
+  FCompletion c(reqs, FInt(count), statuses);
+  const uint64_t t0 = Now();
+  fn(count, reqs, c.fst, ierr);
+  const uint64_t t1 = Now();
+  if (*ierr == 0)
+    for (int i = 0; i < c.s.n; ++i) c.Complete(i, i, t1);
+  EmitApi(real.api, t0, t1, *ierr);
+}
+
+// Fortran indices count from 1.
+void FWaitany(const Real& real, const char* sym, F* count, F* reqs, F* index, F* status,
+              F* ierr) {
+  PROFAGENT_F_PROLOGUE((F*, F*, F*, F*, F*), count, reqs, index, status, ierr)
+  FCompletion c(reqs, FInt(count), status);
+  const uint64_t t0 = Now();
+  fn(count, reqs, index, c.fst, ierr);
+  const uint64_t t1 = Now();
+  if (*ierr == 0 && index != nullptr && *index != Abi().undefined) c.Complete(*index - 1, 0, t1);
+  EmitApi(real.api, t0, t1, *ierr);
+}
+
+void FWaitsome(const Real& real, const char* sym, F* incount, F* reqs, F* outcount, F* indices,
+               F* statuses, F* ierr) {
+  PROFAGENT_F_PROLOGUE((F*, F*, F*, F*, F*, F*), incount, reqs, outcount, indices, statuses, ierr)
+  FCompletion c(reqs, FInt(incount), statuses);
+  const uint64_t t0 = Now();
+  fn(incount, reqs, outcount, indices, c.fst, ierr);
+  const uint64_t t1 = Now();
+  if (*ierr == 0 && outcount != nullptr && *outcount != Abi().undefined && indices != nullptr)
+    for (int i = 0; i < *outcount; ++i) c.Complete(indices[i] - 1, i, t1);
+  EmitApi(real.api, t0, t1, *ierr);
+}
+
+// Test*: not recorded themselves (polled), only the completions they report. flag: a LOGICAL.
+void FTest(const Real& real, const char* sym, F* req, F* flag, F* status, F* ierr) {
+  PROFAGENT_F_PROLOGUE((F*, F*, F*, F*), req, flag, status, ierr)
+  FCompletion c(req, 1, status);
+  fn(req, flag, c.fst, ierr);
+  if (*ierr == 0 && *flag && c.s.n > 0) c.Complete(0, 0, Now());
+}
+
+void FTestall(const Real& real, const char* sym, F* count, F* reqs, F* flag, F* statuses,
+              F* ierr) {
+  PROFAGENT_F_PROLOGUE((F*, F*, F*, F*, F*), count, reqs, flag, statuses, ierr)
+  FCompletion c(reqs, FInt(count), statuses);
+  fn(count, reqs, flag, c.fst, ierr);
+  if (*ierr == 0 && *flag && c.s.n > 0) {
+    const uint64_t t = Now();
+    for (int i = 0; i < c.s.n; ++i) c.Complete(i, i, t);
+  }
+}
+
+void FTestany(const Real& real, const char* sym, F* count, F* reqs, F* index, F* flag, F* status,
+              F* ierr) {
+  PROFAGENT_F_PROLOGUE((F*, F*, F*, F*, F*, F*), count, reqs, index, flag, status, ierr)
+  FCompletion c(reqs, FInt(count), status);
+  fn(count, reqs, index, flag, c.fst, ierr);
+  if (*ierr == 0 && *flag && index != nullptr && *index != Abi().undefined && c.s.n > 0)
+    c.Complete(*index - 1, 0, Now());
+}
+
+void FTestsome(const Real& real, const char* sym, F* incount, F* reqs, F* outcount, F* indices,
+               F* statuses, F* ierr) {
+  PROFAGENT_F_PROLOGUE((F*, F*, F*, F*, F*, F*), incount, reqs, outcount, indices, statuses, ierr)
+  FCompletion c(reqs, FInt(incount), statuses);
+  fn(incount, reqs, outcount, indices, c.fst, ierr);
+  if (*ierr == 0 && c.s.n > 0 && outcount != nullptr && *outcount != Abi().undefined &&
+      *outcount > 0 && indices != nullptr) {
+    const uint64_t t = Now();
+    for (int i = 0; i < *outcount; ++i) c.Complete(indices[i] - 1, i, t);
+  }
+}
+
+void FComm_dup(const Real& real, const char* sym, F* comm, F* out, F* ierr) {
+  PROFAGENT_F_PROLOGUE((F*, F*, F*), comm, out, ierr)
+  fn(comm, out, ierr);
+  FCreated(ierr, out);
+}
+
+void FComm_split(const Real& real, const char* sym, F* comm, F* color, F* key, F* out, F* ierr) {
+  PROFAGENT_F_PROLOGUE((F*, F*, F*, F*, F*), comm, color, key, out, ierr)
+  fn(comm, color, key, out, ierr);
+  FCreated(ierr, out);
+}
+
+void FComm_split_type(const Real& real, const char* sym, F* comm, F* type, F* key, F* info,
+                      F* out, F* ierr) {
+  PROFAGENT_F_PROLOGUE((F*, F*, F*, F*, F*, F*), comm, type, key, info, out, ierr)
+  fn(comm, type, key, info, out, ierr);
+  FCreated(ierr, out);
+}
+
+void FComm_create(const Real& real, const char* sym, F* comm, F* group, F* out, F* ierr) {
+  PROFAGENT_F_PROLOGUE((F*, F*, F*, F*), comm, group, out, ierr)
+  fn(comm, group, out, ierr);
+  FCreated(ierr, out);
+}
+
+void FCart_create(const Real& real, const char* sym, F* comm, F* ndims, F* dims, F* periods,
+                  F* reorder, F* out, F* ierr) {
+  PROFAGENT_F_PROLOGUE((F*, F*, F*, F*, F*, F*, F*), comm, ndims, dims, periods, reorder, out,
+                       ierr)
+  fn(comm, ndims, dims, periods, reorder, out, ierr);
+  FCreated(ierr, out);
+}
+
+void FCart_sub(const Real& real, const char* sym, F* comm, F* remain, F* out, F* ierr) {
+  PROFAGENT_F_PROLOGUE((F*, F*, F*, F*), comm, remain, out, ierr)
+  fn(comm, remain, out, ierr);
+  FCreated(ierr, out);
+}
+
+// A freed communicator's handle may come back as another one (see MPI_Comm_free).
+void FComm_free(const Real& real, const char* sym, F* comm, F* ierr) {
+  PROFAGENT_F_PROLOGUE((F*, F*), comm, ierr)
+  const uint64_t key = Abi().Key(FComm(comm));
+  fn(comm, ierr);
+  if (*ierr == 0 && key != 0) g_comms.Remove(key);
+}
+#undef PROFAGENT_F_PROLOGUE
+}  // namespace
+}  // namespace profagent
+
+PROFAGENT_F_ENTRIES(Init, init, INIT, (F * ierr), (ierr))
+PROFAGENT_F_ENTRIES(Init_thread, init_thread, INIT_THREAD, (F * req, F * prov, F * ierr),
+                    (req, prov, ierr))
+PROFAGENT_F_ENTRIES(Finalize, finalize, FINALIZE, (F * ierr), (ierr))
+PROFAGENT_F_ENTRIES(Wait, wait, WAIT, (F * req, F * st, F * ierr), (req, st, ierr))
+PROFAGENT_F_ENTRIES(Waitall, waitall, WAITALL, (F * n, F * reqs, F * sts, F * ierr),
+                    (n, reqs, sts, ierr))
+PROFAGENT_F_ENTRIES(Waitany, waitany, WAITANY, (F * n, F * reqs, F * i, F * st, F * ierr),
+                    (n, reqs, i, st, ierr))
+PROFAGENT_F_ENTRIES(Waitsome, waitsome, WAITSOME,
+                    (F * n, F * reqs, F * out, F * idx, F * sts, F * ierr),
+                    (n, reqs, out, idx, sts, ierr))
+PROFAGENT_F_ENTRIES(Test, test, TEST, (F * req, F * flag, F * st, F * ierr), (req, flag, st, ierr))
+PROFAGENT_F_ENTRIES(Testall, testall, TESTALL, (F * n, F * reqs, F * flag, F * sts, F * ierr),
+                    (n, reqs, flag, sts, ierr))
+PROFAGENT_F_ENTRIES(Testany, testany, TESTANY,
+                    (F * n, F * reqs, F * i, F * flag, F * st, F * ierr),
+                    (n, reqs, i, flag, st, ierr))
+PROFAGENT_F_ENTRIES(Testsome, testsome, TESTSOME,
+                    (F * n, F * reqs, F * out, F * idx, F * sts, F * ierr),
+                    (n, reqs, out, idx, sts, ierr))
+PROFAGENT_F_ENTRIES(Comm_dup, comm_dup, COMM_DUP, (F * c, F * out, F * ierr), (c, out, ierr))
+PROFAGENT_F_ENTRIES(Comm_split, comm_split, COMM_SPLIT,
+                    (F * c, F * color, F * key, F * out, F * ierr), (c, color, key, out, ierr))
+PROFAGENT_F_ENTRIES(Comm_split_type, comm_split_type, COMM_SPLIT_TYPE,
+                    (F * c, F * type, F * key, F * info, F * out, F * ierr),
+                    (c, type, key, info, out, ierr))
+PROFAGENT_F_ENTRIES(Comm_create, comm_create, COMM_CREATE, (F * c, F * g, F * out, F * ierr),
+                    (c, g, out, ierr))
+PROFAGENT_F_ENTRIES(Cart_create, cart_create, CART_CREATE,
+                    (F * c, F * nd, F * dims, F * per, F * reorder, F * out, F * ierr),
+                    (c, nd, dims, per, reorder, out, ierr))
+PROFAGENT_F_ENTRIES(Cart_sub, cart_sub, CART_SUB, (F * c, F * remain, F * out, F * ierr),
+                    (c, remain, out, ierr))
+PROFAGENT_F_ENTRIES(Comm_free, comm_free, COMM_FREE, (F * c, F * ierr), (c, ierr))
+#undef PROFAGENT_F_ENTRIES
+#undef PROFAGENT_F_ENTRY
+#undef PROFAGENT_UNPAREN
