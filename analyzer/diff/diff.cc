@@ -10,6 +10,7 @@
 #include <iostream>
 #include <random>
 #include <set>
+#include <tuple>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
@@ -187,15 +188,18 @@ std::string EntryKey(const OJson& e, size_t index) {
   return std::to_string(index);
 }
 
+// The metrics of `j` by path (null: no value); `strings`, when given, collects the paths of
+// string values (names, or a metric spoiled into text).
 void Flatten(const OJson& j, const std::string& prefix,
-             std::vector<std::pair<std::string, std::optional<double>>>* out) {
+             std::vector<std::pair<std::string, std::optional<double>>>* out,
+             std::set<std::string>* strings = nullptr) {
   if (j.is_object()) {
     for (auto it = j.begin(); it != j.end(); ++it) {
       const std::string& k = it.key();
       if (prefix.empty() && (k == "schema" || k == "meta" || k == "runs")) continue;
       if (EndsWith(k, "_samples")) continue;
       if (k == "longest_gaps") continue;  // a top-10 list of positions, not a metric
-      Flatten(it.value(), prefix.empty() ? k : prefix + "." + k, out);
+      Flatten(it.value(), prefix.empty() ? k : prefix + "." + k, out, strings);
     }
   } else if (j.is_array()) {
     std::set<std::string> seen;
@@ -203,12 +207,14 @@ void Flatten(const OJson& j, const std::string& prefix,
       if (!j[i].is_object()) continue;  // lists of plain values are settings, not metrics
       std::string key = EntryKey(j[i], i);
       if (!seen.insert(key).second) key += "#" + std::to_string(i);
-      Flatten(j[i], prefix + "[" + key + "]", out);
+      Flatten(j[i], prefix + "[" + key + "]", out, strings);
     }
   } else if (j.is_number() && !j.is_boolean()) {
     if (!IsIdentity(LastSegment(prefix))) out->push_back({prefix, j.get<double>()});
   } else if (j.is_null()) {
     if (!IsIdentity(LastSegment(prefix))) out->push_back({prefix, std::nullopt});
+  } else if (j.is_string() && strings != nullptr) {
+    strings->insert(prefix);
   }
 }
 
@@ -504,6 +510,47 @@ absl::StatusOr<OJson> LoadSummary(const std::string& path) {
   return j;
 }
 
+absl::Status CheckComparable(const OJson& base, const OJson& now, const std::string& base_label,
+                             const std::string& now_label) {
+  // A section (or the timing mode) one summary has and the other lost: a broken summary, which
+  // must not pass a gate as "nothing to compare".
+  static const char* kSections[] = {
+      "meta",   "stats", "runs", "runs_aggregate", "buckets_model_avg_ms", "buckets_engine_avg_ms",
+      "decode_length_buckets", "kernels", "collectives", "host", "memory"};
+  for (const char* name : kSections) {
+    const bool a = base.contains(name), b = now.contains(name);
+    if (a != b) {
+      return absl::InvalidArgumentError(absl::StrCat(a ? now_label : base_label, ": no \"", name,
+                                                     "\" section (", a ? base_label : now_label,
+                                                     " has one): cannot compare"));
+    }
+  }
+  auto has_timing = [](const OJson& j) {
+    auto m = j.find("meta");
+    return m != j.end() && m->contains("gpu_timing") && (*m)["gpu_timing"].is_string();
+  };
+  if (has_timing(base) != has_timing(now)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(has_timing(base) ? now_label : base_label,
+                     ": no meta.gpu_timing: its device times cannot be compared"));
+  }
+  // A metric that is a number on one side and text on the other.
+  std::vector<std::pair<std::string, std::optional<double>>> va, vb;
+  std::set<std::string> sa, sb;
+  Flatten(base, "", &va, &sa);
+  Flatten(now, "", &vb, &sb);
+  for (const auto& [values, strings, label] :
+       {std::make_tuple(&va, &sb, &now_label), std::make_tuple(&vb, &sa, &base_label)}) {
+    for (const auto& kv : *values) {
+      if (strings->count(kv.first) != 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(*label, ": \"", kv.first, "\" is text, not a number"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
 DiffResult DiffSummaries(const OJson& base, const OJson& now, const DiffOptions& options) {
   DiffResult r;
   std::vector<std::pair<std::string, std::optional<double>>> fb, fn;
@@ -779,6 +826,10 @@ int RunDiffCommand(const std::string& base, const std::string& now, const DiffOp
   auto n = LoadSummary(now);
   if (!n.ok()) {
     err << "profanalyze diff: " << OneLine(std::string(n.status().message())) << "\n";
+    return 2;
+  }
+  if (absl::Status s = CheckComparable(*b, *n, base, now); !s.ok()) {
+    err << "profanalyze diff: " << OneLine(std::string(s.message())) << "\n";
     return 2;
   }
   DiffResult r = DiffSummaries(*b, *n, options);

@@ -98,6 +98,12 @@ absl::StatusOr<nlohmann::ordered_json> LoadSummary(const std::string& path);
 // Parses "PATH=PCT" (for --metric-threshold).
 absl::StatusOr<std::pair<std::string, double>> ParseMetricThreshold(const std::string& s);
 
+// Two loaded summaries can be compared: the same sections (and meta.gpu_timing) on both sides,
+// and no metric that is a number on one side and text on the other. Errors name the file
+// (`base_label` or `now_label`).
+absl::Status CheckComparable(const nlohmann::ordered_json& base, const nlohmann::ordered_json& now,
+                             const std::string& base_label, const std::string& now_label);
+
 DiffResult DiffSummaries(const nlohmann::ordered_json& base, const nlohmann::ordered_json& now,
                          const DiffOptions& options);
 

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -316,10 +317,48 @@ TEST_CASE("bad input exits 2 with one line naming the file") {
   }
 }
 
+// A NEW summary that lost a section, its timing mode, or a metric turned to text is bad input
+// (exit 2), not a clean gate.
+TEST_CASE("summaries that cannot be compared exit 2 naming the file") {
+  const char* tmp = getenv("TEST_TMPDIR");
+  const std::string path = std::string(tmp != nullptr ? tmp : "/tmp") + "/spoiled.json";
+  auto base = LoadSummary(kData + "diff_base.json");
+  REQUIRE(base.ok());
+  REQUIRE((*base)["kernels"].size() > 0);
+  std::vector<std::pair<std::function<void(nlohmann::ordered_json*)>, std::string>> cases = {
+      {[](nlohmann::ordered_json* j) { j->erase("kernels"); }, "no \"kernels\" section"},
+      {[](nlohmann::ordered_json* j) { j->erase("meta"); }, "no \"meta\" section"},
+      {[](nlohmann::ordered_json* j) { (*j)["meta"].erase("gpu_timing"); },
+       "no meta.gpu_timing"},
+      {[](nlohmann::ordered_json* j) { (*j)["kernels"][0]["total_ms"] = "abc"; },
+       "total_ms\" is text, not a number"},
+  };
+  for (const auto& [spoil, message] : cases) {
+    INFO(message);
+    nlohmann::ordered_json j = *base;
+    spoil(&j);
+    std::ofstream(path) << j.dump() << "\n";
+    std::ostringstream o, e;
+    CHECK(RunDiffCommand(kData + "diff_base.json", path, DiffOptions(), false, o, e) == 2);
+    const std::string line = e.str();
+    CHECK(line.find(path) != std::string::npos);
+    CHECK(line.find(message) != std::string::npos);
+    CHECK(std::count(line.begin(), line.end(), '\n') == 1);
+    // Either way round.
+    std::ostringstream o2, e2;
+    CHECK(RunDiffCommand(path, kData + "diff_base.json", DiffOptions(), false, o2, e2) == 2);
+  }
+}
+
 TEST_CASE("a new profile that lost all its steps is a regression") {
   const char* tmp = getenv("TEST_TMPDIR");
   const std::string path = std::string(tmp != nullptr ? tmp : "/tmp") + "/no_steps.json";
-  std::ofstream(path) << "{\"schema\": \"profagent.summary/1\", \"stats\": {\"steps\": 0}}\n";
+  auto base = LoadSummary(kData + "diff_base.json");
+  REQUIRE(base.ok());
+  nlohmann::ordered_json j = *base;  // every section, but no steps
+  j["stats"]["steps"] = 0;
+  j["stats"].erase("step_latency_ms_samples");
+  std::ofstream(path) << j.dump() << "\n";
   std::ostringstream out, err;
   CHECK(RunDiffCommand(kData + "diff_base.json", path, DiffOptions(), false, out, err) == 1);
   CHECK(out.str().find("the new profile has no steps") != std::string::npos);
