@@ -457,6 +457,7 @@ struct StepRec {
   std::string phase;
   bool warmup = false;
   bool excluded = false;
+  bool by_rule = false;     // from PROFAGENT_STEP_RULE (graph launches, syncs), not NVTX
   int run = 0;              // 1-based index into runs, 0 = none
   uint64_t busy_ns = 0;  // GPU busy within the step's window
 };
@@ -1059,6 +1060,8 @@ void FileAnalysis::Host1(const EventView& e) {
         s.phase = Str(si.phase());
         s.warmup = si.warmup();
         s.thread = e.thread;
+        const std::string& source = Str(si.source());
+        s.by_rule = source == "graph" || source == "sync";
         agent_steps_.push_back(std::move(s));
       } else {
         RunRec r{e.start_ns, e.end_ns, Str(si.label()), si.warmup(), e.thread};
@@ -1124,6 +1127,17 @@ void FileAnalysis::Host1(const EventView& e) {
 
 void FileAnalysis::Finish1() {
   const ReportOptions& opt = ctx_->opt;
+  // Steps from PROFAGENT_STEP_RULE and from NVTX overlap: the application's own NVTX steps win.
+  const size_t by_rule = size_t(std::count_if(agent_steps_.begin(), agent_steps_.end(),
+                                              [](const StepRec& s) { return s.by_rule; }));
+  if (by_rule > 0 && by_rule < agent_steps_.size()) {
+    agent_steps_.erase(std::remove_if(agent_steps_.begin(), agent_steps_.end(),
+                                      [](const StepRec& s) { return s.by_rule; }),
+                       agent_steps_.end());
+    warnings_.push_back(absl::StrCat(path_, ": ", by_rule,
+                                     " steps from PROFAGENT_STEP_RULE left out: the application "
+                                     "marks its own steps with NVTX"));
+  }
   nvtx_steps_used_ = opt.patterns_explicit || agent_steps_.empty() ||
                      (opt.kv_reduce_explicit && !nvtx_steps_.empty());
   steps_ = std::move(nvtx_steps_used_ ? nvtx_steps_ : agent_steps_);

@@ -149,7 +149,8 @@ void CapturedNote(const Json& c, std::string* md) {
   }
   absl::StrAppend(md, "NCCL calls captured into CUDA graphs: ", list,
                   ". They ran at the graph launches: the rows of size \"in graph\" count those "
-                  "executions from their kernels (device time; size unknown).\n\n");
+                  "executions from their kernels (device time; size unknown). They are not "
+                  "matched across ranks: the waits and stragglers below leave them out.\n\n");
 }
 
 std::string RenderMarkdown(const Json& s) {

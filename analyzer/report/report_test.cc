@@ -763,6 +763,35 @@ TEST_CASE("stragglers: a call waits at most its own duration (an eager send retu
   CHECK(sg["straggler"] == 0);
 }
 
+// PROFAGENT_STEP_RULE=graph on an engine that also marks NVTX steps: the agent writes both, which
+// overlap. The application's NVTX steps win: 3 steps of 10 ms (not 3 + 4 graph-launch steps of
+// 7 ms), and a warning says what was left out.
+TEST_CASE("steps from the step rule give way to the application's NVTX steps") {
+  const std::string dir = TmpDir("rule_and_nvtx");
+  {
+    ProfileBuilder b(dir + "/rank0.pb");
+    b.WriteHeader(0, 1, "h", GPU_TIMING_CUPTI);
+    const uint32_t nvtx = b.Str("nvtx"), graph = b.Str("graph");
+    for (uint64_t i = 0; i < 4; ++i) {
+      Event g = ProfileBuilder::Step(7000 * kUs, -1, -1, 0, false);
+      g.mutable_step()->set_source(graph);
+      b.Host(1, (1000 + 7000 * i) * kUs, 0, g);
+    }
+    for (uint64_t i = 0; i < 3; ++i) {
+      Event n = ProfileBuilder::Step(10000 * kUs, 4, 100, 0, false);
+      n.mutable_step()->set_source(nvtx);
+      b.Host(2, (1000 + 10000 * i) * kUs, 0, n);
+    }
+    b.Close(true);
+  }
+  auto s = BuildSummary({dir + "/rank0.pb"}, ReportOptions(), "");
+  REQUIRE(s.ok());
+  CHECK((*s)["stats"]["steps"] == 3);
+  CHECK((*s)["stats"]["step_latency_ms"]["mean"] == 10.0);
+  CHECK((*s)["meta"]["warnings"].dump().find("4 steps from PROFAGENT_STEP_RULE left out") !=
+        std::string::npos);
+}
+
 // One row (AllReduce, 1 MiB) mixing three calls on a 2-rank tensor-parallel group (bus factor
 // 2(n-1)/n = 1) and one on the 4-rank world (1.5): busbw is the calls' mean of size x factor over
 // the mean time, not the last call's factor for all.
