@@ -1,7 +1,7 @@
 // End-to-end test of the agent's Fortran MPI interposers: runs mpi_fortran (`use mpi`) and
 // mpi_fortran_f08 (`use mpi_f08`), plain Fortran programs that check their own results, with
 // real Open MPI, np 2, the agent injected with `mpirun -x LD_PRELOAD`, and checks every
-// recorded call against the programs' call sequence (mpi_fortran.f90), then the report's
+// recorded call against the programs' call sequence (mpi_fortran.F90), then the report's
 // matching. Open MPI's Fortran library calls PMPI_* directly: without these interposers the
 // agent saw nothing of these programs and wrote no file.
 #include <catch2/catch.hpp>

@@ -1,14 +1,26 @@
 ! A plain Fortran MPI program (`use mpi`, Open MPI's mpif-h library), 2 ranks, checking its own
 ! results (MPI_Abort on a wrong one). Run under the agent by mpi_fortran_test, whose expectations
-! follow the call order here; mpi_fortran_f08.f90 makes the same calls through `use mpi_f08`.
+! follow the call order here. Built twice: as is, and with -DUSE_F08 (mpi_fortran_f08), which makes
+! the same calls through `use mpi_f08` (Open MPI: mpi_send_f08_ and the like, which call the
+! mpif-h functions ompi_send_f, ...), whose handles are derived types.
 ! On world: rank 0 sends rank 1 double(100) (Send/Recv); both exchange one double with
 ! Isend/Irecv + Waitall; rank 0 sends int(4) that rank 1 receives from MPI_ANY_SOURCE with
 ! MPI_STATUS_IGNORE; Bcast int(10) from 0; Allgather in place of int(5) per rank; Allreduce of
 ! double(1000); Barrier. Then Comm_split by rank, an Allreduce of one integer on it, Comm_free.
 program mpi_fortran
+#ifdef USE_F08
+  use mpi_f08
+#else
   use mpi
+#endif
   implicit none
-  integer :: ierr, rank, n, other, i, split, reqs(2)
+  integer :: ierr, rank, n, other, i
+#ifdef USE_F08
+  type(MPI_Comm) :: split
+  type(MPI_Request) :: reqs(2)
+#else
+  integer :: split, reqs(2)
+#endif
   double precision :: a(100), x, y, r(1000), s(1000)
   integer :: v(4), b(10), g(10), one, total
   call MPI_Init(ierr)
@@ -55,5 +67,9 @@ program mpi_fortran
   if (total /= 1) call MPI_Abort(MPI_COMM_WORLD, 3, ierr)
   call MPI_Comm_free(split, ierr)
   call MPI_Finalize(ierr)
+#ifdef USE_F08
+  if (rank == 0) print '(a)', 'mpi_fortran_f08: all results correct'
+#else
   if (rank == 0) print '(a)', 'mpi_fortran: all results correct'
+#endif
 end program mpi_fortran
