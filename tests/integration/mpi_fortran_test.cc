@@ -26,7 +26,7 @@ struct Expect {
   bool nonblocking;
 };
 
-// World, in file order (non-blocking calls are written when their Waitall completes them).
+// World, in start order.
 std::vector<Expect> World(int rank) {
   const int other = 1 - rank;
   std::vector<Expect> v;
@@ -56,10 +56,7 @@ void CheckProgram(const std::string& program) {
   INFO(program);
   const std::string out = FreshDir(program + "_out");
   std::string log;
-  const int rc = Run("mpirun --allow-run-as-root --oversubscribe -np 2 -x LD_PRELOAD=" +
-                         Runfile("agent/libprofagent.so") + " -x PROFAGENT_OUTPUT=" + out + " " +
-                         Runfile("tests/integration/" + program),
-                     &log);
+  const int rc = RunMpiUnderAgent(2, program, out, &log);
   INFO(log);
   REQUIRE(rc == 0);  // the program checked every result itself
   REQUIRE(log.find(program + ": all results correct") != std::string::npos);
@@ -73,11 +70,8 @@ void CheckProgram(const std::string& program) {
     CHECK(p.has_footer);
     REQUIRE(p.rank == r);  // from MPI_Init, seen through the Fortran binding
     CHECK(p.world_size == 2);
-    std::map<uint64_t, std::vector<const CollRecord*>> by_comm;
-    for (const CollRecord& c : p.colls) by_comm[c.comm].push_back(&c);
-    uint64_t world = 0;
-    for (const auto& kv : p.comms)
-      if (kv.second.unique_id() == "world") world = kv.first;
+    std::map<uint64_t, std::vector<const CollRecord*>> by_comm = CallsByComm(p);
+    const uint64_t world = CommIdOf(p, "world");
     REQUIRE(world != 0);
     const std::vector<Expect> want = World(r);
     const std::vector<const CollRecord*>& calls = by_comm[world];

@@ -63,10 +63,7 @@ TEST_CASE("matched probes, cancel, ANY_SOURCE Sendrecv, in-place, huge types, Co
   REQUIRE(HaveMpirun());
   const std::string out = FreshDir("mpi_match_calls_out");
   std::string log;
-  const int rc = Run("mpirun --allow-run-as-root --oversubscribe -np 2 -x LD_PRELOAD=" +
-                         Runfile("agent/libprofagent.so") + " -x PROFAGENT_OUTPUT=" + out + " " +
-                         Runfile("tests/integration/mpi_match_calls"),
-                     &log);
+  const int rc = RunMpiUnderAgent(2, "mpi_match_calls", out, &log);
   INFO(log);
   REQUIRE(rc == 0);  // the program checked every result itself
   REQUIRE(log.find("all results correct") != std::string::npos);
@@ -79,15 +76,8 @@ TEST_CASE("matched probes, cancel, ANY_SOURCE Sendrecv, in-place, huge types, Co
     INFO("file " << p.path);
     REQUIRE(p.error.empty());
     REQUIRE(p.rank == r);
-    std::map<uint64_t, std::vector<const CollRecord*>> by_comm;
-    for (const CollRecord& c : p.colls) by_comm[c.comm].push_back(&c);
-    for (auto& kv : by_comm) {
-      std::sort(kv.second.begin(), kv.second.end(),
-                [](const CollRecord* a, const CollRecord* b) { return a->start_ns < b->start_ns; });
-    }
-    uint64_t world = 0;
-    for (const auto& kv : p.comms)
-      if (kv.second.unique_id() == "world") world = kv.first;
+    std::map<uint64_t, std::vector<const CollRecord*>> by_comm = CallsByComm(p);
+    const uint64_t world = CommIdOf(p, "world");
     REQUIRE(world != 0);
     const std::vector<Expect> want = World(r);
     const std::vector<const CollRecord*>& calls = by_comm[world];

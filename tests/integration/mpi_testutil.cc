@@ -144,5 +144,31 @@ int Run(const std::string& cmd, std::string* out) {
 
 bool HaveMpirun() { return Run("command -v mpirun >/dev/null", nullptr) == 0; }
 
+int RunMpiUnderAgent(int np, const std::string& program, const std::string& out,
+                     std::string* log) {
+  return Run("mpirun --allow-run-as-root --oversubscribe -np " + std::to_string(np) +
+                 " -x LD_PRELOAD=" + Runfile("agent/libprofagent.so") +
+                 " -x PROFAGENT_OUTPUT=" + out + " " + Runfile("tests/integration/" + program),
+             log);
+}
+
+std::map<uint64_t, std::vector<const CollRecord*>> CallsByComm(const RankProfile& p) {
+  std::map<uint64_t, std::vector<const CollRecord*>> by_comm;
+  for (const CollRecord& c : p.colls) by_comm[c.comm].push_back(&c);
+  for (auto& kv : by_comm) {
+    std::stable_sort(kv.second.begin(), kv.second.end(),
+                     [](const CollRecord* a, const CollRecord* b) {
+                       return a->start_ns < b->start_ns;
+                     });
+  }
+  return by_comm;
+}
+
+uint64_t CommIdOf(const RankProfile& p, const std::string& uid) {
+  for (const auto& kv : p.comms)
+    if (kv.second.unique_id() == uid) return kv.first;
+  return 0;
+}
+
 }  // namespace testing
 }  // namespace profagent

@@ -70,6 +70,15 @@ std::string FreshDir(const std::string& name);
 int Run(const std::string& cmd, std::string* out);
 bool HaveMpirun();
 
+// Runs the test program `program` (a tests/integration runfile) with `mpirun -np np`, the agent
+// preloaded and writing to `out`; returns the exit status, appends the output to *log.
+int RunMpiUnderAgent(int np, const std::string& program, const std::string& out,
+                     std::string* log);
+// A file's collective and point-to-point records by communicator id, each in start order.
+std::map<uint64_t, std::vector<const CollRecord*>> CallsByComm(const RankProfile& p);
+// The id of the communicator whose unique id is `uid` ("world"), 0 when there is none.
+uint64_t CommIdOf(const RankProfile& p, const std::string& uid);
+
 }  // namespace testing
 }  // namespace profagent
 

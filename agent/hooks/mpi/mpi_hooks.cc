@@ -759,6 +759,13 @@ inline void Complete(uint64_t handle, uint64_t t_done, const void* status = null
 // one (see Statuses).
 constexpr size_t kMaxStatusSize = 32;
 
+// The status a call fills in so that the agent can read it: the caller's, or `own`
+// (kMaxStatusSize bytes) when the caller passed MPI_STATUS_IGNORE (or none).
+inline void* ReadableStatus(void* status, char* own) {
+  const bool ignored = status == nullptr || Abi().StatusIgnored(status);
+  return ignored && Abi().status_size <= kMaxStatusSize ? own : status;
+}
+
 // Numbers, times and records one call described by `info` (see Seq), made by `call(status)`. A
 // receive from MPI_ANY_SOURCE (info.any_source: an MPI_Recv, or a Sendrecv's receive side) is
 // numbered from the status the call fills in: `status`, or the agent's own when the caller
@@ -769,8 +776,7 @@ int Recorded(const Real& real, Kind kind, Info info, void* status, Call call) {
   uint32_t seq = Seq(info, kind, &recv_seq);
   const bool number_now = info.any_source && info.request == nullptr;
   alignas(16) char own[kMaxStatusSize];
-  const bool ignored = status == nullptr || Abi().StatusIgnored(status);
-  void* st = number_now && ignored && Abi().status_size <= kMaxStatusSize ? own : status;
+  void* st = number_now ? ReadableStatus(status, own) : status;
   const bool recording = Recording();
   const uint64_t t0 = recording ? Now() : 0;
   const int rc = call(st);
@@ -1283,7 +1289,7 @@ std::unordered_map<uint64_t, Matched>* g_matched = nullptr;  // message handle -
 
 // After a probe that matched (`message` written, `st` its status).
 void Probed(H comm, const void* message, const void* st) {
-  if (message == nullptr || Abi().StatusIgnored(st)) return;
+  if (message == nullptr || st == nullptr || Abi().StatusIgnored(st)) return;
   Matched m{comm, kNoPeer, kNoSeq};
   m.seq = NumberFrom(SlotFor(comm), Abi().StatusSource(st, 0), &m.peer);  // none: MPI_PROC_NULL
   std::lock_guard<std::mutex> l(g_matched_mu);
@@ -1325,7 +1331,7 @@ int MatchedReceive(const Real& real, int count, H dt, void* message, void* reque
 PROFAGENT_EXPORT int MPI_Mprobe(int src, int tag, H comm, void* message, void* status) {
   PROFAGENT_COMPLETION_PROLOGUE(Mprobe, src, tag, comm, message, status)
   alignas(16) char own[kMaxStatusSize];
-  void* st = Abi().StatusIgnored(status) && Abi().status_size <= kMaxStatusSize ? own : status;
+  void* st = ReadableStatus(status, own);
   const int rc = fn(src, tag, comm, message, st);
   if (rc == 0) Probed(comm, message, st);
   return rc;
@@ -1335,7 +1341,7 @@ PROFAGENT_EXPORT int MPI_Improbe(int src, int tag, H comm, int* flag, void* mess
                                  void* status) {
   PROFAGENT_COMPLETION_PROLOGUE(Improbe, src, tag, comm, flag, message, status)
   alignas(16) char own[kMaxStatusSize];
-  void* st = Abi().StatusIgnored(status) && Abi().status_size <= kMaxStatusSize ? own : status;
+  void* st = ReadableStatus(status, own);
   const int rc = fn(src, tag, comm, flag, message, st);
   if (rc == 0 && flag != nullptr && *flag) Probed(comm, message, st);
   return rc;
@@ -1906,7 +1912,7 @@ void FMissing(const char* sym, F* ierr) {
 template <typename Call>
 void FRecorded(const Real& real, Kind kind, Info info, F* ierr, F* freq, F* fstatus, Call call) {
   uint64_t creq = 0;
-  if (freq != nullptr) info.request = &creq;
+  if (freq != nullptr) info = Nb(info, &creq);
   Recorded(real, kind, info, nullptr, [&](void* cst) {
     F own[kMaxFStatusInts];
     F* fst = fstatus;
