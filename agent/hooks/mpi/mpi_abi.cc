@@ -35,6 +35,7 @@ MpiAbi Detect() {
     a.topo_cart = 1;
     a.topo_graph = 2;
     a.any_source = -1;
+    a.root = -4;
     a.status_size = 24;  // MPI_SOURCE, MPI_TAG, MPI_ERROR, _cancelled, size_t _ucount
     a.status_source = 0;
     a.status_ignore = 0;
@@ -61,6 +62,7 @@ MpiAbi Detect() {
     a.topo_cart = 2;
     a.topo_graph = 1;
     a.any_source = -2;
+    a.root = -3;
     a.status_size = 20;  // count_lo, count_hi_and_cancelled, MPI_SOURCE, MPI_TAG, MPI_ERROR
     a.status_source = 8;
     a.status_ignore = 1;

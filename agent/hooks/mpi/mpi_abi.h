@@ -48,6 +48,7 @@ struct MpiAbi {
   uint64_t request_null = 0;     // masked
   int undefined = -32766;        // MPI_UNDEFINED (same value in both)
   int any_source = -1;           // MPI_ANY_SOURCE
+  int root = -4;                 // MPI_ROOT (an intercommunicator collective's root side)
   // MPI_Status: its size, where its MPI_SOURCE field is, and MPI_STATUS(ES)_IGNORE's value.
   size_t status_size = 24;
   size_t status_source = 0;

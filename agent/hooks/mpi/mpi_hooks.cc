@@ -44,9 +44,10 @@
 // Communicators: MPI_COMM_WORLD is "world" (rank/size from PMPI at MPI_Init); any other
 // communicator is registered when created (MPI_Comm_dup, _split, _split_type, _create,
 // _create_group, MPI_Cart_create, _sub, MPI_Graph_create, MPI_Dist_graph_create(_adjacent),
-// MPI_Intercomm_merge; else at first sight) with a unique id hashed from its members' world
-// ranks and the ordinal of that member set among this process's communicators (equal across
-// members, who all take part in each creation, which MPI orders). Calls and the
+// MPI_Intercomm_create, _merge; else at first sight) with a unique id hashed from its members'
+// world ranks and the ordinal of that member set among this process's communicators (equal
+// across members, who all take part in each creation, which MPI orders). An intercommunicator's
+// members are both its groups (see AddComm). Calls and the
 // CommDef carry that hash as the communicator's id: a freed communicator's handle is reused.
 //
 // MPI_Init/Init_thread: rank info (SetRankInfo(..., "MPI", 3); local rank from the launcher's
@@ -111,6 +112,9 @@ struct Pmpi {
   int (*comm_free)(H*);
   int (*comm_split_type)(H, int, int, H, H*);
   int (*comm_group)(H, H*);
+  int (*comm_test_inter)(H, int*);
+  int (*comm_remote_size)(H, int*);
+  int (*comm_remote_group)(H, H*);
   int (*group_translate_ranks)(H, int, const int*, H, int*);
   int (*group_free)(H*);
   int (*type_size)(H, int*);
@@ -141,6 +145,9 @@ const Pmpi& P() {
     PROFAGENT_PMPI(comm_free, "PMPI_Comm_free");
     PROFAGENT_PMPI(comm_split_type, "PMPI_Comm_split_type");
     PROFAGENT_PMPI(comm_group, "PMPI_Comm_group");
+    PROFAGENT_PMPI(comm_test_inter, "PMPI_Comm_test_inter");
+    PROFAGENT_PMPI(comm_remote_size, "PMPI_Comm_remote_size");
+    PROFAGENT_PMPI(comm_remote_group, "PMPI_Comm_remote_group");
     PROFAGENT_PMPI(group_translate_ranks, "PMPI_Group_translate_ranks");
     PROFAGENT_PMPI(group_free, "PMPI_Group_free");
     PROFAGENT_PMPI(type_size, "PMPI_Type_size");
@@ -194,8 +201,41 @@ int MissingReal(const char* name) {
 std::mutex g_member_mu;
 std::map<uint64_t, uint32_t>* g_member_sets = nullptr;  // member-set hash -> communicators seen
 
+// World ranks of the members of `comm`'s group (remote: of an intercommunicator's remote group),
+// in rank order; MPI_UNDEFINED for a process outside this MPI_COMM_WORLD (another job's, after
+// MPI_Comm_spawn or _connect), -1 where the group cannot be read.
+std::vector<int> WorldRanks(H comm, int size, bool remote) {
+  const MpiAbi& abi = Abi();
+  const Pmpi& p = P();
+  std::vector<int> local(size > 0 ? size : 0), world(local.size(), -1);
+  for (int i = 0; i < size; ++i) local[i] = i;
+  int (*group_of)(H, H*) = remote ? p.comm_remote_group : p.comm_group;
+  uint64_t g = 0, wg = 0;
+  if (size > 0 && group_of && p.group_translate_ranks && p.group_free &&
+      group_of(comm, reinterpret_cast<H*>(&g)) == 0 &&
+      p.comm_group(abi.comm_world, reinterpret_cast<H*>(&wg)) == 0) {
+    H hg = HandleOut(g), hwg = HandleOut(wg);
+    p.group_translate_ranks(hg, size, local.data(), hwg, world.data());
+    p.group_free(&hg);
+    p.group_free(&hwg);
+  }
+  return world;
+}
+
+bool AllInWorld(const std::vector<int>& ranks) {
+  for (int r : ranks)
+    if (r < 0) return false;
+  return !ranks.empty();
+}
+
 // Slow path: first sight of a communicator. Its rank, size and members are those of `like`
 // (itself, or the communicator it duplicates before it can be queried: MPI_Comm_idup).
+//
+// An intercommunicator (MPI_Intercomm_create) is recorded as one communicator of both groups, so
+// that its calls match across them: members are the group with the lower first world rank, then
+// the other; ranks of the remote group (destinations, sources, roots) are recorded as their
+// index in that union (InterGroups). One whose remote group is in another job (MPI_Comm_spawn,
+// _connect, _join) cannot be matched: it gets an id of this process alone.
 CommSlot* AddComm(H comm, H like) {
   const MpiAbi& abi = Abi();
   const Pmpi& p = P();
@@ -204,21 +244,36 @@ CommSlot* AddComm(H comm, H like) {
   if (p.comm_size == nullptr || p.comm_size(like, &size) != 0) size = 0;
   std::string uid;
   uint64_t hash = 0;
+  InterGroups inter;
   if (abi.Key(comm) == abi.Key(abi.comm_world)) {
     uid = "world";
     hash = Fnv1a64(uid.data(), uid.size());
   } else {
     // Members' ranks in MPI_COMM_WORLD, hashed, plus the ordinal of this member set.
-    std::vector<int> local(size > 0 ? size : 0), world(local.size(), -1);
-    for (int i = 0; i < size; ++i) local[i] = i;
-    uint64_t g = 0, wg = 0;
-    if (size > 0 && p.comm_group && p.group_translate_ranks && p.group_free &&
-        p.comm_group(like, reinterpret_cast<H*>(&g)) == 0 &&
-        p.comm_group(abi.comm_world, reinterpret_cast<H*>(&wg)) == 0) {
-      H hg = HandleOut(g), hwg = HandleOut(wg);
-      p.group_translate_ranks(hg, size, local.data(), hwg, world.data());
-      p.group_free(&hg);
-      p.group_free(&hwg);
+    std::vector<int> world = WorldRanks(like, size, false);
+    int is_inter = 0, remote_size = 0;
+    if (p.comm_test_inter == nullptr || p.comm_test_inter(like, &is_inter) != 0) is_inter = 0;
+    if (is_inter && p.comm_remote_size != nullptr && p.comm_remote_size(like, &remote_size) == 0 &&
+        remote_size > 0) {
+      const std::vector<int> remote = WorldRanks(like, remote_size, true);
+      if (!AllInWorld(world) || !AllInWorld(remote)) {
+        // Another job's processes: nothing in this job's files can meet these calls.
+        const uint64_t pid = uint64_t(getpid());
+        hash = SplitHash(Fnv1a64(&pid, sizeof(pid)), int64_t(abi.Key(comm)), 0, /*salt=*/6);
+        CommSlot* s = g_comms.Insert(abi.Key(comm), rank, size, hash);
+        RegisterComm(hash, kLibMpi, abi.Key(comm), rank, size, UidString("mpi-inter", hash), -1, 0);
+        return s;
+      }
+      inter.remote_size = remote_size;
+      if (world.front() < remote.front()) {
+        inter.remote_base = size;
+        world.insert(world.end(), remote.begin(), remote.end());
+      } else {
+        inter.local_base = remote_size;
+        world.insert(world.begin(), remote.begin(), remote.end());
+      }
+      if (rank >= 0) rank += inter.local_base;
+      size += remote_size;
     }
     const uint64_t members = Fnv1a64(world.data(), world.size() * sizeof(int));
     uint32_t ordinal;
@@ -230,7 +285,7 @@ CommSlot* AddComm(H comm, H like) {
     hash = SplitHash(members, size, ordinal, /*salt=*/3);
     uid = UidString(abi.Key(comm) == abi.Key(abi.comm_self) ? "mpi-self" : "mpi", hash);
   }
-  CommSlot* s = g_comms.Insert(abi.Key(comm), rank, size, hash);
+  CommSlot* s = g_comms.Insert(abi.Key(comm), rank, size, hash, -1, inter);
   RegisterComm(hash, kLibMpi, abi.Key(comm), rank, size, uid, -1, 0);
   return s;
 }
@@ -302,10 +357,28 @@ struct Info {
   CommSlot* slot = nullptr;
 };
 
+// The processes a collective's per-process arguments (count arrays, n blocks) cover: the
+// communicator, or an intercommunicator's remote group.
 inline uint64_t CommSize(const Info& i) {
+  if (i.slot != nullptr && i.slot->inter.remote_size > 0)
+    return uint64_t(i.slot->inter.remote_size);
   return (i.slot != nullptr && i.slot->size > 0) ? uint64_t(i.slot->size) : 1;
 }
-inline bool IsRoot(const Info& i, int root) { return i.slot != nullptr && i.slot->rank == root; }
+// This rank in its own group (count arrays are indexed so), -1 unknown.
+inline int LocalRank(const Info& i) {
+  return i.slot != nullptr && i.slot->rank >= 0 ? i.slot->rank - i.slot->inter.local_base : -1;
+}
+inline bool IsRoot(const Info& i, int root) {
+  if (i.slot != nullptr && i.slot->inter.remote_size > 0) return root == Abi().root;
+  return i.slot != nullptr && i.slot->rank == root;
+}
+// A peer or root argument as recorded: on an intercommunicator, a rank of the remote group (or
+// MPI_ROOT, this rank) becomes its index among both groups; special values stay.
+inline int32_t PeerIndex(const CommSlot* s, int peer) {
+  if (s == nullptr || s->inter.remote_size == 0) return peer;
+  if (peer >= 0) return peer + s->inter.remote_base;
+  return peer == Abi().root ? s->rank : peer;
+}
 inline bool InPlace(const void* buf) { return buf == Abi().in_place; }
 inline uint64_t Sum(const int* counts, uint64_t n) {
   uint64_t s = 0;
@@ -318,7 +391,7 @@ inline Info Base(H comm, H op, int peer) {
   Info i;
   i.comm = comm;
   i.slot = SlotFor(comm);
-  i.peer = peer;
+  i.peer = PeerIndex(i.slot, peer);
   if (op != nullptr) i.redop = MpiOpIndex(Abi(), op);
   return i;
 }
@@ -401,7 +474,7 @@ inline Info RecvSide(Info i, int src) {
   if (src == Abi().any_source) {
     i.any_source = true;
   } else {
-    i.recv_peer = src;
+    i.recv_peer = PeerIndex(i.slot, src);
   }
   return i;
 }
@@ -416,7 +489,7 @@ inline Info Allgatherv(const void* sbuf, int sc, H st, const int* rcs, H rt, H c
   i.dtype = r.index;
   i.recv_bytes = total * r.size;
   if (InPlace(sbuf)) {
-    const int me = i.slot ? i.slot->rank : -1;
+    const int me = LocalRank(i);
     i.count = (rcs != nullptr && me >= 0) ? uint64_t(rcs[me] > 0 ? rcs[me] : 0) : 0;
     i.bytes = i.count * r.size;
   } else if (sc > 0) {
@@ -442,7 +515,7 @@ inline Info Gatherv(const void* sbuf, int sc, H st, const int* rcs, H rt, int ro
     }
   }
   if (InPlace(sbuf)) {
-    const int me = i.slot ? i.slot->rank : -1;
+    const int me = LocalRank(i);
     i.count = (root_here && rcs != nullptr && me >= 0 && rcs[me] > 0) ? uint64_t(rcs[me]) : 0;
     i.bytes = i.count * rsize;
   } else if (sc > 0) {
@@ -462,7 +535,7 @@ inline Info ReduceScatter(const int* rcs, H dt, H op, H comm) {
     i.dtype = t.index;
     i.count = total;
     i.bytes = total * t.size;
-    const int me = i.slot ? i.slot->rank : -1;
+    const int me = LocalRank(i);
     i.recv_bytes = (rcs != nullptr && me >= 0 && rcs[me] > 0) ? uint64_t(rcs[me]) * t.size : 0;
   }
   return i;
@@ -733,8 +806,8 @@ inline void Finish(uint16_t api, uint32_t seq, const Info& info, uint64_t t0, ui
 // sender's send of the same number).
 inline uint32_t NumberFrom(CommSlot* slot, int source, int32_t* peer) {
   if (source < 0) return kNoSeq;
-  *peer = source;
-  return NextPeerSeq(slot, source, true);
+  *peer = PeerIndex(slot, source);
+  return NextPeerSeq(slot, *peer, true);
 }
 
 // A pending request completed at `t_done`; `status`: its status (nullptr: unknown). A receive
@@ -1387,6 +1460,7 @@ int MPI_Dist_graph_create(H, int, const int*, const int*, const int*, const int*
 int MPI_Dist_graph_create_adjacent(H, int, const int*, const int*, int, const int*, const int*, H,
                                    int, void*);
 int MPI_Intercomm_merge(H, int, void*);
+int MPI_Intercomm_create(H, int, H, int, int, void*);
 }
 
 #define PROFAGENT_COMM_CREATOR(NAME, PARAMS, ARGS, OUT) \
@@ -1427,6 +1501,9 @@ PROFAGENT_COMM_CREATOR(Dist_graph_create_adjacent,
                         reorder, out),
                        out)
 PROFAGENT_COMM_CREATOR(Intercomm_merge, (H comm, int high, void* out), (comm, high, out), out)
+PROFAGENT_COMM_CREATOR(Intercomm_create,
+                       (H local, int local_leader, H peer, int remote_leader, int tag, void* out),
+                       (local, local_leader, peer, remote_leader, tag, out), out)
 #undef PROFAGENT_COMM_CREATOR
 #undef PROFAGENT_ARGS
 

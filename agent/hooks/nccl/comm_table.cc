@@ -35,8 +35,8 @@ CommSlot* CommTable::Find(uint64_t handle) {
   return nullptr;
 }
 
-CommSlot* CommTable::Insert(uint64_t handle, int rank, int size, uint64_t uid_hash,
-                            int device) {
+CommSlot* CommTable::Insert(uint64_t handle, int rank, int size, uint64_t uid_hash, int device,
+                            InterGroups inter) {
   if (handle == 0 || handle == kTombstone) return nullptr;
   std::lock_guard<std::mutex> l(mu_);
   CommSlot* free_slot = nullptr;
@@ -52,6 +52,7 @@ CommSlot* CommTable::Insert(uint64_t handle, int rank, int size, uint64_t uid_ha
       s.uid_hash = uid_hash;
       s.splits = 0;
       s.device = device;
+      s.inter = inter;
       ResetPeerSeq(&s, size);
       return &s;
     }
@@ -69,6 +70,7 @@ CommSlot* CommTable::Insert(uint64_t handle, int rank, int size, uint64_t uid_ha
   free_slot->uid_hash = uid_hash;
   free_slot->splits = 0;
   free_slot->device = device;
+  free_slot->inter = inter;
   ResetPeerSeq(free_slot, size);
   free_slot->key.store(handle, std::memory_order_release);
   live_.fetch_add(1, std::memory_order_relaxed);

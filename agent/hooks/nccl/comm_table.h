@@ -22,6 +22,15 @@
 
 namespace profagent {
 
+// An MPI intercommunicator's two groups, recorded as one communicator of both (see AddComm in
+// mpi_hooks.cc): ranks of the remote group are `remote_base` + their rank there, this rank's
+// group starts at `local_base`. remote_size 0: an intracommunicator (and every NCCL one).
+struct InterGroups {
+  int32_t local_base = 0;
+  int32_t remote_base = 0;
+  int32_t remote_size = 0;
+};
+
 struct CommSlot {
   std::atomic<uint64_t> key{0};        // handle; 0 = never used, kTombstone = removed
   std::atomic<uint32_t> coll_seq{0};   // next sequence number of a collective
@@ -39,6 +48,7 @@ struct CommSlot {
   uint64_t uid_hash = 0;               // equal on every member of the communicator
   uint32_t splits = 0;                 // ncclCommSplit/MPI splits seen with this as parent
   int32_t device = -1;                 // CUDA device of an NCCL communicator, -1 = unknown
+  InterGroups inter;
 };
 
 class CommTable {
@@ -55,7 +65,8 @@ class CommTable {
 
   // Slow path. Inserts `handle` (or resets its slot if present) with fresh counters. Returns
   // nullptr when the table is full (the caller records the calls without a sequence number).
-  CommSlot* Insert(uint64_t handle, int rank, int size, uint64_t uid_hash, int device = -1);
+  CommSlot* Insert(uint64_t handle, int rank, int size, uint64_t uid_hash, int device = -1,
+                   InterGroups inter = InterGroups{});
 
   // Slow path. Forgets `handle` (its slot becomes a tombstone). No-op when unknown.
   void Remove(uint64_t handle);

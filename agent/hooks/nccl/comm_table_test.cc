@@ -67,12 +67,18 @@ TEST_CASE("Point-to-point numbers count per ordered pair and direction") {
   CHECK(NextPeerSeq(s, -2, false) == 0xffffffffu);
   CHECK(NextPeerSeq(s, 3, false) == 0xffffffffu);
   CHECK(NextPeerSeq(nullptr, 0, false) == 0xffffffffu);
-  // Re-creation with a larger size: counters restart and cover the new peers.
-  CommSlot* s2 = t.Insert(0xc0, 1, 8, 6);
+  // Re-creation with a larger size (an intercommunicator's two groups): counters restart and
+  // cover the new peers; the groups are kept, and reset by the next re-creation.
+  CommSlot* s2 = t.Insert(0xc0, 1, 8, 6, -1, InterGroups{5, 0, 5});
   REQUIRE(s2 == s);
+  CHECK(s->inter.local_base == 5);
+  CHECK(s->inter.remote_size == 5);
   CHECK(NextPeerSeq(s, 2, false) == 0);
   CHECK(NextPeerSeq(s, 7, true) == 0);
   CHECK(NextPeerSeq(s, 7, true) == 1);
+  REQUIRE(t.Insert(0xc0, 1, 8, 7) == s);
+  CHECK(s->inter.remote_size == 0);
+  CHECK(s->inter.local_base == 0);
   // Size unknown (0): no per-peer numbers, collectives still count.
   CommSlot* z = t.Insert(0xd0, -1, 0, 0);
   CHECK(NextPeerSeq(z, 0, false) == 0xffffffffu);
