@@ -151,6 +151,7 @@ struct EventView {
   // EV_API poll runs (Event.calls/busy): how many calls this event stands for (>= 1), and for
   // a run of several, the ns spent inside them (else 0: the event's duration).
   uint64_t calls = 1, busy_ns = 0;
+  uint64_t source_graph = 0;  // cudaGraphInstantiate*: the graph instantiated (Event.source_graph)
   absl::string_view coll, step;  // serialized Collective / StepInfo; empty when absent
 };
 

@@ -254,7 +254,8 @@ std::string Describe(const HostEvent& h) {
       e.ptr(), " g", e.graph(), " h", e.handle(), " nvtx", e.domain(), ",", e.category(), ",",
       e.color(), ",", e.depth(), ",", e.payload_i(), ",", e.payload_f(), ",", e.has_payload(),
       " coll", c.size(), ":", absl::CEscape(c), " step", st.size(), ":", absl::CEscape(st),
-      " cap", e.captured(), " calls", std::max<uint64_t>(1, e.calls()), ":", e.busy());
+      " cap", e.captured(), " calls", std::max<uint64_t>(1, e.calls()), ":", e.busy(), " sg",
+      e.source_graph());
 }
 
 std::string Describe(const EventView& e) {
@@ -266,7 +267,7 @@ std::string Describe(const EventView& e) {
       " g", e.graph, " h", e.handle, " nvtx", e.domain, ",", e.category, ",", e.color, ",",
       e.depth, ",", e.payload_i, ",", e.payload_f, ",", e.has_payload, " coll", e.coll.size(),
       ":", absl::CEscape(e.coll), " step", e.step.size(), ":", absl::CEscape(e.step), " cap",
-      e.captured, " calls", e.calls, ":", e.busy_ns);
+      e.captured, " calls", e.calls, ":", e.busy_ns, " sg", e.source_graph);
 }
 
 std::string DescribeOp(uint32_t device, uint64_t start, uint64_t end, uint64_t corr, int kind,

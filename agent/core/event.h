@@ -45,7 +45,7 @@ enum class EvType : uint8_t {
 // Flags.
 enum : uint8_t {
   kFlagTimeNs = 1,       // t0/t1 are host CLOCK_MONOTONIC ns, not raw ticks
-  kFlagHasPayload = 2,   // NVTX payload present
+  kFlagHasPayload = 2,   // NVTX payload present; kApi: gen.c is the call's source graph (below)
   kFlagPayloadDouble = 4,
   kFlagMessageWide = 8,  // NVTX message was wchar_t (converted to UTF-8 before copying)
   kFlagNonBlocking = 16,
@@ -141,6 +141,9 @@ struct CollExtra {
 // ncclGroupEnd (the fused NCCL kernel), 0 = none.
 // kComm (communicator create/destroy): gen.a = communicator handle, gen.b = parent handle (split)
 // or 0, gen.c = (uint64(uint32(rank)) << 32) | uint32(size), gen.name = 0.
+// kApi graph creation (runtime_hooks.cc): cudaStreamEndCapture: gen.a = stream, gen.b = the
+// cudaGraph_t captured; cudaGraphInstantiate*: gen.b = the cudaGraphExec_t made, gen.c = the
+// cudaGraph_t instantiated, flags |= kFlagHasPayload (Event.source_graph). 0 when the call failed.
 // kApi polls (cudaEventQuery/cudaStreamQuery, runtime_hooks.cc): a run of consecutive
 // not-ready polls of one handle is one event spanning them, gen.corr = number of calls (0 or 1:
 // a single call), gen.c = ticks spent inside the calls.

@@ -743,6 +743,8 @@ void EncodeEvent(WriterState* w, BatchBuilder* b, const RawEvent& e, const uint8
       if (e.type == EvType::kApi && gp.corr > 1) {  // a run of polls (event.h)
         m.U64(34, gp.corr);
         m.U64(35, TicksToNs(e.t0 + gp.c) - TicksToNs(e.t0));
+      } else if (e.type == EvType::kApi && (e.flags & kFlagHasPayload)) {
+        m.U64(36, gp.c);  // cudaGraphInstantiate*: the graph instantiated
       }
       break;
     }

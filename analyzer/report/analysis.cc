@@ -22,6 +22,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -771,6 +772,9 @@ class FileAnalysis : public ViewVisitor {
   // Work enqueued during CUDA graph capture (Event.captured): it ran only at graph launches.
   uint64_t captured_launches_ = 0;
   std::map<std::string, uint64_t> captured_colls_;  // op -> NCCL calls captured into graphs
+  // Executions of captured NCCL calls found at graph launches and matched across ranks (their
+  // kernels' starts are arrivals), and those that could not be (see InGraphArrivals).
+  uint64_t in_graph_matched_ = 0, in_graph_unmatched_ = 0;
   const std::string& StrPublic(uint32_t id) const { return Str(id); }
 
  private:
@@ -858,6 +862,36 @@ class FileAnalysis : public ViewVisitor {
   std::array<ApiAcc, 32> api_by_kind_{};
   CorrTable<PendingLaunch> pending_launch_;
   CorrTable<PendingOp> pending_op_;
+  // NCCL calls captured into CUDA graphs, found again at the graphs' launches: a captured call
+  // runs nothing when called, its kernel runs at each launch of the graph made from the capture
+  // (CUPTI reports it with the launch's correlation id). Per rank, the j-th NCCL kernel (by
+  // start) of the k-th launch of an exec is the j-th kernel-making call captured into its graph
+  // (the calls of one NCCL group make one kernel); across ranks, that is the k-th execution of
+  // the captured call, named by its communicator and its ordinal among the calls captured on it
+  // (per pair of ranks for point-to-point), which every rank capturing the same graphs shares.
+  struct CapturedCall {
+    uint32_t uid;   // comm_uids_ index of "<communicator unique id>#graph<ordinal>"
+    uint64_t pair;  // as Arrival.pair
+    int32_t device;
+    uint32_t group;  // NCCL group number, 0 = none
+  };
+  using CallList = std::shared_ptr<std::vector<CapturedCall>>;
+  struct GraphRun {  // a launch of an exec that has captured calls
+    CallList calls;
+    uint64_t exec = 0, ordinal = 0;
+  };
+  void GraphApi(const EventView& e);
+  void InGraphArrivals();
+  std::vector<int8_t> graph_api_;  // per API name string id: -1 unknown, 0 other, 1..3 (GraphApi)
+  absl::flat_hash_map<uint32_t, CallList> capturing_;    // stream index -> its open capture
+  uint32_t last_capture_ = 0;                            // stream of the capture begun last
+  absl::flat_hash_map<uint64_t, CallList> graph_calls_;  // cudaGraph_t -> calls captured into it
+  absl::flat_hash_map<uint64_t, CallList> exec_calls_;   // cudaGraphExec_t -> the same
+  absl::flat_hash_map<uint64_t, uint64_t> exec_launches_;
+  absl::flat_hash_map<uint64_t, GraphRun> graph_runs_;  // by the launch's correlation id
+  // In-graph NCCL kernels (start, end) by their launch's correlation id.
+  absl::flat_hash_map<uint64_t, std::vector<std::pair<uint64_t, uint64_t>>> graph_kernels_;
+  std::map<std::pair<std::string, uint64_t>, uint64_t> captured_ordinal_;  // (uid, pair) -> next
   // The last device ops a launch took from pending_op_ (their record came first): the NCCL call
   // that made the launch is recorded when it returns, after the launch, and finds its kernel
   // here.
@@ -1491,6 +1525,13 @@ const std::string& FileAnalysis::CsvName(uint32_t name_id, int bucket) {
 
 void FileAnalysis::Host2(const EventView& e) {
   const int kind = e.kind;
+  if (kind == EV_API) GraphApi(e);
+  if (kind == EV_GRAPH_LAUNCH && !e.captured && e.ret == 0 && e.corr != 0 && !host_mode_) {
+    auto x = exec_calls_.find(e.graph);
+    if (x != exec_calls_.end()) {
+      graph_runs_[e.corr] = GraphRun{x->second, e.graph, exec_launches_[e.graph]++};
+    }
+  }
   switch (kind) {
     case EV_LAUNCH:
     case EV_GRAPH_LAUNCH:
@@ -1570,8 +1611,29 @@ void FileAnalysis::Host2(const EventView& e) {
       // ncclBcast is ncclBroadcast in place: one row, as nccl-tests' broadcast_perf has.
       if (c.lib() == LIB_NCCL && op == "Bcast") op = "Broadcast";
       if (e.captured) {
-        // Not a call: it runs at each launch of the graph, where its kernel is counted (OnOp).
+        // Not a call: it runs at each launch of the graph, where its kernel is counted (OnOp)
+        // and, when its capture and graph are known, matched across ranks (InGraphArrivals).
         ++captured_colls_[op];
+        if (c.lib() != LIB_NCCL || cit == comms_.end() || cit->second.unique_id.empty()) break;
+        auto open = capturing_.find(e.stream);
+        if (open == capturing_.end()) open = capturing_.find(last_capture_);  // a side stream
+        if (open == capturing_.end()) break;
+        const std::string lop = LowerOp(op);
+        const bool sends = lop.find("send") != std::string::npos;
+        uint64_t pair = 0;
+        if ((sends || lop.find("recv") != std::string::npos) && c.peer() >= 0) {
+          const uint64_t me = uint32_t(cit->second.rank) + 1ull, peer = uint32_t(c.peer()) + 1ull;
+          pair = sends ? (me << 32 | peer) : (peer << 32 | me);
+        }
+        const std::string& comm_uid = cit->second.unique_id;
+        const uint64_t ordinal = captured_ordinal_[{comm_uid, pair}]++;
+        const std::string uid = absl::StrCat(comm_uid, "#graph", ordinal);
+        auto u = comm_uid_index_.find(uid);
+        if (u == comm_uid_index_.end()) {
+          u = comm_uid_index_.emplace(uid, uint32_t(comm_uids_.size())).first;
+          comm_uids_.push_back(uid);
+        }
+        open->second->push_back(CapturedCall{u->second, pair, cit->second.device, c.group()});
         break;
       }
       std::string lop = LowerOp(op);
@@ -1713,6 +1775,7 @@ void FileAnalysis::OnOp(const OpView& d) {
       a.dev_span_ns += dur;
       a.dev_host_ns += dur;
       op.coll = true;
+      if (d.corr != 0) graph_kernels_[d.corr].emplace_back(d.start_ns, d.end_ns);
     }
   }
   if (const PendingLaunch* l = pending_launch_.Find(d.corr)) {
@@ -1917,6 +1980,96 @@ void FileAnalysis::FlushBusy() {
   }
 }
 
+// Stream capture and instantiation (event.h / profagent.proto, Event.source_graph): which
+// calls were captured into which graph, and which exec runs it.
+void FileAnalysis::GraphApi(const EventView& e) {
+  const uint32_t api = ApiNameId(e);
+  if (api == 0 || api >= strings_.size()) return;
+  if (api >= graph_api_.size()) graph_api_.resize(api + 1, -1);
+  int8_t& kind = graph_api_[api];
+  if (kind < 0) {
+    const std::string& n = Str(api);
+    kind = absl::StartsWith(n, "cudaStreamBeginCapture") ? 1
+           : absl::StartsWith(n, "cudaStreamEndCapture") ? 2
+           : absl::StartsWith(n, "cudaGraphInstantiate") ? 3
+                                                         : 0;
+  }
+  switch (kind) {
+    case 1:
+      if (e.ret == 0 && e.stream != 0) {
+        capturing_[e.stream] = std::make_shared<std::vector<CapturedCall>>();
+        last_capture_ = e.stream;
+      }
+      break;
+    case 2: {
+      auto open = capturing_.find(e.stream);
+      if (open == capturing_.end()) break;
+      if (e.ret == 0 && e.graph != 0 && !open->second->empty()) {
+        graph_calls_[e.graph] = open->second;
+      }
+      capturing_.erase(open);
+      if (last_capture_ == e.stream) {
+        last_capture_ = capturing_.empty() ? 0 : capturing_.begin()->first;
+      }
+      break;
+    }
+    case 3: {
+      if (e.ret != 0 || e.graph == 0) break;
+      auto g = graph_calls_.find(e.source_graph);
+      if (g != graph_calls_.end()) {
+        exec_calls_[e.graph] = g->second;
+      } else {
+        exec_calls_.erase(e.graph);  // a reused exec handle: another graph now
+      }
+      break;
+    }
+    default:
+      break;
+  }
+}
+
+// Arrivals of the captured NCCL calls at each graph launch (see CapturedCall).
+void FileAnalysis::InGraphArrivals() {
+  for (auto& kv : graph_kernels_) {
+    auto run = graph_runs_.find(kv.first);
+    std::vector<std::pair<uint64_t, uint64_t>>& kernels = kv.second;
+    if (run == graph_runs_.end()) {
+      in_graph_unmatched_ += kernels.size();
+      continue;
+    }
+    // Kernel-making slots: consecutive calls of one NCCL group share a kernel.
+    const std::vector<CapturedCall>& calls = *run->second.calls;
+    std::vector<std::pair<size_t, size_t>> slots;  // [first, last) call of each kernel
+    for (size_t i = 0; i < calls.size(); ++i) {
+      if (i > 0 && calls[i].group != 0 && calls[i].group == calls[i - 1].group) {
+        slots.back().second = i + 1;
+      } else {
+        slots.emplace_back(i, i + 1);
+      }
+    }
+    if (slots.size() != kernels.size()) {
+      in_graph_unmatched_ += kernels.size();
+      continue;
+    }
+    std::sort(kernels.begin(), kernels.end());
+    for (size_t j = 0; j < slots.size(); ++j) {
+      const uint64_t start = kernels[j].first, end = kernels[j].second;
+      const uint64_t dur = end > start ? end - start : 0;
+      const double weight = 1.0 / double(slots[j].second - slots[j].first);
+      for (size_t i = slots[j].first; i < slots[j].second; ++i) {
+        const CapturedCall& c = calls[i];
+        // A rank's transfer to itself waits for no one.
+        if (c.pair != 0 && (c.pair >> 32) == (c.pair & 0xffffffffu)) continue;
+        arrivals_.push_back(Arrival{c.uid, c.pair, run->second.ordinal, int64_t(start),
+                                    int(LIB_NCCL), c.device, weight, int64_t(dur)});
+      }
+      ++in_graph_matched_;
+    }
+  }
+  absl::flat_hash_map<uint64_t, std::vector<std::pair<uint64_t, uint64_t>>>().swap(graph_kernels_);
+  absl::flat_hash_map<uint64_t, GraphRun>().swap(graph_runs_);
+}
+
 void FileAnalysis::Finish2() {
   // Device ops whose launch never appeared, in start order.
   std::vector<std::pair<uint64_t, PendingOp>> rest;
@@ -1954,6 +2107,7 @@ void FileAnalysis::Finish2() {
     arrivals_.resize(kept);
   }
   absl::flat_hash_map<uint64_t, std::vector<CollWait>>().swap(coll_by_corr_);
+  InGraphArrivals();
   pending_op_.Clear();
   pending_launch_.Clear();
   absl::flat_hash_map<uint64_t, uint32_t>().swap(group_kernel_calls_);
@@ -2727,6 +2881,15 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
   Json jcap = Json::object();
   for (const auto& c : captured) jcap[c.first] = c.second;
   coll["captured_calls"] = jcap;
+  uint64_t in_graph_matched = 0, in_graph_unmatched = 0;
+  for (auto* f : sel) {
+    in_graph_matched += f->in_graph_matched_;
+    in_graph_unmatched += f->in_graph_unmatched_;
+  }
+  Json jig;
+  jig["kernels_matched"] = in_graph_matched;
+  jig["kernels_unmatched"] = in_graph_unmatched;
+  coll["in_graph"] = jig;
 
   // ----- host (reference rank) -----
   Json host;

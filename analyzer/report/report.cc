@@ -149,8 +149,24 @@ void CapturedNote(const Json& c, std::string* md) {
   }
   absl::StrAppend(md, "NCCL calls captured into CUDA graphs: ", list,
                   ". They ran at the graph launches: the rows of size \"in graph\" count those "
-                  "executions from their kernels (device time; size unknown). They are not "
-                  "matched across ranks: the waits and stragglers below leave them out.\n\n");
+                  "executions from their kernels (device time; size unknown). ");
+  const Json& ig = c.contains("in_graph") ? c["in_graph"] : Json::object();
+  const uint64_t matched = ig.value("kernels_matched", uint64_t{0});
+  const uint64_t unmatched = ig.value("kernels_unmatched", uint64_t{0});
+  if (matched == 0 && unmatched == 0) {
+    md->append(
+        "Their executions were not seen one by one (a graph launch is timed whole "
+        "without CUPTI): the waits and stragglers below leave them out.\n\n");
+  } else {
+    absl::StrAppend(md, matched,
+                    " of their kernels were tied to their captured call (by capture order and "
+                    "launch count, per rank) and are in the waits and stragglers below",
+                    unmatched > 0 ? absl::StrCat("; ", unmatched,
+                                                 " could not be (a graph's NCCL kernels that do "
+                                                 "not pair with its captured calls) and are not")
+                                  : std::string(),
+                    ".\n\n");
+  }
 }
 
 std::string RenderMarkdown(const Json& s) {

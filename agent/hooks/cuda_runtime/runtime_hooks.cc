@@ -79,6 +79,7 @@ PROFAGENT_DECLARE_PT(cudaStreamBeginCapture, _ptsz)
 PROFAGENT_DECLARE_PT(cudaStreamEndCapture, _ptsz)
 PROFAGENT_DECLARE_PT(cudaStreamBeginCaptureToGraph, _ptsz)
 PROFAGENT_DECLARE_PT(cudaGraphUpload, _ptsz)
+PROFAGENT_DECLARE_PT(cudaGraphInstantiateWithParams, _ptsz)
 PROFAGENT_DECLARE_PT(cudaMemPrefetchAsync, _ptsz)
 #undef PROFAGENT_DECLARE_PT
 
@@ -413,6 +414,21 @@ inline cudaError_t DoGeneric(uint16_t api, EvType type, uint64_t a, uint64_t b, 
   cudaError_t r = call();
   uint64_t t1 = Now();
   EmitGeneric(api, type, r, t0, t1, a, b);
+  return r;
+}
+
+// A call whose record names what it made (a graph, a graph exec): `made(r, &e)` fills the
+// payload once the call returned `r` (event.h, kApi graph creation).
+template <typename Call, typename Made>
+inline cudaError_t DoGenericMade(uint16_t api, Call&& call, Made&& made) {
+  InRuntime marked;
+  Mode();
+  uint64_t t0 = Now();
+  cudaError_t r = call();
+  uint64_t t1 = Now();
+  RawEvent e = CallEvent(EvType::kApi, api, r, t0, t1);
+  made(r, &e);
+  Emit(e);
   return r;
 }
 
@@ -1274,14 +1290,21 @@ EXPORT cudaError_t cudaProfilerStop(void) {
 
 // Stream capture and graph set-up (host time; a graph's kernels are recorded at its launch).
 // The capture state is tracked whether or not recording is on (agent/core/capture.h).
-#define PROFAGENT_CAPTURE_HOOK(fn, params, args, stream_expr, begin)                          \
+// Stream capture: the record names the stream and, for cudaStreamEndCapture, the graph it made
+// (`made`: evaluated after a successful call), so that the analyzer can find the captured work
+// at the graph's launches.
+#define PROFAGENT_CAPTURE_HOOK(fn, params, args, stream_expr, begin, made)                    \
   DEFINE_REAL(fn)                                                                             \
   EXPORT cudaError_t fn(PROFAGENT_ARGS params) {                                              \
     cudaError_t r = rt::Intercept(                                                            \
         real_##fn,                                                                            \
         [&](auto real) {                                                                      \
-          return rt::DoGeneric(api_##fn, EvType::kApi, rt::U64(stream_expr), 0,               \
-                               [&] { return real(PROFAGENT_ARGS args); });                    \
+          return rt::DoGenericMade(                                                           \
+              api_##fn, [&] { return real(PROFAGENT_ARGS args); },                            \
+              [&](cudaError_t rc, profagent::RawEvent* e) {                                   \
+                e->gen.a = rt::U64(stream_expr);                                              \
+                e->gen.b = rc == cudaSuccess ? uint64_t(made) : 0;                            \
+              });                                                                             \
         },                                                                                    \
         PROFAGENT_ARGS args);                                                                 \
     HookGuard guard;                                                                          \
@@ -1289,26 +1312,51 @@ EXPORT cudaError_t cudaProfilerStop(void) {
     return r;                                                                                 \
   }
 PROFAGENT_CAPTURE_HOOK(cudaStreamBeginCapture, (cudaStream_t s, cudaStreamCaptureMode mode),
-                       (s, mode), s, true)
+                       (s, mode), s, true, 0)
 PROFAGENT_CAPTURE_HOOK(cudaStreamBeginCapture_ptsz, (cudaStream_t s, cudaStreamCaptureMode mode),
-                       (s, mode), rt::Pt(s), true)
+                       (s, mode), rt::Pt(s), true, 0)
 PROFAGENT_CAPTURE_HOOK(cudaStreamBeginCaptureToGraph,
                        (cudaStream_t s, cudaGraph_t g, const cudaGraphNode_t* deps,
                         const cudaGraphEdgeData* edges, size_t n, cudaStreamCaptureMode mode),
-                       (s, g, deps, edges, n, mode), s, true)
+                       (s, g, deps, edges, n, mode), s, true, 0)
 PROFAGENT_CAPTURE_HOOK(cudaStreamBeginCaptureToGraph_ptsz,
                        (cudaStream_t s, cudaGraph_t g, const cudaGraphNode_t* deps,
                         const cudaGraphEdgeData* edges, size_t n, cudaStreamCaptureMode mode),
-                       (s, g, deps, edges, n, mode), rt::Pt(s), true)
-PROFAGENT_CAPTURE_HOOK(cudaStreamEndCapture, (cudaStream_t s, cudaGraph_t* g), (s, g), s, false)
+                       (s, g, deps, edges, n, mode), rt::Pt(s), true, 0)
+PROFAGENT_CAPTURE_HOOK(cudaStreamEndCapture, (cudaStream_t s, cudaGraph_t* g), (s, g), s, false,
+                       g != nullptr ? rt::U64(*g) : 0)
 PROFAGENT_CAPTURE_HOOK(cudaStreamEndCapture_ptsz, (cudaStream_t s, cudaGraph_t* g), (s, g),
-                       rt::Pt(s), false)
-PROFAGENT_GENERIC_HOOK(cudaGraphInstantiate,
-                       (cudaGraphExec_t* e, cudaGraph_t g, unsigned long long flags),
-                       (e, g, flags), EvType::kApi, 0, g)
-PROFAGENT_GENERIC_HOOK(cudaGraphInstantiateWithFlags,
-                       (cudaGraphExec_t* e, cudaGraph_t g, unsigned long long flags),
-                       (e, g, flags), EvType::kApi, 0, g)
+                       rt::Pt(s), false, g != nullptr ? rt::U64(*g) : 0)
+// Instantiation: the record names the exec made and the graph it came from (event.h).
+#define PROFAGENT_INSTANTIATE_HOOK(fn, params, args)                             \
+  DEFINE_REAL(fn)                                                                \
+  EXPORT cudaError_t fn(PROFAGENT_ARGS params) {                                 \
+    return rt::Intercept(                                                        \
+        real_##fn,                                                               \
+        [&](auto real) {                                                         \
+          return rt::DoGenericMade(                                              \
+              api_##fn, [&] { return real(PROFAGENT_ARGS args); },               \
+              [&](cudaError_t rc, profagent::RawEvent* ev) {                     \
+                ev->gen.b = rc == cudaSuccess && e != nullptr ? rt::U64(*e) : 0; \
+                ev->gen.c = rt::U64(g);                                          \
+                ev->flags |= profagent::kFlagHasPayload;                         \
+              });                                                                \
+        },                                                                       \
+        PROFAGENT_ARGS args);                                                    \
+  }
+PROFAGENT_INSTANTIATE_HOOK(cudaGraphInstantiate,
+                           (cudaGraphExec_t* e, cudaGraph_t g, unsigned long long flags),
+                           (e, g, flags))
+PROFAGENT_INSTANTIATE_HOOK(cudaGraphInstantiateWithFlags,
+                           (cudaGraphExec_t* e, cudaGraph_t g, unsigned long long flags),
+                           (e, g, flags))
+PROFAGENT_INSTANTIATE_HOOK(cudaGraphInstantiateWithParams,
+                           (cudaGraphExec_t* e, cudaGraph_t g, cudaGraphInstantiateParams* prm),
+                           (e, g, prm))
+PROFAGENT_INSTANTIATE_HOOK(cudaGraphInstantiateWithParams_ptsz,
+                           (cudaGraphExec_t* e, cudaGraph_t g, cudaGraphInstantiateParams* prm),
+                           (e, g, prm))
+#undef PROFAGENT_INSTANTIATE_HOOK
 PROFAGENT_GENERIC_HOOK(cudaGraphUpload, (cudaGraphExec_t e, cudaStream_t s), (e, s),
                        EvType::kApi, s, e)
 PROFAGENT_GENERIC_HOOK(cudaGraphUpload_ptsz, (cudaGraphExec_t e, cudaStream_t s), (e, s),

@@ -10,6 +10,8 @@
 //   graph   an AllReduce and a grouped Send/Recv ring captured into a CUDA graph (as
 //           nccl-tests -G and vLLM's decode graphs do), the graph launched 3 times; results
 //           checked after the last launch;
+//   graph_late  as graph, 4 launches, each after a synchronize, rank 1 sleeping 3 ms before
+//           each (the others' in-graph collectives wait for it);
 //   graph_side  multi-stream capture: the capture begins on the rank's stream, a side stream
 //           joins it through an event and runs the AllReduce, the main stream joins back; the
 //           graph launched 3 times (as graphs with a communication side stream are captured);
@@ -241,7 +243,8 @@ int RunRank(const ncclUniqueId& id, const std::string& mode) {
     NcclOk(ncclGroupEnd(), "groupend");
     const float want = float(g_n * (g_n + 1) / 2);
     Check(AllEqual(ToHost(bufs[99], 256), [&](size_t) { return want; }), "biggroup");
-  } else if (mode == "graph") {
+  } else if (mode == "graph" || mode == "graph_late") {
+    const bool late = mode == "graph_late";
     const size_t count = 256;
     std::vector<float> v(count);
     for (size_t i = 0; i < count; ++i) v[i] = float(g_rank + i);
@@ -266,7 +269,11 @@ int RunRank(const ncclUniqueId& id, const std::string& mode) {
     // Nothing ran during capture.
     Check(AllEqual(ToHost(d, count), [](size_t) { return -1.f; }), "nothing_during_capture");
     Check(cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess, "instantiate");
-    for (int k = 0; k < 3; ++k) Check(cudaGraphLaunch(exec, g_stream) == cudaSuccess, "launch");
+    for (int k = 0; k < (late ? 4 : 3); ++k) {
+      if (late && g_rank == 1) usleep(3000);
+      Check(cudaGraphLaunch(exec, g_stream) == cudaSuccess, "launch");
+      if (late) cudaStreamSynchronize(g_stream);
+    }
     cudaStreamSynchronize(g_stream);
     const int n = g_n;
     Check(AllEqual(ToHost(d, count), [&](size_t i) { return float(n * (n - 1) / 2 + n * i); }),
@@ -334,7 +341,7 @@ int RunRank(const ncclUniqueId& id, const std::string& mode) {
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    fprintf(stderr, "usage: nccl_ranks <nranks> <check|timing|biggroup|skip|split|graph|graph_side|initall|initall_split>\n");
+    fprintf(stderr, "usage: nccl_ranks <nranks> <check|timing|biggroup|skip|split|graph|graph_late|graph_side|initall|initall_split>\n");
     return 2;
   }
   g_n = atoi(argv[1]);
