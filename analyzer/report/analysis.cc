@@ -184,7 +184,9 @@ uint64_t CollSize(const std::string& lop, bool mpi, uint64_t bytes, uint64_t rec
   if (lop == "allgather" || lop == "allgatherv") {
     return recv_bytes > 0 ? recv_bytes : bytes * uint64_t(n);
   }
-  if (lop == "reducescatterblock" || (lop == "reducescatter" && !mpi) || lop == "alltoall") {
+  // Gather and Scatter: `bytes` is one rank's block; nccl-tests' size is the root's whole buffer.
+  if (lop == "reducescatterblock" || (lop == "reducescatter" && !mpi) || lop == "alltoall" ||
+      lop == "gather" || lop == "scatter") {
     return bytes * uint64_t(n);
   }
   return bytes;
@@ -196,18 +198,14 @@ constexpr int32_t kNcclInProgress = 7;  // ncclResult_t ncclInProgress
 
 // `s`: LowerOp's name.
 double BusFactor(const std::string& s, int n) {
-  if (n <= 1) {
-    return s == "allreduce" || s == "allgather" || s == "allgatherv" || s == "reducescatter" ||
-                   s == "reducescatterblock" || s == "alltoall" || s == "alltoallv" ||
-                   s == "alltoallw"
-               ? 0
-               : 1;
-  }
+  // nccl-tests: allreduce 2(n-1)/n; allgather, reducescatter, alltoall, gather, scatter
+  // (n-1)/n (the root's whole buffer crosses the root's link but its own block); the rest 1.
+  const bool spread = s == "allgather" || s == "allgatherv" || s == "reducescatter" ||
+                      s == "reducescatterblock" || s == "alltoall" || s == "alltoallv" ||
+                      s == "alltoallw" || s == "gather" || s == "scatter";
+  if (n <= 1) return s == "allreduce" || spread ? 0 : 1;
   if (s == "allreduce") return 2.0 * (n - 1) / n;
-  if (s == "allgather" || s == "allgatherv" || s == "reducescatter" ||
-      s == "reducescatterblock" || s == "alltoall" || s == "alltoallv" || s == "alltoallw") {
-    return double(n - 1) / n;
-  }
+  if (spread) return double(n - 1) / n;
   return 1.0;
 }
 
@@ -728,6 +726,13 @@ class FileAnalysis : public ViewVisitor {
   void WorldRanks(int world, std::set<int>* out) const {
     for (const auto& c : comms_) {
       if (c.second.size == world && c.second.rank >= 0) out->insert(c.second.rank);
+    }
+  }
+  // The size of each communicator this file's calls name, by unique id (0 = unknown).
+  void CommSizes(std::unordered_map<std::string, int>* out) const {
+    for (const auto& c : comms_) {
+      int& n = (*out)[c.second.unique_id];
+      n = std::max(n, c.second.size);
     }
   }
   int rank_ = -1, world_ = 0;
@@ -2779,8 +2784,29 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
   std::map<int, double> caused_ns;  // last arriver -> the others' waits for it
   std::map<std::pair<int, int32_t>, double> gpu_wait_ns;  // (rank, device), NCCL only
   std::map<std::pair<int, int32_t>, uint64_t> gpu_last_count;
-  uint64_t matched = 0;
+  std::map<std::pair<int, int32_t>, double> gpu_caused_ns;
+  std::set<int> waited;  // ranks with a matched call
+  // A call is complete when every member of its communicator (both ends of a point-to-point
+  // transfer) is in the selected files: with rank files missing, deselected (--ranks) or not
+  // recorded (PROFAGENT_RANKS), the last arrival among those present is not the call's, and
+  // the straggler could be named wrongly. Incomplete calls are left out and counted.
+  std::unordered_map<std::string, int> comm_size;
+  for (auto* f : sel) f->CommSizes(&comm_size);
+  auto members_of = [&](const CallKey& k) {
+    if (std::get<1>(k) != 0) return 2;
+    std::string uid = std::get<0>(k);
+    const size_t g = uid.find("#graph");  // an execution of a call captured into a graph
+    if (g != std::string::npos) uid.resize(g);
+    auto it = comm_size.find(uid);
+    return it != comm_size.end() ? it->second : 0;
+  };
+  uint64_t matched = 0, partial = 0;
   for (const auto& c : calls) {
+    const int want = members_of(c.first);
+    if (want >= 2 && int(c.second.size()) < want) {
+      ++partial;
+      continue;
+    }
     if (c.second.size() < 2) continue;
     ++matched;
     int64_t lo = INT64_MAX, hi = INT64_MIN;
@@ -2798,9 +2824,11 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
       const uint64_t behind = uint64_t(hi) - uint64_t(m.at);
       const double wait = double(std::min<uint64_t>(behind, uint64_t(m.dur))) * m.weight;
       wait_ns[m.rank] += wait;
+      waited.insert(m.rank);
       caused_ns[last->rank] += wait;
       wait_ns_by_lib[call_lib[c.first]][m.rank] += wait;
       if (m.device >= 0) gpu_wait_ns[{m.rank, m.device}] += wait;
+      if (last->device >= 0) gpu_caused_ns[{last->rank, last->device}] += wait;
     }
     ++last_count[last->rank];
     if (last->device >= 0) ++gpu_last_count[{last->rank, last->device}];
@@ -2812,11 +2840,19 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
     pr["rank"] = f->rank_;
     pr["calls"] = f->coll_calls_;
     pr["time_ms"] = Num(NsToMs(double(f->coll_ns_)));
-    pr["wait_ms"] = Num(NsToMs(wait_ns[f->rank_]));
+    // null: none of its calls could be matched (nothing to wait for, or no one seen with it).
+    pr["wait_ms"] = waited.count(f->rank_) ? Num(NsToMs(wait_ns[f->rank_])) : Json(nullptr);
     per_rank.push_back(pr);
   }
   Json strag;
   strag["calls_matched"] = matched;
+  strag["calls_incomplete"] = partial;
+  if (partial > 0) {
+    warnings.push_back(absl::StrCat(
+        partial, " collective or point-to-point calls were seen on only some of their "
+                 "communicator's ranks (rank files missing, not selected with --ranks, or not "
+                 "recorded: PROFAGENT_RANKS): left out of the waits and the straggler"));
+  }
   strag["skew_us"] = LatJson(skew, 1e-3);
   Json wbr = Json::object(), lac = Json::object();
   for (const auto& w : wait_ns) wbr[std::to_string(w.first)] = Num(NsToMs(w.second));
@@ -2870,6 +2906,18 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
   strag["wait_ms_by_gpu"] = wbg;
   strag["last_arriver_gpu_counts"] = lag;
   strag["most_frequent_last_arriver_gpu"] = most_gpu.empty() ? Json(nullptr) : Json(most_gpu);
+  Json wcg = Json::object();
+  std::string top_gpu;
+  double top_gpu_ns = 0;
+  for (const auto& c : gpu_caused_ns) {
+    wcg[gpu_key(c.first)] = Num(NsToMs(c.second));
+    if (c.second > top_gpu_ns) {
+      top_gpu_ns = c.second;
+      top_gpu = gpu_key(c.first);
+    }
+  }
+  strag["wait_caused_ms_by_gpu"] = wcg;
+  strag["straggler_gpu"] = top_gpu.empty() ? Json(nullptr) : Json(top_gpu);
   Json coll;
   coll["ops"] = cops;
   coll["per_rank"] = per_rank;

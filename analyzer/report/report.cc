@@ -280,6 +280,11 @@ std::string RenderMarkdown(const Json& s) {
                     sg["most_frequent_last_arriver"].is_null()
                         ? std::string("-")
                         : sg["most_frequent_last_arriver"].dump(),
+                    sg.value("calls_incomplete", uint64_t{0}) > 0
+                        ? absl::StrCat("; ", sg["calls_incomplete"].dump(),
+                                       " calls seen on only some of their communicator's ranks "
+                                       "left out")
+                        : std::string(),
                     "\n\n");
     if (!sg["wait_ms_by_rank"].empty()) {
       md += "| rank | wait ms | others' wait for it ms | last arrivals |\n|---:|---:|---:|---:|\n";
@@ -304,13 +309,20 @@ std::string RenderMarkdown(const Json& s) {
     bool several = false;
     for (const auto& g : gpus_of_rank) several = several || g.second > 1;
     if (several) {
-      absl::StrAppend(&md, "Per GPU (rank:device; most frequent last arriver ",
-                      sg["most_frequent_last_arriver_gpu"].is_null()
-                          ? std::string("-")
-                          : sg["most_frequent_last_arriver_gpu"].get<std::string>(),
-                      "):\n\n| gpu | wait ms | last arrivals |\n|---|---:|---:|\n");
+      auto gpu_or_dash = [&](const char* key) {
+        return sg.contains(key) && sg[key].is_string() ? sg[key].get<std::string>()
+                                                       : std::string("-");
+      };
+      absl::StrAppend(&md, "Per GPU (rank:device; straggler ", gpu_or_dash("straggler_gpu"),
+                      ", most frequent last arriver ",
+                      gpu_or_dash("most_frequent_last_arriver_gpu"),
+                      "):\n\n| gpu | wait ms | others' wait for it ms | last arrivals |\n"
+                      "|---|---:|---:|---:|\n");
+      const Json& caused = sg.contains("wait_caused_ms_by_gpu") ? sg["wait_caused_ms_by_gpu"]
+                                                                 : Json::object();
       for (auto it = sg["wait_ms_by_gpu"].begin(); it != sg["wait_ms_by_gpu"].end(); ++it) {
         absl::StrAppend(&md, "| ", it.key(), " | ", F(it.value()), " | ",
+                        caused.contains(it.key()) ? F(caused[it.key()]) : std::string("0"), " | ",
                         sg["last_arriver_gpu_counts"].contains(it.key())
                             ? sg["last_arriver_gpu_counts"][it.key()].dump()
                             : std::string("0"),

@@ -650,9 +650,9 @@ TEST_CASE("memory: allocations and frees from several threads count in time orde
 
 // Bus bandwidth as nccl-tests computes it, on 4 ranks, each call 1 ms: size = the whole buffer
 // (a reduce-scatter's and an all-to-all's are n times the per-rank or per-peer bytes the agent
-// records), busbw = size / time x 2(n-1)/n for an allreduce, (n-1)/n for allgather,
-// reduce-scatter and all-to-all, 1 otherwise; MPI's nonblocking collectives as their blocking
-// ones.
+// records, a gather's and a scatter's n times the block), busbw = size / time x 2(n-1)/n for an
+// allreduce, (n-1)/n for allgather, reduce-scatter, all-to-all, gather and scatter, 1 otherwise;
+// MPI's nonblocking collectives as their blocking ones.
 TEST_CASE("collectives: sizes and bus bandwidth follow nccl-tests' conventions") {
   const std::string dir = TmpDir("busbw");
   {
@@ -675,6 +675,10 @@ TEST_CASE("collectives: sizes and bus bandwidth follow nccl-tests' conventions")
     call(LIB_MPI, "Reduce_scatter", 4 * MiB, MiB);    // sum(recvcounts) is already 4 MiB
     call(LIB_MPI, "Bcast", 4 * MiB, 4 * MiB);
     call(LIB_NCCL, "Bcast", 4 * MiB, 4 * MiB);  // ncclBcast: in the Broadcast row
+    call(LIB_NCCL, "Gather", MiB, 4 * MiB);     // sendcount: 1 MiB per rank -> 4 MiB
+    call(LIB_NCCL, "Scatter", MiB, MiB);        // recvcount: 1 MiB per rank -> 4 MiB
+    call(LIB_MPI, "Gather", MiB, 0);            // a non-root's block -> the root's 4 MiB
+    call(LIB_MPI, "Iscatter", MiB, MiB);        // as Scatter
     b.Close(true);
   }
   auto s = BuildSummary({dir + "/rank0.pb"}, ReportOptions(), "");
@@ -687,7 +691,7 @@ TEST_CASE("collectives: sizes and bus bandwidth follow nccl-tests' conventions")
                                       r["busbw_gbps"].get<double>()};
   }
   const double alg = (4 << 20) / 1e6;  // bytes per ns = GB/s: 4.194
-  CHECK(bw.size() == 8);
+  CHECK(bw.size() == 11);  // 12 rows: NCCL's and MPI's Gather share a key here
   CHECK(bw.count("Broadcast") == 1);
   for (const auto& kv : bw) {
     INFO(kv.first);
@@ -700,6 +704,10 @@ TEST_CASE("collectives: sizes and bus bandwidth follow nccl-tests' conventions")
   CHECK(bw["Reduce_scatter_block"].second == Approx(alg * 0.75));
   CHECK(bw["Reduce_scatter"].second == Approx(alg * 0.75));
   CHECK(bw["Bcast"].second == Approx(alg));
+  for (const char* op : {"Gather", "Scatter", "Iscatter"}) {
+    INFO(op);
+    CHECK(bw[op].second == Approx(alg * 0.75));
+  }
 }
 
 // Two ranks, four allreduces: rank 1 arrives 2 us after rank 0 three times, rank 0 arrives 3 ms
@@ -729,6 +737,81 @@ TEST_CASE("stragglers: the straggler is the rank waited for longest, not most of
   CHECK(sg["straggler"] == 0);
   CHECK(sg["wait_caused_ms_by_rank"]["0"] == 3.0);
   CHECK(sg["wait_caused_ms_by_rank"]["1"] == 0.006);
+}
+
+// Three ranks on world (size 3) and a pair: rank 2 arrives 5 ms late at four allreduces; rank
+// 0 sends rank 1 one message. With every file, rank 2 is the straggler. Without rank 2's file
+// (or with --ranks 0,1) the allreduces are incomplete: their last arrival is unknown, so they
+// are left out (counted, with a warning) rather than make rank 1 the straggler; the 0 -> 1
+// transfer, complete, still matches. With rank 0 alone nothing matches: its wait is null.
+TEST_CASE("stragglers: calls missing some of their ranks are left out, not misread") {
+  const std::string dir = TmpDir("partial");
+  for (int rank = 0; rank < 3; ++rank) {
+    ProfileBuilder b(dir + "/rank" + std::to_string(rank) + ".pb");
+    b.WriteHeader(rank, 3, "h", GPU_TIMING_HOST);
+    Record off;
+    off.mutable_clock_offset()->set_offset_ns(0);
+    off.mutable_clock_offset()->set_method("mpi-pingpong");
+    b.Write(off);
+    Record comm;
+    comm.mutable_comm()->set_id(1);
+    comm.mutable_comm()->set_lib(LIB_MPI);
+    comm.mutable_comm()->set_unique_id("world");
+    comm.mutable_comm()->set_size(3);
+    comm.mutable_comm()->set_rank(rank);
+    b.Write(comm);
+    for (uint64_t i = 0; i < 4; ++i) {
+      uint64_t at = (1000 + 10000 * i + (rank == 1 ? 100 : 0)) * kUs;
+      if (rank == 2) at += 5000 * kUs;
+      Event e = MpiCall(b, "Allreduce", 64, i, -1);
+      e.set_dur(8000 * kUs);
+      b.Host(1, at, 0, e);
+    }
+    if (rank < 2) {
+      Event p = MpiCall(b, rank == 0 ? "Send" : "Recv", 64, 0, 1 - rank);
+      p.set_dur(3000 * kUs);
+      b.Host(1, (50000 + (rank == 0 ? 2000 : 0)) * kUs, 0, p);  // rank 1 waits 2 ms
+    }
+    b.Close(true);
+  }
+  const std::string r0 = dir + "/rank0.pb", r1 = dir + "/rank1.pb", r2 = dir + "/rank2.pb";
+  auto all = BuildSummary({r0, r1, r2}, ReportOptions(), "");
+  REQUIRE(all.ok());
+  const Json& full = (*all)["collectives"]["stragglers"];
+  CHECK(full["calls_matched"] == 5);
+  CHECK(full["calls_incomplete"] == 0);
+  CHECK(full["straggler"] == 2);
+
+  auto check_partial = [](const Json& s) {
+    const Json& sg = s["collectives"]["stragglers"];
+    INFO(sg.dump());
+    CHECK(sg["calls_matched"] == 1);  // the transfer
+    CHECK(sg["calls_incomplete"] == 4);
+    CHECK(sg["straggler"] == 0);     // rank 1 waited 2 ms for rank 0's send
+    CHECK(sg["wait_ms_by_rank"]["1"] == 2.0);
+    bool warned = false;
+    for (const Json& w : s["meta"]["warnings"])
+      warned = warned || w.get<std::string>().find("4 collective or point-to-point calls were "
+                                                   "seen on only some") == 0;
+    CHECK(warned);
+  };
+  auto missing = BuildSummary({r0, r1}, ReportOptions(), "");
+  REQUIRE(missing.ok());
+  check_partial(*missing);
+  ReportOptions some;
+  some.ranks = {0, 1};
+  auto selected = BuildSummary({r0, r1, r2}, some, "");
+  REQUIRE(selected.ok());
+  check_partial(*selected);
+
+  auto alone = BuildSummary({r0}, ReportOptions(), "");
+  REQUIRE(alone.ok());
+  const Json& c = (*alone)["collectives"];
+  CHECK(c["stragglers"]["calls_matched"] == 0);
+  CHECK(c["stragglers"]["calls_incomplete"] == 5);
+  CHECK(c["stragglers"]["straggler"].is_null());
+  REQUIRE(c["per_rank"].size() == 1);
+  CHECK(c["per_rank"][0]["wait_ms"].is_null());
 }
 
 // A rank waits for a later one at most as long as its own call lasted: rank 0's small MPI_Send
