@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -92,10 +93,14 @@ void CopyMessage(OpenRange* r, Copy&& copy) {
 
 struct ThreadStack {
   int depth = 0;               // entries in use
+  int capacity = kInlineDepth;  // entries available
   uint32_t overflow = 0;       // pushes beyond kMaxDepth still open
   std::atomic<bool> in_use{true};
   ThreadStack* next = nullptr;
-  OpenRange entries[kMaxDepth];
+  // inline_entries, or a heap array GrowStack made. Arrays it replaced are not freed: a
+  // shutdown flush may be reading them from another thread (a few per deeply nesting thread).
+  std::atomic<OpenRange*> entries{inline_entries};
+  OpenRange inline_entries[kInlineDepth];
 };
 
 std::atomic<ThreadStack*> g_stacks{nullptr};
@@ -127,6 +132,11 @@ std::atomic<uint64_t> g_next_range_id{kFirstRangeId};
 
 std::atomic<uint64_t> g_depth_overflow{0};
 std::atomic<uint64_t> g_start_table_full{0};
+std::atomic<uint64_t> g_start_lost{0};
+// Start/end ranges that found no free table slot, by id (see the header).
+std::mutex g_start_overflow_mu;
+std::unordered_map<uint64_t, OpenRange>* g_start_overflow = nullptr;  // under the mutex
+std::atomic<size_t> g_start_overflow_live{0};
 std::atomic<uint64_t> g_unmatched_pops{0};
 std::atomic<uint64_t> g_unknown_ends{0};
 std::atomic<uint64_t> g_inits{0};
@@ -159,6 +169,19 @@ inline ThreadStack* GetStack() {
   ThreadStack* s = t_stack;
   if (__builtin_expect(s != nullptr, 1)) return s;
   return GetStackSlow();
+}
+
+// Doubles the thread's stack (at most kMaxDepth entries). False when it cannot.
+__attribute__((noinline)) bool GrowStack(ThreadStack* s) {
+  if (s->capacity >= kMaxDepth) return false;
+  const int n = std::min(kMaxDepth, s->capacity * 2);
+  auto* bigger = static_cast<OpenRange*>(std::malloc(sizeof(OpenRange) * size_t(n)));
+  if (bigger == nullptr) return false;
+  std::memcpy(static_cast<void*>(bigger), s->entries.load(std::memory_order_relaxed),
+              sizeof(OpenRange) * size_t(s->depth));
+  s->entries.store(bigger, std::memory_order_release);
+  s->capacity = n;
+  return true;
 }
 
 void EnsureStartTable() {
@@ -336,12 +359,13 @@ int DoPush(const Domain* dom, const MsgSrc& m) {
   HookGuard guard;
   ThreadStack* s = GetStack();
   if (s == nullptr) return -1;
-  if (__builtin_expect(s->depth >= kMaxDepth, 0)) {
+  if (__builtin_expect(s->depth >= s->capacity, 0) &&
+      (s->overflow > 0 || !GrowStack(s))) {
     ++s->overflow;
     g_depth_overflow.fetch_add(1, std::memory_order_relaxed);
     return s->depth + int(s->overflow) - 1;
   }
-  OpenRange& r = s->entries[s->depth];
+  OpenRange& r = s->entries.load(std::memory_order_relaxed)[s->depth];
   Capture(&r, dom, m);
   r.cookie = ModelStart(r);
   r.t0 = t0;
@@ -360,22 +384,58 @@ int DoPop(const Domain* dom) {
     --s->overflow;
     return s->depth + int(s->overflow);
   }
+  OpenRange* entries = s->entries.load(std::memory_order_relaxed);
   int i = s->depth - 1;
-  while (i >= 0 && s->entries[i].dom != dom) --i;  // the innermost open range of this domain
+  while (i >= 0 && entries[i].dom != dom) --i;  // the innermost open range of this domain
   if (i < 0) {
     g_unmatched_pops.fetch_add(1, std::memory_order_relaxed);
     return -1;
   }
-  EndRange(s->entries[i], t1, uint32_t(i), guard.outermost());
-  ReleaseText(&s->entries[i]);
+  EndRange(entries[i], t1, uint32_t(i), guard.outermost());
+  ReleaseText(&entries[i]);
   if (i != s->depth - 1) {  // ranges of other domains above it: close the gap (rare)
-    std::memmove(&s->entries[i], &s->entries[i + 1], size_t(s->depth - 1 - i) * sizeof(OpenRange));
+    std::memmove(&entries[i], &entries[i + 1], size_t(s->depth - 1 - i) * sizeof(OpenRange));
   }
   --s->depth;
   return i;
 }
 
 // ---- Start/end ----------------------------------------------------------------------------
+// Slow path: a start whose probes found the table full goes to the overflow map.
+__attribute__((noinline)) void StartOverflow(uint64_t id, const Domain* dom, const MsgSrc& m,
+                                             uint64_t t0) {
+  try {
+    OpenRange r;
+    std::memset(static_cast<void*>(&r), 0, sizeof(r));
+    Capture(&r, dom, m);
+    r.cookie = ModelStart(r);
+    r.t0 = t0;
+    std::lock_guard<std::mutex> l(g_start_overflow_mu);
+    if (g_start_overflow == nullptr) g_start_overflow = new std::unordered_map<uint64_t, OpenRange>();
+    (*g_start_overflow)[id] = r;
+    g_start_overflow_live.fetch_add(1, std::memory_order_release);
+  } catch (...) {
+    g_start_lost.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+// Slow path: the end of a range kept in the overflow map. False when it is not there.
+__attribute__((noinline)) bool EndOverflow(uint64_t id, uint64_t t1, bool outermost) {
+  OpenRange r;
+  {
+    std::lock_guard<std::mutex> l(g_start_overflow_mu);
+    if (g_start_overflow == nullptr) return false;
+    auto it = g_start_overflow->find(id);
+    if (it == g_start_overflow->end()) return false;
+    r = it->second;
+    g_start_overflow->erase(it);
+    g_start_overflow_live.fetch_sub(1, std::memory_order_release);
+  }
+  EndRange(r, t1, 0, outermost);
+  ReleaseText(&r);
+  return true;
+}
+
 nvtxRangeId_t DoStart(const Domain* dom, const MsgSrc& m) {
   const uint64_t t0 = Now();
   HookGuard guard;
@@ -396,6 +456,7 @@ nvtxRangeId_t DoStart(const Domain* dom, const MsgSrc& m) {
     }
   }
   g_start_table_full.fetch_add(1, std::memory_order_relaxed);
+  StartOverflow(id, dom, m, t0);
   return id;
 }
 
@@ -415,6 +476,10 @@ void DoEnd(nvtxRangeId_t id) {
         return;
       }
     }
+  }
+  if (g_start_overflow_live.load(std::memory_order_acquire) > 0 &&
+      EndOverflow(id, t1, guard.outermost())) {
+    return;
   }
   g_unknown_ends.fetch_add(1, std::memory_order_relaxed);
 }
@@ -533,23 +598,44 @@ void FlushOpenRanges() {
   HookGuard guard;
   for (ThreadStack* s = g_stacks.load(std::memory_order_acquire); s; s = s->next) {
     if (!s->in_use.load(std::memory_order_acquire)) continue;
+    const OpenRange* entries = s->entries.load(std::memory_order_acquire);
     int depth = s->depth;
-    if (depth > kMaxDepth) depth = kMaxDepth;
+    if (depth > s->capacity) depth = s->capacity;
     for (int i = 0; i < depth; ++i) {
-      OpenRange r = s->entries[i];  // (a heap copy stays the entry's)
+      OpenRange r = entries[i];  // (a heap copy stays the entry's)
       if (r.len >= kMaxMessageBytes && r.ext_text == nullptr) r.len = kMaxMessageBytes - 1;
       EmitRange(EvType::kNvtxPush, r, r.t0, uint32_t(i));
     }
   }
   StartSlot* table = g_start_table.load(std::memory_order_acquire);
-  if (table == nullptr) return;
-  for (size_t k = 0; k < kStartSlots; ++k) {
-    StartSlot& slot = table[k];
-    uint64_t id = slot.key.load(std::memory_order_acquire);
-    if (id < kFirstRangeId) continue;
-    if (!slot.key.compare_exchange_strong(id, kBusy, std::memory_order_acquire)) continue;
-    EmitRange(EvType::kNvtxPush, slot.r, slot.r.t0, 0);
-    slot.key.store(id, std::memory_order_release);
+  if (table != nullptr) {
+    for (size_t k = 0; k < kStartSlots; ++k) {
+      StartSlot& slot = table[k];
+      uint64_t id = slot.key.load(std::memory_order_acquire);
+      if (id < kFirstRangeId) continue;
+      if (!slot.key.compare_exchange_strong(id, kBusy, std::memory_order_acquire)) continue;
+      EmitRange(EvType::kNvtxPush, slot.r, slot.r.t0, 0);
+      slot.key.store(id, std::memory_order_release);
+    }
+  }
+  {
+    std::lock_guard<std::mutex> l(g_start_overflow_mu);
+    if (g_start_overflow != nullptr) {
+      for (const auto& kv : *g_start_overflow) EmitRange(EvType::kNvtxPush, kv.second, kv.second.t0, 0);
+    }
+  }
+  // What could not be recorded, in the file: the report lists these notes with its warnings.
+  const uint64_t deep = g_depth_overflow.load(std::memory_order_relaxed);
+  const uint64_t lost = g_start_lost.load(std::memory_order_relaxed);
+  if (deep > 0) {
+    AddNote("warning", "NVTX: " + std::to_string(deep) + " push/pop ranges nested deeper than " +
+                           std::to_string(kMaxDepth) +
+                           " were not recorded (a step among them was not seen)");
+  }
+  if (lost > 0) {
+    AddNote("warning", "NVTX: " + std::to_string(lost) +
+                           " start/end ranges could not be kept (out of memory) and were not "
+                           "recorded");
   }
 }
 
@@ -557,6 +643,7 @@ Stats GetStats() {
   Stats st;
   st.depth_overflow = g_depth_overflow.load(std::memory_order_relaxed);
   st.start_table_full = g_start_table_full.load(std::memory_order_relaxed);
+  st.start_lost = g_start_lost.load(std::memory_order_relaxed);
   st.unmatched_pops = g_unmatched_pops.load(std::memory_order_relaxed);
   st.unknown_ends = g_unknown_ends.load(std::memory_order_relaxed);
   st.inits = g_inits.load(std::memory_order_relaxed);

@@ -22,11 +22,15 @@
 // the first push on a thread allocates that thread's stack (once; a pthread key gives it back
 // for reuse when the thread exits with no open range). All thread-local state is initial-exec:
 // a thread_local with a constructor/destructor (local-dynamic TLS) in libprofagent.so made
-// Bazel's gold linker hand the core's t_state a wrong GOT slot (verified; bfd links it right). Push/pop keep a per-thread stack of at most kMaxDepth open ranges
-// (deeper pushes are counted, not recorded, and their pops matched); start/end ranges live in a
-// fixed lock-free table of kStartSlots entries keyed by range id (they may end on another
-// thread); a start that finds no free slot is counted and its end ignored. Domain creation,
-// string registration and naming are slow path (they intern strings).
+// Bazel's gold linker hand the core's t_state a wrong GOT slot (verified; bfd links it right).
+// Push/pop keep a per-thread stack of open ranges, kInlineDepth in place, grown on the heap (a
+// slow path, once per new depth) up to kMaxDepth (deeper pushes are counted, not recorded, and
+// their pops matched); start/end ranges live in a lock-free table of kStartSlots entries keyed
+// by range id (they may end on another thread); a start that finds no free slot among its
+// probes goes to a mutex-guarded overflow map (a server with thousands of requests in flight,
+// each a start/end range), which ends look in only while it holds any. What could not be
+// recorded is counted, and said in a note of the file at shutdown. Domain creation, string
+// registration and naming are slow path (they intern strings).
 #ifndef PROFAGENT_AGENT_HOOKS_NVTX_NVTX_HOOKS_H_
 #define PROFAGENT_AGENT_HOOKS_NVTX_NVTX_HOOKS_H_
 
@@ -44,12 +48,13 @@ __attribute__((visibility("default"))) int InitializeInjectionNvtx2(
 namespace profagent {
 namespace nvtx {
 
-constexpr int kMaxDepth = 64;              // open push/pop ranges per thread
+constexpr int kInlineDepth = 32;           // open push/pop ranges per thread without a heap array
+constexpr int kMaxDepth = 1024;            // open push/pop ranges per thread
 constexpr size_t kMaxMessageBytes = 256;   // per message copied inline, NUL included
 // A longer one (a large batch's kv list) is copied to the heap, up to what one event carries
 // (kMaxExtraBytes, agent/core/agent.h).
 constexpr size_t kMaxLongMessageBytes = 2048;
-constexpr size_t kStartSlots = 1024;       // open start/end ranges in the process
+constexpr size_t kStartSlots = 1024;       // start/end ranges in the lock-free table
 constexpr size_t kStartProbes = 8;         // slots tried per start
 
 // Sets NVTX_INJECTION64_PATH to the absolute path of the shared object that contains this code,
@@ -64,7 +69,8 @@ void FlushOpenRanges();
 
 struct Stats {
   uint64_t depth_overflow = 0;   // pushes beyond kMaxDepth (not recorded)
-  uint64_t start_table_full = 0; // starts that found no free slot (not recorded)
+  uint64_t start_table_full = 0; // starts that found no free slot (then in the overflow map)
+  uint64_t start_lost = 0;       // starts that could not be kept at all (no memory)
   uint64_t unmatched_pops = 0;   // pops with no open range of that domain on the thread
   uint64_t unknown_ends = 0;     // ends of ids not in the table
   uint64_t inits = 0;            // InitializeInjectionNvtx2 calls that installed handlers

@@ -5,6 +5,7 @@
 
 #include <catch2/catch.hpp>
 #include <cstring>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -357,6 +358,60 @@ TEST_CASE("pushes deeper than kMaxDepth are counted and their pops matched") {
     CHECK(r[size_t(k)].e.nvtx.depth == uint32_t(kMaxDepth - 1 - k));
     CHECK(r[size_t(k)].bytes == "level " + std::to_string(kMaxDepth - 1 - k));
   }
+}
+
+// A server with more requests in flight than the lock-free table holds (each a start/end
+// range), and a step inside them: every range is recorded once, with its own text, also those
+// kept in the overflow map, whatever the end order; the step is seen. Deep push/pop nesting
+// (past the thread's inline stack) keeps its step too, and a note says what was lost.
+TEST_CASE("start/end ranges beyond the table and deep push/pop ranges are all recorded") {
+  Fresh();
+  const int n = int(kStartSlots) * 3;
+  std::vector<nvtxRangeId_t> ids;
+  for (int i = 0; i < n; ++i) ids.push_back(nvtxRangeStartA(("req " + std::to_string(i)).c_str()));
+  CHECK(GetStats().start_table_full > 0);
+  nvtxRangePushA("step tokens=3");
+  nvtxRangePop();
+  for (int i = n - 1; i >= 0; i -= 2) nvtxRangeEnd(ids[size_t(i)]);  // odd ones, newest first
+  for (int i = 0; i < n; i += 2) nvtxRangeEnd(ids[size_t(i)]);
+  auto r = fake::EventsOfType(EvType::kNvtxRange);
+  std::set<std::string> seen;
+  for (const auto& x : r) seen.insert(x.bytes);
+  CHECK(r.size() == size_t(n) + 1);
+  CHECK(seen.size() == size_t(n) + 1);
+  CHECK(seen.count("req 0") == 1);
+  CHECK(seen.count("req " + std::to_string(n - 1)) == 1);
+  CHECK(fake::EventsOfType(EvType::kStep).size() == 1);
+  FlushOpenRanges();
+  CHECK(fake::EventsOfType(EvType::kNvtxPush).empty());  // nothing left open
+
+  Fresh();
+  const int deep = 200;  // past kInlineDepth: the stack grows
+  for (int i = 0; i < deep; ++i) nvtxRangePushA(("level " + std::to_string(i)).c_str());
+  nvtxRangePushA("step tokens=5");
+  nvtxRangePop();
+  for (int i = 0; i < deep; ++i) nvtxRangePop();
+  auto d = fake::EventsOfType(EvType::kNvtxRange);
+  REQUIRE(d.size() == size_t(deep) + 1);
+  CHECK(d[0].e.nvtx.depth == uint32_t(deep));
+  CHECK(d.back().bytes == "level 0");
+  auto steps = fake::EventsOfType(EvType::kStep);
+  REQUIRE(steps.size() == 1);
+  CHECK(steps[0].e.step.tokens == 5);
+}
+
+TEST_CASE("a note says how many ranges nested too deep were not recorded") {
+  Fresh();
+  const uint64_t before = GetStats().depth_overflow;
+  for (int i = 0; i < kMaxDepth + 2; ++i) nvtxRangePushA("x");
+  for (int i = 0; i < kMaxDepth + 2; ++i) nvtxRangePop();
+  REQUIRE(GetStats().depth_overflow - before == 2);
+  FlushOpenRanges();
+  bool noted = false;
+  for (const std::string& n : fake::Notes()) {
+    noted = noted || n.find("nested deeper than " + std::to_string(kMaxDepth)) != std::string::npos;
+  }
+  CHECK(noted);
 }
 
 TEST_CASE("ranges still open are flushed as kNvtxPush") {
