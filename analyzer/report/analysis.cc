@@ -939,6 +939,14 @@ class FileAnalysis : public ViewVisitor {
   // steps a busy stretch overlaps are found by a short backward scan.
   std::vector<uint64_t> step_end_prefix_;
   void OnBusy(uint64_t start, uint64_t end);
+  // Steps from several threads (steps_by_thread_): a step's GPU busy time is the union of the
+  // ops its own thread launched, clipped to its window, not every thread's work then.
+  struct ThreadBusy {
+    IntervalUnion<char> ops{kUnionHorizonNs};
+    std::vector<uint64_t> end_prefix;  // as step_end_prefix_, over the thread's steps
+  };
+  std::unordered_map<uint32_t, ThreadBusy> thread_busy_;
+  void OnThreadBusy(uint32_t thread, ThreadBusy* tb, uint64_t start, uint64_t end);
   void OnDeviceBusy(uint32_t device, DeviceBusy* d, uint64_t start, uint64_t end,
                     const GapTag& tag);
   void FlushBusy();
@@ -1841,6 +1849,13 @@ void FileAnalysis::Emit(const PendingOp& op, const PendingLaunch* l) {
   }
   busy_union_.Add(op.start, op.end, 0,
                   [this](uint64_t a, uint64_t b, char) { OnBusy(a, b); });
+  if (!steps_by_thread_.empty() && l != nullptr && steps_by_thread_.count(l->thread) != 0) {
+    ThreadBusy* tb = &thread_busy_[l->thread];
+    const uint32_t thread = l->thread;
+    tb->ops.Add(op.start, op.end, 0, [this, thread, tb](uint64_t a, uint64_t b, char) {
+      OnThreadBusy(thread, tb, a, b);
+    });
+  }
   const uint32_t device = op.device;
   if (last_busy_ == nullptr || last_busy_device_ != device) {
     last_busy_ = &device_busy_[device];
@@ -1933,7 +1948,7 @@ void FileAnalysis::Emit(const PendingOp& op, const PendingLaunch* l) {
 // time, and each step's, clipped to the step's window.
 void FileAnalysis::OnBusy(uint64_t start, uint64_t end) {
   busy_ns_ += end - start;
-  if (steps_.empty()) return;
+  if (steps_.empty() || !steps_by_thread_.empty()) return;  // per thread: OnThreadBusy
   if (step_end_prefix_.size() != steps_.size()) {
     step_end_prefix_.resize(steps_.size());
     uint64_t m = 0;
@@ -1946,6 +1961,26 @@ void FileAnalysis::OnBusy(uint64_t start, uint64_t end) {
                     steps_.begin());
   while (i-- > 0 && step_end_prefix_[i] > start) {
     StepRec& st = steps_[i];
+    const uint64_t a = std::max(start, st.start), b = std::min(end, st.end);
+    if (b > a) st.busy_ns += b - a;
+  }
+}
+
+// A stretch during which ops launched by `thread` ran: its steps' busy time, clipped to each.
+void FileAnalysis::OnThreadBusy(uint32_t thread, ThreadBusy* tb, uint64_t start, uint64_t end) {
+  auto own = steps_by_thread_.find(thread);
+  if (own == steps_by_thread_.end()) return;
+  const std::vector<int>& v = own->second;
+  if (tb->end_prefix.size() != v.size()) {
+    tb->end_prefix.resize(v.size());
+    uint64_t m = 0;
+    for (size_t i = 0; i < v.size(); ++i) tb->end_prefix[i] = m = std::max(m, steps_[v[i]].end);
+  }
+  size_t i = size_t(std::lower_bound(v.begin(), v.end(), end,
+                                     [this](int k, uint64_t t) { return steps_[k].start < t; }) -
+                    v.begin());
+  while (i-- > 0 && tb->end_prefix[i] > start) {
+    StepRec& st = steps_[v[i]];
     const uint64_t a = std::max(start, st.start), b = std::min(end, st.end);
     if (b > a) st.busy_ns += b - a;
   }
@@ -1976,6 +2011,12 @@ void FileAnalysis::OnDeviceBusy(uint32_t device, DeviceBusy* d, uint64_t start, 
 
 void FileAnalysis::FlushBusy() {
   busy_union_.Flush([this](uint64_t a, uint64_t b, char) { OnBusy(a, b); });
+  for (auto& kv : thread_busy_) {
+    const uint32_t thread = kv.first;
+    ThreadBusy* tb = &kv.second;
+    tb->ops.Flush(
+        [this, thread, tb](uint64_t a, uint64_t b, char) { OnThreadBusy(thread, tb, a, b); });
+  }
   for (auto& kv : device_busy_) {
     const uint32_t device = kv.first;
     DeviceBusy* d = &kv.second;

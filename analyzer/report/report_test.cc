@@ -1191,7 +1191,7 @@ TEST_CASE("collectives: grouped sends and receives get their kernel's whole time
 // Two threads serve concurrently, each marking its own run and steps (NVTX), interleaved in
 // time: thread 1's run A (warm-up) holds 4 steps, thread 2's run B, starting 3 ms later, holds
 // its own 4; each step launches one kernel. Every step belongs to its own thread's run, so the
-// totals exclude exactly A's 4 steps. Before, a step went to the last run started before it on
+// totals exclude exactly A's 4 steps, and its GPU busy time is its own kernel's. Before, a step went to the last run started before it on
 // any thread: A 2 steps, B 6, and 6 steps counted.
 TEST_CASE("runs and steps of concurrent threads: each step in its own thread's run") {
   const std::string dir = TmpDir("thread_runs");
@@ -1226,6 +1226,10 @@ TEST_CASE("runs and steps of concurrent threads: each step in its own thread's r
   CHECK(s["stats"]["tokens"] == 400);
   REQUIRE(s["runs"].size() == 2);
   for (const Json& r : s["runs"]) CHECK(r["stats"]["steps"] == 4);
+  // A step's GPU busy time is its own thread's kernel (100 us), not also the other thread's
+  // that ran in its window (thread 1's steps 2 and 3 hold thread 2's kernels 0 and 1).
+  CHECK(s["stats"]["gpu_busy_ms_per_step"] == 0.1);
+  for (const Json& r : s["runs"]) CHECK(r["stats"]["gpu_busy_ms_per_step"] == 0.1);
   // ops.csv: each kernel in its own thread's step (0-3 thread 1, 4-7 thread 2; steps are
   // numbered in start order across threads).
   std::string csv = ReadAll(dir + "/ops.csv");
