@@ -411,7 +411,9 @@ __attribute__((noinline)) void StartOverflow(uint64_t id, const Domain* dom, con
     r.cookie = ModelStart(r);
     r.t0 = t0;
     std::lock_guard<std::mutex> l(g_start_overflow_mu);
-    if (g_start_overflow == nullptr) g_start_overflow = new std::unordered_map<uint64_t, OpenRange>();
+    if (g_start_overflow == nullptr) {
+      g_start_overflow = new std::unordered_map<uint64_t, OpenRange>();
+    }
     (*g_start_overflow)[id] = r;
     g_start_overflow_live.fetch_add(1, std::memory_order_release);
   } catch (...) {
@@ -621,7 +623,9 @@ void FlushOpenRanges() {
   {
     std::lock_guard<std::mutex> l(g_start_overflow_mu);
     if (g_start_overflow != nullptr) {
-      for (const auto& kv : *g_start_overflow) EmitRange(EvType::kNvtxPush, kv.second, kv.second.t0, 0);
+      for (const auto& kv : *g_start_overflow) {
+        EmitRange(EvType::kNvtxPush, kv.second, kv.second.t0, 0);
+      }
     }
   }
   // What could not be recorded, in the file: the report lists these notes with its warnings.
