@@ -82,45 +82,17 @@ void OnThreadExit(void* p) {
   internal::t_ring = nullptr;
 }
 
-int EnvInt(const char* name) {
-  const char* v = getenv(name);
-  if (v == nullptr || *v == '\0') return -1;
-  char* end;
-  long x = strtol(v, &end, 10);
-  if (*end != '\0' || x < 0 || x > (1 << 30)) return -1;
-  return int(x);
-}
-
 void DetectRankFromEnv() {
-  static const char* kRank[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID",
-                                "RANK"};
-  static const char* kLocal[] = {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID",
-                                 "LOCAL_RANK"};
-  static const char* kSize[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS", "WORLD_SIZE"};
+  const internal::EnvRank r =
+      internal::RankFromEnv([](const char* name) -> const char* { return getenv(name); });
   auto& g = G();
-  for (const char* n : kRank) {
-    int r = EnvInt(n);
-    if (r >= 0) {
-      g.rank = r;
-      g.rank_source = std::string("env:") + n;
-      g.rank_priority = 1;
-      break;
-    }
+  if (r.rank >= 0) {
+    g.rank = r.rank;
+    g.rank_source = "env:" + r.source;
+    g.rank_priority = 1;
   }
-  for (const char* n : kLocal) {
-    int r = EnvInt(n);
-    if (r >= 0) {
-      g.local_rank = r;
-      break;
-    }
-  }
-  for (const char* n : kSize) {
-    int r = EnvInt(n);
-    if (r > 0) {
-      g.world_size = r;
-      break;
-    }
-  }
+  if (r.local_rank >= 0) g.local_rank = r.local_rank;
+  if (r.world_size > 0) g.world_size = r.world_size;
 }
 
 bool RankSelected(const Config& c, int rank) {
@@ -224,6 +196,58 @@ bool InCaptureRange(uint64_t t0, bool whole) {
 }
 
 namespace internal {
+
+namespace {
+int EnvInt(const char* (*get)(const char*), const char* name) {
+  const char* v = get(name);
+  if (v == nullptr || *v == '\0') return -1;
+  char* end;
+  long x = strtol(v, &end, 10);
+  if (*end != '\0' || x < 0 || x > (1 << 30)) return -1;
+  return int(x);
+}
+}  // namespace
+
+EnvRank RankFromEnv(const char* (*get)(const char*)) {
+  // A torchrun (torch.distributed.elastic) worker: RANK, LOCAL_RANK and WORLD_SIZE are its own,
+  // whatever the launcher that started torchrun set (srun's SLURM_PROCID, PMI_RANK: the task's,
+  // one per node). Else MPI's launchers, then RANK (deepspeed, lightning and other per-GPU
+  // launchers under srun), then Slurm's task.
+  const bool elastic = get("TORCHELASTIC_RUN_ID") != nullptr;
+  static const char* const kElasticRank[] = {"RANK", nullptr};
+  static const char* const kRank[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "RANK",
+                                      "SLURM_PROCID", nullptr};
+  static const char* const kElasticLocal[] = {"LOCAL_RANK", nullptr};
+  static const char* const kLocal[] = {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID",
+                                       "LOCAL_RANK", "SLURM_LOCALID", nullptr};
+  static const char* const kElasticSize[] = {"WORLD_SIZE", nullptr};
+  static const char* const kSize[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "WORLD_SIZE",
+                                      "SLURM_NTASKS", nullptr};
+  EnvRank r;
+  for (const char* const* n = elastic ? kElasticRank : kRank; *n != nullptr; ++n) {
+    const int v = EnvInt(get, *n);
+    if (v >= 0) {
+      r.rank = v;
+      r.source = *n;
+      break;
+    }
+  }
+  for (const char* const* n = elastic ? kElasticLocal : kLocal; *n != nullptr; ++n) {
+    const int v = EnvInt(get, *n);
+    if (v >= 0) {
+      r.local_rank = v;
+      break;
+    }
+  }
+  for (const char* const* n = elastic ? kElasticSize : kSize; *n != nullptr; ++n) {
+    const int v = EnvInt(get, *n);
+    if (v > 0) {
+      r.world_size = v;
+      break;
+    }
+  }
+  return r;
+}
 
 ThreadState* RegisterThisThread() {
   auto& g = G();

@@ -1,4 +1,5 @@
-// ParseConfig: defaults, accepted values and the one-line error for each bad one.
+// ParseConfig: defaults, accepted values and the one-line error for each bad one; the rank from
+// the launcher's environment (RankFromEnv).
 #include "agent/core/config.h"
 
 #include <catch2/catch.hpp>
@@ -7,6 +8,9 @@
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "agent/core/agent.h"
+#include "agent/core/internal.h"
 
 namespace profagent {
 namespace {
@@ -133,6 +137,59 @@ TEST_CASE("A bad value is one line naming the variable, the value and what is ac
     INFO("PROFAGENT_LAUNCH_API_SAMPLE=" << v);
     CHECK_FALSE(Parse({{"PROFAGENT_LAUNCH_API_SAMPLE", v}}, &c).empty());
   }
+}
+
+}  // namespace
+}  // namespace profagent
+
+namespace profagent {
+namespace {
+
+// The launcher environments the agent reads its rank from (internal::RankFromEnv).
+std::map<std::string, std::string>* g_launcher_env = nullptr;
+const char* LauncherGetenv(const char* name) {
+  auto it = g_launcher_env->find(name);
+  return it == g_launcher_env->end() ? nullptr : it->second.c_str();
+}
+internal::EnvRank RankOf(std::map<std::string, std::string> env) {
+  g_launcher_env = &env;
+  internal::EnvRank r = internal::RankFromEnv(&LauncherGetenv);
+  g_launcher_env = nullptr;
+  return r;
+}
+
+TEST_CASE("rank from the launcher's environment") {
+  // mpirun.
+  auto r = RankOf({{"OMPI_COMM_WORLD_RANK", "3"}, {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
+                   {"OMPI_COMM_WORLD_SIZE", "4"}});
+  CHECK(r.rank == 3);
+  CHECK(r.local_rank == 1);
+  CHECK(r.world_size == 4);
+  CHECK(r.source == "OMPI_COMM_WORLD_RANK");
+  // srun, one task per GPU.
+  r = RankOf({{"SLURM_PROCID", "5"}, {"SLURM_LOCALID", "1"}, {"SLURM_NTASKS", "8"}});
+  CHECK(r.rank == 5);
+  CHECK(r.local_rank == 1);
+  CHECK(r.world_size == 8);
+  // srun ... torchrun: the worker's RANK, not the task's SLURM_PROCID / PMI_RANK.
+  r = RankOf({{"SLURM_PROCID", "0"}, {"SLURM_LOCALID", "0"}, {"SLURM_NTASKS", "1"},
+              {"PMI_RANK", "0"}, {"TORCHELASTIC_RUN_ID", "none"}, {"RANK", "2"},
+              {"LOCAL_RANK", "2"}, {"WORLD_SIZE", "3"}});
+  CHECK(r.rank == 2);
+  CHECK(r.local_rank == 2);
+  CHECK(r.world_size == 3);
+  CHECK(r.source == "RANK");
+  // A per-GPU launcher under srun (deepspeed): RANK/WORLD_SIZE before Slurm's task.
+  r = RankOf({{"SLURM_PROCID", "1"}, {"SLURM_NTASKS", "2"}, {"RANK", "5"}, {"LOCAL_RANK", "1"},
+              {"WORLD_SIZE", "8"}});
+  CHECK(r.rank == 5);
+  CHECK(r.local_rank == 1);
+  CHECK(r.world_size == 8);
+  // Nothing, or garbage.
+  r = RankOf({{"RANK", "x"}, {"WORLD_SIZE", "-1"}});
+  CHECK(r.rank == -1);
+  CHECK(r.world_size == -1);
+  CHECK(r.source.empty());
 }
 
 }  // namespace

@@ -31,6 +31,15 @@ struct ThreadState {
   char name[16] = {0};
 };
 
+// The process's rank from its launcher's environment (torchrun, Open MPI, PMI/PMIx, Slurm,
+// deepspeed-style RANK/WORLD_SIZE); -1 / empty where none says. `get` is getenv (a test passes
+// its own).
+struct EnvRank {
+  int rank = -1, local_rank = -1, world_size = -1;
+  std::string source;  // the variable the rank came from
+};
+EnvRank RankFromEnv(const char* (*get)(const char*));
+
 struct NoteItem {
   std::string level, text;
 };
