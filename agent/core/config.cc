@@ -153,6 +153,7 @@ bool ParseConfig(GetenvFn env, Config* out, std::string* error) {
         return *error = Bad("PROFAGENT_STEP_RULE", v, "none|graph|sync|sync:<stream handle>"), false;
       }
       c.step_rule = StepRule::kStreamSync;
+      c.step_rule_any_stream = false;
       c.step_rule_stream = h;
     } else {
       return *error = Bad("PROFAGENT_STEP_RULE", v, "none|graph|sync|sync:<stream handle>"), false;
@@ -227,7 +228,7 @@ std::map<std::string, std::string> ConfigToMap(const Config& c) {
   m["PROFAGENT_STEP_PATTERN"] = c.step_pattern;
   m["PROFAGENT_RUN_PATTERN"] = c.run_pattern;
   m["PROFAGENT_KV_REDUCE"] = kReduce[int(c.kv_reduce)];
-  if (c.step_rule == StepRule::kStreamSync && c.step_rule_stream != 0) {
+  if (c.step_rule == StepRule::kStreamSync && !c.step_rule_any_stream) {
     char handle[32];
     snprintf(handle, sizeof(handle), "sync:0x%llx",
              static_cast<unsigned long long>(c.step_rule_stream));

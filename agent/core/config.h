@@ -29,7 +29,10 @@ struct Config {
   std::string run_pattern = "^run\\b";          // PROFAGENT_RUN_PATTERN
   KvReduce kv_reduce = KvReduce::kMean;         // PROFAGENT_KV_REDUCE mean|max|p50|p90|sum
   StepRule step_rule = StepRule::kNone;         // PROFAGENT_STEP_RULE none|graph|sync[:STREAM]
-  uint64_t step_rule_stream = 0;                // stream handle for sync:STREAM (0 = any / device sync)
+  // sync:STREAM: only that stream's synchronizations (and device-wide ones) are boundaries;
+  // 0 (or 0x1, cudaStreamLegacy) is the legacy default stream. Plain `sync`: any stream.
+  bool step_rule_any_stream = true;
+  uint64_t step_rule_stream = 0;
   uint32_t stack_every = 0;                     // PROFAGENT_STACKS 0 = off, 1 = every launch, N = 1 in N
   uint32_t stack_depth = 32;                    // PROFAGENT_STACK_DEPTH
   // PROFAGENT_LAUNCH_API_SAMPLE: the return time (hence the API duration) of kernel and graph

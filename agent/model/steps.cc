@@ -20,6 +20,7 @@ struct State {
   MessagePattern run;
   KvReduce reduce = KvReduce::kMean;
   StepRule rule = StepRule::kNone;
+  bool rule_any_stream = true;
   uint64_t rule_stream = 0;
   Schedule schedule;
 };
@@ -59,6 +60,7 @@ State* BuildState(const Config& c) {
   }
   s->reduce = c.kv_reduce;
   s->rule = c.step_rule;
+  s->rule_any_stream = c.step_rule_any_stream;
   s->rule_stream = c.step_rule_stream;
   s->schedule = Schedule::FromConfig(c);
   return s;
@@ -178,7 +180,10 @@ void OnGraphLaunch(uint64_t t0, uint64_t /*t1*/, uint64_t /*stream*/) {
 void OnHostSync(uint64_t /*t0*/, uint64_t t1, uint64_t stream) {
   const State* s = GetState();
   if (s->rule != StepRule::kStreamSync) return;
-  if (s->rule_stream != 0 && stream != s->rule_stream && stream != ~0ull) return;
+  // The legacy default stream has two handles: 0 and cudaStreamLegacy (0x1).
+  auto legacy = [](uint64_t h) { return h == 0 || h == 1; };
+  const bool same = stream == s->rule_stream || (legacy(stream) && legacy(s->rule_stream));
+  if (!s->rule_any_stream && !same && stream != ~0ull) return;
   RuleBoundary(*s, t1, kSourceSync);
 }
 

@@ -198,6 +198,7 @@ TEST_CASE("graph rule: a step runs from one graph launch's start to the next") {
 TEST_CASE("sync rule: stream filter, device syncs always count") {
   Config c;
   c.step_rule = StepRule::kStreamSync;
+  c.step_rule_any_stream = false;
   c.step_rule_stream = 0xabc;
   Fresh(c);
   OnGraphLaunch(1, 2, 0xabc);  // other rule: ignored
@@ -212,6 +213,15 @@ TEST_CASE("sync rule: stream filter, device syncs always count") {
   CHECK(steps[1].e.t0 == 60);
   CHECK(steps[1].e.t1 == 80);
   CHECK(steps[0].e.step.source == 2);
+
+  // sync:0 is the legacy default stream (also cudaStreamLegacy, 0x1), not "any stream".
+  c.step_rule_stream = 0;
+  Fresh(c);
+  OnHostSync(10, 20, 0);
+  OnHostSync(30, 40, 0xdef);  // another stream: not a boundary
+  OnHostSync(50, 60, 1);
+  REQUIRE(fake::EventsOfType(EvType::kStep).size() == 1);
+  CHECK(fake::EventsOfType(EvType::kStep)[0].e.t1 == 60);
 }
 
 TEST_CASE("rule disabled: graph launches and syncs produce nothing") {
