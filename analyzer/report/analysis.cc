@@ -931,6 +931,7 @@ class FileAnalysis : public ViewVisitor {
     uint64_t last_end = 0;
   };
   static constexpr uint64_t kUnionHorizonNs = 1'000'000'000;
+  static constexpr uint64_t kMinEventGapNs = 1000;  // see OnDeviceBusy
   IntervalUnion<char> busy_union_{kUnionHorizonNs};
   std::map<uint32_t, DeviceBusy> device_busy_;  // node-based: pointers stay valid
   DeviceBusy* last_busy_ = nullptr;  // device_busy_[last_busy_device_]
@@ -1989,7 +1990,10 @@ void FileAnalysis::OnThreadBusy(uint32_t thread, ThreadBusy* tb, uint64_t start,
 // A busy stretch of `device`: the idle gap before it (after the previous one) is a gap.
 void FileAnalysis::OnDeviceBusy(uint32_t device, DeviceBusy* d, uint64_t start, uint64_t end,
                                 const GapTag& tag) {
-  if (d->last_end != 0 && start > d->last_end) {
+  // CUDA events resolve about 0.5 us (and an op's start and the previous end come from
+  // separately rounded readings): under CUDA-event timing a shorter gap is not measured.
+  const uint64_t min_gap = timing_ == GPU_TIMING_EVENTS ? kMinEventGapNs : 0;
+  if (d->last_end != 0 && start > d->last_end + min_gap) {
     const uint64_t gap = start - d->last_end;
     gaps_.Add(double(gap));
     if (top_gaps_.size() < kTopGaps || gap > top_gaps_.back().gap) {

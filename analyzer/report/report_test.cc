@@ -932,6 +932,28 @@ TEST_CASE("GPU busy time and idle gaps: device ops out of start order (concurren
   CHECK((*s)["host"]["per_step"]["gpu_busy_ms"]["mean"] == 0.4);
 }
 
+// Under CUDA-event timing, back-to-back kernels whose start and the previous end were rounded
+// apart (1 ns) have no gap; a 5 us one is a gap. Under CUPTI every gap counts.
+TEST_CASE("idle gaps: sub-microsecond gaps are not gaps under CUDA-event timing") {
+  for (GpuTimingMode mode : {GPU_TIMING_EVENTS, GPU_TIMING_CUPTI}) {
+    const std::string dir = TmpDir(mode == GPU_TIMING_EVENTS ? "gaps_events" : "gaps_cupti");
+    {
+      ProfileBuilder b(dir + "/rank0.pb");
+      b.WriteHeader(0, 1, "h0", mode);
+      const uint32_t k = b.Str("k");
+      for (int i = 1; i <= 3; ++i) b.Host(1, 10 * kUs * i, i, ProfileBuilder::Launch(k, kUs));
+      b.Flush();
+      b.Device(0, 100 * kUs, 1, Kernel(100 * kUs));
+      b.Device(0, 200 * kUs + 1, 2, Kernel(100 * kUs));   // 1 ns after
+      b.Device(0, 305 * kUs + 1, 3, Kernel(100 * kUs));   // 5 us after
+      b.Close(true);
+    }
+    auto s = BuildSummary({dir + "/rank0.pb"}, ReportOptions(), "");
+    REQUIRE(s.ok());
+    CHECK((*s)["host"]["idle_gaps"]["count"] == (mode == GPU_TIMING_EVENTS ? 1 : 2));
+  }
+}
+
 // MPI_Isend: posted in 1 us, reported complete by an MPI_Wait 64 us after the posting began;
 // a second one never seen completing has no time (counted `untimed`), so the row's mean and
 // bandwidth are those of the first: 64 KiB in 64 us = 1.024 GB/s. Before, the posting call's
