@@ -2570,6 +2570,42 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
                                               : std::string()));
     }
   }
+  // Several files of one rank are one process and its children (fork; an exec keeps the pid)
+  // on one host. Others are several runs written to one directory: their calls would be
+  // matched as one run's.
+  {
+    std::map<int, std::vector<const FileAnalysis*>> by_rank;
+    for (auto* f : sel) {
+      if (f->rank_ >= 0 && !f->rank_guessed_) by_rank[f->rank_].push_back(f);
+    }
+    std::vector<int> dup_ranks;
+    std::string example;
+    for (const auto& kv : by_rank) {
+      const auto& v = kv.second;
+      if (v.size() < 2) continue;
+      std::set<uint32_t> pids;
+      for (const FileAnalysis* f : v) pids.insert(f->header_.pid());
+      bool family = true;
+      for (const FileAnalysis* f : v) {
+        family = family && f->header_.hostname() == v[0]->header_.hostname() &&
+                 (f->header_.pid() == v[0]->header_.pid() || pids.count(f->header_.ppid()) > 0);
+      }
+      if (family) continue;
+      dup_ranks.push_back(kv.first);
+      if (example.empty()) {
+        std::vector<std::string> names;
+        for (const FileAnalysis* f : v) names.push_back(f->path_.substr(f->path_.rfind('/') + 1));
+        example = absl::StrCat("rank ", kv.first, ": ", absl::StrJoin(names, ", "));
+      }
+    }
+    if (!dup_ranks.empty()) {
+      if (dup_ranks.size() > 16) dup_ranks.resize(16);
+      warnings.push_back(absl::StrCat(
+          "several unrelated files hold rank(s) ", absl::StrJoin(dup_ranks, ","), " (", example,
+          "): the profiles of several runs in one directory? Their calls are matched as one "
+          "run's; give each run its own PROFAGENT_OUTPUT"));
+    }
+  }
   if (sel.size() > 1) {
     for (auto* f : sel) {
       if (f->rank_ != sel[0]->rank_ && !f->has_offset_ && sel.size() > 1 &&

@@ -932,6 +932,39 @@ TEST_CASE("GPU busy time and idle gaps: device ops out of start order (concurren
   CHECK((*s)["host"]["per_step"]["gpu_busy_ms"]["mean"] == 0.4);
 }
 
+// Two runs written to one directory: rank 0's files of two unrelated processes (pids 500 and
+// 600) are flagged; a forked child's file (ppid = the parent's pid) is not.
+TEST_CASE("meta: files of one rank from unrelated processes are flagged as several runs") {
+  auto write = [](const std::string& path, uint32_t pid, uint32_t ppid) {
+    ProfileBuilder b(path);
+    Record r;
+    Header* h = r.mutable_header();
+    h->set_pid(pid);
+    h->set_ppid(ppid);
+    h->set_hostname("h0");
+    h->set_rank(0);
+    h->set_world_size(1);
+    h->set_rank_source("env:RANK");
+    h->set_gpu_timing(GPU_TIMING_HOST);
+    b.Write(r);
+    b.Close(true);
+  };
+  auto flagged = [](const std::vector<std::string>& files) {
+    auto s = BuildSummary(files, ReportOptions(), "");
+    REQUIRE(s.ok());
+    for (const Json& w : (*s)["meta"]["warnings"]) {
+      if (w.get<std::string>().rfind("several unrelated files hold rank(s) 0 (", 0) == 0) return true;
+    }
+    return false;
+  };
+  const std::string dir = TmpDir("two_runs");
+  write(dir + "/rank0.pb", 500, 1);
+  write(dir + "/rank0.600.pb", 600, 1);
+  write(dir + "/rank0.501.pb", 501, 500);  // forked by 500
+  CHECK(flagged({dir + "/rank0.pb", dir + "/rank0.600.pb"}));
+  CHECK_FALSE(flagged({dir + "/rank0.pb", dir + "/rank0.501.pb"}));
+}
+
 // Under CUDA-event timing, back-to-back kernels whose start and the previous end were rounded
 // apart (1 ns) have no gap; a 5 us one is a gap. Under CUPTI every gap counts.
 TEST_CASE("idle gaps: sub-microsecond gaps are not gaps under CUDA-event timing") {
