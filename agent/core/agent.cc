@@ -7,6 +7,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -563,6 +564,26 @@ std::string AgentLibraryPath() {
   return self;
 }
 
+// Why `dir` could not be used as the output directory, or "" when it looks usable: it, or its
+// nearest existing ancestor, must be a directory this process can write and search.
+static std::string OutputDirProblem(const std::string& dir) {
+  std::string p = dir;
+  while (!p.empty()) {
+    struct stat st;
+    if (stat(p.c_str(), &st) == 0) {
+      if (!S_ISDIR(st.st_mode)) return p + " is not a directory";
+      if (access(p.c_str(), W_OK | X_OK) != 0) return p + ": " + strerror(errno);
+      return "";
+    }
+    if (errno != ENOENT) return p + ": " + strerror(errno);
+    const size_t slash = p.find_last_of('/');
+    if (slash == std::string::npos) return "";  // relative, nothing exists: the cwd's
+    p.resize(slash == 0 ? 1 : slash);
+    if (p == "/") return "";
+  }
+  return "";
+}
+
 extern "C" __attribute__((visibility("default"))) int profagent_init() {
   if (g_init_started.exchange(true)) return g_initialized.load() ? 1 : 0;
   auto& g = G();
@@ -581,6 +602,15 @@ extern "C" __attribute__((visibility("default"))) int profagent_init() {
   }
   g.config = c;
   if (!c.enabled) return 0;
+  // An output directory that cannot be made (a file in the way, a read-only or unsearchable
+  // ancestor): said now, once, before anything else is set up. It is created at the first
+  // recorded event (a process that records nothing leaves no trace).
+  if (std::string why = OutputDirProblem(c.output_dir); !why.empty()) {
+    fprintf(stderr, "profagent: cannot use output directory %s (%s); the agent is disabled\n",
+            c.output_dir.c_str(), why.c_str());
+    g.config.enabled = false;
+    return 0;
+  }
   InitClock();
   DetectRankFromEnv();
   if (!RankSelected(c, g.rank)) {

@@ -525,6 +525,20 @@ TEST_CASE("The application's output and exit code are unchanged, whatever the ag
     CHECK(r.code == 7);
     CHECK(r.out == kWorkloadOut);
   }
+  // A file where the output directory should be: one line, at start-up, naming it; nothing
+  // else from the agent (no GPU timing line for an agent that then records nothing).
+  {
+    std::ofstream(dir + "/afile") << "x";
+    for (const std::string& out : {dir + "/afile", dir + "/afile/sub"}) {
+      INFO(out);
+      RunResult r = Run(dir, "LD_PRELOAD=" + AgentPath() + " PROFAGENT_OUTPUT=" + out,
+                        kPkg + "rt_workload 7");
+      CHECK(r.code == 7);
+      CHECK(r.out == kWorkloadOut);
+      CHECK(r.err.rfind("profagent: cannot use output directory " + out, 0) == 0);
+      CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    }
+  }
 }
 
 TEST_CASE("A forking program: both processes run normally, the parent's kernels are recorded") {
