@@ -1647,7 +1647,8 @@ void FileAnalysis::Host2(const EventView& e) {
           u = comm_uid_index_.emplace(uid, uint32_t(comm_uids_.size())).first;
           comm_uids_.push_back(uid);
         }
-        open->second->push_back(CapturedCall{u->second, pair, cit->second.device, c.group()});
+        open->second->push_back(CapturedCall{u->second, pair, cit->second.device,
+                                                  uint32_t(c.group())});
         break;
       }
       std::string lop = LowerOp(op);
