@@ -55,7 +55,12 @@ enum TrackKind : uint64_t {
   kTrackRuns = 3,
   kTrackStream = 4,
   kTrackMemory = 5,
+  kTrackStreamLane = 6,  // overlapping ops of one stream (see StreamOps)
 };
+
+// Correlation ids the agent assigns itself (CUDA-event timing) start here (agent/core/agent.cc
+// kCorrBase); CUPTI's count up from 1.
+constexpr uint64_t kAgentCorrBase = 0x80000000u;
 
 // Small values keep the varints short (4 bytes for the first 127 files).
 uint64_t TrackUuid(uint32_t file, TrackKind kind, uint64_t id) {
@@ -289,12 +294,14 @@ class FileConverter : public ViewVisitor {
       case EV_FREE: {
         name = NameOr(e.name, e.api, kind);
         uint64_t bytes = e.bytes;
+        uint32_t device = e.device;
         if (kind == EV_ALLOC) {
-          if (e.ret == 0 && e.ptr != 0) live_[e.ptr] = bytes;
+          if (e.ret == 0 && e.ptr != 0) live_[e.ptr] = LiveAlloc{bytes, e.device};
         } else {
           auto it = live_.find(e.ptr);
           if (it != live_.end()) {
-            if (bytes == 0) bytes = it->second;
+            if (bytes == 0) bytes = it->second.bytes;
+            device = it->second.device;  // freed where it was allocated, whatever is current
             live_.erase(it);
           }
         }
@@ -303,7 +310,7 @@ class FileConverter : public ViewVisitor {
         if (e.ret == 0 && e.copy_kind != MEM_HOST_PINNED && bytes != 0) {
           const int64_t b = static_cast<int64_t>(std::min<uint64_t>(bytes, INT64_MAX));
           const int64_t delta = kind == EV_ALLOC ? b : -b;
-          MemoryDelta(kind == EV_ALLOC ? start : end, e.device, delta);
+          MemoryDelta(kind == EV_ALLOC ? start : end, device, delta);
         }
         break;
       }
@@ -340,6 +347,15 @@ class FileConverter : public ViewVisitor {
         args[n++] = Arg::Uint(pi::kArgSeq, c.seq());
         args[n++] = Arg::Uint(pi::kArgComm, c.comm());
         if (c.peer() >= 0) args[n++] = Arg::Int(pi::kArgPeer, c.peer());
+        // An NCCL call whose kernel the agent timed itself (CUDA events: an agent-assigned
+        // correlation id, kAgentCorrBase up) flows to that device op. Under CUPTI the call's
+        // kernel launch (a driver launch inside it) carries the flow.
+        // The calls of an NCCL group share their kernel's id (they are written one after the
+        // other at ncclGroupEnd): the first one carries the flow, as a flow cannot fork.
+        if (c.corr() >= kAgentCorrBase && c.corr() != last_coll_flow_) {
+          flow_out = c.corr();
+          last_coll_flow_ = c.corr();
+        }
         break;
       }
       default:
@@ -400,16 +416,95 @@ class FileConverter : public ViewVisitor {
     }
     if (op.bytes != 0) args[n++] = Arg::Uint(pi::kArgBytes, op.bytes);
     if (op.graph != 0) args[n++] = Arg::Ptr(pi::kArgGraph, op.graph);
-    sink_->Slice(track, Ts(op.start_ns), Ts(op.end_ns), name, args, n, 0,
-                 op.corr != 0 ? FlowId(file_, op.corr) : 0);
+    StreamOps& so = StreamOpsOf(op.device, op.stream, track);
+    PendingOp p{Ts(op.start_ns), Ts(op.end_ns), so.next_seq++, name, {}, n,
+                op.corr != 0 ? FlowId(file_, op.corr) : 0};
+    std::copy(args, args + n, p.args);
+    so.heap.push_back(p);
+    std::push_heap(so.heap.begin(), so.heap.end(), std::greater<PendingOp>());
+    so.latest_start = std::max(so.latest_start, p.start);
+    while (!so.heap.empty() && (so.heap.size() > kOpWindow ||
+                                so.heap.front().start + kOpHorizonNs < so.latest_start)) {
+      PlaceOp(so);
+    }
   }
 
-  // Drains the memory counter window.
+  // Drains the device-op windows and the memory counter window.
   void Finish() {
+    for (auto& kv : stream_ops_) {
+      while (!kv.second.heap.empty()) PlaceOp(kv.second);
+    }
     while (!pending_.empty()) PopMemory();
   }
 
  private:
+  // Device ops of one stream are written in start order and never overlap on a track, which
+  // trace_processor needs: it sorts a track's events by time and an end closes the innermost
+  // open slice, so an op that starts before the previous one ended (CUDA-event timing rounds
+  // the two readings apart; records of one stream can arrive out of order) would end the wrong
+  // slice, and the JSON importer drops an overlapping complete event. Ops wait in a window
+  // (kOpWindow ops or kOpHorizonNs) to be sorted; one that starts at most kOpClampNs before the
+  // previous end starts at that end (timing resolution); one that truly overlaps goes to an
+  // "overlapping" lane track under the stream's, so no duration is changed.
+  static constexpr size_t kOpWindow = 4096;
+  static constexpr uint64_t kOpHorizonNs = 100'000'000;
+  static constexpr uint64_t kOpClampNs = 1000;
+  struct PendingOp {
+    uint64_t start, end, seq;
+    Name name;
+    Arg args[6];
+    int nargs;
+    uint64_t flow_in;
+    bool operator>(const PendingOp& o) const {
+      return start != o.start ? start > o.start : seq > o.seq;
+    }
+  };
+  struct StreamOps {
+    uint32_t device = 0, stream = 0, index = 0;
+    std::vector<PendingOp> heap;  // min-heap by start
+    uint64_t next_seq = 0, latest_start = 0;
+    std::vector<std::pair<pi::TrackId, uint64_t>> lanes;  // track, end of its last op
+  };
+
+  StreamOps& StreamOpsOf(uint32_t device, uint32_t stream, pi::TrackId track) {
+    const uint64_t key = (uint64_t{device} << 32) | stream;
+    auto it = stream_ops_.find(key);
+    if (it == stream_ops_.end()) {
+      StreamOps so;
+      so.device = device;
+      so.stream = stream;
+      so.index = uint32_t(stream_ops_.size());
+      so.lanes.emplace_back(track, 0);
+      it = stream_ops_.emplace(key, std::move(so)).first;
+    }
+    return it->second;
+  }
+
+  void PlaceOp(StreamOps& so) {
+    std::pop_heap(so.heap.begin(), so.heap.end(), std::greater<PendingOp>());
+    PendingOp p = so.heap.back();
+    so.heap.pop_back();
+    size_t lane = 0;
+    for (; lane < so.lanes.size(); ++lane) {
+      const uint64_t busy_until = so.lanes[lane].second;
+      if (p.start >= busy_until) break;
+      if (p.start + kOpClampNs >= busy_until && p.end >= busy_until) {
+        p.start = busy_until;
+        break;
+      }
+    }
+    if (lane == so.lanes.size()) {
+      const uint64_t id = (uint64_t{so.index} << 6) | std::min<size_t>(lane, 63);
+      const pi::TrackId t = sink_->NamedTrack(
+          TrackUuid(file_, kTrackStreamLane, id), so.lanes[0].first,
+          absl::StrCat("GPU ", so.device, " stream ", so.stream, " (overlapping ", lane, ")"),
+          pid_, JsonTid(kTrackStreamLane, id));
+      so.lanes.emplace_back(t, 0);
+    }
+    so.lanes[lane].second = std::max(so.lanes[lane].second, p.end);
+    sink_->Slice(so.lanes[lane].first, p.start, p.end, p.name, p.args, p.nargs, 0, p.flow_in);
+  }
+
   struct MemUpdate {
     uint64_t ts;
     uint64_t seq;
@@ -544,9 +639,11 @@ class FileConverter : public ViewVisitor {
     auto it = streams_.find(key);
     if (it == streams_.end()) {
       const uint64_t uuid = TrackUuid(file_, kTrackStream, streams_.size());
+      // JSON: a thread id per stream track, by its index (a stream's handle or CUPTI id does
+      // not fit a tid: two streams must not share one).
       const pi::TrackId id = sink_->NamedTrack(
           uuid, process_track_, absl::StrCat("GPU ", device, " stream ", stream), pid_,
-          JsonTid(kTrackStream, (uint64_t{device} << 16) | (stream & 0xffff)));
+          JsonTid(kTrackStream, streams_.size()));
       it = streams_.emplace(key, id).first;
     }
     if (recent_streams_.size() < 16) recent_streams_.push_back(*it);
@@ -616,7 +713,14 @@ class FileConverter : public ViewVisitor {
   uint64_t last_stream_key_ = ~uint64_t{0};
   pi::TrackId last_stream_track_ = 0;
 
-  std::unordered_map<uint64_t, uint64_t> live_;  // ptr -> bytes of live allocations
+  struct LiveAlloc {
+    uint64_t bytes;
+    uint32_t device;
+  };
+  std::unordered_map<uint64_t, LiveAlloc> live_;  // ptr -> live allocation
+  uint64_t last_coll_flow_ = 0;                   // correlation id of the last NCCL call's flow
+  std::map<uint64_t, StreamOps> stream_ops_;      // by device << 32 | stream, ordered: Finish
+                                                  // writes the same bytes on every run
   std::priority_queue<MemUpdate, std::vector<MemUpdate>, std::greater<MemUpdate>> pending_;
   uint64_t mem_seq_ = 0;
   std::unordered_map<uint32_t, int64_t> mem_value_;

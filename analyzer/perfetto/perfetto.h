@@ -6,16 +6,23 @@
 //   - one thread track per host thread: API calls, NVTX ranges (nested slices), NVTX marks;
 //     under it a "steps" track (EV_STEP) and a "runs" track (EV_RUN);
 //   - one track per GPU stream ("GPU d stream s"): kernels, copies, sets, collective kernels,
-//     with annotations grid/block, bytes, correlation id;
-//   - a flow from every launch (or copy) to its device op, matched by correlation id;
+//     with annotations grid/block, bytes, correlation id; written in start order (a window of
+//     4096 ops or 100 ms per stream sorts records that arrive out of order) and never
+//     overlapping: an op that starts up to 1 us before the previous one ended (CUDA-event
+//     rounding) starts at that end, one that truly overlaps goes to a child track "GPU d
+//     stream s (overlapping k)";
+//   - a flow from every launch (or copy) to its device op, matched by correlation id (also
+//     from an NCCL call to the kernel the agent timed with CUDA events; under CUPTI the
+//     call's own driver launch carries it);
 //   - a kernel or graph launch whose return the agent did not read (schema 1.1: 1 in
 //     Header.launch_api_sample launches is timed, the others have dur 0) is an instant at the
 //     call, not a zero-length slice, annotated api_dur "not timed (1 in N sampled)", with its
 //     flow; in files where every launch was timed (launch_api_sample 0 or 1), dur 0 is a
 //     measured duration and stays a slice;
 //   - a "GPU d memory" counter per device from EV_ALLOC/EV_FREE sizes (an allocation counts
-//     from its call's start, a free from its call's end; a free without a size takes the size
-//     of the live allocation at that pointer; pinned host memory is not counted).
+//     from its call's start, a free from its call's end, on the device the allocation was
+//     made on; a free without a size takes the size of the live allocation at that pointer;
+//     pinned host memory is not counted).
 // Names that arrive mangled ("_Z...") are shown demangled.
 // Several files (a profile directory) share one timeline: each file's monotonic times are
 // mapped to rank 0's monotonic clock with its ClockOffset record (rank0 = local + offset); a
@@ -32,7 +39,9 @@
 // when the trace carries tracing-service flush markers, which ours never does), and timestamps
 // are absolute, so no per-sequence monotonicity is needed. Each slice's begin and end are
 // written back to back, which keeps equal-timestamp neighbours correctly nested under the
-// stable sort (ends carry no name and close the innermost open slice).
+// stable sort (ends carry no name and close the innermost open slice) as long as a track's
+// slices are written in start order and nest: device-op tracks are made so (above); host
+// tracks hold what the agent recorded (NVTX start/end ranges may cross, see README).
 //
 // Thread safety: the functions are reentrant; each call owns its readers, workers and output.
 #ifndef PROFAGENT_ANALYZER_PERFETTO_PERFETTO_H_

@@ -928,6 +928,82 @@ TEST_CASE("memory counter is time-ordered across interleaved thread batches") {
                       });
 }
 
+// Device ops of one stream as trace_processor must see them: A [1000, 2000); B recorded from
+// 1999 (a CUDA-event reading 1 ns early) starts at A's end; D [3000, 3500) comes before C in
+// the file; C [2500, 2600) truly overlaps B and goes to an "overlapping" lane. Every slice keeps
+// its own duration (before, B's start inside A made A's end close B: A 999 ns, B 1 ns). A free
+// made while another device is current lowers the counter of the device it was allocated on.
+TEST_CASE("device ops of a stream never cross on a track; a free counts on its own device") {
+  const std::string dir = TmpDir();
+  {
+    ProfileWriter w(dir + "/rank0.pb");
+    w.Header(10, "h", 0, 0, 0);
+    for (uint32_t i = 1; i <= 4; ++i) w.String(i, std::string(1, char('A' + i - 1)));
+    w.String(5, "cudaMalloc");
+    w.String(6, "cudaFree");
+    Record r;
+    EventBatch* b = r.mutable_batch();
+    b->set_thread(1);
+    b->set_base_ns(100);
+    Event* e = AddEvent(b, 0, 10, EV_ALLOC, 5);
+    e->set_bytes(64);
+    e->set_ptr(0x1000);
+    e->set_device(1);
+    e = AddEvent(b, 5000, 10, EV_FREE, 6);  // device 0 current
+    e->set_ptr(0x1000);
+    w.Write(r);
+    r.Clear();
+    DeviceBatch* d = r.mutable_device();
+    d->set_device(0);
+    d->set_base_ns(1000);
+    const int64_t starts[] = {1000, 1999, 3000, 2500};
+    const uint64_t durs[] = {1000, 1001, 500, 100};
+    const uint32_t names[] = {1, 2, 4, 3};
+    int64_t prev = 1000;
+    for (int i = 0; i < 4; ++i) {
+      DeviceOp* op = d->add_ops();
+      op->set_dt(starts[i] - prev);
+      prev = starts[i];
+      op->set_dur(durs[i]);
+      op->set_kind(DOP_KERNEL);
+      op->set_name(names[i]);
+      op->set_stream(7);
+    }
+    w.Write(r);
+  }
+  std::ostringstream out, err;
+  REQUIRE(RunPerfettoCommand(dir + "/rank0.pb", "", "perfetto", out, err) == 0);
+  Replay r = ReplayTrace(ParseTrace(dir + "/rank0.pftrace"));
+  std::vector<std::string> slices, counters;
+  for (const std::string& l : r.events) {
+    if (l.rfind("slice [GPU", 0) == 0) slices.push_back(l.substr(0, l.find(" corr")));
+    if (l.rfind("counter", 0) == 0) counters.push_back(l);
+  }
+  CHECK(slices == std::vector<std::string>{
+                      "slice [GPU 0 stream 7] depth=0 ts=1000 dur=1000 \"A\"",
+                      "slice [GPU 0 stream 7] depth=0 ts=2000 dur=1000 \"B\"",
+                      "slice [GPU 0 stream 7] depth=0 ts=3000 dur=500 \"D\"",
+                      "slice [GPU 0 stream 7 (overlapping 1)] depth=0 ts=2500 dur=100 \"C\"",
+                  });
+  CHECK(counters == std::vector<std::string>{
+                        "counter [GPU 1 memory] ts=100 value=64",
+                        "counter [GPU 1 memory] ts=5110 value=0",
+                    });
+  // JSON: no two complete events of one thread overlap.
+  REQUIRE(RunPerfettoCommand(dir + "/rank0.pb", dir + "/t.json", "json", out, err) == 0);
+  const nlohmann::json j = nlohmann::json::parse(ReadAll(dir + "/t.json"));
+  std::map<std::pair<int64_t, int64_t>, std::vector<std::pair<double, double>>> by_tid;
+  for (const auto& ev : j["traceEvents"]) {
+    if (ev["ph"] == "X") by_tid[{ev["pid"], ev["tid"]}].push_back({ev["ts"], ev["dur"]});
+  }
+  for (auto& kv : by_tid) {
+    std::sort(kv.second.begin(), kv.second.end());
+    for (size_t i = 1; i < kv.second.size(); ++i) {
+      CHECK(kv.second[i].first >= kv.second[i - 1].first + kv.second[i - 1].second - 1e-9);
+    }
+  }
+}
+
 TEST_CASE("bad input: one-line error naming the file, exit 2, no output left") {
   const std::string dir = TmpDir();
   SECTION("bad magic") {
