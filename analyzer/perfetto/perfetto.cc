@@ -417,12 +417,24 @@ class FileConverter : public ViewVisitor {
     if (op.bytes != 0) args[n++] = Arg::Uint(pi::kArgBytes, op.bytes);
     if (op.graph != 0) args[n++] = Arg::Ptr(pi::kArgGraph, op.graph);
     StreamOps& so = StreamOpsOf(op.device, op.stream, track);
-    PendingOp p{Ts(op.start_ns), Ts(op.end_ns), so.next_seq++, name, {}, n,
-                op.corr != 0 ? FlowId(file_, op.corr) : 0};
+    uint32_t slot;
+    if (!so.free.empty()) {
+      slot = so.free.back();
+      so.free.pop_back();
+    } else {
+      slot = uint32_t(so.pool.size());
+      so.pool.emplace_back();
+    }
+    PendingOp& p = so.pool[slot];
+    p.end = Ts(op.end_ns);
+    p.name = name;
     std::copy(args, args + n, p.args);
-    so.heap.push_back(p);
-    std::push_heap(so.heap.begin(), so.heap.end(), std::greater<PendingOp>());
-    so.latest_start = std::max(so.latest_start, p.start);
+    p.nargs = n;
+    p.flow_in = op.corr != 0 ? FlowId(file_, op.corr) : 0;
+    const uint64_t start = Ts(op.start_ns);
+    so.heap.push_back(OpKey{start, so.next_seq++, slot});
+    std::push_heap(so.heap.begin(), so.heap.end(), std::greater<OpKey>());
+    so.latest_start = std::max(so.latest_start, start);
     while (!so.heap.empty() && (so.heap.size() > kOpWindow ||
                                 so.heap.front().start + kOpHorizonNs < so.latest_start)) {
       PlaceOp(so);
@@ -450,18 +462,24 @@ class FileConverter : public ViewVisitor {
   static constexpr uint64_t kOpHorizonNs = 100'000'000;
   static constexpr uint64_t kOpClampNs = 1000;
   struct PendingOp {
-    uint64_t start, end, seq;
+    uint64_t end;
     Name name;
     Arg args[6];
     int nargs;
     uint64_t flow_in;
-    bool operator>(const PendingOp& o) const {
+  };
+  struct OpKey {  // heap entries stay small: the op waits in the pool
+    uint64_t start, seq;
+    uint32_t slot;
+    bool operator>(const OpKey& o) const {
       return start != o.start ? start > o.start : seq > o.seq;
     }
   };
   struct StreamOps {
     uint32_t device = 0, stream = 0, index = 0;
-    std::vector<PendingOp> heap;  // min-heap by start
+    std::vector<OpKey> heap;  // min-heap by start
+    std::vector<PendingOp> pool;
+    std::vector<uint32_t> free;
     uint64_t next_seq = 0, latest_start = 0;
     std::vector<std::pair<pi::TrackId, uint64_t>> lanes;  // track, end of its last op
   };
@@ -481,15 +499,18 @@ class FileConverter : public ViewVisitor {
   }
 
   void PlaceOp(StreamOps& so) {
-    std::pop_heap(so.heap.begin(), so.heap.end(), std::greater<PendingOp>());
-    PendingOp p = so.heap.back();
+    std::pop_heap(so.heap.begin(), so.heap.end(), std::greater<OpKey>());
+    const OpKey key = so.heap.back();
     so.heap.pop_back();
+    const PendingOp& p = so.pool[key.slot];
+    so.free.push_back(key.slot);
+    uint64_t start = key.start;
     size_t lane = 0;
     for (; lane < so.lanes.size(); ++lane) {
       const uint64_t busy_until = so.lanes[lane].second;
-      if (p.start >= busy_until) break;
-      if (p.start + kOpClampNs >= busy_until && p.end >= busy_until) {
-        p.start = busy_until;
+      if (start >= busy_until) break;
+      if (start + kOpClampNs >= busy_until && p.end >= busy_until) {
+        start = busy_until;
         break;
       }
     }
@@ -502,7 +523,7 @@ class FileConverter : public ViewVisitor {
       so.lanes.emplace_back(t, 0);
     }
     so.lanes[lane].second = std::max(so.lanes[lane].second, p.end);
-    sink_->Slice(so.lanes[lane].first, p.start, p.end, p.name, p.args, p.nargs, 0, p.flow_in);
+    sink_->Slice(so.lanes[lane].first, start, p.end, p.name, p.args, p.nargs, 0, p.flow_in);
   }
 
   struct MemUpdate {
