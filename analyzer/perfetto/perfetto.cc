@@ -390,7 +390,7 @@ class FileConverter : public ViewVisitor {
   }
 
   void OnOp(const OpView& op) override {
-    const pi::TrackId track = StreamTrack(op.device, op.stream);
+    StreamOps& so = Stream(op.device, op.stream);
     Arg args[6];
     int n = 0;
     Name name;
@@ -416,7 +416,6 @@ class FileConverter : public ViewVisitor {
     }
     if (op.bytes != 0) args[n++] = Arg::Uint(pi::kArgBytes, op.bytes);
     if (op.graph != 0) args[n++] = Arg::Ptr(pi::kArgGraph, op.graph);
-    StreamOps& so = StreamOpsOf(op.device, op.stream, track);
     uint32_t slot;
     if (!so.free.empty()) {
       slot = so.free.back();
@@ -443,7 +442,7 @@ class FileConverter : public ViewVisitor {
 
   // Drains the device-op windows and the memory counter window.
   void Finish() {
-    for (auto& kv : stream_ops_) {
+    for (auto& kv : streams_) {
       while (!kv.second.heap.empty()) PlaceOp(kv.second);
     }
     while (!pending_.empty()) PopMemory();
@@ -483,20 +482,6 @@ class FileConverter : public ViewVisitor {
     uint64_t next_seq = 0, latest_start = 0;
     std::vector<std::pair<pi::TrackId, uint64_t>> lanes;  // track, end of its last op
   };
-
-  StreamOps& StreamOpsOf(uint32_t device, uint32_t stream, pi::TrackId track) {
-    const uint64_t key = (uint64_t{device} << 32) | stream;
-    auto it = stream_ops_.find(key);
-    if (it == stream_ops_.end()) {
-      StreamOps so;
-      so.device = device;
-      so.stream = stream;
-      so.index = uint32_t(stream_ops_.size());
-      so.lanes.emplace_back(track, 0);
-      it = stream_ops_.emplace(key, std::move(so)).first;
-    }
-    return it->second;
-  }
 
   void PlaceOp(StreamOps& so) {
     std::pop_heap(so.heap.begin(), so.heap.end(), std::greater<OpKey>());
@@ -646,30 +631,36 @@ class FileConverter : public ViewVisitor {
     return static_cast<int32_t>(0x40000000u | (uint32_t(kind) << 24) | uint32_t(id & 0xffffff));
   }
 
-  pi::TrackId StreamTrack(uint32_t device, uint32_t stream) {
+  // The stream's state, its track (lanes[0]) made at first sight.
+  StreamOps& Stream(uint32_t device, uint32_t stream) {
     const uint64_t key = (uint64_t{device} << 32) | stream;
-    if (key == last_stream_key_ && !recent_streams_.empty()) return last_stream_track_;
-    // Few streams in practice: a short linear scan beats hashing.
+    if (key == last_stream_key_ && last_stream_ != nullptr) return *last_stream_;
+    // Few streams in practice: a short linear scan beats the map.
     for (const auto& kv : recent_streams_) {
       if (kv.first == key) {
         last_stream_key_ = key;
-        last_stream_track_ = kv.second;
-        return kv.second;
+        last_stream_ = kv.second;
+        return *kv.second;
       }
     }
     auto it = streams_.find(key);
     if (it == streams_.end()) {
-      const uint64_t uuid = TrackUuid(file_, kTrackStream, streams_.size());
+      const uint32_t index = uint32_t(streams_.size());
       // JSON: a thread id per stream track, by its index (a stream's handle or CUPTI id does
       // not fit a tid: two streams must not share one).
       const pi::TrackId id = sink_->NamedTrack(
-          uuid, process_track_, absl::StrCat("GPU ", device, " stream ", stream), pid_,
-          JsonTid(kTrackStream, streams_.size()));
-      it = streams_.emplace(key, id).first;
+          TrackUuid(file_, kTrackStream, index), process_track_,
+          absl::StrCat("GPU ", device, " stream ", stream), pid_, JsonTid(kTrackStream, index));
+      StreamOps so;
+      so.device = device;
+      so.stream = stream;
+      so.index = index;
+      so.lanes.emplace_back(id, 0);
+      it = streams_.emplace(key, std::move(so)).first;
     }
-    if (recent_streams_.size() < 16) recent_streams_.push_back(*it);
+    if (recent_streams_.size() < 16) recent_streams_.emplace_back(key, &it->second);
     last_stream_key_ = key;
-    last_stream_track_ = it->second;
+    last_stream_ = &it->second;
     return it->second;
   }
 
@@ -729,10 +720,12 @@ class FileConverter : public ViewVisitor {
   std::unordered_map<uint64_t, pi::TrackId> children_;  // steps, runs, memory: by uuid
   uint32_t last_thread_ = ~0u;
   pi::TrackId last_thread_track_ = 0;
-  std::unordered_map<uint64_t, pi::TrackId> streams_;
-  std::vector<std::pair<uint64_t, pi::TrackId>> recent_streams_;
+  // By device << 32 | stream; ordered, so that Finish writes the same bytes on every run;
+  // node-based, so that the caches' pointers stay valid.
+  std::map<uint64_t, StreamOps> streams_;
+  std::vector<std::pair<uint64_t, StreamOps*>> recent_streams_;
   uint64_t last_stream_key_ = ~uint64_t{0};
-  pi::TrackId last_stream_track_ = 0;
+  StreamOps* last_stream_ = nullptr;
 
   struct LiveAlloc {
     uint64_t bytes;
@@ -740,8 +733,6 @@ class FileConverter : public ViewVisitor {
   };
   std::unordered_map<uint64_t, LiveAlloc> live_;  // ptr -> live allocation
   uint64_t last_coll_flow_ = 0;                   // correlation id of the last NCCL call's flow
-  std::map<uint64_t, StreamOps> stream_ops_;      // by device << 32 | stream, ordered: Finish
-                                                  // writes the same bytes on every run
   std::priority_queue<MemUpdate, std::vector<MemUpdate>, std::greater<MemUpdate>> pending_;
   uint64_t mem_seq_ = 0;
   std::unordered_map<uint32_t, int64_t> mem_value_;

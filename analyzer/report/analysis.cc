@@ -196,6 +196,19 @@ uint64_t CollSize(const std::string& lop, bool mpi, uint64_t bytes, uint64_t rec
 constexpr uint64_t kNoSeq = 0xffffffffu;
 constexpr int32_t kNcclInProgress = 7;  // ncclResult_t ncclInProgress
 
+// Point-to-point calls (`lop` a LowerOp name with "send" or "recv") are numbered per ordered
+// pair of communicator ranks: (src + 1) << 32 | (dst + 1), sends going from `rank` to `peer`,
+// receives from `peer` to `rank`. 0 for a collective or an unknown peer.
+bool IsSend(const std::string& lop) { return lop.find("send") != std::string::npos; }
+bool IsP2p(const std::string& lop) {
+  return IsSend(lop) || lop.find("recv") != std::string::npos;
+}
+uint64_t PairKey(const std::string& lop, int32_t rank, int32_t peer) {
+  if (!IsP2p(lop) || peer < 0) return 0;
+  const uint64_t me = uint32_t(rank) + 1ull, other = uint32_t(peer) + 1ull;
+  return IsSend(lop) ? (me << 32 | other) : (other << 32 | me);
+}
+
 // `s`: LowerOp's name.
 double BusFactor(const std::string& s, int n) {
   // nccl-tests: allreduce 2(n-1)/n; allgather, reducescatter, alltoall, gather, scatter
@@ -807,6 +820,8 @@ class FileAnalysis : public ViewVisitor {
   }
   void Host1(const EventView& e);
   void Host2(const EventView& e);
+  // The index in comm_uids_ of communicator unique id `uid` (added at first sight).
+  uint32_t UidIndex(const std::string& uid);
   void Finish1();
   void Finish2();
   int KernelBucket(uint32_t name);
@@ -946,8 +961,14 @@ class FileAnalysis : public ViewVisitor {
     IntervalUnion<char> ops{kUnionHorizonNs};
     std::vector<uint64_t> end_prefix;  // as step_end_prefix_, over the thread's steps
   };
-  std::unordered_map<uint32_t, ThreadBusy> thread_busy_;
+  std::unordered_map<uint32_t, ThreadBusy> thread_busy_;  // node-based: pointers stay valid
+  uint32_t busy_thread_ = 0;                               // ThreadBusyOf's last answer
+  ThreadBusy* busy_thread_state_ = nullptr;
   void OnThreadBusy(uint32_t thread, ThreadBusy* tb, uint64_t start, uint64_t end);
+  template <typename Index>
+  void ClipToSteps(size_t n, Index index, std::vector<uint64_t>* prefix, uint64_t start,
+                   uint64_t end);
+  ThreadBusy* ThreadBusyOf(uint32_t thread);  // nullptr: the thread marked no steps
   void OnDeviceBusy(uint32_t device, DeviceBusy* d, uint64_t start, uint64_t end,
                     const GapTag& tag);
   void FlushBusy();
@@ -1632,23 +1653,11 @@ void FileAnalysis::Host2(const EventView& e) {
         auto open = capturing_.find(e.stream);
         if (open == capturing_.end()) open = capturing_.find(last_capture_);  // a side stream
         if (open == capturing_.end()) break;
-        const std::string lop = LowerOp(op);
-        const bool sends = lop.find("send") != std::string::npos;
-        uint64_t pair = 0;
-        if ((sends || lop.find("recv") != std::string::npos) && c.peer() >= 0) {
-          const uint64_t me = uint32_t(cit->second.rank) + 1ull, peer = uint32_t(c.peer()) + 1ull;
-          pair = sends ? (me << 32 | peer) : (peer << 32 | me);
-        }
+        const uint64_t pair = PairKey(LowerOp(op), cit->second.rank, c.peer());
         const std::string& comm_uid = cit->second.unique_id;
         const uint64_t ordinal = captured_ordinal_[{comm_uid, pair}]++;
-        const std::string uid = absl::StrCat(comm_uid, "#graph", ordinal);
-        auto u = comm_uid_index_.find(uid);
-        if (u == comm_uid_index_.end()) {
-          u = comm_uid_index_.emplace(uid, uint32_t(comm_uids_.size())).first;
-          comm_uids_.push_back(uid);
-        }
-        open->second->push_back(CapturedCall{u->second, pair, cit->second.device,
-                                                  uint32_t(c.group())});
+        open->second->push_back(CapturedCall{UidIndex(absl::StrCat(comm_uid, "#graph", ordinal)),
+                                             pair, cit->second.device, uint32_t(c.group())});
         break;
       }
       std::string lop = LowerOp(op);
@@ -1679,32 +1688,21 @@ void FileAnalysis::Host2(const EventView& e) {
         auto g = group_kernel_calls_.find(c.corr());
         if (g != group_kernel_calls_.end()) sharers = std::max<uint32_t>(1, g->second);
       }
-      CollWait w{SIZE_MAX, &a, host_ns, sharers,
-                 lop.find("send") != std::string::npos || lop.find("recv") != std::string::npos};
+      const bool p2p = IsP2p(lop);
+      CollWait w{SIZE_MAX, &a, host_ns, sharers, p2p};
       if (cit != comms_.end() && !cit->second.unique_id.empty()) {
-        const std::string& uid = cit->second.unique_id;
-        auto u = comm_uid_index_.find(uid);
-        if (u == comm_uid_index_.end()) {
-          u = comm_uid_index_.emplace(uid, uint32_t(comm_uids_.size())).first;
-          comm_uids_.push_back(uid);
-        }
+        const uint32_t uid = UidIndex(cit->second.unique_id);
         // Local clock here; mapped to rank 0's clock (ClockOffset) when ranks are merged.
         // An NCCL call only enqueues: its rank "arrives" when its stream reaches the
         // collective's kernel, i.e. at the kernel's device start (joined by correlation id).
         // Send-like calls (send, isend, ssend, sendrecv, ...) go from this rank to `peer`,
         // receives from `peer` to this rank. A rank's transfer to itself waits for no one.
-        uint64_t pair = 0;
-        const bool sends = lop.find("send") != std::string::npos;
-        const bool p2p = sends || lop.find("recv") != std::string::npos;
-        if (p2p && c.peer() >= 0) {
-          const uint64_t me = uint32_t(cit->second.rank) + 1ull, peer = uint32_t(c.peer()) + 1ull;
-          pair = sends ? (me << 32 | peer) : (peer << 32 | me);
-        }
+        const uint64_t pair = PairKey(lop, cit->second.rank, c.peer());
         // Unmatched: a point-to-point call without a number (an MPI_ANY_SOURCE receive, a
         // transfer with MPI_PROC_NULL) or a rank's transfer to itself, which waits for no one.
         const bool numbered = c.seq() != kNoSeq && (!p2p || c.peer() >= 0);
         if (numbered && (!p2p || c.peer() != cit->second.rank)) {
-          arrivals_.push_back(Arrival{u->second, pair, c.seq(), int64_t(e.start_ns),
+          arrivals_.push_back(Arrival{uid, pair, c.seq(), int64_t(e.start_ns),
                                       int(c.lib()), c.lib() == LIB_NCCL ? cit->second.device : -1,
                                       1.0 / sharers, call_dur});
           w.arrival = arrivals_.size() - 1;
@@ -1717,7 +1715,7 @@ void FileAnalysis::Host2(const EventView& e) {
           const uint64_t src = uint32_t(c.recv_peer()) + 1ull;
           const bool both = w.arrival != SIZE_MAX;
           if (both) arrivals_[w.arrival].weight = 0.5;
-          arrivals_.push_back(Arrival{u->second, src << 32 | me, c.recv_seq(),
+          arrivals_.push_back(Arrival{uid, src << 32 | me, c.recv_seq(),
                                       int64_t(e.start_ns), int(c.lib()), -1, both ? 0.5 : 1.0,
                                       call_dur});
         }
@@ -1851,12 +1849,13 @@ void FileAnalysis::Emit(const PendingOp& op, const PendingLaunch* l) {
   }
   busy_union_.Add(op.start, op.end, 0,
                   [this](uint64_t a, uint64_t b, char) { OnBusy(a, b); });
-  if (!steps_by_thread_.empty() && l != nullptr && steps_by_thread_.count(l->thread) != 0) {
-    ThreadBusy* tb = &thread_busy_[l->thread];
-    const uint32_t thread = l->thread;
-    tb->ops.Add(op.start, op.end, 0, [this, thread, tb](uint64_t a, uint64_t b, char) {
-      OnThreadBusy(thread, tb, a, b);
-    });
+  if (!steps_by_thread_.empty() && l != nullptr) {
+    if (ThreadBusy* tb = ThreadBusyOf(l->thread)) {
+      const uint32_t thread = l->thread;
+      tb->ops.Add(op.start, op.end, 0, [this, thread, tb](uint64_t a, uint64_t b, char) {
+        OnThreadBusy(thread, tb, a, b);
+      });
+    }
   }
   const uint32_t device = op.device;
   if (last_busy_ == nullptr || last_busy_device_ != device) {
@@ -1951,21 +1950,47 @@ void FileAnalysis::Emit(const PendingOp& op, const PendingLaunch* l) {
 void FileAnalysis::OnBusy(uint64_t start, uint64_t end) {
   busy_ns_ += end - start;
   if (steps_.empty() || !steps_by_thread_.empty()) return;  // per thread: OnThreadBusy
-  if (step_end_prefix_.size() != steps_.size()) {
-    step_end_prefix_.resize(steps_.size());
+  ClipToSteps(steps_.size(), [](size_t i) { return i; }, &step_end_prefix_, start, end);
+}
+
+// Adds the busy stretch [start, end) to the steps steps_[index(i)], i < n (in start order),
+// clipped to each; `prefix[i]` is the latest end among the first i + 1 (made here once).
+template <typename Index>
+void FileAnalysis::ClipToSteps(size_t n, Index index, std::vector<uint64_t>* prefix,
+                               uint64_t start, uint64_t end) {
+  if (prefix->size() != n) {
+    prefix->resize(n);
     uint64_t m = 0;
-    for (size_t i = 0; i < steps_.size(); ++i) step_end_prefix_[i] = m = std::max(m, steps_[i].end);
+    for (size_t i = 0; i < n; ++i) (*prefix)[i] = m = std::max(m, steps_[index(i)].end);
   }
-  // Steps are in start order: those starting before `end`, back to the last that may reach
-  // `start` (no step before it ends after `start`).
-  size_t i = size_t(std::lower_bound(steps_.begin(), steps_.end(), end,
-                                     [](const StepRec& st, uint64_t t) { return st.start < t; }) -
-                    steps_.begin());
-  while (i-- > 0 && step_end_prefix_[i] > start) {
-    StepRec& st = steps_[i];
+  // The steps starting before `end`, back to the last that may reach `start` (no step before
+  // it ends after `start`).
+  size_t lo = 0, hi = n;
+  while (lo < hi) {
+    const size_t mid = lo + (hi - lo) / 2;
+    if (steps_[index(mid)].start < end) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  for (size_t i = lo; i-- > 0 && (*prefix)[i] > start;) {
+    StepRec& st = steps_[index(i)];
     const uint64_t a = std::max(start, st.start), b = std::min(end, st.end);
     if (b > a) st.busy_ns += b - a;
   }
+}
+
+FileAnalysis::ThreadBusy* FileAnalysis::ThreadBusyOf(uint32_t thread) {
+  if (thread == busy_thread_ && busy_thread_state_ != nullptr) return busy_thread_state_;
+  auto it = thread_busy_.find(thread);
+  if (it == thread_busy_.end()) {
+    if (steps_by_thread_.count(thread) == 0) return nullptr;
+    it = thread_busy_.emplace(thread, ThreadBusy{}).first;
+  }
+  busy_thread_ = thread;
+  busy_thread_state_ = &it->second;
+  return busy_thread_state_;
 }
 
 // A stretch during which ops launched by `thread` ran: its steps' busy time, clipped to each.
@@ -1973,19 +1998,7 @@ void FileAnalysis::OnThreadBusy(uint32_t thread, ThreadBusy* tb, uint64_t start,
   auto own = steps_by_thread_.find(thread);
   if (own == steps_by_thread_.end()) return;
   const std::vector<int>& v = own->second;
-  if (tb->end_prefix.size() != v.size()) {
-    tb->end_prefix.resize(v.size());
-    uint64_t m = 0;
-    for (size_t i = 0; i < v.size(); ++i) tb->end_prefix[i] = m = std::max(m, steps_[v[i]].end);
-  }
-  size_t i = size_t(std::lower_bound(v.begin(), v.end(), end,
-                                     [this](int k, uint64_t t) { return steps_[k].start < t; }) -
-                    v.begin());
-  while (i-- > 0 && tb->end_prefix[i] > start) {
-    StepRec& st = steps_[v[i]];
-    const uint64_t a = std::max(start, st.start), b = std::min(end, st.end);
-    if (b > a) st.busy_ns += b - a;
-  }
+  ClipToSteps(v.size(), [&v](size_t i) { return size_t(v[i]); }, &tb->end_prefix, start, end);
 }
 
 // A busy stretch of `device`: the idle gap before it (after the previous one) is a gap.
@@ -2029,6 +2042,15 @@ void FileAnalysis::FlushBusy() {
       OnDeviceBusy(device, d, a, b, t);
     });
   }
+}
+
+uint32_t FileAnalysis::UidIndex(const std::string& uid) {
+  auto u = comm_uid_index_.find(uid);
+  if (u == comm_uid_index_.end()) {
+    u = comm_uid_index_.emplace(uid, uint32_t(comm_uids_.size())).first;
+    comm_uids_.push_back(uid);
+  }
+  return u->second;
 }
 
 // Stream capture and instantiation (event.h / profagent.proto, Event.source_graph): which
