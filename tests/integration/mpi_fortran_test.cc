@@ -104,10 +104,8 @@ void CheckProgram(const std::string& program) {
   }
   // Matched: the transfers 0->1 (3) and 1->0 (1), and the four collectives on world.
   std::string rlog;
-  REQUIRE(Run(Runfile("analyzer/profanalyze") + " report " + out + " -o " + out + "/rep",
-              &rlog) == 0);
-  std::ifstream in(out + "/rep/summary.json");
-  const nlohmann::json sum = nlohmann::json::parse(in);
+  nlohmann::json sum;
+  if (!ReportSummary(out, out + "/rep", &sum, &rlog)) FAIL(rlog);
   CHECK(sum["collectives"]["stragglers"]["calls_matched"] == 8);
 }
 

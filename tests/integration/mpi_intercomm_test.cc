@@ -109,10 +109,8 @@ TEST_CASE("an intercommunicator is one communicator of both groups") {
   // intercommunicator, the merged barrier. World 1 was 30 ms late to the intercommunicator's
   // barrier: the straggler.
   std::string rlog;
-  REQUIRE(Run(Runfile("analyzer/profanalyze") + " report " + out + " -o " + out + "/rep",
-              &rlog) == 0);
-  std::ifstream in(out + "/rep/summary.json");
-  const nlohmann::json sum = nlohmann::json::parse(in);
+  nlohmann::json sum;
+  if (!ReportSummary(out, out + "/rep", &sum, &rlog)) FAIL(rlog);
   const nlohmann::json& st = sum["collectives"]["stragglers"];
   INFO(st.dump());
   CHECK(st["calls_matched"] == 7);

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <fstream>
 
 #include "analyzer/reader.h"
 
@@ -168,6 +169,16 @@ uint64_t CommIdOf(const RankProfile& p, const std::string& uid) {
   for (const auto& kv : p.comms)
     if (kv.second.unique_id() == uid) return kv.first;
   return 0;
+}
+
+bool ReportSummary(const std::string& prof_dir, const std::string& rep_dir,
+                   nlohmann::json* summary, std::string* log) {
+  if (Run(Runfile("analyzer/profanalyze") + " report " + prof_dir + " -o " + rep_dir, log) != 0) {
+    return false;
+  }
+  std::ifstream in(rep_dir + "/summary.json");
+  *summary = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  return !summary->is_discarded();
 }
 
 }  // namespace testing

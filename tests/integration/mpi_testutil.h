@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "proto/profagent.pb.h"
 
 namespace profagent {
@@ -78,6 +80,10 @@ int RunMpiUnderAgent(int np, const std::string& program, const std::string& out,
 std::map<uint64_t, std::vector<const CollRecord*>> CallsByComm(const RankProfile& p);
 // The id of the communicator whose unique id is `uid` ("world"), 0 when there is none.
 uint64_t CommIdOf(const RankProfile& p, const std::string& uid);
+// Runs `profanalyze report prof_dir -o rep_dir` and reads rep_dir/summary.json into *summary;
+// false (the output appended to *log) when the report failed or wrote no valid summary.
+bool ReportSummary(const std::string& prof_dir, const std::string& rep_dir,
+                   nlohmann::json* summary, std::string* log);
 
 }  // namespace testing
 }  // namespace profagent

@@ -414,10 +414,9 @@ int RunOnGpusim(const std::string& out, const std::string& env, const std::strin
 // The report of `out`/prof written to `out`/rep, as summary.json.
 nlohmann::json ReportOf(const std::string& out) {
   std::string rep_log;
-  REQUIRE(Run(Runfile("analyzer/profanalyze") + " report " + out + "/prof -o " + out + "/rep",
-              &rep_log) == 0);
-  std::ifstream in(out + "/rep/summary.json");
-  return nlohmann::json::parse(in);
+  nlohmann::json sum;
+  if (!ReportSummary(out + "/prof", out + "/rep", &sum, &rep_log)) FAIL(rep_log);
+  return sum;
 }
 
 // ncclCommSplit of every communicator inside one group (NCCL's pattern for a process that drives
@@ -607,11 +606,7 @@ TEST_CASE("NCCL calls captured into CUDA graphs: their executions are in the str
   }
   CHECK(executions == 2 * 4 * 3);  // per rank and launch: AllReduce, Send, Recv
   REQUIRE(truth_wait_ns[0] > 4 * 2.5e6);
-  std::string rep_log;
-  REQUIRE(Run(Runfile("analyzer/profanalyze") + " report " + out + "/prof -o " + out + "/rep",
-              &rep_log) == 0);
-  std::ifstream in(out + "/rep/summary.json");
-  const nlohmann::json sum = nlohmann::json::parse(in);
+  const nlohmann::json sum = ReportOf(out);
   const nlohmann::json& c = sum["collectives"];
   INFO(c.dump(1));
   // 2 ranks x 4 launches x 2 kernels (the AllReduce's, the ring's fused SendRecv).
