@@ -488,6 +488,7 @@ void BatchDecoder::ResetEvent() {
   e_.calls = 1;
   e_.busy_ns = 0;
   e_.source_graph = 0;
+  e_.start_end = false;
   e_.coll = absl::string_view();
   e_.step = absl::string_view();
   e_rare_ = false;
@@ -590,7 +591,7 @@ bool BatchDecoder::DecodeEvent(absl::string_view bytes, int64_t* dt, int64_t* dc
     }
     // Every other known field is a varint; a known field with another wire type is skipped as
     // unknown, as the protobuf parser does.
-    if (wt != 0 || field == 0 || field > 36) {
+    if (wt != 0 || field == 0 || field > 37) {
       if (field == 0 || !f.Skip(tag, kItemDepth)) return false;
       continue;
     }
@@ -632,6 +633,7 @@ bool BatchDecoder::DecodeEvent(absl::string_view bytes, int64_t* dt, int64_t* dc
           case 34: e_.calls = x > 1 ? x : 1; break;
           case 35: e_.busy_ns = x; break;
           case 36: e_.source_graph = x; break;
+          case 37: e_.start_end = x != 0; break;
           default: break;  // 25, 28, 29 with a varint wire type: unknown
         }
         break;

@@ -152,6 +152,7 @@ struct EventView {
   // a run of several, the ns spent inside them (else 0: the event's duration).
   uint64_t calls = 1, busy_ns = 0;
   uint64_t source_graph = 0;  // cudaGraphInstantiate*: the graph instantiated (Event.source_graph)
+  bool start_end = false;     // NVTX range from nvtxRangeStart/End (Event.start_end)
   absl::string_view coll, step;  // serialized Collective / StepInfo; empty when absent
 };
 

@@ -255,7 +255,7 @@ std::string Describe(const HostEvent& h) {
       e.color(), ",", e.depth(), ",", e.payload_i(), ",", e.payload_f(), ",", e.has_payload(),
       " coll", c.size(), ":", absl::CEscape(c), " step", st.size(), ":", absl::CEscape(st),
       " cap", e.captured(), " calls", std::max<uint64_t>(1, e.calls()), ":", e.busy(), " sg",
-      e.source_graph());
+      e.source_graph(), " se", e.start_end());
 }
 
 std::string Describe(const EventView& e) {
@@ -267,7 +267,7 @@ std::string Describe(const EventView& e) {
       " g", e.graph, " h", e.handle, " nvtx", e.domain, ",", e.category, ",", e.color, ",",
       e.depth, ",", e.payload_i, ",", e.payload_f, ",", e.has_payload, " coll", e.coll.size(),
       ":", absl::CEscape(e.coll), " step", e.step.size(), ":", absl::CEscape(e.step), " cap",
-      e.captured, " calls", e.calls, ":", e.busy_ns, " sg", e.source_graph);
+      e.captured, " calls", e.calls, ":", e.busy_ns, " sg", e.source_graph, " se", e.start_end);
 }
 
 std::string DescribeOp(uint32_t device, uint64_t start, uint64_t end, uint64_t corr, int kind,
@@ -356,6 +356,7 @@ std::string RichFile(std::vector<size_t>* frame_ends) {
   e->set_payload_i(-7);
   e->set_payload_f(2.5);
   e->set_has_payload(true);
+  add(EV_NVTX_RANGE, 10, 300, 1)->set_start_end(true);
   e = add(EV_COLLECTIVE, 10, 70, 1);
   e->mutable_coll()->set_op(1);
   e->mutable_coll()->set_seq(42);

@@ -94,8 +94,11 @@ struct NvtxPayload {     // kNvtxRange, kNvtxMark, kNvtxPush; message text in `e
   uint32_t name;         // string id of a registered string message, else 0
   uint32_t category;
   uint32_t color;
-  uint32_t depth;
+  uint32_t depth;  // push/pop nesting depth; kNvtxStartEnd for nvtxRangeStart/End ranges
 };
+// NvtxPayload.depth of a start/end range (Event.start_end): process-scoped, it may end on
+// another thread and overlap other ranges without nesting.
+constexpr uint32_t kNvtxStartEnd = 0xffffffffu;
 
 // The stream key of a thread's per-thread default stream (cudaStreamPerThread, handle 0x2, a
 // different stream on each thread): the writer's stream index of host events on handle 0x2 and

@@ -676,7 +676,11 @@ void EncodeEvent(WriterState* w, BatchBuilder* b, const RawEvent& e, const uint8
         }
         m.Bool(26, true);
       }
-      m.U64(27, n.depth);
+      if (n.depth == kNvtxStartEnd) {
+        m.Bool(37, true);
+      } else {
+        m.U64(27, n.depth);
+      }
       break;
     }
     case EvType::kCollective: {

@@ -56,11 +56,16 @@ enum TrackKind : uint64_t {
   kTrackStream = 4,
   kTrackMemory = 5,
   kTrackStreamLane = 6,  // overlapping ops of one stream (see StreamOps)
+  kTrackRanges = 7,      // NVTX start/end ranges of a thread (see HostLanes)
+  kTrackHostLane = 8,    // overlapping host slices of a thread (see HostLanes)
 };
 
 // Correlation ids the agent assigns itself (CUDA-event timing) start here (agent/core/agent.cc
 // kCorrBase); CUPTI's count up from 1.
 constexpr uint64_t kAgentCorrBase = 0x80000000u;
+
+// Lanes per thread and kind of host slices that may overlap (see FileConverter::HostLanes).
+constexpr size_t kMaxHostLanes = 1024;
 
 // Small values keep the varints short (4 bytes for the first 127 files).
 uint64_t TrackUuid(uint32_t file, TrackKind kind, uint64_t id) {
@@ -255,6 +260,7 @@ class FileConverter : public ViewVisitor {
     bool untimed = false;
     const EventKind kind = e.kind;
     pi::TrackId track = ThreadTrack(e.thread);
+    HostLanes* lanes = nullptr;  // set for slices that may cross their neighbours
     Name name;
     switch (kind) {
       case EV_LAUNCH: {
@@ -321,6 +327,9 @@ class FileConverter : public ViewVisitor {
         name = NameOr(e.name, 0, kind);
         if (e.domain != 0) args[n++] = Arg::Str(pi::kArgDomain, StringName(e.domain).str);
         if (e.has_payload) args[n++] = Arg::Int(pi::kArgPayload, e.payload_i);
+        if (e.start_end && (kind == EV_NVTX_RANGE || kind == EV_NVTX_PUSH)) {
+          lanes = &Lanes(e.thread, kTrackRanges);
+        }
         break;
       case EV_STEP:
       case EV_RUN: {
@@ -335,7 +344,7 @@ class FileConverter : public ViewVisitor {
         if (s.bsz() >= 0) args[n++] = Arg::Int(pi::kArgBsz, s.bsz());
         if (s.warmup()) args[n++] = Arg::Int(pi::kArgWarmup, 1);
         if (kind == EV_STEP && s.run() != 0) args[n++] = Arg::Uint(pi::kArgRun, s.run());
-        track = kind == EV_STEP ? StepsTrack(e.thread) : RunsTrack(e.thread);
+        lanes = &Lanes(e.thread, kind == EV_STEP ? kTrackSteps : kTrackRuns);
         break;
       }
       case EV_COLLECTIVE: {
@@ -367,6 +376,11 @@ class FileConverter : public ViewVisitor {
         break;
     }
     if (e.ret != 0) args[n++] = Arg::Int(pi::kArgRet, e.ret);
+    if (lanes != nullptr) {
+      AddHostSlice(*lanes, start, kind == EV_NVTX_PUSH ? kOpenEnd : std::max(start, end), name,
+                   args, n);
+      return;
+    }
     const uint64_t flow = flow_out != 0 ? FlowId(file_, flow_out) : 0;
     if (untimed) {
       // The agent did not read this launch's return (1 in N sampled): an instant at the call,
@@ -440,10 +454,16 @@ class FileConverter : public ViewVisitor {
     }
   }
 
+  // Host slices written where they may cross another (more than kMaxHostLanes overlapping).
+  uint64_t misplaced() const { return misplaced_; }
+
   // Drains the device-op windows and the memory counter window.
   void Finish() {
     for (auto& kv : streams_) {
       while (!kv.second.heap.empty()) PlaceOp(kv.second);
+    }
+    for (auto& kv : host_lanes_) {
+      while (!kv.second.heap.empty()) PlaceHostSlice(kv.second);
     }
     while (!pending_.empty()) PopMemory();
   }
@@ -509,6 +529,128 @@ class FileConverter : public ViewVisitor {
     }
     so.lanes[lane].second = std::max(so.lanes[lane].second, p.end);
     sink_->Slice(so.lanes[lane].first, start, p.end, p.name, p.args, p.nargs, 0, p.flow_in);
+  }
+
+  // Host slices that need not nest with their neighbours: NVTX start/end ranges (process-scoped,
+  // recorded by the thread that ended them, free to overlap), steps and runs (a step ended on
+  // another thread, pipelined micro-batches). Slices on one track must nest, or trace_processor
+  // closes the wrong one; these arrive in end order, so they wait in a window (kHostWindow
+  // slices or kHostHorizonNs) and are placed in start order, the longer first at equal starts,
+  // each on the first lane where it nests inside every slice still open there, else on a new
+  // "(overlapping k)" lane under the first, so no duration is changed.
+  static constexpr size_t kHostWindow = 4096;
+  static constexpr uint64_t kHostHorizonNs = 1'000'000'000;
+  static constexpr uint64_t kOpenEnd = UINT64_MAX;  // a range still open when the file ended
+  struct PendingHost {
+    Name name;
+    Arg args[10];
+    int nargs;
+  };
+  struct HostKey {
+    uint64_t start, end, seq;
+    uint32_t slot;
+    bool operator>(const HostKey& o) const {
+      if (start != o.start) return start > o.start;
+      if (end != o.end) return end < o.end;
+      return seq > o.seq;
+    }
+  };
+  struct HostLane {
+    pi::TrackId track;
+    uint64_t last_start = 0;
+    std::vector<uint64_t> open;  // ends of the slices open at last_start, outermost first
+  };
+  struct HostLanes {
+    uint32_t thread = 0;
+    TrackKind kind = kTrackSteps;
+    std::vector<HostKey> heap;  // min-heap by (start, longer first)
+    std::vector<PendingHost> pool;
+    std::vector<uint32_t> free;
+    uint64_t next_seq = 0, latest_start = 0;
+    std::vector<HostLane> lanes;  // made at first sight: lanes[0] is the thread's child track
+  };
+
+  static const char* HostTrackName(TrackKind kind) {
+    return kind == kTrackSteps ? "steps" : kind == kTrackRuns ? "runs" : "NVTX start/end";
+  }
+
+  HostLanes& Lanes(uint32_t thread, TrackKind kind) {
+    HostLanes& hl = host_lanes_[(uint64_t{kind} << 32) | thread];
+    if (hl.lanes.empty()) {
+      hl.thread = thread;
+      hl.kind = kind;
+      hl.lanes.emplace_back();
+      hl.lanes[0].track = ChildTrack(thread, kind, HostTrackName(kind));
+    }
+    return hl;
+  }
+
+  void AddHostSlice(HostLanes& hl, uint64_t start, uint64_t end, Name name, const Arg* args,
+                    int nargs) {
+    uint32_t slot;
+    if (!hl.free.empty()) {
+      slot = hl.free.back();
+      hl.free.pop_back();
+    } else {
+      slot = uint32_t(hl.pool.size());
+      hl.pool.emplace_back();
+    }
+    PendingHost& p = hl.pool[slot];
+    p.name = name;
+    std::copy(args, args + nargs, p.args);
+    p.nargs = nargs;
+    hl.heap.push_back(HostKey{start, end, hl.next_seq++, slot});
+    std::push_heap(hl.heap.begin(), hl.heap.end(), std::greater<HostKey>());
+    hl.latest_start = std::max(hl.latest_start, start);
+    while (!hl.heap.empty() && (hl.heap.size() > kHostWindow ||
+                                hl.heap.front().start + kHostHorizonNs < hl.latest_start)) {
+      PlaceHostSlice(hl);
+    }
+  }
+
+  void PlaceHostSlice(HostLanes& hl) {
+    std::pop_heap(hl.heap.begin(), hl.heap.end(), std::greater<HostKey>());
+    const HostKey key = hl.heap.back();
+    hl.heap.pop_back();
+    const PendingHost& p = hl.pool[key.slot];
+    hl.free.push_back(key.slot);
+    // A lane takes the slice when its slices so far started no later (a late arrival cannot
+    // be checked against what was placed after its start) and it ends within every slice still
+    // open there (their ends do not increase inwards; those ended by its start are closed).
+    size_t lane = 0, keep = 0;
+    for (; lane < hl.lanes.size(); ++lane) {
+      const HostLane& l = hl.lanes[lane];
+      if (key.start < l.last_start) continue;
+      keep = l.open.size();
+      while (keep > 0 && l.open[keep - 1] <= key.start) --keep;
+      if (keep == 0 || key.end <= l.open[keep - 1]) break;
+    }
+    if (lane == hl.lanes.size()) {
+      if (lane < kMaxHostLanes) {
+        const uint64_t id = next_host_lane_++;
+        HostLane l;
+        l.track =
+            sink_->NamedTrack(TrackUuid(file_, kTrackHostLane, id), hl.lanes[0].track,
+                              absl::StrCat(HostTrackName(hl.kind), " (", ThreadName(hl.thread),
+                                           ") (overlapping ", lane, ")"),
+                              pid_, JsonTid(kTrackHostLane, id));
+        hl.lanes.push_back(std::move(l));
+        keep = 0;
+      } else {  // pathological: written where it may cross (counted, see misplaced())
+        ++misplaced_;
+        lane = hl.lanes.size() - 1;
+        keep = 0;
+      }
+    }
+    HostLane& l = hl.lanes[lane];
+    l.open.resize(keep);
+    l.open.push_back(key.end);
+    l.last_start = key.start;
+    if (key.end == kOpenEnd) {
+      sink_->OpenSlice(l.track, key.start, p.name, p.args, p.nargs);
+    } else {
+      sink_->Slice(l.track, key.start, key.end, p.name, p.args, p.nargs, 0, 0);
+    }
   }
 
   struct MemUpdate {
@@ -624,8 +766,6 @@ class FileConverter : public ViewVisitor {
     }
     return it->second;
   }
-  pi::TrackId StepsTrack(uint32_t thread) { return ChildTrack(thread, kTrackSteps, "steps"); }
-  pi::TrackId RunsTrack(uint32_t thread) { return ChildTrack(thread, kTrackRuns, "runs"); }
 
   static int32_t JsonTid(TrackKind kind, uint64_t id) {
     return static_cast<int32_t>(0x40000000u | (uint32_t(kind) << 24) | uint32_t(id & 0xffffff));
@@ -726,6 +866,9 @@ class FileConverter : public ViewVisitor {
   std::vector<std::pair<uint64_t, StreamOps*>> recent_streams_;
   uint64_t last_stream_key_ = ~uint64_t{0};
   StreamOps* last_stream_ = nullptr;
+  std::map<uint64_t, HostLanes> host_lanes_;  // by kind << 32 | thread; ordered, as streams_
+  uint64_t next_host_lane_ = 0;
+  uint64_t misplaced_ = 0;  // host slices beyond kMaxHostLanes lanes
 
   struct LiveAlloc {
     uint64_t bytes;
@@ -980,6 +1123,7 @@ struct PartResult {
   FileSummary summary;
   uint64_t events = 0;
   uint64_t bytes = 0;
+  uint64_t misplaced = 0;
 };
 
 }  // namespace
@@ -1034,6 +1178,7 @@ absl::Status ExportTrace(const std::vector<std::string>& inputs, const std::stri
     r.status = ScanFile(inputs[i], &conv, &r.summary);
     if (!r.status.ok()) return r;
     conv.Finish();
+    r.misplaced = conv.misplaced();
     if (!sink->Finish()) {
       r.status = absl::DataLossError(absl::StrCat(out_path, ": write error: ", strerror(errno)));
     }
@@ -1110,6 +1255,12 @@ absl::Status ExportTrace(const std::vector<std::string>& inputs, const std::stri
     s->output_events += r.events;
     s->output_bytes += r.bytes;
     if (r.summary.truncated) s->warnings.push_back(r.summary.warning);
+    if (r.misplaced != 0) {
+      s->warnings.push_back(absl::StrCat(inputs[i], ": ", r.misplaced,
+                                         " host ranges overlap more than ", kMaxHostLanes,
+                                         " others on their thread; shown on the last lane, they "
+                                         "may be cut short"));
+    }
   }
   if (st.ok() && close(out) != 0) {
     st = absl::DataLossError(absl::StrCat(out_path, ": write error: ", strerror(errno)));

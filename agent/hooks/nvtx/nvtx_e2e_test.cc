@@ -211,6 +211,8 @@ TEST_CASE("every NVTX range of an unmodified program is recorded with the right 
   CHECK(wide.depth() == 1);
   // The dlopened library's own NVTX instance reached the injection too.
   CHECK(one("plugin range").depth() == 1);
+  // Only the start/end range says so (the analyzer gives those tracks of their own).
+  for (const auto& kv : ranges) CHECK(kv.second->e.start_end() == (kv.first == "cross-thread"));
   // The cross-thread range was ended on another thread: recorded there.
   const Ev& cross = *ranges.find("cross-thread")->second;
   const Ev& outer = *ranges.find("outer")->second;

@@ -433,7 +433,7 @@ __attribute__((noinline)) bool EndOverflow(uint64_t id, uint64_t t1, bool outerm
     g_start_overflow->erase(it);
     g_start_overflow_live.fetch_sub(1, std::memory_order_release);
   }
-  EndRange(r, t1, 0, outermost);
+  EndRange(r, t1, kNvtxStartEnd, outermost);
   ReleaseText(&r);
   return true;
 }
@@ -472,7 +472,7 @@ void DoEnd(nvtxRangeId_t id) {
       uint64_t expected = id;
       if (slot.key.compare_exchange_strong(expected, kBusy, std::memory_order_acquire,
                                            std::memory_order_relaxed)) {
-        EndRange(slot.r, t1, 0, guard.outermost());
+        EndRange(slot.r, t1, kNvtxStartEnd, guard.outermost());
         ReleaseText(&slot.r);
         slot.key.store(kFree, std::memory_order_release);
         return;
@@ -616,7 +616,7 @@ void FlushOpenRanges() {
       uint64_t id = slot.key.load(std::memory_order_acquire);
       if (id < kFirstRangeId) continue;
       if (!slot.key.compare_exchange_strong(id, kBusy, std::memory_order_acquire)) continue;
-      EmitRange(EvType::kNvtxPush, slot.r, slot.r.t0, 0);
+      EmitRange(EvType::kNvtxPush, slot.r, slot.r.t0, kNvtxStartEnd);
       slot.key.store(id, std::memory_order_release);
     }
   }
@@ -624,7 +624,7 @@ void FlushOpenRanges() {
     std::lock_guard<std::mutex> l(g_start_overflow_mu);
     if (g_start_overflow != nullptr) {
       for (const auto& kv : *g_start_overflow) {
-        EmitRange(EvType::kNvtxPush, kv.second, kv.second.t0, 0);
+        EmitRange(EvType::kNvtxPush, kv.second, kv.second.t0, kNvtxStartEnd);
       }
     }
   }

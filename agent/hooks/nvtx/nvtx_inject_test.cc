@@ -251,6 +251,7 @@ TEST_CASE("start/end ranges may end on another thread") {
   CHECK(r[1].bytes == "wide-start");
   CHECK(r[2].bytes == "started-ex");
   CHECK(r[2].e.nvtx.payload.i == 42);
+  for (const auto& x : r) CHECK(x.e.nvtx.depth == kNvtxStartEnd);  // not push/pop
   CHECK(GetStats().unknown_ends >= 1);
 }
 
@@ -431,6 +432,7 @@ TEST_CASE("ranges still open are flushed as kNvtxPush") {
   CHECK(p[1].bytes == "left open inner");
   CHECK(p[1].e.nvtx.depth == 1);
   CHECK(p[2].bytes == "started, never ended");
+  CHECK(p[2].e.nvtx.depth == kNvtxStartEnd);
   CHECK(p[2].e.t1 == p[2].e.t0);
 }
 
