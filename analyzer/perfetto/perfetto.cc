@@ -444,6 +444,10 @@ class FileConverter : public ViewVisitor {
     std::copy(args, args + n, p.args);
     p.nargs = n;
     p.flow_in = op.corr != 0 ? FlowId(file_, op.corr) : 0;
+    // The nodes of a graph launch share its correlation id: the flow goes from the launch
+    // through each of them in time order (a flow cannot fork; ending at the first node left
+    // the others with a dangling end).
+    p.flow_through = op.graph != 0;
     const uint64_t start = Ts(op.start_ns);
     so.heap.push_back(OpKey{start, so.next_seq++, slot});
     std::push_heap(so.heap.begin(), so.heap.end(), std::greater<OpKey>());
@@ -486,6 +490,7 @@ class FileConverter : public ViewVisitor {
     Arg args[6];
     int nargs;
     uint64_t flow_in;
+    bool flow_through;
   };
   struct OpKey {  // heap entries stay small: the op waits in the pool
     uint64_t start, seq;
@@ -528,7 +533,8 @@ class FileConverter : public ViewVisitor {
       so.lanes.emplace_back(t, 0);
     }
     so.lanes[lane].second = std::max(so.lanes[lane].second, p.end);
-    sink_->Slice(so.lanes[lane].first, start, p.end, p.name, p.args, p.nargs, 0, p.flow_in);
+    sink_->Slice(so.lanes[lane].first, start, p.end, p.name, p.args, p.nargs,
+                 p.flow_through ? p.flow_in : 0, p.flow_in);
   }
 
   // Host slices that need not nest with their neighbours: NVTX start/end ranges (process-scoped,

@@ -859,6 +859,88 @@ TEST_CASE("untimed launches of a sampled profile are annotated instants with the
   }
 }
 
+TEST_CASE("a graph launch's flow passes through every node it ran, in time order") {
+  const std::string dir = TmpDir();
+  {
+    ProfileWriter w(dir + "/rank0.pb");
+    REQUIRE(w.ok());
+    w.Header(50, "h", 0, 0, 0);
+    w.String(1, "cudaGraphLaunch");
+    w.String(2, "cudaLaunchKernel");
+    w.String(10, "node_a");
+    w.String(11, "node_b");
+    w.String(12, "plain");
+    Record r;
+    EventBatch* b = r.mutable_batch();
+    b->set_base_ns(1000);
+    AddEvent(b, 0, 100, EV_GRAPH_LAUNCH, 1)->set_graph(0xabc);  // correlation 1
+    Event* e = AddEvent(b, 200, 100, EV_LAUNCH, 12);            // 2
+    e->set_api(2);
+    e->set_stream(3);
+    w.Write(r);
+    r.Clear();
+    DeviceBatch* d = r.mutable_device();
+    d->set_base_ns(2000);
+    d->set_corr_base(0);
+    // Graph nodes on streams 3 and 4 (correlation 1), then the plain kernel (2).
+    const int64_t dts[] = {0, 300, 300, 1000};
+    const uint32_t streams[] = {3, 4, 3, 3};
+    const uint32_t names[] = {10, 11, 10, 12};
+    const int64_t dcorr[] = {0, -1, -1, 0};
+    for (int i = 0; i < 4; ++i) {
+      DeviceOp* op = d->add_ops();
+      op->set_dt(dts[i]);
+      op->set_dur(100);
+      op->set_kind(DOP_KERNEL);
+      op->set_name(names[i]);
+      op->set_stream(streams[i]);
+      op->set_dcorr(dcorr[i]);
+      if (i < 3) op->set_graph(0xabc);
+    }
+    w.Write(r);
+  }
+  std::ostringstream out, err;
+  REQUIRE(RunPerfettoCommand(dir + "/rank0.pb", "", "perfetto", out, err) == 0);
+  Replay r = ReplayTrace(ParseTrace(dir + "/rank0.pftrace"));
+  std::vector<std::string> got;
+  for (const std::string& l : r.events) got.push_back(l);
+  CHECK(got == std::vector<std::string>{
+                   "slice [GPU 0 stream 3] depth=0 ts=2000 dur=100 \"node_a\" correlation=1 "
+                   "graph=0xabc flow_out",
+                   "slice [GPU 0 stream 3] depth=0 ts=2600 dur=100 \"node_a\" correlation=1 "
+                   "graph=0xabc flow_out",
+                   "slice [GPU 0 stream 3] depth=0 ts=3600 dur=100 \"plain\" correlation=2 "
+                   "flow_in",
+                   "slice [GPU 0 stream 4] depth=0 ts=2300 dur=100 \"node_b\" correlation=1 "
+                   "graph=0xabc flow_out",
+                   "slice [thread 0] depth=0 ts=1000 dur=100 \"cudaGraphLaunch\" correlation=1 "
+                   "graph=0xabc flow_out",
+                   "slice [thread 0] depth=0 ts=1200 dur=100 \"cudaLaunchKernel\" "
+                   "correlation=2 stream=3 flow_out",
+               });
+  // Proto: the graph's flow id is on the launch and each node and never terminated (a
+  // terminated id named again would be a dangling end); the plain launch's ends at its kernel.
+  REQUIRE(r.flow_out_count.size() == 2);
+  std::vector<int> outs, ins;
+  for (const auto& kv : r.flow_out_count) {
+    outs.push_back(kv.second);
+    ins.push_back(r.flow_in_count[kv.first]);
+  }
+  CHECK(outs == std::vector<int>{4, 1});
+  CHECK(ins == std::vector<int>{0, 1});
+  // JSON: "s" at the launch, a "t" step at each node, no "f"; the plain flow: "s" then "f".
+  REQUIRE(RunPerfettoCommand(dir + "/rank0.pb", "", "json", out, err) == 0);
+  nlohmann::json j = nlohmann::json::parse(ReadAll(dir + "/rank0.json"));
+  std::map<uint64_t, std::string> phases;  // id -> phases in file order
+  for (const auto& ev : j["traceEvents"]) {
+    const std::string ph = ev.at("ph");
+    if (ph == "s" || ph == "t" || ph == "f") phases[ev.at("id").get<uint64_t>()] += ph;
+  }
+  REQUIRE(phases.size() == 2);
+  CHECK(phases.begin()->second == "sttt");
+  CHECK(std::next(phases.begin())->second == "sf");
+}
+
 TEST_CASE("a run of polls is one slice with its number of calls and busy time") {
   const std::string dir = TmpDir();
   {

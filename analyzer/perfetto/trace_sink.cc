@@ -309,7 +309,7 @@ void PerfettoProtoSink::EventPacket(TrackId id, uint64_t ts, uint32_t type, Name
     p = PutTag<Tag(kTeFlowIds, kFixed64)>(p);
     p = PutFixed64(p, flow_out);
   }
-  if (flow_in != 0) {
+  if (flow_in != 0 && flow_in != flow_out) {  // equal: passing through (flow_ids only)
     p = PutTag<Tag(kTeTerminatingFlowIds, kFixed64)>(p);
     p = PutFixed64(p, flow_in);
   }
@@ -561,9 +561,9 @@ void ChromeJsonSink::Slice(TrackId track, uint64_t start, uint64_t end, Name nam
   Str(name.str);
   ArgsObject(args, nargs);
   Raw("}");
-  if (flow_out != 0) FlowStart(t, start, flow_out);
+  if (flow_out != 0 && flow_out != flow_in) FlowStart(t, start, flow_out);
   if (flow_in != 0) {
-    EventHead("f", t.pid, t.tid, start);
+    EventHead(flow_in == flow_out ? "t" : "f", t.pid, t.tid, start);
     Raw(",\"bp\":\"e\",\"id\":");
     Uint(flow_in);
     Raw(",\"cat\":\"flow\",\"name\":\"launch\"}");

@@ -137,8 +137,9 @@ class TraceSink {
   virtual TrackId CounterTrack(uint64_t uuid, TrackId parent, std::string_view name,
                                int32_t json_pid) = 0;
 
-  // A complete slice [start, end] on `track`. flow_out != 0 starts (or continues) a flow from
-  // this slice; flow_in != 0 terminates one at it.
+  // A complete slice [start, end] on `track`. flow_out != 0 starts a flow from this slice;
+  // flow_in != 0 terminates one at it; flow_in == flow_out != 0: the flow passes through it
+  // (arrives, and goes on to the next slice that names it).
   virtual void Slice(TrackId track, uint64_t start, uint64_t end, Name name, const Arg* args,
                      int nargs, uint64_t flow_out, uint64_t flow_in) = 0;
   // A slice whose end was never recorded.
