@@ -39,6 +39,9 @@ constexpr uint16_t kSchemaMajor = 1;
 constexpr uint16_t kSchemaMinor = 0;
 constexpr uint64_t kMaxFrameBytes = 64ull << 20;
 constexpr size_t kFilePreambleBytes = 12;  // magic + major + minor
+// Correlation ids the agent assigns itself (CUDA-event timing) start here (agent/core/agent.cc
+// kCorrBase); CUPTI's count up from 1.
+constexpr uint64_t kAgentCorrBase = 0x80000000u;
 
 class RecordReader {
  public:

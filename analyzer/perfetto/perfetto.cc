@@ -60,10 +60,6 @@ enum TrackKind : uint64_t {
   kTrackHostLane = 8,    // overlapping host slices of a thread (see HostLanes)
 };
 
-// Correlation ids the agent assigns itself (CUDA-event timing) start here (agent/core/agent.cc
-// kCorrBase); CUPTI's count up from 1.
-constexpr uint64_t kAgentCorrBase = 0x80000000u;
-
 // Lanes per thread and kind of host slices that may overlap (see FileConverter::HostLanes).
 constexpr size_t kMaxHostLanes = 1024;
 

@@ -489,7 +489,9 @@ struct PendingLaunch {
   int16_t nvtx_model;  // bucket of the innermost model-mapped NVTX range, -1 = none
   bool graph;
   bool timed;  // the call's end was read (see LaunchTimed)
-  uint32_t grid[3], block[3];
+  bool coll = false;       // an NCCL call whose kernel the agent timed with CUDA events
+  bool call_start = true;  // `start` is the launching call's (ops.csv launch_ns)
+  uint32_t grid[3] = {0, 0, 0}, block[3] = {0, 0, 0};
 };
 
 // Host API time of one API: calls, calls whose duration was measured, their total ns. Kernel and
@@ -836,6 +838,8 @@ class FileAnalysis : public ViewVisitor {
   int32_t PathOf(Sweep* w, size_t pos);
   void FinishSweeps();
   void Emit(const PendingOp& op, const PendingLaunch* l);
+  PendingLaunch LaunchOf(const EventView& e);  // thread, step, NVTX path of a launching call
+  void JoinLaunch(uint64_t corr, const PendingLaunch& l);
   int StepOf(uint64_t t) const;
   int StepOfNear(uint64_t t);
   // The step of `thread` whose window holds `t` when steps come from several threads (e.g. one
@@ -881,6 +885,7 @@ class FileAnalysis : public ViewVisitor {
   std::vector<ApiAcc> api_by_name_;
   std::array<ApiAcc, 32> api_by_kind_{};
   CorrTable<PendingLaunch> pending_launch_;
+  uint64_t last_coll_launch_ = 0;  // correlation id of the last NCCL call joined as a launch
   CorrTable<PendingOp> pending_op_;
   // NCCL calls captured into CUDA graphs, found again at the graphs' launches: a captured call
   // runs nothing when called, its kernel runs at each launch of the graph made from the capture
@@ -1582,21 +1587,9 @@ void FileAnalysis::Host2(const EventView& e) {
         ++failed_launches_;
         break;
       }
-      PendingLaunch l;
-      l.start = e.start_ns;
-      l.end = e.end_ns;
-      l.name = e.name;
-      l.thread = e.thread;
-      l.stack = e.stack;
-      l.stream = e.stream;
+      PendingLaunch l = LaunchOf(e);
       l.graph = kind == EV_GRAPH_LAUNCH;
       l.timed = LaunchTimed(kind, e.start_ns, e.end_ns);
-      const OpenRange* in = Innermost(e.thread, e.start_ns);
-      l.path = in != nullptr && csv_.is_open() ? PathOf(cached_sweep_, cached_sweep_->stack.size() - 1)
-                                               : -1;
-      l.nvtx_model = in != nullptr ? in->model : int16_t(-1);
-      l.step = csv_.is_open() || !steps_by_thread_.empty() ? StepOfThread(e.start_ns, e.thread)
-                                                           : -1;
       std::copy(e.grid, e.grid + 3, l.grid);  // ScanFile already undid the value-1 encoding
       std::copy(e.block, e.block + 3, l.block);
       if (host_mode_) {
@@ -1611,14 +1604,7 @@ void FileAnalysis::Host2(const EventView& e) {
           Emit(op, &l);  // host timing: the launch is the op
         }
       } else {
-        if (PendingOp* op = pending_op_.Find(e.corr)) {
-          Emit(*op, &l);
-          taken_ops_[taken_next_++ % taken_ops_.size()] = TakenOp{e.corr, *op};
-          pending_op_.Erase(e.corr);
-          if (l.graph) pending_launch_.Put(e.corr, l);
-        } else {
-          pending_launch_.Put(e.corr, l);
-        }
+        JoinLaunch(e.corr, l);
       }
       break;
     }
@@ -1659,6 +1645,22 @@ void FileAnalysis::Host2(const EventView& e) {
         open->second->push_back(CapturedCall{UidIndex(absl::StrCat(comm_uid, "#graph", ordinal)),
                                              pair, cit->second.device, uint32_t(c.group())});
         break;
+      }
+      // CUDA-event timing: the agent timed the call's kernel itself (an agent correlation id;
+      // no launch event has it), so the call stands for the launch: its time and API duration
+      // (a grouped call's kernel is launched by ncclGroupEnd: only its thread, step and NVTX
+      // path), as a CUPTI-timed NCCL kernel gets from the launch inside the call. The calls of
+      // a group share one id: the first one (written first, at ncclGroupEnd) joins it.
+      if (c.lib() == LIB_NCCL && c.corr() >= kAgentCorrBase && c.corr() != last_coll_launch_ &&
+          !host_mode_) {
+        last_coll_launch_ = c.corr();
+        PendingLaunch l = LaunchOf(e);
+        l.name = 0;  // the device op's name ("ncclSendRecv" for a group) decides its bucket
+        l.graph = false;
+        l.coll = true;
+        l.timed = c.group() == 0;
+        l.call_start = c.group() == 0;
+        JoinLaunch(c.corr(), l);
       }
       std::string lop = LowerOp(op);
       const uint64_t bytes = CollSize(lop, c.lib() == LIB_MPI, c.bytes(), c.recv_bytes(), n);
@@ -1815,6 +1817,37 @@ void FileAnalysis::CollKernel(const CollWait& w, const PendingOp& op) {
   coll_ns_ = coll_ns_ - w.host_ns + dur;
 }
 
+PendingLaunch FileAnalysis::LaunchOf(const EventView& e) {
+  PendingLaunch l;
+  l.start = e.start_ns;
+  l.end = e.end_ns;
+  l.name = e.name;
+  l.thread = e.thread;
+  l.stack = e.stack;
+  l.stream = e.stream;
+  l.graph = false;
+  l.timed = true;
+  const OpenRange* in = Innermost(e.thread, e.start_ns);
+  l.path =
+      in != nullptr && csv_.is_open() ? PathOf(cached_sweep_, cached_sweep_->stack.size() - 1) : -1;
+  l.nvtx_model = in != nullptr ? in->model : int16_t(-1);
+  l.step = csv_.is_open() || !steps_by_thread_.empty() ? StepOfThread(e.start_ns, e.thread) : -1;
+  return l;
+}
+
+// A launch meets its device op by correlation id, whichever comes first in the file; a graph
+// launch stays for the graph's other nodes.
+void FileAnalysis::JoinLaunch(uint64_t corr, const PendingLaunch& l) {
+  if (PendingOp* op = pending_op_.Find(corr)) {
+    Emit(*op, &l);
+    taken_ops_[taken_next_++ % taken_ops_.size()] = TakenOp{corr, *op};
+    pending_op_.Erase(corr);
+    if (l.graph) pending_launch_.Put(corr, l);
+  } else {
+    pending_launch_.Put(corr, l);
+  }
+}
+
 void FileAnalysis::Emit(const PendingOp& op, const PendingLaunch* l) {
   const uint64_t dur = op.end > op.start ? op.end - op.start : 0;
   int bucket;
@@ -1913,7 +1946,7 @@ void FileAnalysis::Emit(const PendingOp& op, const PendingLaunch* l) {
     p = PutU64(p, op.stream);
     *p++ = ',';
     if (l != nullptr) {
-      p = PutU64(p, l->start - t0_);
+      if (l->call_start) p = PutU64(p, l->start - t0_);
       *p++ = ',';
       if (l->timed) p = PutU64(p, l->end - l->start);  // else empty: not timed
       *p++ = ',';
@@ -2158,7 +2191,7 @@ void FileAnalysis::Finish2() {
     if (!p.second.coll) ++unmatched_ops_;
   }
   pending_launch_.ForEach([&](uint64_t, const PendingLaunch& l) {
-    if (!l.graph) ++unmatched_launches_;
+    if (!l.graph && !l.coll) ++unmatched_launches_;  // (a kernel-less call: see below)
   });
   // NCCL calls whose kernel never ran (a hung collective its communicator's abort cancelled) or
   // was never recorded: with device timing, their host enqueue is no transfer time and no

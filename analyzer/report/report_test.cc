@@ -6,24 +6,26 @@
 // To regenerate the goldens after a deliberate change:
 //   bazel test //analyzer/report:report_test --test_env=PROFAGENT_UPDATE_GOLDEN=$PWD/analyzer/testdata
 // and re-check the diff by hand.
+#include "analyzer/report/report.h"
+
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
-#include <sstream>
 #include <set>
+#include <sstream>
 #include <string>
 
-#include <catch2/catch.hpp>
-
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
+#include "analyzer/reader.h"
 #include "analyzer/report/analysis.h"
 #include "analyzer/report/profile_builder.h"
-#include "analyzer/report/report.h"
 
 namespace profagent {
 namespace analyzer {
@@ -1330,6 +1332,59 @@ TEST_CASE("ops.csv NVTX path: overlapping start/end ranges, an ended one is not 
     paths.push_back(f[15]);
   }
   CHECK(paths == std::vector<std::string>{"step", "step/work"});
+}
+
+// Under CUDA-event timing the agent times an NCCL call's kernel itself (an agent correlation id,
+// no launch event): the call stands for the launch in ops.csv. An ungrouped call gives launch
+// time, API duration and launch-to-start; a grouped one (its kernel launched by ncclGroupEnd)
+// only its step and NVTX path. Either order of host and device records in the file.
+TEST_CASE("ops.csv: an NCCL kernel timed with CUDA events is joined to its call") {
+  const std::string dir = TmpDir("nccl_events_join");
+  {
+    ProfileBuilder b(dir + "/rank0.pb");
+    b.WriteHeader(0, 2, "h", GPU_TIMING_EVENTS);
+    WriteTwoRankComm(&b, 0, LIB_NCCL, "nccl-clique");
+    const uint32_t step = b.Str("step tokens=1"), ar = b.Str("ncclAllReduce"),
+                   sr = b.Str("ncclSendRecv");
+    const uint64_t c1 = kAgentCorrBase + 1, c2 = kAgentCorrBase + 2;
+    b.Host(1, 0, 0, ProfileBuilder::Nvtx(step, 5000 * kUs, 0));
+    b.Device(0, 2100 * kUs, c2, Kernel(50 * kUs));  // the group's kernel, before its calls
+    b.Flush();
+    Event e = Coll(b, 5 * kUs, 1, 0);
+    e.mutable_coll()->set_corr(c1);
+    b.Host(1, 1000 * kUs, 0, e);
+    for (uint64_t i = 0; i < 2; ++i) {
+      Event m = MpiCall(b, i == 0 ? "Send" : "Recv", 4096, 0, 1);
+      m.mutable_coll()->set_lib(LIB_NCCL);
+      m.mutable_coll()->set_group(1);
+      m.mutable_coll()->set_corr(c2);
+      b.Host(1, (2000 + i) * kUs, 0, m);
+    }
+    b.Flush();
+    b.Device(0, 1010 * kUs, c1, Kernel(100 * kUs));  // after its call
+    b.Close(true);
+    (void)ar;
+    (void)sr;
+  }
+  std::string printed;
+  REQUIRE(RunReport(dir, dir, ReportOptions(), &printed).ok());
+  std::vector<std::string> rows =
+      absl::StrSplit(ReadAll(dir + "/ops.csv"), '\n', absl::SkipEmpty());
+  REQUIRE(rows.size() == 3);
+  std::vector<std::string> got;
+  for (size_t i = 1; i < rows.size(); ++i) {
+    std::vector<std::string> f = absl::StrSplit(rows[i], ',');
+    REQUIRE(f.size() >= 16);
+    // launch_ns, api_dur_ns, start_ns, launch_to_start_ns, step, nvtx_path
+    got.push_back(absl::StrJoin({f[8], f[9], f[10], f[13], f[14], f[15]}, ","));
+  }
+  CHECK(got == std::vector<std::string>{",,2100000,,0,step", "1000000,5000,1010000,5000,0,step"});
+  auto s = BuildSummary({dir + "/rank0.pb"}, ReportOptions(), "");
+  REQUIRE(s.ok());
+  CHECK((*s)["host"]["launch_to_start_us"]["count"] == 1);
+  for (const auto& w : (*s)["meta"]["warnings"]) {
+    CHECK(w.get<std::string>().find("without") == std::string::npos);  // nothing unmatched
+  }
 }
 
 // A launch whose call failed ran nothing: a warning of its own, not "without device activity".
