@@ -10,10 +10,11 @@
 #include <iostream>
 #include <random>
 #include <set>
-#include <tuple>
 #include <sstream>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "analyzer/reader.h"
 #include "analyzer/report/analysis.h"
 
@@ -774,6 +775,16 @@ std::string RenderDiffText(const DiffResult& r, const DiffOptions& options) {
   return out;
 }
 
+namespace {
+// A metric name as a Markdown table cell in code style: a pipe would end the cell (GFM wants
+// it escaped, also inside code), a backtick the code span (a double-backtick span holds one).
+std::string CodeCell(const std::string& name) {
+  std::string n = absl::StrReplaceAll(name, {{"|", "\\|"}, {"\n", " "}, {"\r", " "}});
+  if (n.find('`') == std::string::npos) return absl::StrCat("`", n, "`");
+  return absl::StrCat("`` ", n, " ``");
+}
+}  // namespace
+
 std::string RenderDiffMarkdown(const DiffResult& r, const DiffOptions& options) {
   std::string out = absl::StrCat("### profagent diff: ", Headline(r), "\n\n");
   out += absl::StrCat("Base `", r.base_label, "`, new `", r.new_label, "`. A regression is a change ",
@@ -790,8 +801,8 @@ std::string RenderDiffMarkdown(const DiffResult& r, const DiffOptions& options) 
   auto row = [](std::string* o, const MetricDiff& m) {
     const bool bold = m.verdict == Verdict::kRegression;
     const std::string v = VerdictText(m.verdict);
-    *o += absl::StrCat("| `", m.name, "` | ", ValueText(m.base), " | ", ValueText(m.now), " | ",
-                       ChangeText(m), " | ",
+    *o += absl::StrCat("| ", CodeCell(m.name), " | ", ValueText(m.base), " | ", ValueText(m.now),
+                       " | ", ChangeText(m), " | ",
                        m.direction == Direction::kInfo ? "" : Fmt(m.threshold_pct) + "%", " | ",
                        bold ? "**" + v + "**" : v, " | ", m.test, " |\n");
   };

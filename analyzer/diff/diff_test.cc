@@ -16,7 +16,7 @@
 #include <catch2/catch.hpp>
 
 #include "CLI/CLI.hpp"
-
+#include "absl/strings/str_split.h"
 #include "analyzer/perfetto/test_profile.h"
 #include "proto/profagent.pb.h"
 
@@ -85,6 +85,30 @@ TEST_CASE("statistics match hand-computed values") {
   auto a = BootstrapDiffInterval({1, 5, 2, 8}, {3, 9, 4, 4}, Statistic::kP50, 0.01, 300, 7);
   auto b = BootstrapDiffInterval({1, 5, 2, 8}, {3, 9, 4, 4}, Statistic::kP50, 0.01, 300, 7);
   REQUIRE(a == b);
+}
+
+TEST_CASE("Markdown: a metric name with a pipe or a backtick stays in its cell") {
+  DiffResult r;
+  MetricDiff m;
+  m.name = "kernels[op<a|b>`x` (sampler)].total_ms";
+  m.base = 1.0;
+  m.now = 1.2;
+  m.verdict = Verdict::kRegression;
+  r.metrics.push_back(m);
+  const std::string md = RenderDiffMarkdown(r, DiffOptions());
+  bool found = false;
+  for (absl::string_view line : absl::StrSplit(md, '\n')) {
+    if (line.find("sampler") == absl::string_view::npos) continue;
+    found = true;
+    // 7 cells: 8 unescaped pipes; the name's pipe is escaped, its backticks in a `` span.
+    size_t pipes = 0;
+    for (size_t i = 0; i < line.size(); ++i) {
+      pipes += line[i] == '|' && (i == 0 || line[i - 1] != '\\');
+    }
+    CHECK(pipes == 8);
+    CHECK(line.find("| `` kernels[op<a\\|b>`x` (sampler)].total_ms `` |") == 0);
+  }
+  CHECK(found);
 }
 
 TEST_CASE("a real regression exits 1 and matches the golden Markdown") {

@@ -1347,7 +1347,7 @@ void AddPerfettoCommand(CLI::App& app, int* exit_code) {
   sub->add_option("--format", opts->format, "perfetto (native protobuf) or json (Chrome trace)")
       ->check(CLI::IsMember({"perfetto", "json"}));
   sub->add_option("--threads", opts->threads, "files converted in parallel (default: cores)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0, 4096));
   sub->callback([opts, exit_code]() {
     *exit_code = RunPerfettoCommand(opts->input, opts->output, opts->format, std::cout,
                                     std::cerr, opts->threads);

@@ -2417,17 +2417,22 @@ absl::Status AppendParts(const std::string& first, const std::vector<FileAnalysi
 }  // namespace
 
 absl::StatusOr<std::vector<int>> ParseRankList(const std::string& s) {
+  // As the agent's PROFAGENT_RANKS: a range spans at most kMaxRankSpan ranks (a typo such as
+  // 0-2000000000 must not allocate gigabytes).
+  constexpr int64_t kMaxRankSpan = 100000;
   std::vector<int> out;
-  for (absl::string_view part : absl::StrSplit(s, ',', absl::SkipEmpty())) {
+  for (absl::string_view part : absl::StrSplit(s, ',')) {
     std::vector<std::string> ab = absl::StrSplit(part, '-');
     int a, b;
     if (ab.size() == 1 && absl::SimpleAtoi(ab[0], &a) && a >= 0) {
       out.push_back(a);
     } else if (ab.size() == 2 && absl::SimpleAtoi(ab[0], &a) && absl::SimpleAtoi(ab[1], &b) &&
-               a >= 0 && b >= a) {
-      for (int i = a; i <= b; ++i) out.push_back(i);
+               a >= 0 && b >= a && int64_t{b} - a < kMaxRankSpan &&
+               out.size() + size_t(b - a) < size_t(kMaxRankSpan)) {
+      for (int64_t i = a; i <= b; ++i) out.push_back(int(i));
     } else {
-      return absl::InvalidArgumentError(absl::StrCat("bad rank list `", s, "` (e.g. 0,2-3)"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "bad rank list `", s, "` (e.g. 0,2-3; at most ", kMaxRankSpan, " ranks)"));
     }
   }
   if (out.empty()) return absl::InvalidArgumentError("empty rank list");
@@ -2438,7 +2443,7 @@ absl::StatusOr<std::vector<int>> ParseRankList(const std::string& s) {
 
 absl::StatusOr<std::vector<int64_t>> ParseKvEdges(const std::string& s) {
   std::vector<int64_t> out;
-  for (absl::string_view part : absl::StrSplit(s, ',', absl::SkipEmpty())) {
+  for (absl::string_view part : absl::StrSplit(s, ',')) {
     int64_t v;
     if (!absl::SimpleAtoi(part, &v) || v < 0 || (!out.empty() && v <= out.back())) {
       return absl::InvalidArgumentError(

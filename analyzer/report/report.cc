@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -503,9 +504,10 @@ void AddReportCommands(CLI::App& app, int* exit_code) {
   rep->add_option("dir", args->dir, "profile directory (rank*.pb files)")->required();
   rep->add_option("-o,--out", args->out, "output directory (default: DIR)");
   rep->add_option("--rules", args->opt.rules_file, "bucket rules file (see RULES.md)");
-  rep->add_option("--kv-edges", args->kv_edges, "KV bin edges, e.g. 0,512,1024 (last bin open)");
+  CLI::Option* kv_edges = rep->add_option("--kv-edges", args->kv_edges,
+                                          "KV bin edges, e.g. 0,512,1024 (last bin open)");
   rep->add_option("--warmup-runs", args->opt.warmup_runs, "treat the first N runs as warm-up")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0, INT_MAX));
   rep->add_option("--step-pattern", args->step_pattern,
                   "re-derive steps from NVTX ranges matching this regex");
   rep->add_option("--run-pattern", args->run_pattern,
@@ -513,21 +515,23 @@ void AddReportCommands(CLI::App& app, int* exit_code) {
   CLI::Option* kv_reduce =
       rep->add_option("--kv-reduce", args->opt.kv_reduce, "mean|max|p50|p90|sum for kv=a,b lists")
           ->check(CLI::IsMember({"mean", "max", "p50", "p90", "sum"}));
-  rep->add_option("--ranks", args->ranks, "ranks to read, e.g. 0,2-3 (default: all)");
-  rep->add_option("--threads", args->opt.threads, "reader threads (default: hardware)");
-  rep->callback([args, exit_code, kv_reduce]() {
+  CLI::Option* ranks =
+      rep->add_option("--ranks", args->ranks, "ranks to read, e.g. 0,2-3 (default: all)");
+  rep->add_option("--threads", args->opt.threads, "reader threads (default: hardware)")
+      ->check(CLI::Range(0, 4096));
+  rep->callback([args, exit_code, kv_reduce, kv_edges, ranks]() {
     ReportOptions opt = args->opt;
     opt.kv_reduce_explicit = kv_reduce->count() > 0;
     auto fail = [exit_code](const absl::Status& s) {
       fprintf(stderr, "profanalyze report: %s\n", std::string(s.message()).c_str());
       *exit_code = 2;
     };
-    if (!args->kv_edges.empty()) {
+    if (kv_edges->count() > 0) {  // given, even empty: an empty list is an error
       auto e = ParseKvEdges(args->kv_edges);
       if (!e.ok()) return fail(e.status());
       opt.kv_edges = *e;
     }
-    if (!args->ranks.empty()) {
+    if (ranks->count() > 0) {
       auto r = ParseRankList(args->ranks);
       if (!r.ok()) return fail(r.status());
       opt.ranks = *r;

@@ -1827,6 +1827,31 @@ TEST_CASE("CLI: exit code 2 and one stderr line on bad input; stats counts") {
     app.parse(int(cargv.size()), const_cast<char**>(cargv.data()));
     CHECK(code == 2);
   }
+  // Options that are wrong in value: exit 2 before anything is read or written.
+  const std::vector<std::vector<std::string>> bad = {
+      {"--ranks", "2147483646-2147483647"},  // (once an endless loop to bad_alloc)
+      {"--ranks", "0-2000000000"},
+      {"--ranks", "0,,1"},
+      {"--kv-edges", ""},
+      {"--kv-edges", "0,,5"},
+      {"--rules", d},  // a directory
+  };
+  for (const auto& extra : bad) {
+    INFO(extra[0] << " '" << extra[1] << "'");
+    CLI::App app;
+    int code = -1;
+    AddReportCommands(app, &code);
+    const std::string out = TmpDir("cli_bad_out");
+    std::vector<const char*> cargv = {"profanalyze", "report", d.c_str(), "-o", out.c_str(),
+                                      extra[0].c_str(), extra[1].c_str()};
+    app.parse(int(cargv.size()), const_cast<char**>(cargv.data()));
+    CHECK(code == 2);
+    struct stat st;
+    CHECK(stat((out + "/summary.json").c_str(), &st) != 0);
+  }
+  CHECK(ParseRankList("0,2-3")->size() == 3);
+  CHECK(ParseRankList("0-99999")->size() == 100000);
+  CHECK(!ParseRankList("0-99999,100000-100001").ok());  // over 100000 ranks in all
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "analyzer/report/rules.h"
 
+#include <sys/stat.h>
+
 #include "agent/core/bounded_regex.h"
 
 #include <algorithm>
@@ -97,6 +99,10 @@ BucketRules BucketRules::Defaults() {
 }
 
 absl::Status BucketRules::LoadFile(const std::string& path) {
+  struct stat st;
+  if (stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": is a directory, not a rules file"));
+  }
   std::ifstream in(path);
   if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open rules file"));
   // A rules file is a few lines: read at most 1 MiB (not /dev/zero until memory runs out).
