@@ -148,9 +148,17 @@ bool ParseConfig(GetenvFn env, Config* out, std::string* error) {
     else if (s == "graph") c.step_rule = StepRule::kGraphLaunch;
     else if (s == "sync") c.step_rule = StepRule::kStreamSync;
     else if (s.compare(0, 5, "sync:") == 0) {
-      uint64_t h;
-      if (!ParseU64(s.substr(5).c_str(), &h, /*hex=*/true)) {
-        return *error = Bad("PROFAGENT_STEP_RULE", v, "none|graph|sync|sync:<stream handle>"), false;
+      // The handle as %p prints it: 0x-prefixed hex (digits alone would be read as decimal and
+      // pick another stream silently), or 0 / (nil) for the legacy default stream.
+      const std::string hs = s.substr(5);
+      uint64_t h = 0;
+      const bool ok = hs == "0" || hs == "(nil)" ||
+                      (hs.size() > 2 && hs[0] == '0' && (hs[1] == 'x' || hs[1] == 'X') &&
+                       ParseU64(hs.c_str(), &h, /*hex=*/true));
+      if (!ok) {
+        return *error = Bad("PROFAGENT_STEP_RULE", v,
+                            "none|graph|sync|sync:<stream handle, 0x-prefixed hex, or 0>"),
+               false;
       }
       c.step_rule = StepRule::kStreamSync;
       c.step_rule_any_stream = false;

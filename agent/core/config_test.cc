@@ -102,6 +102,14 @@ TEST_CASE("Accepted values are parsed") {
   CHECK(m["PROFAGENT_STEP_RULE"] == "sync:0x10");
   CHECK(m["PROFAGENT_STACK_DEPTH"] == "8");
   CHECK(m["PROFAGENT_CLOCK_SYNC"] == "0");
+  // The legacy default stream as written or as %p prints a null pointer.
+  for (const char* zero : {"sync:0", "sync:(nil)", "sync:0x0"}) {
+    Config z;
+    REQUIRE(Parse({{"PROFAGENT_STEP_RULE", zero}}, &z).empty());
+    CHECK(z.step_rule == StepRule::kStreamSync);
+    CHECK_FALSE(z.step_rule_any_stream);
+    CHECK(z.step_rule_stream == 0);
+  }
   Config d;
   REQUIRE(Parse({{"PROFAGENT_CAPTURE", "all"}}, &d).empty());
   CHECK_FALSE(d.capture_profiler_api);
@@ -124,6 +132,9 @@ TEST_CASE("A bad value is one line naming the variable, the value and what is ac
       {"PROFAGENT_RANKS", "4294967296"},  {"PROFAGENT_RANKS", "0x3"},
       {"PROFAGENT_RING_SIZE", "0x100"},   {"PROFAGENT_RING_SIZE", " 64"},
       {"PROFAGENT_FLUSH_MS", "+20"},
+      // A stream handle without its 0x (digits alone would be taken as decimal), or empty.
+      {"PROFAGENT_STEP_RULE", "sync:5599"}, {"PROFAGENT_STEP_RULE", "sync:"},
+      {"PROFAGENT_STEP_RULE", "sync:0x"},
   };
   for (const auto& kv : bad) {
     Config c;

@@ -37,7 +37,7 @@ void Decide(bool from_injection) {
   HookGuard guard;  // CUDA calls made while deciding are the agent's own
   const Config& cfg = GetConfig();
   g_stack_every = cfg.stack_every;
-  g_stack_depth = cfg.stack_depth == 0 ? 1 : (cfg.stack_depth > 64 ? 64 : cfg.stack_depth);
+  g_stack_depth = cfg.stack_depth == 0 ? 1 : (cfg.stack_depth > 128 ? 128 : cfg.stack_depth);
   g_launch_api_sample = cfg.launch_api_sample == 0 ? 1 : cfg.launch_api_sample;
   uint8_t mode = kHost;
   std::string reason;

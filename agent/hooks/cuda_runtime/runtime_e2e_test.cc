@@ -628,6 +628,22 @@ TEST_CASE("PROFAGENT_STACKS=N attaches a host stack to 1 launch in N") {
   for (auto* l : l1) CHECK(l->ev.stack() != 0);
   REQUIRE(!s1.prof.stacks.empty());
   CHECK(s1.prof.stacks[0].frames_size() >= 2);
+  // A stack starts at the application's call: none of the agent's own frames (its hook).
+  for (const StackDef& st : s1.prof.stacks) {
+    REQUIRE(st.frames_size() >= 1);
+    INFO("innermost frame in " << s1.prof.Str(st.frames(0).module()));
+    CHECK(s1.prof.Str(st.frames(0).module()).find("libprofagent") == std::string::npos);
+  }
+  // PROFAGENT_STACK_DEPTH counts the application's frames.
+  Scenario d1("stacks_depth1",
+              "PROFAGENT_GPU_TIMING=host PROFAGENT_STACKS=1 PROFAGENT_STACK_DEPTH=1",
+              kPkg + "rt_workload");
+  REQUIRE(d1.loaded);
+  REQUIRE(!d1.prof.stacks.empty());
+  for (const StackDef& st : d1.prof.stacks) {
+    REQUIRE(st.frames_size() == 1);
+    CHECK(d1.prof.Str(st.frames(0).module()).find("rt_workload") != std::string::npos);
+  }
 
   Scenario s0("stacks0", "PROFAGENT_GPU_TIMING=host", kPkg + "rt_workload");
   REQUIRE(s0.loaded);

@@ -8,6 +8,7 @@
 #include <link.h>
 #include <libunwind.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <string>
@@ -166,17 +167,59 @@ inline cudaStream_t Pt(cudaStream_t s) { return s == nullptr ? cudaStreamPerThre
 // ---- Host stacks (PROFAGENT_STACKS=N) -------------------------------------------------------
 // Emits the caller's stack (a kStack event, before the launch event it belongs to) when this
 // launch is sampled. Out of line: the frame buffer stays off the launch hook's stack frame.
+// The agent's own frames (this function, the hook) are left out: the stack starts at the
+// application's call, and PROFAGENT_STACK_DEPTH counts its frames only.
+struct CodeRange {
+  uintptr_t lo = 0, hi = 0;
+};
+
+int FindOwnRange(struct dl_phdr_info* info, size_t, void* data) {
+  auto* r = static_cast<CodeRange*>(data);
+  const uintptr_t self = reinterpret_cast<uintptr_t>(&FindOwnRange);
+  uintptr_t lo = UINTPTR_MAX, hi = 0;
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    if (ph.p_type != PT_LOAD) continue;
+    lo = std::min<uintptr_t>(lo, info->dlpi_addr + ph.p_vaddr);
+    hi = std::max<uintptr_t>(hi, info->dlpi_addr + ph.p_vaddr + ph.p_memsz);
+  }
+  if (self < lo || self >= hi) return 0;
+  r->lo = lo;
+  r->hi = hi;
+  return 1;
+}
+
+const CodeRange& OwnCode() {
+  static const CodeRange range = [] {
+    CodeRange r;
+    dl_iterate_phdr(FindOwnRange, &r);
+    return r;
+  }();
+  return range;
+}
+
+constexpr int kMaxStackFrames = 128;  // PROFAGENT_STACK_DEPTH's maximum
+constexpr int kOwnFramesMax = 4;      // frames of the agent above the application's call
+
 __attribute__((noinline)) void CaptureStack(uint64_t t) {
   if (++t_stack_count < internal::g_stack_every) return;
   t_stack_count = 0;
-  void* ips[64];
-  int n = unw_backtrace(ips, int(internal::g_stack_depth));
-  if (n <= 0) return;
+  void* ips[kMaxStackFrames + kOwnFramesMax];
+  const int want = std::min<int>(int(internal::g_stack_depth), kMaxStackFrames) + kOwnFramesMax;
+  const int n = unw_backtrace(ips, want);
+  const CodeRange& own = OwnCode();
+  int skip = 0;
+  while (skip < n && skip < kOwnFramesMax && reinterpret_cast<uintptr_t>(ips[skip]) >= own.lo &&
+         reinterpret_cast<uintptr_t>(ips[skip]) < own.hi) {
+    ++skip;
+  }
+  const int kept = std::min<int>(n - skip, int(internal::g_stack_depth));
+  if (kept <= 0) return;
   RawEvent s;
   std::memset(&s, 0, sizeof(s));
   s.t0 = s.t1 = t;
   s.type = EvType::kStack;
-  EmitWithBytes(s, ips, size_t(n) * sizeof(void*));
+  EmitWithBytes(s, ips + skip, size_t(kept) * sizeof(void*));
 }
 
 inline void MaybeCaptureStack(uint64_t t) {
@@ -187,18 +230,22 @@ inline void MaybeCaptureStack(uint64_t t) {
 // True when this launch's return time should be read: on average 1 in N launches per thread,
 // at random gaps (uniform in 1..2N-1) so that a periodic launch sequence (the same layers every
 // step) is not always sampled at the same kernel. `t0` (raw ticks) seeds the gap: its low bits
-// are unrelated to the launch pattern. Costs one decrement when not sampling.
+// are unrelated to the launch pattern. A thread's first gap is drawn the same way, so its first
+// launch (the slowest: lazy module loading) is not always among the timed ones, which would
+// bias the estimate of the rest. Costs one decrement when not sampling.
 inline bool SampleLaunchEnd(uint64_t t0) {
   if (__builtin_expect(t_launch_end_gap > 1, 1)) {
     --t_launch_end_gap;
     return false;
   }
   const uint32_t n = internal::g_launch_api_sample;
+  const bool first = t_launch_end_gap == 0;
   uint64_t x = (t0 ^ (uint64_t(t_launch_end_gap) << 32)) + 0x9e3779b97f4a7c15ull;
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
   x ^= x >> 31;
   t_launch_end_gap = n <= 1 ? 1 : 1 + uint32_t(x % (2ull * n - 1));
+  if (first && n > 1) return SampleLaunchEnd(t0);  // this launch is the gap's first
   return true;
 }
 
