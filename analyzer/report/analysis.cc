@@ -490,6 +490,7 @@ struct PendingLaunch {
   bool graph;
   bool timed;  // the call's end was read (see LaunchTimed)
   bool coll = false;       // an NCCL call whose kernel the agent timed with CUDA events
+  uint64_t first_start = UINT64_MAX;  // a graph launch: its earliest node's start so far
   bool call_start = true;  // `start` is the launching call's (ops.csv launch_ns)
   uint32_t grid[3] = {0, 0, 0}, block[3] = {0, 0, 0};
 };
@@ -885,6 +886,9 @@ class FileAnalysis : public ViewVisitor {
   std::vector<ApiAcc> api_by_name_;
   std::array<ApiAcc, 32> api_by_kind_{};
   CorrTable<PendingLaunch> pending_launch_;
+  // Device ops waiting beside pending_op_'s: the other ops of an id (a graph launch's nodes)
+  // and ops without one (id 0).
+  absl::flat_hash_map<uint64_t, std::vector<PendingOp>> pending_more_;
   uint64_t last_coll_launch_ = 0;  // correlation id of the last NCCL call joined as a launch
   CorrTable<PendingOp> pending_op_;
   // NCCL calls captured into CUDA graphs, found again at the graphs' launches: a captured call
@@ -1793,9 +1797,16 @@ void FileAnalysis::OnOp(const OpView& d) {
       if (d.corr != 0) graph_kernels_[d.corr].emplace_back(d.start_ns, d.end_ns);
     }
   }
-  if (const PendingLaunch* l = pending_launch_.Find(d.corr)) {
+  if (PendingLaunch* l = pending_launch_.Find(d.corr)) {
     Emit(op, l);
-    if (!l->graph) pending_launch_.Erase(d.corr);
+    if (l->graph) {
+      l->first_start = std::min(l->first_start, op.start);
+    } else {
+      pending_launch_.Erase(d.corr);
+    }
+  } else if (d.corr == 0 || pending_op_.Find(d.corr) != nullptr) {
+    // Several ops of one id before their launch (a graph launch's nodes): all wait.
+    pending_more_[d.corr].push_back(op);
   } else {
     pending_op_.Put(d.corr, op);
   }
@@ -1841,8 +1852,23 @@ void FileAnalysis::JoinLaunch(uint64_t corr, const PendingLaunch& l) {
   if (PendingOp* op = pending_op_.Find(corr)) {
     Emit(*op, &l);
     taken_ops_[taken_next_++ % taken_ops_.size()] = TakenOp{corr, *op};
+    uint64_t first_start = op->start;
     pending_op_.Erase(corr);
-    if (l.graph) pending_launch_.Put(corr, l);
+    if (!pending_more_.empty()) {
+      auto more = pending_more_.find(corr);
+      if (more != pending_more_.end()) {
+        for (const PendingOp& m : more->second) {
+          Emit(m, &l);
+          first_start = std::min(first_start, m.start);
+        }
+        pending_more_.erase(more);
+      }
+    }
+    if (l.graph) {
+      PendingLaunch g = l;
+      g.first_start = first_start;
+      pending_launch_.Put(corr, g);
+    }
   } else {
     pending_launch_.Put(corr, l);
   }
@@ -1905,7 +1931,9 @@ void FileAnalysis::Emit(const PendingOp& op, const PendingLaunch* l) {
   const bool l2s_known = l != nullptr && !host_mode_ && l->timed;
   if (l2s_known) {
     l2s = SignedDiff(op.start, l->end);
-    if (l2s >= 0) launch_to_start_.Add(double(l2s));
+    // A graph launch counts once, from its earliest node (Finish2): its later nodes start as
+    // late as the graph's earlier work takes, which is no launch latency.
+    if (l2s >= 0 && !l->graph) launch_to_start_.Add(double(l2s));
   }
   if (csv_.is_open()) {
     const std::string& csv_name = CsvName(name_id, bucket);
@@ -2180,6 +2208,10 @@ void FileAnalysis::Finish2() {
   // Device ops whose launch never appeared, in start order.
   std::vector<std::pair<uint64_t, PendingOp>> rest;
   pending_op_.ForEach([&](uint64_t corr, const PendingOp& op) { rest.emplace_back(corr, op); });
+  for (const auto& kv : pending_more_) {
+    for (const PendingOp& op : kv.second) rest.emplace_back(kv.first, op);
+  }
+  absl::flat_hash_map<uint64_t, std::vector<PendingOp>>().swap(pending_more_);
   // By start, then correlation id: a deterministic order for ties.
   std::sort(rest.begin(), rest.end(), [](const auto& a, const auto& b) {
     return a.second.start != b.second.start ? a.second.start < b.second.start
@@ -2192,6 +2224,9 @@ void FileAnalysis::Finish2() {
   }
   pending_launch_.ForEach([&](uint64_t, const PendingLaunch& l) {
     if (!l.graph && !l.coll) ++unmatched_launches_;  // (a kernel-less call: see below)
+    if (l.graph && l.timed && l.first_start != UINT64_MAX && l.first_start >= l.end) {
+      launch_to_start_.Add(double(l.first_start - l.end));
+    }
   });
   // NCCL calls whose kernel never ran (a hung collective its communicator's abort cancelled) or
   // was never recorded: with device timing, their host enqueue is no transfer time and no

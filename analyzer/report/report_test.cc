@@ -1387,6 +1387,57 @@ TEST_CASE("ops.csv: an NCCL kernel timed with CUDA events is joined to its call"
   }
 }
 
+// A graph launch's nodes share its correlation id. Their records may reach the file before the
+// launch (every one must still count, not the last alone), and the launch's latency is one
+// sample, from its earliest node: later nodes wait for the graph's own work.
+TEST_CASE("graph launches: every node counted in either record order; one latency per launch") {
+  const std::string dir = TmpDir("graph_nodes");
+  {
+    ProfileBuilder b(dir + "/rank0.pb");
+    b.WriteHeader(0, 1, "h", GPU_TIMING_CUPTI);
+    const uint32_t g = b.Str("cudaGraphLaunch"), k = b.Str("node_kernel");
+    // Launch 1: its three nodes first in the file, out of start order.
+    for (uint64_t start : {130, 110, 150}) {
+      DeviceOp op = Kernel(10 * kUs);
+      op.set_name(k);
+      op.set_graph(0xabc);
+      b.Device(0, start * kUs, 1, op);
+    }
+    b.Flush();
+    Event gl;
+    gl.set_kind(EV_GRAPH_LAUNCH);
+    gl.set_name(g);
+    gl.set_dur(5 * kUs);
+    gl.set_graph(0xabc);
+    b.Host(1, 100 * kUs, 1, gl);  // returns at 105: 5 us to the first node
+    b.Host(1, 300 * kUs, 2, gl);  // launch 2, host first: returns at 305
+    b.Flush();
+    for (uint64_t start : {320, 340, 360}) {
+      DeviceOp op = Kernel(10 * kUs);
+      op.set_name(k);
+      op.set_graph(0xabc);
+      b.Device(0, start * kUs, 2, op);
+    }
+    b.Close(true);
+  }
+  std::string printed;
+  REQUIRE(RunReport(dir, dir, ReportOptions(), &printed).ok());
+  auto s = BuildSummary({dir + "/rank0.pb"}, ReportOptions(), "");
+  REQUIRE(s.ok());
+  REQUIRE((*s)["kernels"].size() == 1);
+  CHECK((*s)["kernels"][0]["count"] == 6);
+  const Json& l2s = (*s)["host"]["launch_to_start_us"];
+  CHECK(l2s["count"] == 2);
+  CHECK(l2s["min"] == 5.0);
+  CHECK(l2s["max"] == 15.0);
+  for (const auto& w : (*s)["meta"]["warnings"]) {
+    CHECK(w.get<std::string>().find("without") == std::string::npos);  // all joined
+  }
+  std::vector<std::string> rows =
+      absl::StrSplit(ReadAll(dir + "/ops.csv"), '\n', absl::SkipEmpty());
+  CHECK(rows.size() == 7);
+}
+
 // A launch whose call failed ran nothing: a warning of its own, not "without device activity".
 // A process that launched nothing (a CPU-only MPI rank) gets no "no device activity" warning,
 // and a row of nonblocking calls none of which was seen completing has no mean (null, not 0).
