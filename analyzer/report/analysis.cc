@@ -1793,6 +1793,9 @@ void FileAnalysis::OnOp(const OpView& d) {
       a.dev_ns += dur;
       a.dev_span_ns += dur;
       a.dev_host_ns += dur;
+      // Per rank too (collectives.per_rank), whose waits count in-graph executions.
+      ++coll_calls_;
+      coll_ns_ += dur;
       op.coll = true;
       if (d.corr != 0) graph_kernels_[d.corr].emplace_back(d.start_ns, d.end_ns);
     }

@@ -618,6 +618,13 @@ TEST_CASE("NCCL calls captured into CUDA graphs: their executions are in the str
   const double wait0_ms = st["wait_ms_by_rank"]["0"].get<double>();
   CHECK(std::abs(wait0_ms - truth_wait_ns[0] / 1e6) <= 0.02 * truth_wait_ns[0] / 1e6);
   CHECK(st["wait_ms_by_rank"]["1"].get<double>() < 0.5);
+  // Per rank: the in-graph executions are its calls, as they are its waits (8 kernels each,
+  // no call outside the graphs), and their time is at least rank 0's wait inside them.
+  REQUIRE(c["per_rank"].size() == 2);
+  for (const auto& pr : c["per_rank"]) {
+    CHECK(pr["calls"] == 8);
+    CHECK(pr["time_ms"].get<double>() >= pr["wait_ms"].get<double>());
+  }
   std::ifstream md(out + "/rep/report.md");
   const std::string text((std::istreambuf_iterator<char>(md)), std::istreambuf_iterator<char>());
   CHECK(text.find("16 of their kernels were tied to their captured call") != std::string::npos);
