@@ -24,25 +24,27 @@ model kernel comm.allreduce   allreduce|all_reduce|cross_device_reduce
 model kernel comm.allgather   allgather|all_gather
 model kernel comm.reducescatter reducescatter|reduce_scatter
 model kernel comm.alltoall    alltoall|all_to_all
-model kernel comm.broadcast   nccl.*broadcast
-model kernel comm.reduce      nccl(dev)?kernel_reduce
+model kernel comm.broadcast   nccl.*(broadcast|bcast)
+model kernel comm.reduce      nccl(dev)?kernel_reduce|^ncclreduce$
 model kernel comm.sendrecv    nccl.*(sendrecv|send|recv)
 model kernel comm.other       nccl
-# --- attention: FlashAttention 2/3, FlashInfer, vLLM, SGLang (Triton), TensorRT-LLM, xFormers ---
+# --- attention: FlashAttention 2/3, FlashInfer, vLLM, SGLang (Triton), TensorRT-LLM, xFormers,
+# llama.cpp (flash_attn_ext; soft_max_f32 is its attention softmax without flash attention) ---
 model kernel attn.rope        rotary|(^|[^a-z])rope([^a-z]|$)
 model kernel attn.compute     flash_fwd|flash_bwd|flash::|flashattn|fmha|paged_attention|pagedattention|withpagedkvcache|withraggedkvcache|withkvcache|mergestates|mlapagedattention|xqa|masked_multihead_attention|mmha|decode_attention|_fwd_kernel|_fwd_grouped_kernel|attention|attn
-model kernel attn.compute     reshape_and_cache|concat_and_cache|store_kvcache|set_kv_buffer
+model kernel attn.compute     reshape_and_cache|concat_and_cache|store_kvcache|set_kv_buffer|set_rows|(^|[^a-z])soft_max_f(32|16)
 # --- MoE: Triton fused_moe, vLLM/SGLang routing, TensorRT-LLM MoE ---
 model kernel moe.routing      topk_softmax|topkgating|moe_align|align_block_size|count_and_sort_expert|expert_tokens|moe_permute|moe_unpermute|expandinputrows|moe_sum
 model kernel moe.experts      fused_moe|moefcgemm|grouped_gemm|moe
 # --- norms, activations, embedding ---
 model kernel norm             rms_?norm|layer_?norm|layernorm|rmsnorm|groupnorm
 model kernel mlp.act          act_and_mul|silu|gelu|swiglu|geglu|doactivation|activation
-model kernel embed            embedding|embed|indexselect|index_select
+model kernel embed            embedding|embed|indexselect|index_select|get_rows
 # --- sampling (FlashInfer sampling, PyTorch top-k/sort/softmax, argmax) ---
 model kernel sampler          topk|top_k|topp|top_p|sampling|sample|argmax|multinomial|gumbel|softmax|radixsort|gathertopk
-# --- GEMMs: cuBLAS (sm90_xmma_gemm_*, ampere_*gemm*, nvjet_*, gemv*), cuBLASLt, CUTLASS, Marlin, Triton ---
-model kernel gemm             gemm|gemv|xmma|nvjet|cutlass|s16816|s1688|h16816|h1688|wgmma|sm\d+_|ampere_|volta_|turing_|hopper_|matmul|splitk|marlin|cublas|cijk_
+# --- GEMMs: cuBLAS (sm90_xmma_gemm_*, ampere_*gemm*, nvjet_*, gemv*), cuBLASLt, CUTLASS, Marlin, Triton,
+# llama.cpp (mul_mat_q, mul_mat_vec_q, mmq, mmvq, mmf) ---
+model kernel gemm             gemm|gemv|xmma|nvjet|cutlass|s16816|s1688|h16816|h1688|wgmma|sm\d+_|ampere_|volta_|turing_|hopper_|matmul|mul_mat|\bmmv?[qf]\b|splitk|marlin|cublas|cijk_
 # --- projections, decided by the innermost enclosing NVTX range ---
 model nvtx attn.qkv_proj      qkv_proj|\bqkv\b|\bq_proj|\bk_proj|\bv_proj|query_key_value|c_attn
 model nvtx attn.o_proj        \bo_proj|out_proj|attn_out

@@ -56,6 +56,23 @@ TEST_CASE("default kernel rules recognize the usual libraries") {
   CHECK(K(r, "ncclKernel_AllGather_RING_LL_Sum_int8_t") == "comm.allgather");
   CHECK(K(r, "ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)") == "comm.sendrecv");
   CHECK(K(r, "void vllm::cross_device_reduce_1stage<__nv_bfloat16, 2>(...)") == "comm.allreduce");
+  // Events-mode NCCL ops are named after the API.
+  CHECK(K(r, "ncclReduce") == "comm.reduce");
+  CHECK(K(r, "ncclBcast") == "comm.broadcast");
+  CHECK(K(r, "ncclReduceScatter") == "comm.reducescatter");
+  // llama.cpp's CUDA backend.
+  CHECK(K(r, "void mul_mat_vec_q<(ggml_type)12, 1>(...)") == "gemm");
+  CHECK(K(r, "void mul_mat_q<(ggml_type)8, 64, false>(...)") == "gemm");
+  CHECK(K(r, "void k_get_rows_float<float, float>(...)") == "embed");
+  CHECK(K(r, "void soft_max_f32<true, 0, 0>(...)") == "attn.compute");
+  CHECK(K(r, "void flash_attn_ext_f16<128, 128, 8, 8, (ggml_type)1, false>(...)") ==
+        "attn.compute");
+  CHECK(K(r, "void rms_norm_f32<1024>(...)") == "norm");
+  CHECK(K(r, "void rope_neox<true, float>(...)") == "attn.rope");
+  CHECK(K(r, "void k_set_rows<float, __half>(...)") == "attn.compute");
+  // PyTorch's softmax stays with sampling.
+  CHECK(K(r, "void (anonymous namespace)::softmax_warp_forward<float, float, float, 10>(...)") ==
+        "sampler");
   // Unknown stays unmatched (the analyzer folds it into `others`); no false "rope" in property.
   CHECK(K(r, "elementwise_kernel_with_index_property") == "");
 }
