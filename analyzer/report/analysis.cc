@@ -894,10 +894,12 @@ class FileAnalysis : public ViewVisitor {
   // NCCL calls captured into CUDA graphs, found again at the graphs' launches: a captured call
   // runs nothing when called, its kernel runs at each launch of the graph made from the capture
   // (CUPTI reports it with the launch's correlation id). Per rank, the j-th NCCL kernel (by
-  // start) of the k-th launch of an exec is the j-th kernel-making call captured into its graph
-  // (the calls of one NCCL group make one kernel); across ranks, that is the k-th execution of
-  // the captured call, named by its communicator and its ordinal among the calls captured on it
-  // (per pair of ranks for point-to-point), which every rank capturing the same graphs shares.
+  // start) of the k-th launch of the captured graph (through any exec instantiated from it or
+  // updated to it with cudaGraphExecUpdate) is the j-th kernel-making call captured into it (the
+  // calls of one NCCL group make one kernel); across ranks, that is the k-th execution of the
+  // captured call, named by its communicator and its ordinal among the calls captured on it (per
+  // pair of ranks for point-to-point), which every rank capturing the same graphs shares, whether
+  // it updated its exec or instantiated a new one, and whatever handles its driver reused.
   struct CapturedCall {
     uint32_t uid;   // comm_uids_ index of "<communicator unique id>#graph<ordinal>"
     uint64_t pair;  // as Arrival.pair
@@ -911,12 +913,14 @@ class FileAnalysis : public ViewVisitor {
   };
   void GraphApi(const EventView& e);
   void InGraphArrivals();
-  std::vector<int8_t> graph_api_;  // per API name string id: -1 unknown, 0 other, 1..3 (GraphApi)
+  std::vector<int8_t> graph_api_;  // per API name string id: -1 unknown, 0 other, 1..4 (GraphApi)
   absl::flat_hash_map<uint32_t, CallList> capturing_;    // stream index -> its open capture
   uint32_t last_capture_ = 0;                            // stream of the capture begun last
   absl::flat_hash_map<uint64_t, CallList> graph_calls_;  // cudaGraph_t -> calls captured into it
   absl::flat_hash_map<uint64_t, CallList> exec_calls_;   // cudaGraphExec_t -> the same
-  absl::flat_hash_map<uint64_t, uint64_t> exec_launches_;
+  // Launches so far of each capture's graph, by its call list (held, so the key stays unique).
+  absl::flat_hash_map<const std::vector<CapturedCall>*, std::pair<CallList, uint64_t>>
+      list_launches_;
   absl::flat_hash_map<uint64_t, GraphRun> graph_runs_;  // by the launch's correlation id
   // In-graph NCCL kernels (start, end) by their launch's correlation id.
   absl::flat_hash_map<uint64_t, std::vector<std::pair<uint64_t, uint64_t>>> graph_kernels_;
@@ -1573,7 +1577,9 @@ void FileAnalysis::Host2(const EventView& e) {
   if (kind == EV_GRAPH_LAUNCH && !e.captured && e.ret == 0 && e.corr != 0 && !host_mode_) {
     auto x = exec_calls_.find(e.graph);
     if (x != exec_calls_.end()) {
-      graph_runs_[e.corr] = GraphRun{x->second, e.graph, exec_launches_[e.graph]++};
+      auto& launches = list_launches_[x->second.get()];
+      if (launches.first == nullptr) launches.first = x->second;
+      graph_runs_[e.corr] = GraphRun{x->second, e.graph, launches.second++};
     }
   }
   switch (kind) {
@@ -2129,6 +2135,8 @@ void FileAnalysis::GraphApi(const EventView& e) {
     kind = absl::StartsWith(n, "cudaStreamBeginCapture") ? 1
            : absl::StartsWith(n, "cudaStreamEndCapture") ? 2
            : absl::StartsWith(n, "cudaGraphInstantiate") ? 3
+           : absl::StartsWith(n, "cudaGraphExecUpdate")  ? 3  // the exec runs the new graph now
+           : absl::StartsWith(n, "cudaGraphClone")       ? 4
                                                          : 0;
   }
   switch (kind) {
@@ -2157,6 +2165,17 @@ void FileAnalysis::GraphApi(const EventView& e) {
         exec_calls_[e.graph] = g->second;
       } else {
         exec_calls_.erase(e.graph);  // a reused exec handle: another graph now
+      }
+      break;
+    }
+    case 4: {  // a clone has the calls captured into its original
+      if (e.ret != 0 || e.graph == 0) break;
+      auto g = graph_calls_.find(e.source_graph);
+      if (g != graph_calls_.end()) {
+        CallList calls = g->second;
+        graph_calls_[e.graph] = calls;
+      } else {
+        graph_calls_.erase(e.graph);
       }
       break;
     }

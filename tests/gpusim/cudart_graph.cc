@@ -477,9 +477,11 @@ cudaError_t NeighboursImpl(cudaGraphNode_t node, cudaGraphNode_t* nodes,
   return ReturnEdges(list, list, data, nodes, nullptr, edge_data, count);
 }
 
+// `params`: the call's CUPTI parameter struct (what a callback subscriber reads).
 cudaError_t InstantiateImpl(const ApiInfo& info, cudaGraphExec_t* exec, cudaGraph_t graph,
-                            unsigned long long flags, cudaGraphInstantiateResult* result) {
-  ApiCall api(info);
+                            unsigned long long flags, cudaGraphInstantiateResult* result,
+                            const void* params) {
+  ApiCall api(info, params);
   if (result != nullptr) *result = cudaGraphInstantiateError;
   if (exec == nullptr) return api.Return(cudaErrorInvalidValue);
   std::lock_guard<std::mutex> lock(gpusim::GraphMutex());
@@ -705,7 +707,8 @@ cudaError_t cudaGraphUpload_ptsz(cudaGraphExec_t exec, cudaStream_t stream);
 
 cudaError_t cudaGraphCreate(cudaGraph_t* graph, unsigned int flags) {
   static const ApiInfo kInfo("cudaGraphCreate");
-  ApiCall api(kInfo);
+  const cudaGraphCreate_v10000_params prm{graph, flags};
+  ApiCall api(kInfo, &prm);
   if (graph == nullptr || flags != 0) return api.Return(cudaErrorInvalidValue);
   *graph = reinterpret_cast<cudaGraph_t>(gpusim::CreateGraph(false));
   return api.Return(cudaSuccess);
@@ -713,7 +716,8 @@ cudaError_t cudaGraphCreate(cudaGraph_t* graph, unsigned int flags) {
 
 cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
   static const ApiInfo kInfo("cudaGraphDestroy");
-  ApiCall api(kInfo);
+  const cudaGraphDestroy_v10000_params prm{graph};
+  ApiCall api(kInfo, &prm);
   std::lock_guard<std::mutex> lock(gpusim::GraphMutex());
   Graph* g = AsGraph(graph);
   // A child graph belongs to its node and goes with it.
@@ -726,7 +730,8 @@ cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
 
 cudaError_t cudaGraphClone(cudaGraph_t* clone, cudaGraph_t original) {
   static const ApiInfo kInfo("cudaGraphClone");
-  ApiCall api(kInfo);
+  const cudaGraphClone_v10000_params prm{clone, original};
+  ApiCall api(kInfo, &prm);
   if (clone == nullptr) return api.Return(cudaErrorInvalidValue);
   std::lock_guard<std::mutex> lock(gpusim::GraphMutex());
   Graph* g = AsGraph(original);
@@ -1210,29 +1215,33 @@ cudaError_t cudaGraphNodeSetParams(cudaGraphNode_t node, struct cudaGraphNodePar
 cudaError_t cudaGraphInstantiate(cudaGraphExec_t* exec, cudaGraph_t graph,
                                  unsigned long long flags) {
   static const ApiInfo kInfo("cudaGraphInstantiate");
-  return InstantiateImpl(kInfo, exec, graph, flags, nullptr);
+  const cudaGraphInstantiate_v12000_params prm{exec, graph, flags};
+  return InstantiateImpl(kInfo, exec, graph, flags, nullptr, &prm);
 }
 
 cudaError_t cudaGraphInstantiateWithFlags(cudaGraphExec_t* exec, cudaGraph_t graph,
                                           unsigned long long flags) {
   static const ApiInfo kInfo("cudaGraphInstantiateWithFlags");
-  return InstantiateImpl(kInfo, exec, graph, flags, nullptr);
+  const cudaGraphInstantiateWithFlags_v11040_params prm{exec, graph, flags};
+  return InstantiateImpl(kInfo, exec, graph, flags, nullptr, &prm);
 }
 
 cudaError_t cudaGraphInstantiateWithParams(cudaGraphExec_t* exec, cudaGraph_t graph,
                                            cudaGraphInstantiateParams* params) {
   static const ApiInfo kInfo("cudaGraphInstantiateWithParams");
-  if (params == nullptr) return InstantiateImpl(kInfo, nullptr, graph, 0, nullptr);
+  const cudaGraphInstantiateWithParams_v12000_params prm{exec, graph, params};
+  if (params == nullptr) return InstantiateImpl(kInfo, nullptr, graph, 0, nullptr, &prm);
   params->errNode_out = nullptr;
-  return InstantiateImpl(kInfo, exec, graph, params->flags, &params->result_out);
+  return InstantiateImpl(kInfo, exec, graph, params->flags, &params->result_out, &prm);
 }
 
 cudaError_t cudaGraphInstantiateWithParams_ptsz(cudaGraphExec_t* exec, cudaGraph_t graph,
                                                 cudaGraphInstantiateParams* params) {
   static const ApiInfo kInfo("cudaGraphInstantiateWithParams_ptsz");
-  if (params == nullptr) return InstantiateImpl(kInfo, nullptr, graph, 0, nullptr);
+  const cudaGraphInstantiateWithParams_ptsz_v12000_params prm{exec, graph, params};
+  if (params == nullptr) return InstantiateImpl(kInfo, nullptr, graph, 0, nullptr, &prm);
   params->errNode_out = nullptr;
-  return InstantiateImpl(kInfo, exec, graph, params->flags, &params->result_out);
+  return InstantiateImpl(kInfo, exec, graph, params->flags, &params->result_out, &prm);
 }
 
 cudaError_t cudaGraphExecGetFlags(cudaGraphExec_t exec, unsigned long long* flags) {
@@ -1279,7 +1288,8 @@ cudaError_t cudaGraphUpload_ptsz(cudaGraphExec_t exec, cudaStream_t stream) {
 
 cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec) {
   static const ApiInfo kInfo("cudaGraphExecDestroy");
-  ApiCall api(kInfo);
+  const cudaGraphExecDestroy_v10000_params prm{exec};
+  ApiCall api(kInfo, &prm);
   std::lock_guard<std::mutex> lock(gpusim::GraphMutex());
   Graph* e = AsGraph(exec);
   if (!gpusim::IsLiveGraphLocked(e, true)) return api.Return(cudaErrorInvalidValue);
@@ -1290,7 +1300,8 @@ cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec) {
 cudaError_t cudaGraphExecKernelNodeSetParams(cudaGraphExec_t exec, cudaGraphNode_t node,
                                              const struct cudaKernelNodeParams* params) {
   static const ApiInfo kInfo("cudaGraphExecKernelNodeSetParams");
-  ApiCall api(kInfo);
+  const cudaGraphExecKernelNodeSetParams_v10010_params prm{exec, node, params};
+  ApiCall api(kInfo, &prm);
   NodeWork w;
   cudaError_t built = KernelWork(params, &w);
   return api.Return(SetExecNodeWork(exec, node, built, std::move(w)));
@@ -1435,7 +1446,8 @@ cudaError_t cudaGraphNodeGetEnabled(cudaGraphExec_t exec, cudaGraphNode_t node,
 cudaError_t cudaGraphExecUpdate(cudaGraphExec_t exec, cudaGraph_t graph,
                                 cudaGraphExecUpdateResultInfo* result_info) {
   static const ApiInfo kInfo("cudaGraphExecUpdate");
-  ApiCall api(kInfo);
+  const cudaGraphExecUpdate_v10020_params prm{exec, graph, result_info};
+  ApiCall api(kInfo, &prm);
   cudaGraphExecUpdateResultInfo info = {cudaGraphExecUpdateError, nullptr, nullptr};
   cudaError_t err = cudaSuccess;
   {

@@ -758,6 +758,18 @@ TEST_CASE("A graph built by hand under CUDA events and host timing: one entry pe
   REQUIRE(host.loaded);
   CHECK(host.prof.Kind(EV_GRAPH_LAUNCH).size() == 4);
   CHECK(host.prof.dev.empty());
+  // The graph's making and upkeep are host calls of their own, naming the exec launched.
+  std::map<std::string, std::vector<const HostEv*>> api;
+  for (auto* a : host.prof.Kind(EV_API)) api[host.prof.Str(a->ev.name())].push_back(a);
+  const uint64_t exec = host.prof.Kind(EV_GRAPH_LAUNCH)[0]->ev.graph();
+  for (const char* name : {"cudaGraphExecKernelNodeSetParams", "cudaGraphExecDestroy"}) {
+    INFO(name);
+    REQUIRE(api[name].size() == 1);
+    CHECK(api[name][0]->ev.graph() == exec);
+  }
+  REQUIRE(api["cudaGraphCreate"].size() == 1);
+  REQUIRE(api["cudaGraphDestroy"].size() == 1);
+  CHECK(api["cudaGraphDestroy"][0]->ev.graph() == api["cudaGraphCreate"][0]->ev.graph());
 }
 
 // PROFAGENT_SCHEDULE with PROFAGENT_STEP_RULE=graph: the graph launches made while the
@@ -878,7 +890,10 @@ TEST_CASE("Capture range cudaProfilerApi, CUDA events: only the work between sta
 TEST_CASE("Runtime calls no interposer sees (a static runtime): CUDA injection + CUPTI record them") {
   Scenario s("static", "GPUSIM_DEVICES=2", kPkg + "rt_static");
   REQUIRE(s.run.code == 0);
-  CHECK(s.run.out == "errors=0\n");
+  REQUIRE(s.run.out.size() > 9);
+  CHECK(s.run.out.substr(s.run.out.size() - 9) == "errors=0\n");
+  unsigned long long graph = 0, copy = 0, exec = 0;
+  REQUIRE(sscanf(s.run.out.c_str(), "graph=%llx copy=%llx exec=%llx", &graph, &copy, &exec) == 3);
   REQUIRE(s.loaded);
   if (CuptiUnavailable(s.prof)) return;
   // The driver (gpusim) called InitializeInjection through the CUDA_INJECTION64_PATH the
@@ -892,6 +907,28 @@ TEST_CASE("Runtime calls no interposer sees (a static runtime): CUDA injection +
   for (auto* l : s.prof.Kind(EV_LAUNCH)) captured += l->ev.captured();
   CHECK(captured == 1);
   CHECK(s.prof.Kind(EV_GRAPH_LAUNCH).size() == 2);
+  for (auto* g : s.prof.Kind(EV_GRAPH_LAUNCH)) CHECK(g->ev.graph() == exec);
+  // Captures and graph upkeep are API records (not copies) naming their handles.
+  std::map<std::string, std::vector<const HostEv*>> api;
+  for (auto* a : s.prof.Kind(EV_API)) api[s.prof.Str(a->ev.name())].push_back(a);
+  REQUIRE(api["cudaStreamBeginCapture"].size() == 1);
+  REQUIRE(api["cudaStreamEndCapture"].size() == 1);
+  CHECK(api["cudaStreamEndCapture"][0]->ev.graph() == graph);
+  REQUIRE(api["cudaGraphInstantiate"].size() == 1);
+  CHECK(api["cudaGraphInstantiate"][0]->ev.graph() == exec);
+  CHECK(api["cudaGraphInstantiate"][0]->ev.source_graph() == graph);
+  REQUIRE(api["cudaGraphClone"].size() == 1);
+  CHECK(api["cudaGraphClone"][0]->ev.graph() == copy);
+  CHECK(api["cudaGraphClone"][0]->ev.source_graph() == graph);
+  REQUIRE(api["cudaGraphExecUpdate"].size() == 1);
+  CHECK(api["cudaGraphExecUpdate"][0]->ev.graph() == exec);
+  CHECK(api["cudaGraphExecUpdate"][0]->ev.source_graph() == copy);
+  REQUIRE(api["cudaGraphExecDestroy"].size() == 1);
+  CHECK(api["cudaGraphExecDestroy"][0]->ev.graph() == exec);
+  CHECK(api["cudaGraphDestroy"].size() == 2);
+  for (auto* m : s.prof.Kind(EV_MEMCPY)) {
+    CHECK(s.prof.Str(m->ev.name()).find("Capture") == std::string::npos);
+  }
   CheckCopiesCorrelated(s);
   // The allocations (device 0, then device 1) and their frees, once each, with their devices.
   auto allocs = s.prof.Kind(EV_ALLOC), frees = s.prof.Kind(EV_FREE);

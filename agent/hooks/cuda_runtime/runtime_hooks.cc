@@ -1404,6 +1404,45 @@ PROFAGENT_INSTANTIATE_HOOK(cudaGraphInstantiateWithParams_ptsz,
                            (cudaGraphExec_t* e, cudaGraph_t g, cudaGraphInstantiateParams* prm),
                            (e, g, prm))
 #undef PROFAGENT_INSTANTIATE_HOOK
+// Graph upkeep between launches (a llama.cpp-style loop re-captures and updates its exec every
+// token): host time the report must show. The record names the exec or graph worked on, and for
+// an update or a clone the graph it now follows (Event.source_graph), so captured NCCL calls
+// stay tied to the exec that runs them.
+#define PROFAGENT_GRAPH_HOOK(fn, params, args, made_expr, source_expr, with_source) \
+  DEFINE_REAL(fn)                                                                   \
+  EXPORT cudaError_t fn(PROFAGENT_ARGS params) {                                    \
+    return rt::Intercept(                                                           \
+        real_##fn,                                                                  \
+        [&](auto real) {                                                            \
+          return rt::DoGenericMade(                                                 \
+              api_##fn, [&] { return real(PROFAGENT_ARGS args); },                  \
+              [&](cudaError_t rc, profagent::RawEvent* ev) {                        \
+                (void)rc;                                                           \
+                ev->gen.b = rt::U64(made_expr);                                     \
+                if (with_source) {                                                  \
+                  ev->gen.c = rt::U64(source_expr);                                 \
+                  ev->flags |= profagent::kFlagHasPayload;                          \
+                }                                                                   \
+              });                                                                   \
+        },                                                                          \
+        PROFAGENT_ARGS args);                                                       \
+  }
+PROFAGENT_GRAPH_HOOK(cudaGraphExecUpdate,
+                     (cudaGraphExec_t e, cudaGraph_t g, cudaGraphExecUpdateResultInfo* info),
+                     (e, g, info), e, g, true)
+PROFAGENT_GRAPH_HOOK(cudaGraphClone, (cudaGraph_t * clone, cudaGraph_t g), (clone, g),
+                     rc == cudaSuccess && clone != nullptr ? *clone : nullptr, g, true)
+PROFAGENT_GRAPH_HOOK(cudaGraphCreate, (cudaGraph_t * g, unsigned int flags), (g, flags),
+                     rc == cudaSuccess && g != nullptr ? *g : nullptr, nullptr, false)
+PROFAGENT_GRAPH_HOOK(cudaGraphExecDestroy, (cudaGraphExec_t e), (e), e, nullptr, false)
+PROFAGENT_GRAPH_HOOK(cudaGraphDestroy, (cudaGraph_t g), (g), g, nullptr, false)
+PROFAGENT_GRAPH_HOOK(cudaGraphExecKernelNodeSetParams,
+                     (cudaGraphExec_t e, cudaGraphNode_t n, const cudaKernelNodeParams* prm),
+                     (e, n, prm), e, nullptr, false)
+PROFAGENT_GRAPH_HOOK(cudaGraphExecNodeSetParams,
+                     (cudaGraphExec_t e, cudaGraphNode_t n, cudaGraphNodeParams* prm), (e, n, prm),
+                     e, nullptr, false)
+#undef PROFAGENT_GRAPH_HOOK
 PROFAGENT_GENERIC_HOOK(cudaGraphUpload, (cudaGraphExec_t e, cudaStream_t s), (e, s),
                        EvType::kApi, s, e)
 PROFAGENT_GENERIC_HOOK(cudaGraphUpload_ptsz, (cudaGraphExec_t e, cudaStream_t s), (e, s),

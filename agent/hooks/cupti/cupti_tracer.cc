@@ -509,14 +509,83 @@ void RecordRuntimeFromCallback(CUpti_CallbackId cbid, const CUpti_CallbackData* 
       }
       break;
     }
-    default:
+    // Captures and graph upkeep (as the interposers record them, runtime_hooks.cc): the stream
+    // captured and the graph made; the exec or graph worked on and the graph it now follows.
+    case CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_v10000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_ptsz_v10000:
+    case kCbidBeginCaptureToGraph:
+    case kCbidBeginCaptureToGraphPtsz:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaStreamEndCapture_v10000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaStreamEndCapture_ptsz_v10000: {
+      e.type = EvType::kApi;
+      if (p == nullptr) break;
+      const bool ptsz = cbid == CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_ptsz_v10000 ||
+                        cbid == kCbidBeginCaptureToGraphPtsz ||
+                        cbid == CUPTI_RUNTIME_TRACE_CBID_cudaStreamEndCapture_ptsz_v10000;
+      cudaStream_t s = *static_cast<const cudaStream_t*>(p);  // every one starts with it
+      if (ptsz && s == nullptr) s = cudaStreamPerThread;
+      e.gen.a = reinterpret_cast<uint64_t>(s);
+      if (cbid == CUPTI_RUNTIME_TRACE_CBID_cudaStreamEndCapture_v10000 ||
+          cbid == CUPTI_RUNTIME_TRACE_CBID_cudaStreamEndCapture_ptsz_v10000) {
+        auto* a = static_cast<const cudaStreamEndCapture_v10000_params*>(p);
+        if (e.ret == 0 && a->pGraph != nullptr) e.gen.b = reinterpret_cast<uint64_t>(*a->pGraph);
+      }
+      break;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiate_v10000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiate_v12000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiateWithFlags_v11040:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiateWithParams_v12000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiateWithParams_ptsz_v12000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaGraphClone_v10000: {
+      // (made*, source graph, ...) in all of them.
+      auto* a = static_cast<const cudaGraphInstantiate_v12000_params*>(p);
+      e.type = EvType::kApi;
+      if (a != nullptr) {
+        if (e.ret == 0 && a->pGraphExec != nullptr) {
+          e.gen.b = reinterpret_cast<uint64_t>(*a->pGraphExec);
+        }
+        e.gen.c = reinterpret_cast<uint64_t>(a->graph);
+        e.flags |= kFlagHasPayload;
+      }
+      break;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaGraphExecUpdate_v10020: {
+      auto* a = static_cast<const cudaGraphExecUpdate_v10020_params*>(p);
+      e.type = EvType::kApi;
+      if (a != nullptr) {
+        e.gen.b = reinterpret_cast<uint64_t>(a->hGraphExec);
+        e.gen.c = reinterpret_cast<uint64_t>(a->hGraph);
+        e.flags |= kFlagHasPayload;
+      }
+      break;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaGraphCreate_v10000: {
+      auto* a = static_cast<const cudaGraphCreate_v10000_params*>(p);
+      e.type = EvType::kApi;
+      if (a != nullptr && e.ret == 0 && a->pGraph != nullptr) {
+        e.gen.b = reinterpret_cast<uint64_t>(*a->pGraph);
+      }
+      break;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaGraphExecDestroy_v10000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaGraphDestroy_v10000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaGraphExecKernelNodeSetParams_v10010:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaGraphExecNodeSetParams_v12020:
+      e.type = EvType::kApi;  // the exec or graph worked on comes first in each
+      if (p != nullptr) e.gen.b = reinterpret_cast<uint64_t>(*static_cast<void* const*>(p));
+      break;
+    default: {
       // Copies and sets, 1D to 3D, peer and symbol: what the interposers record.
       if (!FillCopyFromCallback(cbid, p, &e)) {
         const char* name = cb->functionName ? cb->functionName : "";
-        e.type = std::strstr(name, "Memset") != nullptr ? EvType::kMemset : EvType::kMemcpy;
+        e.type = std::strstr(name, "Memset") != nullptr   ? EvType::kMemset
+                 : std::strstr(name, "Memcpy") != nullptr ? EvType::kMemcpy
+                                                          : EvType::kApi;
       }
-      e.mem.corr = corr;
+      if (e.type != EvType::kApi) e.mem.corr = corr;
       break;
+    }
   }
   // Outside the schedule or capture range only allocations and frees are recorded.
   if (e.type != EvType::kAlloc && e.type != EvType::kFree && !Recording()) return;
@@ -831,6 +900,20 @@ bool StartLocked(const std::string& explicit_path, const void* cudart_symbol,
       kCbidBeginCaptureToGraphPtsz,
       CUPTI_RUNTIME_TRACE_CBID_cudaStreamEndCapture_v10000,
       CUPTI_RUNTIME_TRACE_CBID_cudaStreamEndCapture_ptsz_v10000,
+      // Graph making and upkeep: host time between launches (a llama.cpp-style loop updates
+      // its exec every token) and what ties captured NCCL calls to the exec that runs them.
+      CUPTI_RUNTIME_TRACE_CBID_cudaGraphCreate_v10000,
+      CUPTI_RUNTIME_TRACE_CBID_cudaGraphClone_v10000,
+      CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiate_v10000,
+      CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiate_v12000,
+      CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiateWithFlags_v11040,
+      CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiateWithParams_v12000,
+      CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiateWithParams_ptsz_v12000,
+      CUPTI_RUNTIME_TRACE_CBID_cudaGraphExecUpdate_v10020,
+      CUPTI_RUNTIME_TRACE_CBID_cudaGraphExecKernelNodeSetParams_v10010,
+      CUPTI_RUNTIME_TRACE_CBID_cudaGraphExecNodeSetParams_v12020,
+      CUPTI_RUNTIME_TRACE_CBID_cudaGraphExecDestroy_v10000,
+      CUPTI_RUNTIME_TRACE_CBID_cudaGraphDestroy_v10000,
   };
   for (CUpti_CallbackId id : kRuntime) {
     r = a.enable_callback(1, g_subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, id);

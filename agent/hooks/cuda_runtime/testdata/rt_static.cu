@@ -84,6 +84,22 @@ int main() {
   errors += instantiate(&exec, graph, 0) != cudaSuccess;
   for (int i = 0; i < 2; ++i) errors += graph_launch(exec, s) != cudaSuccess;
   errors += sync() != cudaSuccess;
+  // Graph upkeep (recorded from CUPTI's callbacks too): the exec updated to a clone, then both
+  // destroyed.
+  auto clone = Sym<cudaError_t (*)(cudaGraph_t*, cudaGraph_t)>(rt, "cudaGraphClone");
+  auto update = Sym<cudaError_t (*)(cudaGraphExec_t, cudaGraph_t, cudaGraphExecUpdateResultInfo*)>(
+      rt, "cudaGraphExecUpdate");
+  auto exec_destroy = Sym<cudaError_t (*)(cudaGraphExec_t)>(rt, "cudaGraphExecDestroy");
+  auto graph_destroy = Sym<cudaError_t (*)(cudaGraph_t)>(rt, "cudaGraphDestroy");
+  cudaGraph_t copy = nullptr;
+  errors += clone(&copy, graph) != cudaSuccess;
+  cudaGraphExecUpdateResultInfo info;
+  errors += update(exec, copy, &info) != cudaSuccess;
+  errors += exec_destroy(exec) != cudaSuccess;
+  errors += graph_destroy(copy) != cudaSuccess;
+  errors += graph_destroy(graph) != cudaSuccess;
+  printf("graph=%p copy=%p exec=%p\n", static_cast<void*>(graph), static_cast<void*>(copy),
+         static_cast<void*>(exec));
   errors += free_(d) != cudaSuccess;
   // An allocation on a second device (GPUSIM_DEVICES=2), recorded with its device.
   auto set_device = Sym<cudaError_t (*)(int)>(rt, "cudaSetDevice");
