@@ -45,8 +45,12 @@
 // communicator is registered when created (MPI_Comm_dup, _split, _split_type, _create,
 // _create_group, MPI_Cart_create, _sub, MPI_Graph_create, MPI_Dist_graph_create(_adjacent),
 // MPI_Intercomm_create, _merge; else at first sight) with a unique id hashed from its members'
-// world ranks and the ordinal of that member set among this process's communicators (equal
-// across members, who all take part in each creation, which MPI orders). An intercommunicator's
+// world ranks and, for a creation collective over a parent communicator (dup, split, create,
+// topologies, merge), the parent's id and the number of creations on that parent before it: MPI
+// orders collectives per communicator, so that number is equal on every member even when
+// threads create communicators from different parents at once. Otherwise (create_group,
+// intercomm_create, first sight) the ordinal of that member set among this process's
+// communicators. An intercommunicator's
 // members are both its groups (see AddComm). Calls and the
 // CommDef carry that hash as the communicator's id: a freed communicator's handle is reused.
 //
@@ -236,7 +240,7 @@ bool AllInWorld(const std::vector<int>& ranks) {
 // the other; ranks of the remote group (destinations, sources, roots) are recorded as their
 // index in that union (InterGroups). One whose remote group is in another job (MPI_Comm_spawn,
 // _connect, _join) cannot be matched: it gets an id of this process alone.
-CommSlot* AddComm(H comm, H like) {
+CommSlot* AddComm(H comm, H like, const CommSlot* parent = nullptr, uint32_t creation = 0) {
   const MpiAbi& abi = Abi();
   const Pmpi& p = P();
   int rank = -1, size = 0;
@@ -276,13 +280,18 @@ CommSlot* AddComm(H comm, H like) {
       size += remote_size;
     }
     const uint64_t members = Fnv1a64(world.data(), world.size() * sizeof(int));
-    uint32_t ordinal;
-    {
-      std::lock_guard<std::mutex> l(g_member_mu);
-      if (g_member_sets == nullptr) g_member_sets = new std::map<uint64_t, uint32_t>();
-      ordinal = (*g_member_sets)[members]++;
+    if (parent != nullptr && parent->uid_hash != 0) {
+      hash = SplitHash(members ^ (parent->uid_hash * 0x9e3779b97f4a7c15ull), size, creation,
+                       /*salt=*/7);
+    } else {
+      uint32_t ordinal;
+      {
+        std::lock_guard<std::mutex> l(g_member_mu);
+        if (g_member_sets == nullptr) g_member_sets = new std::map<uint64_t, uint32_t>();
+        ordinal = (*g_member_sets)[members]++;
+      }
+      hash = SplitHash(members, size, ordinal, /*salt=*/3);
     }
-    hash = SplitHash(members, size, ordinal, /*salt=*/3);
     uid = UidString(abi.Key(comm) == abi.Key(abi.comm_self) ? "mpi-self" : "mpi", hash);
   }
   CommSlot* s = g_comms.Insert(abi.Key(comm), rank, size, hash, -1, inter);
@@ -1438,10 +1447,32 @@ PROFAGENT_EXPORT int MPI_Imrecv(void* buf, int count, H dt, void* message, void*
 // the same on every member (one rank may never use a communicator another one does).
 namespace profagent {
 namespace {
-void Created(int rc, void* newcomm) {
+// A creation collective over `parent` (every member calls it, in the same order): its number
+// on the parent, taken before the call, also where the result is MPI_COMM_NULL (a split's
+// MPI_UNDEFINED color), so that the count stays equal on every member.
+struct Creation {
+  const CommSlot* parent = nullptr;
+  uint32_t ordinal = 0;
+};
+Creation BeginCreation(H parent) {
+  Creation c;
+  CommSlot* s = SlotFor(parent);
+  if (s != nullptr) {
+    c.parent = s;
+    c.ordinal = s->created.fetch_add(1, std::memory_order_relaxed);
+  }
+  return c;
+}
+
+void Created(int rc, void* newcomm, const Creation& c = Creation()) {
   if (rc != 0 || newcomm == nullptr) return;
   const uint64_t k = Abi().RequestAt(newcomm, 0);
-  if (k != 0 && k != Abi().Key(Abi().comm_null)) SlotFor(HandleOut(k));
+  if (k == 0 || k == Abi().Key(Abi().comm_null)) return;
+  if (c.parent == nullptr) {
+    SlotFor(HandleOut(k));
+  } else if (g_comms.Find(k) == nullptr) {
+    AddComm(HandleOut(k), HandleOut(k), c.parent, c.ordinal);
+  }
 }
 }  // namespace
 }  // namespace profagent
@@ -1463,47 +1494,51 @@ int MPI_Intercomm_merge(H, int, void*);
 int MPI_Intercomm_create(H, int, H, int, int, void*);
 }
 
-#define PROFAGENT_COMM_CREATOR(NAME, PARAMS, ARGS, OUT) \
-  PROFAGENT_EXPORT int MPI_##NAME PARAMS {              \
-    PROFAGENT_COMPLETION_PROLOGUE(NAME, PROFAGENT_ARGS ARGS) \
-    const int rc = fn ARGS;                             \
-    Created(rc, OUT);                                   \
-    return rc;                                          \
+// PARENT: the communicator the creation is collective over (all of its members call it), or
+// nullptr (MPI_Comm_create_group: a subgroup only; MPI_Intercomm_create: two groups).
+#define PROFAGENT_COMM_CREATOR(NAME, PARAMS, ARGS, OUT, PARENT)                                 \
+  PROFAGENT_EXPORT int MPI_##NAME PARAMS {                                                      \
+    PROFAGENT_COMPLETION_PROLOGUE(NAME, PROFAGENT_ARGS ARGS)                                    \
+    const H parent_comm = PARENT;                                                               \
+    const Creation creation = parent_comm != nullptr ? BeginCreation(parent_comm) : Creation(); \
+    const int rc = fn ARGS;                                                                     \
+    Created(rc, OUT, creation);                                                                 \
+    return rc;                                                                                  \
   }
 #define PROFAGENT_ARGS(...) __VA_ARGS__
-PROFAGENT_COMM_CREATOR(Comm_dup, (H comm, void* out), (comm, out), out)
-PROFAGENT_COMM_CREATOR(Comm_dup_with_info, (H comm, H info, void* out), (comm, info, out), out)
-PROFAGENT_COMM_CREATOR(Comm_split, (H comm, int color, int key, void* out),
-                       (comm, color, key, out), out)
+PROFAGENT_COMM_CREATOR(Comm_dup, (H comm, void* out), (comm, out), out, comm)
+PROFAGENT_COMM_CREATOR(Comm_dup_with_info, (H comm, H info, void* out), (comm, info, out), out,
+                       comm)
+PROFAGENT_COMM_CREATOR(Comm_split, (H comm, int color, int key, void* out), (comm, color, key, out),
+                       out, comm)
 PROFAGENT_COMM_CREATOR(Comm_split_type, (H comm, int type, int key, H info, void* out),
-                       (comm, type, key, info, out), out)
-PROFAGENT_COMM_CREATOR(Comm_create, (H comm, H group, void* out), (comm, group, out), out)
+                       (comm, type, key, info, out), out, comm)
+PROFAGENT_COMM_CREATOR(Comm_create, (H comm, H group, void* out), (comm, group, out), out, comm)
 PROFAGENT_COMM_CREATOR(Comm_create_group, (H comm, H group, int tag, void* out),
-                       (comm, group, tag, out), out)
+                       (comm, group, tag, out), out, nullptr)
 PROFAGENT_COMM_CREATOR(Cart_create,
                        (H comm, int ndims, const int* dims, const int* periods, int reorder,
                         void* out),
-                       (comm, ndims, dims, periods, reorder, out), out)
-PROFAGENT_COMM_CREATOR(Cart_sub, (H comm, const int* remain, void* out), (comm, remain, out), out)
+                       (comm, ndims, dims, periods, reorder, out), out, comm)
+PROFAGENT_COMM_CREATOR(Cart_sub, (H comm, const int* remain, void* out), (comm, remain, out), out,
+                       comm)
 PROFAGENT_COMM_CREATOR(Graph_create,
                        (H comm, int nnodes, const int* index, const int* edges, int reorder,
                         void* out),
-                       (comm, nnodes, index, edges, reorder, out), out)
+                       (comm, nnodes, index, edges, reorder, out), out, comm)
 PROFAGENT_COMM_CREATOR(Dist_graph_create,
                        (H comm, int n, const int* sources, const int* degrees, const int* dests,
                         const int* weights, H info, int reorder, void* out),
-                       (comm, n, sources, degrees, dests, weights, info, reorder, out), out)
-PROFAGENT_COMM_CREATOR(Dist_graph_create_adjacent,
-                       (H comm, int indegree, const int* sources, const int* sweights,
-                        int outdegree, const int* dests, const int* dweights, H info, int reorder,
-                        void* out),
-                       (comm, indegree, sources, sweights, outdegree, dests, dweights, info,
-                        reorder, out),
-                       out)
-PROFAGENT_COMM_CREATOR(Intercomm_merge, (H comm, int high, void* out), (comm, high, out), out)
+                       (comm, n, sources, degrees, dests, weights, info, reorder, out), out, comm)
+PROFAGENT_COMM_CREATOR(
+    Dist_graph_create_adjacent,
+    (H comm, int indegree, const int* sources, const int* sweights, int outdegree, const int* dests,
+     const int* dweights, H info, int reorder, void* out),
+    (comm, indegree, sources, sweights, outdegree, dests, dweights, info, reorder, out), out, comm)
+PROFAGENT_COMM_CREATOR(Intercomm_merge, (H comm, int high, void* out), (comm, high, out), out, comm)
 PROFAGENT_COMM_CREATOR(Intercomm_create,
                        (H local, int local_leader, H peer, int remote_leader, int tag, void* out),
-                       (local, local_leader, peer, remote_leader, tag, out), out)
+                       (local, local_leader, peer, remote_leader, tag, out), out, nullptr)
 #undef PROFAGENT_COMM_CREATOR
 #undef PROFAGENT_ARGS
 
@@ -1515,7 +1550,8 @@ void Duplicating(int rc, H comm, void* out) {
   if (rc != 0 || out == nullptr) return;
   const uint64_t k = Abi().RequestAt(out, 0);
   if (k == 0 || k == Abi().Key(Abi().comm_null) || g_comms.Find(k) != nullptr) return;
-  AddComm(HandleOut(k), comm);
+  const Creation c = BeginCreation(comm);
+  AddComm(HandleOut(k), comm, c.parent, c.ordinal);
 }
 }  // namespace
 }  // namespace profagent

@@ -41,6 +41,9 @@ struct CommSlot {
   // may still hold it; communicator churn is rare), see NextSendSeq/NextRecvSeq.
   std::atomic<std::atomic<uint32_t>*> peer_seq{nullptr};
   std::atomic<int32_t> peer_slots{0};
+  // MPI: communicators created so far with this one as parent (collectively over all of its
+  // members, so the count is equal on every member; see mpi_hooks.cc AddComm).
+  std::atomic<uint32_t> created{0};
   // Written by Insert() before `key` is published (release), read-only afterwards except
   // `splits`, which only slow-path code (under the table's mutex) touches.
   int32_t rank = -1;
