@@ -63,6 +63,18 @@ enum TrackKind : uint64_t {
 // Lanes per thread and kind of host slices that may overlap (see FileConverter::HostLanes).
 constexpr size_t kMaxHostLanes = 1024;
 
+// A slot of a reorder window's pool: a freed one, else a new one.
+template <typename T>
+uint32_t TakeSlot(std::vector<T>* pool, std::vector<uint32_t>* free) {
+  if (!free->empty()) {
+    const uint32_t slot = free->back();
+    free->pop_back();
+    return slot;
+  }
+  pool->emplace_back();
+  return uint32_t(pool->size() - 1);
+}
+
 // Small values keep the varints short (4 bytes for the first 127 files).
 uint64_t TrackUuid(uint32_t file, TrackKind kind, uint64_t id) {
   return (uint64_t{file + 1} << 24) | (uint64_t{kind} << 20) | (id & ((uint64_t{1} << 20) - 1));
@@ -426,14 +438,7 @@ class FileConverter : public ViewVisitor {
     }
     if (op.bytes != 0) args[n++] = Arg::Uint(pi::kArgBytes, op.bytes);
     if (op.graph != 0) args[n++] = Arg::Ptr(pi::kArgGraph, op.graph);
-    uint32_t slot;
-    if (!so.free.empty()) {
-      slot = so.free.back();
-      so.free.pop_back();
-    } else {
-      slot = uint32_t(so.pool.size());
-      so.pool.emplace_back();
-    }
+    const uint32_t slot = TakeSlot(&so.pool, &so.free);
     PendingOp& p = so.pool[slot];
     p.end = Ts(op.end_ns);
     p.name = name;
@@ -589,14 +594,7 @@ class FileConverter : public ViewVisitor {
 
   void AddHostSlice(HostLanes& hl, uint64_t start, uint64_t end, Name name, const Arg* args,
                     int nargs) {
-    uint32_t slot;
-    if (!hl.free.empty()) {
-      slot = hl.free.back();
-      hl.free.pop_back();
-    } else {
-      slot = uint32_t(hl.pool.size());
-      hl.pool.emplace_back();
-    }
+    const uint32_t slot = TakeSlot(&hl.pool, &hl.free);
     PendingHost& p = hl.pool[slot];
     p.name = name;
     std::copy(args, args + nargs, p.args);

@@ -1374,40 +1374,11 @@ PROFAGENT_CAPTURE_HOOK(cudaStreamEndCapture, (cudaStream_t s, cudaGraph_t* g), (
                        g != nullptr ? rt::U64(*g) : 0)
 PROFAGENT_CAPTURE_HOOK(cudaStreamEndCapture_ptsz, (cudaStream_t s, cudaGraph_t* g), (s, g),
                        rt::Pt(s), false, g != nullptr ? rt::U64(*g) : 0)
-// Instantiation: the record names the exec made and the graph it came from (event.h).
-#define PROFAGENT_INSTANTIATE_HOOK(fn, params, args)                             \
-  DEFINE_REAL(fn)                                                                \
-  EXPORT cudaError_t fn(PROFAGENT_ARGS params) {                                 \
-    return rt::Intercept(                                                        \
-        real_##fn,                                                               \
-        [&](auto real) {                                                         \
-          return rt::DoGenericMade(                                              \
-              api_##fn, [&] { return real(PROFAGENT_ARGS args); },               \
-              [&](cudaError_t rc, profagent::RawEvent* ev) {                     \
-                ev->gen.b = rc == cudaSuccess && e != nullptr ? rt::U64(*e) : 0; \
-                ev->gen.c = rt::U64(g);                                          \
-                ev->flags |= profagent::kFlagHasPayload;                         \
-              });                                                                \
-        },                                                                       \
-        PROFAGENT_ARGS args);                                                    \
-  }
-PROFAGENT_INSTANTIATE_HOOK(cudaGraphInstantiate,
-                           (cudaGraphExec_t* e, cudaGraph_t g, unsigned long long flags),
-                           (e, g, flags))
-PROFAGENT_INSTANTIATE_HOOK(cudaGraphInstantiateWithFlags,
-                           (cudaGraphExec_t* e, cudaGraph_t g, unsigned long long flags),
-                           (e, g, flags))
-PROFAGENT_INSTANTIATE_HOOK(cudaGraphInstantiateWithParams,
-                           (cudaGraphExec_t* e, cudaGraph_t g, cudaGraphInstantiateParams* prm),
-                           (e, g, prm))
-PROFAGENT_INSTANTIATE_HOOK(cudaGraphInstantiateWithParams_ptsz,
-                           (cudaGraphExec_t* e, cudaGraph_t g, cudaGraphInstantiateParams* prm),
-                           (e, g, prm))
-#undef PROFAGENT_INSTANTIATE_HOOK
-// Graph upkeep between launches (a llama.cpp-style loop re-captures and updates its exec every
-// token): host time the report must show. The record names the exec or graph worked on, and for
-// an update or a clone the graph it now follows (Event.source_graph), so captured NCCL calls
-// stay tied to the exec that runs them.
+// Graph making, instantiation and upkeep between launches (a llama.cpp-style loop re-captures
+// and updates its exec every token): host time the report must show. The record names the exec
+// or graph made or worked on and, for an instantiation, an update or a clone, the graph it
+// follows (Event.source_graph, event.h), so captured NCCL calls stay tied to the exec that runs
+// them.
 #define PROFAGENT_GRAPH_HOOK(fn, params, args, made_expr, source_expr, with_source) \
   DEFINE_REAL(fn)                                                                   \
   EXPORT cudaError_t fn(PROFAGENT_ARGS params) {                                    \
@@ -1427,6 +1398,21 @@ PROFAGENT_INSTANTIATE_HOOK(cudaGraphInstantiateWithParams_ptsz,
         },                                                                          \
         PROFAGENT_ARGS args);                                                       \
   }
+#define PROFAGENT_INSTANTIATE_HOOK(fn, params, args) \
+  PROFAGENT_GRAPH_HOOK(fn, params, args, rc == cudaSuccess && e != nullptr ? *e : nullptr, g, true)
+PROFAGENT_INSTANTIATE_HOOK(cudaGraphInstantiate,
+                           (cudaGraphExec_t* e, cudaGraph_t g, unsigned long long flags),
+                           (e, g, flags))
+PROFAGENT_INSTANTIATE_HOOK(cudaGraphInstantiateWithFlags,
+                           (cudaGraphExec_t* e, cudaGraph_t g, unsigned long long flags),
+                           (e, g, flags))
+PROFAGENT_INSTANTIATE_HOOK(cudaGraphInstantiateWithParams,
+                           (cudaGraphExec_t* e, cudaGraph_t g, cudaGraphInstantiateParams* prm),
+                           (e, g, prm))
+PROFAGENT_INSTANTIATE_HOOK(cudaGraphInstantiateWithParams_ptsz,
+                           (cudaGraphExec_t* e, cudaGraph_t g, cudaGraphInstantiateParams* prm),
+                           (e, g, prm))
+#undef PROFAGENT_INSTANTIATE_HOOK
 PROFAGENT_GRAPH_HOOK(cudaGraphExecUpdate,
                      (cudaGraphExec_t e, cudaGraph_t g, cudaGraphExecUpdateResultInfo* info),
                      (e, g, info), e, g, true)
