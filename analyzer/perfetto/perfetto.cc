@@ -56,12 +56,12 @@ enum TrackKind : uint64_t {
   kTrackStream = 4,
   kTrackMemory = 5,
   kTrackStreamLane = 6,  // overlapping ops of one stream (see StreamOps)
-  kTrackRanges = 7,      // NVTX start/end ranges of a thread (see HostLanes)
+  kTrackRanges = 7,      // NVTX start/end and named-domain ranges of a thread (see HostLanes)
   kTrackHostLane = 8,    // overlapping host slices of a thread (see HostLanes)
 };
 
 // Lanes per thread and kind of host slices that may overlap (see FileConverter::HostLanes).
-constexpr size_t kMaxHostLanes = 1024;
+constexpr size_t kMaxHostLanes = 4096;
 
 // A slot of a reorder window's pool: a freed one, else a new one.
 template <typename T>
@@ -335,7 +335,10 @@ class FileConverter : public ViewVisitor {
         name = NameOr(e.name, 0, kind);
         if (e.domain != 0) args[n++] = Arg::Str(pi::kArgDomain, StringName(e.domain).str);
         if (e.has_payload) args[n++] = Arg::Int(pi::kArgPayload, e.payload_i);
-        if (e.start_end && (kind == EV_NVTX_RANGE || kind == EV_NVTX_PUSH)) {
+        // Start/end ranges, and push/pop ranges of a named domain (each domain has its own
+        // stack, so they cross the default domain's and each other's), go to the thread's
+        // "NVTX ranges" lanes; the default domain's push/pop nest with the thread's calls.
+        if ((e.start_end || e.domain != 0) && (kind == EV_NVTX_RANGE || kind == EV_NVTX_PUSH)) {
           lanes = &Lanes(e.thread, kTrackRanges);
         }
         break;
@@ -578,7 +581,7 @@ class FileConverter : public ViewVisitor {
   };
 
   static const char* HostTrackName(TrackKind kind) {
-    return kind == kTrackSteps ? "steps" : kind == kTrackRuns ? "runs" : "NVTX start/end";
+    return kind == kTrackSteps ? "steps" : kind == kTrackRuns ? "runs" : "NVTX ranges";
   }
 
   HostLanes& Lanes(uint32_t thread, TrackKind kind) {

@@ -1091,8 +1091,9 @@ TEST_CASE("start/end ranges, steps and runs that cross go to lanes where every s
   {
     ProfileWriter w(dir + "/rank0.pb");
     w.Header(10, "h", 0, 0, 0);
-    const char* names[] = {"r1", "r2", "r3", "r4", "late", "far", "open", "pp", "s1", "s2"};
-    for (uint32_t i = 0; i < 10; ++i) w.String(i + 1, names[i]);
+    const char* names[] = {"r1",   "r2", "r3", "r4", "late", "far",
+                           "open", "pp", "s1", "s2", "eng",  "engine"};
+    for (uint32_t i = 0; i < 12; ++i) w.String(i + 1, names[i]);
     Record r;
     EventBatch* b = r.mutable_batch();
     b->set_thread(1);
@@ -1115,6 +1116,7 @@ TEST_CASE("start/end ranges, steps and runs that cross go to lanes where every s
         {9500, 0, 7, EV_NVTX_PUSH},          // still open at the end of the file
         {2000000000, 10, 6, EV_NVTX_RANGE},  // far: r1..r4 leave the window
         {150, 450, 5, EV_NVTX_RANGE},        // late [150, 600]: placed after r1..r4
+        {700, 1100, 11, EV_NVTX_RANGE},      // push/pop of domain "engine": crosses r1
     };
     int64_t prev = 0;
     for (const R& x : rs) {
@@ -1124,6 +1126,8 @@ TEST_CASE("start/end ranges, steps and runs that cross go to lanes where every s
         e->mutable_step()->set_tokens(-1);
         e->mutable_step()->set_kv(-1);
         e->mutable_step()->set_bsz(-1);
+      } else if (x.name == 11) {
+        e->set_domain(12);  // its own stack: it may cross the default domain's ranges
       } else if (x.name != 8) {
         e->set_start_end(true);
       }
@@ -1144,15 +1148,18 @@ TEST_CASE("start/end ranges, steps and runs that cross go to lanes where every s
   // Each slice keeps its own start and duration (ReplayTrace closes the innermost open slice
   // of a track at each end, as trace_processor does).
   CHECK(got == std::vector<std::string>{
-                   "slice [NVTX start/end (thread 1)] depth=0 ts=1000 dur=4000 \"r1\"",
-                   "slice [NVTX start/end (thread 1)] depth=1 ts=4000 dur=500 \"r3\"",
-                   "slice [NVTX start/end (thread 1)] depth=0 ts=6000 dur=1000 \"r4\"",
-                   "open [NVTX start/end (thread 1)] ts=9500 \"open\"",  // to the end
-                   "slice [NVTX start/end (thread 1)] depth=1 ts=2000000000 dur=10 \"far\"",
-                   "slice [NVTX start/end (thread 1) (overlapping 1)] depth=0 ts=3000 dur=5000 "
+                   "slice [NVTX ranges (thread 1)] depth=0 ts=1000 dur=4000 \"r1\"",
+                   "slice [NVTX ranges (thread 1)] depth=1 ts=4000 dur=500 \"r3\"",
+                   "slice [NVTX ranges (thread 1)] depth=0 ts=6000 dur=1000 \"r4\"",
+                   "open [NVTX ranges (thread 1)] ts=9500 \"open\"",  // to the end
+                   "slice [NVTX ranges (thread 1)] depth=1 ts=2000000000 dur=10 \"far\"",
+                   "slice [NVTX ranges (thread 1) (overlapping 1)] depth=0 ts=3000 dur=5000 "
                    "\"r2\"",
-                   "slice [NVTX start/end (thread 1) (overlapping 2)] depth=0 ts=150 dur=450 "
+                   "slice [NVTX ranges (thread 1) (overlapping 2)] depth=0 ts=150 dur=450 "
                    "\"late\"",
+                   // A named domain's push/pop range crossing r1: a lane too, after `late`.
+                   "slice [NVTX ranges (thread 1) (overlapping 2)] depth=0 ts=700 dur=1100 "
+                   "\"eng\" domain=engine",
                    "slice [steps (thread 1)] depth=0 ts=2000 dur=4000 \"s1\"",
                    "slice [steps (thread 1) (overlapping 1)] depth=0 ts=5000 dur=4000 \"s2\"",
                    "slice [thread 1] depth=0 ts=100 dur=100 \"pp\"",
@@ -1168,7 +1175,7 @@ TEST_CASE("start/end ranges, steps and runs that cross go to lanes where every s
     const double ts = ev["ts"], dur = ev["dur"];
     by_tid[{ev["pid"], ev["tid"]}].push_back({ts, ts + dur});
   }
-  CHECK(complete == 9);
+  CHECK(complete == 10);
   for (const auto& kv : by_tid) {
     for (const auto& a : kv.second) {
       for (const auto& c : kv.second) {
