@@ -17,28 +17,13 @@
 
 #include <cstdio>
 
-namespace {
+#include "tests/integration/mpi_program.h"
 
-int g_rank = 0;
-
-void Check(bool ok, const char* what) {
-  if (ok) return;
-  std::fprintf(stderr, "rank %d: wrong result of %s\n", g_rank, what);
-  MPI_Abort(MPI_COMM_WORLD, 3);
-}
-
-}  // namespace
+using mpi_program::Check;
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  int rank = 0, n = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &n);
-  g_rank = rank;
-  if (n != 3) {
-    if (rank == 0) std::fprintf(stderr, "mpi_intercomm needs 3 ranks\n");
-    MPI_Abort(MPI_COMM_WORLD, 2);
-  }
+  const mpi_program::World world = mpi_program::Start(&argc, &argv, 3, "mpi_intercomm");
+  const int rank = world.rank;
   const bool in_a = rank % 2 == 0;
   MPI_Comm group, x;
   MPI_Comm_split(MPI_COMM_WORLD, in_a ? 0 : 1, rank, &group);

@@ -20,28 +20,13 @@
 #include <cstdio>
 #include <vector>
 
-namespace {
+#include "tests/integration/mpi_program.h"
 
-int g_rank = 0;
-
-void Check(bool ok, const char* what) {
-  if (ok) return;
-  std::fprintf(stderr, "rank %d: wrong result of %s\n", g_rank, what);
-  MPI_Abort(MPI_COMM_WORLD, 3);
-}
-
-}  // namespace
+using mpi_program::Check;
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  int rank = 0, n = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &n);
-  g_rank = rank;
-  if (n != 2) {
-    if (rank == 0) std::fprintf(stderr, "mpi_match_calls needs 2 ranks\n");
-    MPI_Abort(MPI_COMM_WORLD, 2);
-  }
+  const mpi_program::World world = mpi_program::Start(&argc, &argv, 2, "mpi_match_calls");
+  const int rank = world.rank;
   const MPI_Comm w = MPI_COMM_WORLD;
   const int other = 1 - rank;
   int v[4] = {0, 0, 0, 0};

@@ -34,24 +34,13 @@
 #include <cstring>
 #include <vector>
 
-namespace {
+#include "tests/integration/mpi_program.h"
 
-int g_rank = 0;
-
-void Check(bool ok, const char* what) {
-  if (ok) return;
-  std::fprintf(stderr, "rank %d: wrong result of %s\n", g_rank, what);
-  MPI_Abort(MPI_COMM_WORLD, 3);
-}
-
-}  // namespace
+using mpi_program::Check;
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  int rank = 0, n = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &n);
-  g_rank = rank;
+  const mpi_program::World world = mpi_program::Start(&argc, &argv, 0, "mpi_more_calls");
+  const int rank = world.rank, n = world.size;
   const int right = (rank + 1) % n, left = (rank - 1 + n) % n;
   MPI_Comm w = MPI_COMM_WORLD;
 
