@@ -764,9 +764,11 @@ class FileAnalysis : public ViewVisitor {
   std::vector<std::string> warnings_;
   uint64_t t0_ = UINT64_MAX, t1_ = 0;
   uint64_t device_ops_pass1_ = 0;
-  // Kernel launches seen in pass 1, and those whose API duration was timed (their total ns):
-  // with host timing, an untimed launch's time is estimated as the timed mean.
+  // Kernel launches seen in pass 1, and those whose API duration was timed (their total ns), in
+  // all and per kernel name: with host timing, an untimed launch's time is estimated as the mean
+  // of its kernel's timed launches, or of all timed launches when none of its own was timed.
   uint64_t launches_ = 0, launches_timed_ = 0, launches_timed_ns_ = 0;
+  absl::flat_hash_map<uint32_t, std::pair<uint64_t, uint64_t>> timed_by_name_;  // count, ns
   bool nvtx_steps_used_ = false;
 
   std::vector<StepRec> steps_;
@@ -1125,6 +1127,9 @@ void FileAnalysis::Host1(const EventView& e) {
     if (LaunchTimed(e.kind, e.start_ns, e.end_ns)) {
       ++launches_timed_;
       launches_timed_ns_ += e.end_ns - e.start_ns;
+      auto& own = timed_by_name_[e.name];
+      ++own.first;
+      own.second += e.end_ns - e.start_ns;
     }
   }
   switch (e.kind) {
@@ -1605,7 +1610,11 @@ void FileAnalysis::Host2(const EventView& e) {
       if (host_mode_) {
         if (kind == EV_LAUNCH || kind == EV_MEMCPY || kind == EV_MEMSET) {
           uint64_t end = e.end_ns;
-          if (!l.timed && launches_timed_ > 0) end += launches_timed_ns_ / launches_timed_;
+          if (!l.timed && launches_timed_ > 0) {
+            auto own = timed_by_name_.find(e.name);
+            end += own != timed_by_name_.end() ? own->second.second / own->second.first
+                                               : launches_timed_ns_ / launches_timed_;
+          }
           PendingOp op{e.start_ns, end, e.name, e.stream, e.copy_kind, e.device,
                        kind == EV_LAUNCH ? DOP_KERNEL : kind == EV_MEMCPY ? DOP_MEMCPY
                                                                           : DOP_MEMSET};
@@ -2284,15 +2293,13 @@ void FileAnalysis::Finish2() {
   }
   std::vector<ApiAcc>().swap(api_by_name_);
   if (host_mode_ && launches_ > 0) {  // a CPU-only (e.g. MPI) process launched nothing
-    warnings_.push_back(absl::StrCat(path_,
-                                     ": no device activity records (GPU timing mode ",
-                                     TimingName(timing_),
-                                     "): kernel times are host launch API times",
-                                     launches_timed_ < launches_
-                                         ? absl::StrCat(" (", launches_timed_, " of ", launches_,
-                                                        " launches timed; the others count as "
-                                                        "their mean)")
-                                         : std::string()));
+    warnings_.push_back(absl::StrCat(
+        path_, ": no device activity records (GPU timing mode ", TimingName(timing_),
+        "): kernel times are host launch API times",
+        launches_timed_ < launches_ ? absl::StrCat(" (", launches_timed_, " of ", launches_,
+                                                   " launches timed; the others count as "
+                                                   "their kernel's timed mean)")
+                                    : std::string()));
   }
   if (unmatched_ops_ > 0) {
     warnings_.push_back(absl::StrCat(path_, ": ", unmatched_ops_,

@@ -445,6 +445,47 @@ TEST_CASE("host timing mode uses launch API times and says so") {
   CHECK(warned);
 }
 
+// Host timing with launch API times sampled 1 in N: an untimed launch counts as the mean of its
+// own kernel's timed launches (norm 30 us, gemm 10 us), or of all timed launches (20 us) for a
+// kernel never timed (act).
+TEST_CASE("host timing: an untimed launch counts as its own kernel's timed mean") {
+  const std::string dir = TmpDir("hostmode_sampled");
+  {
+    ProfileBuilder b(dir + "/rank0.pb");
+    b.WriteHeader(0, 1, "h0", GPU_TIMING_HOST);
+    b.Host(1, 0, 0, ProfileBuilder::Step(1000 * kUs, 1, -1, 0, false));
+    const struct {
+      const char* name;
+      uint64_t dur_us;
+    } launches[] = {{"vllm::rms_norm_kernel", 30},
+                    {"vllm::rms_norm_kernel", 0},
+                    {"gemm_kernel", 10},
+                    {"gemm_kernel", 0},
+                    {"gemm_kernel", 0},
+                    {"vllm::act_and_mul_kernel", 0}};
+    uint64_t t = 100;
+    for (const auto& l : launches) {
+      b.Host(1, t * kUs, t, ProfileBuilder::Launch(b.Str(l.name), l.dur_us * kUs));
+      t += 100;
+    }
+    b.Close(true);
+  }
+  auto s = BuildSummary({dir + "/rank0.pb"}, ReportOptions(), "");
+  REQUIRE(s.ok());
+  std::map<std::string, double> total_us;
+  for (const auto& k : (*s)["kernels"]) {
+    total_us[k["name"].get<std::string>()] = k["total_ms"].get<double>() * 1e3;
+  }
+  CHECK(total_us["vllm::rms_norm_kernel"] == Approx(60));
+  CHECK(total_us["gemm_kernel"] == Approx(30));
+  CHECK(total_us["vllm::act_and_mul_kernel"] == Approx(20));
+  bool warned = false;
+  for (const auto& w : (*s)["meta"]["warnings"]) {
+    warned |= w.get<std::string>().find("2 of 6 launches timed") != std::string::npos;
+  }
+  CHECK(warned);
+}
+
 // Launch API durations timed on 1 in N launches (Header.launch_api_sample): 4 launches of a
 // norm kernel at 100, 200, 300, 400 us; only the second is timed (8 us, dur 0 = not timed).
 // Device: each kernel 50 us, starting 20 us after its launch.
