@@ -2798,6 +2798,29 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
     AddStep(&all, s);
     all_steps.push_back(&s);
   }
+  if (options.warmup_runs > 0 && size_t(options.warmup_runs) >= ref->runs_.size()) {
+    warnings.push_back(
+        ref->runs_.empty()
+            ? absl::StrCat("--warmup-runs ", options.warmup_runs,
+                           ": no run recorded (no range matches the run pattern), nothing "
+                           "excluded")
+            : absl::StrCat("--warmup-runs ", options.warmup_runs, " marks all ", ref->runs_.size(),
+                           " run(s) warm-up: only steps outside runs count"));
+  }
+  if (!options.kv_edges.empty()) {
+    uint64_t below = 0;
+    for (const StepRec* s : all_steps) {
+      below += s->kv >= 0 && s->kv < options.kv_edges.front() &&
+               (s->phase.empty() || s->phase == "decode");
+    }
+    if (below > 0) {
+      warnings.push_back(absl::StrCat(below,
+                                      " decode step(s) with a KV length below the first KV "
+                                      "edge (",
+                                      options.kv_edges.front(),
+                                      ") are in no decode_length_buckets bin"));
+    }
+  }
   const size_t nb = ctx.buckets.size();
   std::vector<uint64_t> model_all(nb, 0), engine_all(nb, 0);
   for (size_t r = 0; r < ref->run_buckets_.size(); ++r) {

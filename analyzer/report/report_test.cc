@@ -423,6 +423,22 @@ TEST_CASE("steps re-derived from NVTX ranges with the report's own patterns") {
   s = BuildSummary({dir + "/rank0.pb"}, opt, "");
   REQUIRE(s.ok());
   CHECK((*s)["stats"]["steps"] == 0);  // "iteration" lies inside run b, now warm-up too
+  auto warned = [&](const std::string& text) {
+    for (const auto& w : (*s)["meta"]["warnings"]) {
+      if (w.get<std::string>().find(text) != std::string::npos) return true;
+    }
+    return false;
+  };
+  CHECK(warned("--warmup-runs 2 marks all 2 run(s) warm-up"));
+  // Edges from 1000: the step with kv 900 falls in no bin, and the report says so.
+  opt.warmup_runs = 0;
+  opt.kv_edges = {1000, 2000};
+  s = BuildSummary({dir + "/rank0.pb"}, opt, "");
+  REQUIRE(s.ok());
+  CHECK((*s)["decode_length_buckets"][0]["steps"] == 0);
+  CHECK((*s)["decode_length_buckets"][1]["steps"] == 1);
+  CHECK(!warned("--warmup-runs"));
+  CHECK(warned("1 decode step(s) with a KV length below the first KV edge (1000)"));
 }
 
 TEST_CASE("host timing mode uses launch API times and says so") {
