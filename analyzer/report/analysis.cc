@@ -2975,8 +2975,10 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
     double mean_ns = timed > 0 ? double(ca.span_ns()) / double(timed) : 0;
     jc["mean_us"] = timed > 0 ? Num(mean_ns / 1e3) : Json(nullptr);
     double algbw = mean_ns > 0 ? double(bytes) / mean_ns : 0;  // bytes/ns == GB/s
-    // Graph replays: size unknown. One-sided calls: transfer time unknown.
-    const bool sized = mean_ns > 0 && k[2] != kGraphSizeClass && !OneSided(LowerOp(k[1]));
+    // Graph replays: size unknown. One-sided calls: transfer time unknown. Zero-byte calls
+    // (barriers): no bandwidth.
+    const bool sized =
+        mean_ns > 0 && bytes > 0 && k[2] != kGraphSizeClass && !OneSided(LowerOp(k[1]));
     jc["algbw_gbps"] = sized ? Num(algbw) : Json(nullptr);
     const double bus_per_call =
         c.second.count > 0 ? c.second.bus_bytes / double(c.second.count) : 0;

@@ -738,12 +738,19 @@ TEST_CASE("collectives: sizes and bus bandwidth follow nccl-tests' conventions")
     call(LIB_NCCL, "Scatter", MiB, MiB);        // recvcount: 1 MiB per rank -> 4 MiB
     call(LIB_MPI, "Gather", MiB, 0);            // a non-root's block -> the root's 4 MiB
     call(LIB_MPI, "Iscatter", MiB, MiB);        // as Scatter
+    call(LIB_MPI, "Barrier", 0, 0);             // no bytes: no bandwidth
     b.Close(true);
   }
   auto s = BuildSummary({dir + "/rank0.pb"}, ReportOptions(), "");
   REQUIRE(s.ok());
   std::map<std::string, std::pair<double, double>> bw;  // op -> algbw, busbw
   for (const auto& r : (*s)["collectives"]["ops"]) {
+    if (r["op"] == "Barrier") {
+      CHECK(r["count"] == 1);
+      CHECK(r["algbw_gbps"].is_null());
+      CHECK(r["busbw_gbps"].is_null());
+      continue;
+    }
     CHECK(r["bytes"] == 4 << 20);
     CHECK(r["size_class"] == "4MiB-16MiB");
     bw[r["op"].get<std::string>()] = {r["algbw_gbps"].get<double>(),
