@@ -16,8 +16,10 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    int rc = app.exit(e);
-    return rc == 0 ? 0 : 2;
+    // --help and --version print their text; a usage error is one line on stderr, exit 2.
+    if (e.get_exit_code() == 0) return app.exit(e);
+    std::fprintf(stderr, "profanalyze: %s (see --help)\n", e.what());
+    return 2;
   }
   return exit_code;
 }

@@ -403,3 +403,18 @@ TEST_CASE("two ranks with a delayed rank: the straggler and the waits", "[demo][
 }
 
 }  // namespace
+
+TEST_CASE("profanalyze usage errors: one line on stderr, exit 2; --help exits 0", "[cli]") {
+  const std::string bin = Abs("analyzer/profanalyze");
+  for (const char* args : {"", " report", " report . --warmup-runs -1", " report . --bogus",
+                           " diff a.json", " perfetto . --format yaml"}) {
+    Result r = Run(bin + args);
+    INFO(args << ": " << r.out);
+    CHECK(r.code == 2);
+    CHECK(r.out.rfind("profanalyze: ", 0) == 0);
+    CHECK(std::count(r.out.begin(), r.out.end(), '\n') == 1);
+  }
+  Result help = Run(bin + " report --help");
+  CHECK(help.code == 0);
+  CHECK(help.out.find("--warmup-runs") != std::string::npos);
+}
