@@ -484,6 +484,7 @@ void BatchDecoder::ResetEvent() {
   e_.payload_i = 0;
   e_.payload_f = 0;
   e_.has_payload = false;
+  e_.payload_double = false;
   e_.captured = false;
   e_.calls = 1;
   e_.busy_ns = 0;
@@ -586,6 +587,7 @@ bool BatchDecoder::DecodeEvent(absl::string_view bytes, int64_t* dt, int64_t* dc
     if (wt == 1 && field == 25) {
       if (!f.Fixed64(&x)) return false;
       memcpy(&e_.payload_f, &x, sizeof(double));
+      e_.payload_double = true;
       e_rare_ = true;
       continue;
     }

@@ -150,6 +150,7 @@ struct EventView {
   int64_t payload_i = 0;
   double payload_f = 0;
   bool has_payload = false;
+  bool payload_double = false;  // the payload is payload_f (an NVTX float/double payload)
   bool captured = false;  // made on a stream being captured into a CUDA graph (Event.captured)
   // EV_API poll runs (Event.calls/busy): how many calls this event stands for (>= 1), and for
   // a run of several, the ns spent inside them (else 0: the event's duration).

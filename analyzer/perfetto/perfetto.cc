@@ -334,7 +334,10 @@ class FileConverter : public ViewVisitor {
       case EV_MARKER:
         name = NameOr(e.name, 0, kind);
         if (e.domain != 0) args[n++] = Arg::Str(pi::kArgDomain, StringName(e.domain).str);
-        if (e.has_payload) args[n++] = Arg::Int(pi::kArgPayload, e.payload_i);
+        if (e.has_payload) {
+          args[n++] = e.payload_double ? Arg::Double(pi::kArgPayload, e.payload_f)
+                                       : Arg::Int(pi::kArgPayload, e.payload_i);
+        }
         // Start/end ranges, and push/pop ranges of a named domain (each domain has its own
         // stack, so they cross the default domain's and each other's), go to the thread's
         // "NVTX ranges" lanes; the default domain's push/pop nest with the thread's calls.

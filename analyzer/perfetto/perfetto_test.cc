@@ -180,6 +180,12 @@ std::string Annotations(const pp::TrackEvent& te, const std::map<uint64_t, std::
         s += buf;
         break;
       }
+      case pp::DebugAnnotation::kDoubleValue: {
+        char buf[32];
+        snprintf(buf, sizeof(buf), "%g", a.double_value());
+        s += buf;
+        break;
+      }
       default: s += "?"; break;
     }
   }
@@ -1267,6 +1273,52 @@ TEST_CASE("JSON escapes quotes, backslashes, control characters; keeps UTF-8") {
     if (e["ph"] == "X") names.insert(e["name"].get<std::string>());
   }
   REQUIRE(names.count(tricky) == 1);
+}
+
+// NVTX payloads: an integer one (int64/uint64/int32 payloads) as an int, a float or double
+// one (nvtx.annotate(payload=2.5)) as a double, in both formats.
+TEST_CASE("NVTX integer and double payloads are exported with their type") {
+  const std::string dir = TmpDir();
+  {
+    ProfileWriter w(dir + "/rank0.pb");
+    w.Header(10, "h", 0, 0, 0);
+    w.String(1, "schedule");
+    w.String(2, "enqueue");
+    Record r;
+    EventBatch* b = r.mutable_batch();
+    Event* range = AddEvent(b, 100, 50, EV_NVTX_RANGE, 1);
+    range->set_has_payload(true);
+    range->set_payload_f(2.5);
+    Event* mark = AddEvent(b, 100, 0, EV_NVTX_MARK, 2);
+    mark->set_has_payload(true);
+    mark->set_payload_i(-7);
+    w.Write(r);
+  }
+  std::ostringstream out, err;
+  REQUIRE(RunPerfettoCommand(dir + "/rank0.pb", "", "perfetto", out, err) == 0);
+  Replay r = ReplayTrace(ParseTrace(dir + "/rank0.pftrace"));
+  int found = 0;
+  for (const std::string& l : r.events) {
+    if (l.find("\"schedule\"") != std::string::npos) {
+      CHECK(l.find("payload=2.5") != std::string::npos);
+      ++found;
+    }
+    if (l.find("\"enqueue\"") != std::string::npos) {
+      CHECK(l.find("payload=-7") != std::string::npos);
+      ++found;
+    }
+  }
+  CHECK(found == 2);
+  REQUIRE(RunPerfettoCommand(dir + "/rank0.pb", dir + "/t.json", "json", out, err) == 0);
+  const nlohmann::json j = nlohmann::json::parse(ReadAll(dir + "/t.json"));
+  found = 0;
+  for (const auto& ev : j["traceEvents"]) {
+    if (!ev.contains("name") || !ev.contains("args") || !ev["args"].contains("payload")) continue;
+    if (ev["name"] == "schedule") CHECK(ev["args"]["payload"].get<double>() == 2.5);
+    if (ev["name"] == "enqueue") CHECK(ev["args"]["payload"].get<int64_t>() == -7);
+    ++found;
+  }
+  CHECK(found == 2);
 }
 
 TEST_CASE("JSON sink replaces invalid UTF-8 bytes with U+FFFD") {

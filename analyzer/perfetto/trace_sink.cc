@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cinttypes>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 
@@ -58,6 +59,7 @@ enum : uint32_t {
   kDaNameIid = 1,
   kDaUintValue = 3,
   kDaIntValue = 4,
+  kDaDoubleValue = 5,
   kDaStringValue = 6,
   kDaPointerValue = 7,
   kDaStringValueIid = 17,
@@ -125,6 +127,7 @@ constexpr ValueTag kValueTags[] = {
     MakeValueTag<Tag(kDaStringValue, kLengthDelimited)>(),  // kStr
     MakeValueTag<Tag(kDaPointerValue, kVarint)>(),       // kPtr
     MakeValueTag<Tag(kDaStringValueIid, kVarint)>(),     // kInterned
+    MakeValueTag<Tag(kDaDoubleValue, kFixed64)>(),       // kDouble
 };
 
 // DebugAnnotation{name_iid = key + 1 (< 128), value}.
@@ -141,7 +144,12 @@ inline char* PutAnnotation(char* p, const Arg& a) {
     memcpy(p, a.s.data(), a.s.size());
     return CloseNested(len_at, p + a.s.size());
   }
-  p = PutVarint(p, static_cast<uint64_t>(a.i));
+  if (a.kind == Arg::kDouble) {
+    memcpy(p, &a.i, 8);  // fixed64, little-endian (as the host: x86-64, aarch64)
+    p += 8;
+  } else {
+    p = PutVarint(p, static_cast<uint64_t>(a.i));
+  }
   *len_at = static_cast<char>(p - len_at - 1);  // at most 2 + 2 + 10 bytes
   return p;
 }
@@ -504,6 +512,17 @@ void ChromeJsonSink::ArgsObject(const Arg* args, int nargs) {
       case Arg::kInterned:
         Str(args[i].s);
         break;
+      case Arg::kDouble: {
+        const double v = args[i].AsDouble();
+        if (std::isfinite(v)) {
+          char tmp[32];
+          snprintf(tmp, sizeof(tmp), "%.17g", v);
+          Raw(tmp);
+        } else {
+          Str(std::isnan(v) ? "NaN" : v > 0 ? "Infinity" : "-Infinity");  // not JSON numbers
+        }
+        break;
+      }
     }
   }
   Raw("}");

@@ -23,6 +23,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
 #include <unordered_set>
@@ -78,7 +79,8 @@ struct Name {
 
 struct Arg {
   // kInterned: a string value repeated across events (`i` holds its iid, `s` its text).
-  enum Kind : uint8_t { kInt, kUint, kStr, kPtr, kInterned };
+  // kDouble: `i` holds the double's bits.
+  enum Kind : uint8_t { kInt, kUint, kStr, kPtr, kInterned, kDouble };
   ArgKey key;
   Kind kind;
   int64_t i;
@@ -88,6 +90,16 @@ struct Arg {
   static Arg Uint(ArgKey k, uint64_t v) { return Arg{k, kUint, static_cast<int64_t>(v), {}}; }
   static Arg Ptr(ArgKey k, uint64_t v) { return Arg{k, kPtr, static_cast<int64_t>(v), {}}; }
   static Arg Str(ArgKey k, std::string_view v) { return Arg{k, kStr, 0, v}; }
+  static Arg Double(ArgKey k, double v) {
+    int64_t bits;
+    memcpy(&bits, &v, sizeof(bits));
+    return Arg{k, kDouble, bits, {}};
+  }
+  double AsDouble() const {
+    double v;
+    memcpy(&v, &i, sizeof(v));
+    return v;
+  }
   static Arg Interned(ArgKey k, Name v) {
     return Arg{k, kInterned, static_cast<int64_t>(v.iid), v.str};
   }

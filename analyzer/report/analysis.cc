@@ -843,11 +843,17 @@ class FileAnalysis : public ViewVisitor {
   void Emit(const PendingOp& op, const PendingLaunch* l);
   PendingLaunch LaunchOf(const EventView& e);  // thread, step, NVTX path of a launching call
   void JoinLaunch(uint64_t corr, const PendingLaunch& l);
+  // The innermost step whose window holds `t` (-1: none). Steps may nest (a speculative
+  // decoding draft step inside its verify step): a time after the latest-starting step's end
+  // belongs to the step enclosing that one, if it still runs.
   int StepOf(uint64_t t) const;
   int StepOfNear(uint64_t t);
   // The step of `thread` whose window holds `t` when steps come from several threads (e.g. one
   // per GPU worker, overlapping in time) and `thread` marked some; else StepOf(t).
   int StepOfThread(uint64_t t, uint32_t thread) const;
+  // From step i (the latest-starting step of its list at or before t) up its enclosing steps
+  // (`parent`) to the first that holds t.
+  int Holding(int i, uint64_t t, const std::vector<int>& parent) const;
   KernelAgg& Kernel(uint64_t key);
   const std::string& CsvName(uint32_t name_id, int bucket);
 
@@ -859,6 +865,9 @@ class FileAnalysis : public ViewVisitor {
   std::vector<StepRec> agent_steps_, nvtx_steps_;
   // Indices into steps_ by marking thread, in start order; empty when one thread marked them all.
   absl::flat_hash_map<uint32_t, std::vector<int>> steps_by_thread_;
+  // Per step, the step enclosing it when it started (-1: none), among all steps and among its
+  // own thread's steps.
+  std::vector<int> step_parent_, step_parent_thread_;
   std::vector<RunRec> agent_runs_, nvtx_runs_;
   // NVTX ranges and engine-mapped API calls, in file order (pass 1), read back per thread in
   // start order by the sweeps of pass 2; memory bounded (range_store.h).
@@ -1268,6 +1277,23 @@ void FileAnalysis::Finish1() {
   }
   steps_by_thread_.clear();
   for (size_t i = 0; i < steps_.size(); ++i) steps_by_thread_[steps_[i].thread].push_back(int(i));
+  // Enclosing steps: over a list in start order, a stack of the steps still open.
+  auto link = [this](const std::vector<int>& order, std::vector<int>* parent) {
+    std::vector<int> open;
+    for (int i : order) {
+      while (!open.empty() && steps_[open.back()].end <= steps_[i].start) open.pop_back();
+      (*parent)[i] = open.empty() ? -1 : open.back();
+      open.push_back(i);
+    }
+  };
+  step_parent_.assign(steps_.size(), -1);
+  step_parent_thread_.assign(steps_.size(), -1);
+  {
+    std::vector<int> all(steps_.size());
+    for (size_t i = 0; i < all.size(); ++i) all[i] = int(i);
+    link(all, &step_parent_);
+  }
+  for (const auto& kv : steps_by_thread_) link(kv.second, &step_parent_thread_);
   if (steps_by_thread_.size() < 2) steps_by_thread_.clear();
   const size_t nb = ctx_->buckets.size();
   run_buckets_.assign(runs_.size() + 1, BucketAcc{std::vector<uint64_t>(nb, 0),
@@ -1297,8 +1323,18 @@ int FileAnalysis::StepOfNear(uint64_t t) {
     }
   }
   step_hint_ = i;
-  const StepRec& s = steps_[i];
-  return t >= s.end && t != s.start ? -1 : int(i);
+  return Holding(int(i), t, step_parent_);
+}
+
+int FileAnalysis::Holding(int i, uint64_t t, const std::vector<int>& parent) const {
+  // Bounded: steps rarely nest more than a few deep (a chain of partly overlapping steps could
+  // make it long).
+  for (int hops = 0; i >= 0 && hops < 64; ++hops) {
+    const StepRec& s = steps_[size_t(i)];
+    if (t < s.end || t == s.start) return i;
+    i = parent[size_t(i)];
+  }
+  return -1;
 }
 
 KernelAgg& FileAnalysis::Kernel(uint64_t key) {
@@ -1318,18 +1354,14 @@ int FileAnalysis::StepOfThread(uint64_t t, uint32_t thread) const {
   auto it = std::upper_bound(v.begin(), v.end(), t,
                              [this](uint64_t x, int i) { return x < steps_[i].start; });
   if (it == v.begin()) return -1;
-  const StepRec& s = steps_[*(it - 1)];
-  if (t >= s.end && !(t == s.start)) return -1;
-  return *(it - 1);
+  return Holding(*(it - 1), t, step_parent_thread_);
 }
 
 int FileAnalysis::StepOf(uint64_t t) const {
   auto it = std::upper_bound(steps_.begin(), steps_.end(), t,
                              [](uint64_t x, const StepRec& s) { return x < s.start; });
   if (it == steps_.begin()) return -1;
-  --it;
-  if (t >= it->end && !(t == it->start)) return -1;
-  return int(it - steps_.begin());
+  return Holding(int(it - steps_.begin()) - 1, t, step_parent_);
 }
 
 // ----- pass 2 --------------------------------------------------------------------------------
@@ -1917,7 +1949,11 @@ void FileAnalysis::Emit(const PendingOp& op, const PendingLaunch* l) {
   // belongs to a step of the thread that launched it.
   int s = steps_by_thread_.empty() || l == nullptr ? StepOfNear(op.start)
                                                     : StepOfThread(op.start, l->thread);
-  if (s < 0 && l != nullptr && !steps_by_thread_.empty()) s = l->step;
+  // An op that starts in no step window belongs to the step that launched it (async
+  // scheduling: the step's range ended before the GPU reached its work).
+  if (s < 0 && l != nullptr) {
+    s = csv_.is_open() || !steps_by_thread_.empty() ? l->step : StepOf(l->start);
+  }
   if (s >= 0) {
     StepRec& st = steps_[s];
     // Per run slot, warm-up steps of warm-up runs included (the run's own table); the global
@@ -2329,9 +2365,32 @@ struct StepSet {
   Distribution busy;      // ns
   uint64_t steps = 0;
   int64_t tokens = 0;
-  uint64_t total_ns = 0;
+  uint64_t total_ns = 0;  // sum of the step wall times (engine `others` = this - mapped time)
   std::vector<double> samples_ms;
+  std::vector<std::pair<uint64_t, uint64_t>> windows;  // [start, end) of each step
 };
+
+// Wall time the steps cover: the union of their windows. The sum of step wall times for steps
+// one after another; less when they overlap (threads serving concurrently) or nest (a draft
+// step inside its verify step), where the sum would count the same time twice.
+uint64_t WallNs(const StepSet& s) {
+  std::vector<std::pair<uint64_t, uint64_t>> w = s.windows;
+  std::sort(w.begin(), w.end());
+  uint64_t total = 0, cur_start = 0, cur_end = 0;
+  bool open = false;
+  for (const auto& x : w) {
+    if (open && x.first <= cur_end) {
+      cur_end = std::max(cur_end, x.second);
+      continue;
+    }
+    if (open) total += cur_end - cur_start;
+    cur_start = x.first;
+    cur_end = x.second;
+    open = true;
+  }
+  if (open) total += cur_end - cur_start;
+  return total;
+}
 
 void AddStep(StepSet* s, const StepRec& st) {
   uint64_t d = st.end - st.start;
@@ -2341,15 +2400,18 @@ void AddStep(StepSet* s, const StepRec& st) {
   if (st.tokens > 0) s->tokens = SaturatedAdd(s->tokens, st.tokens);
   s->total_ns += d;
   s->samples_ms.push_back(Round6(NsToMs(double(d))));
+  s->windows.emplace_back(st.start, st.end);
 }
 
 Json StatsJson(const StepSet& s, bool with_samples) {
   Json j;
   j["steps"] = s.steps;
   j["tokens"] = s.tokens;
-  j["total_time_ms"] = Num(NsToMs(double(s.total_ns)));
-  j["tokens_per_s"] = s.total_ns > 0 ? Num(double(s.tokens) / (double(s.total_ns) / 1e9))
-                                     : Json(nullptr);
+  const uint64_t wall_ns = WallNs(s);
+  j["total_time_ms"] = Num(NsToMs(double(wall_ns)));
+  j["tokens_per_s"] = wall_ns > 0 && s.tokens > 0
+                          ? Num(double(s.tokens) / (double(wall_ns) / 1e9))
+                          : Json(nullptr);
   j["step_latency_ms"] = LatJson(s.lat, 1e-6);
   if (with_samples) j["step_latency_ms_samples"] = s.samples_ms;
   j["gpu_busy_ms_per_step"] = s.busy.count() > 0 ? Num(NsToMs(s.busy.Mean())) : Json(nullptr);
@@ -2399,8 +2461,9 @@ Json KvBinsJson(const ReportOptions& opt, const std::vector<const StepRec*>& ste
     b["steps"] = bins[i].steps;
     b["tokens"] = bins[i].tokens;
     b["latency_ms"] = LatJson(bins[i].lat, 1e-6);
-    b["tokens_per_s"] = bins[i].total_ns > 0
-                            ? Num(double(bins[i].tokens) / (double(bins[i].total_ns) / 1e9))
+    const uint64_t wall_ns = WallNs(bins[i]);
+    b["tokens_per_s"] = wall_ns > 0 && bins[i].tokens > 0
+                            ? Num(double(bins[i].tokens) / (double(wall_ns) / 1e9))
                             : Json(nullptr);
     arr.push_back(b);
   }

@@ -1365,6 +1365,106 @@ TEST_CASE("runs and steps of concurrent threads: each step in its own thread's r
   CHECK(steps == std::multiset<std::string>{"0", "1", "2", "3", "4", "5", "6", "7"});
 }
 
+// Speculative decoding: a draft step [100, 300) us nested in its verify step [0, 1000). The
+// draft's kernel (launched at 150) is the draft step's; the target's kernel (launched at 400,
+// after the draft ended) is the verify step's, not in no step. The steps cover 1 ms of wall
+// time, not 1.2: total_time_ms and tokens/s count the nested time once.
+TEST_CASE("nested steps: an op after the inner step ends belongs to the enclosing step") {
+  const std::string dir = TmpDir("nested_steps");
+  {
+    ProfileBuilder b(dir + "/rank0.pb");
+    b.WriteHeader(0, 1, "h0", GPU_TIMING_CUPTI);
+    b.Host(1, 0, 0, ProfileBuilder::Nvtx(b.Str("step phase=decode tokens=4"), 1000 * kUs, 0));
+    b.Host(1, 100 * kUs, 0,
+           ProfileBuilder::Nvtx(b.Str("step phase=draft tokens=0"), 200 * kUs, 1));
+    b.Host(1, 150 * kUs, 1, ProfileBuilder::Launch(b.Str("vllm::rms_norm_kernel"), 5 * kUs));
+    b.Host(1, 400 * kUs, 2, ProfileBuilder::Launch(b.Str("vllm::act_and_mul_kernel"), 5 * kUs));
+    b.Flush();
+    b.Device(0, 160 * kUs, 1, Kernel(50 * kUs));
+    b.Device(0, 410 * kUs, 2, Kernel(100 * kUs));
+    b.Close(true);
+  }
+  std::string printed;
+  REQUIRE(RunReport(dir, dir, ReportOptions(), &printed).ok());
+  std::ifstream in(dir + "/summary.json");
+  Json s = Json::parse(in);
+  CHECK(s["stats"]["steps"] == 2);
+  CHECK(s["stats"]["tokens"] == 4);
+  CHECK(s["stats"]["total_time_ms"] == 1.0);
+  CHECK(s["stats"]["tokens_per_s"] == 4000.0);
+  CHECK(s["buckets_model_avg_ms"]["norm"]["ms"] == 0.025);    // 50 us over 2 steps
+  CHECK(s["buckets_model_avg_ms"]["mlp.act"]["ms"] == 0.05);  // 100 us over 2 steps
+  std::vector<std::string> rows = absl::StrSplit(ReadAll(dir + "/ops.csv"), '\n',
+                                                 absl::SkipEmpty());
+  REQUIRE(rows.size() == 3);
+  std::vector<std::string> steps;
+  for (size_t i = 1; i < rows.size(); ++i) {
+    std::vector<std::string> f = absl::StrSplit(rows[i], ',');
+    REQUIRE(f.size() >= 15);
+    steps.push_back(f[14]);
+  }
+  CHECK(steps == std::vector<std::string>{"1", "0"});  // steps by start: verify 0, draft 1
+}
+
+// Async scheduling (vLLM v1), one thread: step 1's range [0, 100) us ends before its kernel
+// starts (150); step 2 opens at 200. The kernel starts in no step window: it is step 1's (its
+// launcher's), not lost from the buckets.
+TEST_CASE("async scheduling: an op that starts between steps belongs to its launching step") {
+  const std::string dir = TmpDir("async_steps");
+  {
+    ProfileBuilder b(dir + "/rank0.pb");
+    b.WriteHeader(0, 1, "h0", GPU_TIMING_CUPTI);
+    const uint32_t step = b.Str("step tokens=1");
+    b.Host(1, 0, 0, ProfileBuilder::Nvtx(step, 100 * kUs, 0));
+    b.Host(1, 50 * kUs, 1, ProfileBuilder::Launch(b.Str("vllm::act_and_mul_kernel"), 5 * kUs));
+    b.Host(1, 200 * kUs, 0, ProfileBuilder::Nvtx(step, 100 * kUs, 0));
+    b.Flush();
+    b.Device(0, 150 * kUs, 1, Kernel(30 * kUs));
+    b.Close(true);
+  }
+  for (bool csv : {false, true}) {  // with and without ops.csv (launch steps kept for it)
+    INFO("ops.csv " << csv);
+    std::string printed;
+    Json s;
+    if (csv) {
+      REQUIRE(RunReport(dir, dir, ReportOptions(), &printed).ok());
+      std::ifstream in(dir + "/summary.json");
+      s = Json::parse(in);
+    } else {
+      auto r = BuildSummary({dir + "/rank0.pb"}, ReportOptions(), "");
+      REQUIRE(r.ok());
+      s = *r;
+    }
+    CHECK(s["stats"]["steps"] == 2);
+    CHECK(s["buckets_model_avg_ms"]["mlp.act"]["ms"] == 0.015);  // 30 us over 2 steps
+  }
+}
+
+// Two threads serving concurrently, each 2 steps of 0.99 ms with 10 tokens, over the same 2 ms:
+// 40 tokens in 2 ms of wall time is 20000 tokens/s (the sum of step times, 3.96 ms, would
+// halve it). Per-step latency is unchanged.
+TEST_CASE("concurrent steps: tokens/s over the wall time the steps cover") {
+  const std::string dir = TmpDir("concurrent_tps");
+  {
+    ProfileBuilder b(dir + "/rank0.pb");
+    b.WriteHeader(0, 1, "h0", GPU_TIMING_CUPTI);
+    const uint32_t step = b.Str("step tokens=10");
+    for (uint32_t thread = 1; thread <= 2; ++thread) {
+      for (uint64_t i = 0; i < 2; ++i) {
+        b.Host(thread, (i * 1000 + thread * 10) * kUs, 0, ProfileBuilder::Nvtx(step, 990 * kUs, 0));
+      }
+    }
+    b.Close(true);
+  }
+  auto s = BuildSummary({dir + "/rank0.pb"}, ReportOptions(), "");
+  REQUIRE(s.ok());
+  CHECK((*s)["stats"]["steps"] == 4);
+  CHECK((*s)["stats"]["tokens"] == 40);
+  CHECK((*s)["stats"]["step_latency_ms"]["mean"] == 0.99);
+  CHECK((*s)["stats"]["total_time_ms"] == 2.0);  // [10, 2010) us
+  CHECK((*s)["stats"]["tokens_per_s"] == 20000.0);
+}
+
 // NVTX start/end ranges need not nest: step 1 [0, 1000) us and step 2 [900, 2000) overlap, and
 // "work" [1200, 1800) opens after step 1 ended. A kernel launched at 1300 is in step 2's work:
 // path step/work (before, the ended step 1 stayed under step 2: step/step/work).
