@@ -512,6 +512,15 @@ void RecordDeviceClockSync(uint64_t device_ns, uint64_t monotonic_ns, uint64_t u
   g.device_syncs.push_back({device_ns, monotonic_ns, uncertainty_ns});
 }
 
+void NameOsThread(uint32_t tid, const std::string& name) {
+  auto& g = G();
+  std::lock_guard<std::mutex> lock(g.mu);
+  std::string& cur = g.thread_names[tid];
+  if (cur == name) return;
+  cur = name;
+  g.thread_names_gen.fetch_add(1, std::memory_order_release);
+}
+
 void AddNote(const char* level, const std::string& text) {
   auto& g = G();
   {

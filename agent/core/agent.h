@@ -176,6 +176,10 @@ void RecordDeviceInfo(uint32_t device, const std::string& name, uint64_t total_m
 // A note for the file and, at level "warning"/"error", one line on stderr ("profagent: ...").
 void AddNote(const char* level, const std::string& text);
 
+// The application named OS thread `tid` (nvtxNameOsThread): its ThreadInfo carries this name
+// (written again if the thread was already announced) instead of its pthread name.
+void NameOsThread(uint32_t tid, const std::string& name);
+
 // The real path of the loaded agent library (libprofagent.so), "" when the agent is linked
 // into the executable itself (tests) or the path cannot be found. For the injection variables
 // the agent points at itself (NVTX_INJECTION64_PATH, CUDA_INJECTION64_PATH). Slow path.

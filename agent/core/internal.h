@@ -28,6 +28,8 @@ struct ThreadState {
   uint64_t drops_written = 0;    // writer-side: last Drops value written
   uint64_t drops_base = 0;       // ring drops counted before this thread took the ring
   bool announced = false;        // writer-side: ThreadInfo written
+  uint32_t names_seen = 0;       // writer-side: Global::thread_names_gen when last announced
+  std::string written_name;      // writer-side: the name its last ThreadInfo carried
   char name[16] = {0};
 };
 
@@ -113,6 +115,9 @@ struct Global {
   std::vector<DeviceItem> devices;
   std::vector<DeviceSyncItem> device_syncs;
   std::vector<void (*)()> shutdown_fns;
+  // Names the application gave OS threads (nvtxNameOsThread), by tid; bumped on each change.
+  std::unordered_map<uint32_t, std::string> thread_names;
+  std::atomic<uint32_t> thread_names_gen{0};
 
   // Flush handshake.
   std::atomic<uint64_t> flush_requested{0};

@@ -897,18 +897,28 @@ void Pass(WriterState* w, bool final_pass) {
     for (int round = 0; round < 4; ++round) {
       b.Reset();
       uint64_t n = DrainRing(w, ts, &b, &devs);
+      const uint32_t names_gen = g.thread_names_gen.load(std::memory_order_acquire);
+      const bool name_check = !ts->announced || ts->names_seen != names_gen;
+      std::string name;
       {
         std::lock_guard<std::mutex> lock(g.mu);
         EncodePendingLocked(w);  // strings the batch refers to come first
+        if (name_check) {
+          auto it = names_gen != 0 ? g.thread_names.find(uint32_t(ts->tid)) : g.thread_names.end();
+          name = it != g.thread_names.end() ? it->second : std::string(ts->name);
+        }
       }
-      if (!ts->announced) {
+      // ThreadInfo: at the thread's first batch, and again when NVTX renamed it.
+      if (name_check && (!ts->announced || name != ts->written_name)) {
         ts->announced = true;
+        ts->written_name = name;
         w->msg.Clear();
         w->msg.U64(1, ts->index);
         w->msg.U64(2, uint64_t(ts->tid));
-        w->msg.Str(3, ts->name);
+        w->msg.Str(3, name);
         Frame(w, kRecThread, w->msg);
       }
+      ts->names_seen = names_gen;
       if (b.any) {
         w->msg.Clear();
         w->msg.U64(1, ts->index);

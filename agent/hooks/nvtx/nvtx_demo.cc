@@ -9,7 +9,9 @@
 // range it makes.
 #include <dlfcn.h>
 #include <nvtx3/nvToolsExt.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <cstdio>
@@ -84,6 +86,9 @@ int main(int argc, char** argv) {
   uint64_t sa0 = MonoNs();
   uint64_t sb1 = 0, sa1 = 0;
   std::thread th([&] {
+    // Named before its first event (Python engines name their threads this way: their
+    // threading module sets no OS thread name).
+    nvtxNameOsThreadA(uint32_t(syscall(SYS_gettid)), "nvtx-worker");
     Busy(300);
     sb1 = MonoNs();
     nvtxRangeEnd(id);
@@ -159,6 +164,8 @@ int main(int argc, char** argv) {
     g_lines.push_back(buf);
   }
   Pop(run);
+  // Named after its events were recorded (wide-character form).
+  nvtxNameOsThreadW(uint32_t(syscall(SYS_gettid)), L"engine-main");
   // Left open at exit: the agent reports it as a push without end.
   nvtxRangePushA("left open");
   for (const auto& l : g_lines) printf("%s\n", l.c_str());

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -44,6 +45,7 @@ struct Ev {
 struct Parsed {
   std::map<uint32_t, std::string> strings;
   std::vector<Ev> events;
+  std::map<uint32_t, std::string> thread_names;  // by thread index: the last ThreadInfo's name
   bool footer = false;
   std::string S(uint32_t id) const {
     auto it = strings.find(id);
@@ -80,6 +82,7 @@ Parsed ParseFile(const std::string& path) {
     pos += len;
     if (r.has_string()) p.strings[r.string().id()] = r.string().value();
     if (r.has_footer()) p.footer = true;
+    if (r.has_thread()) p.thread_names[r.thread().thread()] = r.thread().name();
     if (r.has_batch()) {
       int64_t t = int64_t(r.batch().base_ns());
       for (const auto& e : r.batch().events()) {
@@ -160,6 +163,19 @@ TEST_CASE("every NVTX range of an unmodified program is recorded with the right 
     }
   }
   REQUIRE(ranges.size() == 17);
+  // nvtxNameOsThread names the track of the thread it names, before or after its first event.
+  std::multiset<std::string> names;
+  for (const auto& kv : p.thread_names) names.insert(kv.second);
+  CHECK(names.count("nvtx-worker") == 1);
+  CHECK(names.count("engine-main") == 1);
+  for (const auto& ev : p.events) {
+    if (ev.e.kind() == profagent::EV_NVTX_RANGE && p.S(ev.e.name()) == "cross-thread") {
+      CHECK(p.thread_names.at(ev.thread) == "nvtx-worker");  // ended on the worker
+    }
+    if (ev.e.kind() == profagent::EV_NVTX_MARK) {
+      CHECK(p.thread_names.at(ev.thread) == "engine-main");
+    }
+  }
   // Each printed range matches one recorded range (same message) whose start lies within the
   // start call and whose end within the end call.
   std::map<std::string, int> used;

@@ -522,8 +522,19 @@ void NoteName(const char* what, uint64_t key, const std::string& name) {
 }
 void NameCategoryA(uint32_t c, const char* n) { NoteName("category", c, n ? n : ""); }
 void NameCategoryW(uint32_t c, const wchar_t* n) { NoteName("category", c, WideToString(n)); }
-void NameOsThreadA(uint32_t t, const char* n) { NoteName("OS thread", t, n ? n : ""); }
-void NameOsThreadW(uint32_t t, const wchar_t* n) { NoteName("OS thread", t, WideToString(n)); }
+void NameThread(uint32_t t, const std::string& n) {
+  try {
+    ::profagent::NameOsThread(t, n);
+  } catch (...) {
+  }
+}
+void NameOsThreadA(uint32_t t, const char* n) { NameThread(t, n ? n : ""); }
+void NameOsThreadW(uint32_t t, const wchar_t* n) {
+  try {
+    NameThread(t, WideToString(n));
+  } catch (...) {
+  }
+}
 
 void DomainMarkEx(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) { MsgSrc m; m.attr = a; DoMark(D(d), m); }
 nvtxRangeId_t DomainRangeStartEx(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) { MsgSrc m; m.attr = a; return DoStart(D(d), m); }

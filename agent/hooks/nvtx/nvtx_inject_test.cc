@@ -436,14 +436,16 @@ TEST_CASE("ranges still open are flushed as kNvtxPush") {
   CHECK(p[2].e.t1 == p[2].e.t0);
 }
 
-TEST_CASE("naming calls become notes") {
+TEST_CASE("category names become notes; thread names name the thread") {
   Fresh();
   nvtxNameCategoryA(3, "memory");
   nvtxNameOsThreadA(1234, "worker");
+  nvtxNameOsThreadW(1235, L"w\u00e9");
   auto notes = fake::Notes();
-  REQUIRE(notes.size() == 2);
+  REQUIRE(notes.size() == 3);
   CHECK(notes[0].find("category 3 named 'memory'") != std::string::npos);
-  CHECK(notes[1].find("OS thread 1234 named 'worker'") != std::string::npos);
+  CHECK(notes[1] == "thread name: 1234 worker");
+  CHECK(notes[2] == "thread name: 1235 w\xc3\xa9");  // UTF-8
 }
 
 }  // namespace

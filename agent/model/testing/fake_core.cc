@@ -60,6 +60,10 @@ void AddNote(const char* level, const std::string& text) {
   notes.push_back(std::string(level) + ": " + text);
 }
 
+void NameOsThread(uint32_t tid, const std::string& name) {
+  AddNote("thread name", std::to_string(tid) + " " + name);
+}
+
 void Log(int, const char* fmt, ...) {
   va_list ap;
   va_start(ap, fmt);

@@ -28,7 +28,7 @@ std::vector<Captured> EventsOfType(EvType t);
 std::string StringOf(uint32_t id);
 // Arguments of every SetScheduleActive call since the last Reset.
 std::vector<bool> ScheduleCalls();
-// Notes added with AddNote ("level: text").
+// Notes added with AddNote ("level: text"); NameOsThread adds "thread name: TID NAME".
 std::vector<std::string> Notes();
 
 // Sets the configuration GetConfig() returns and clears captured events, schedule calls and
