@@ -1126,10 +1126,11 @@ void CheckPolls(const std::string& timing) {
   Scenario s(("poll_" + timing).c_str(),
              "PROFAGENT_GPU_TIMING=" + timing + " PROFAGENT_RING_SIZE=1024", kPkg + "rt_poll");
   REQUIRE(s.run.code == 0);
-  long event_polls = -1, stream_polls = -1, worker_polls = -1;
+  long event_polls = -1, stream_polls = -1, worker_polls = -1, event_ok = -1;
   int errors = -1;
-  REQUIRE(sscanf(s.run.out.c_str(), "event_polls=%ld stream_polls=%ld worker_polls=%ld errors=%d",
-                 &event_polls, &stream_polls, &worker_polls, &errors) == 4);
+  REQUIRE(sscanf(s.run.out.c_str(),
+                 "event_polls=%ld stream_polls=%ld worker_polls=%ld errors=%d event_ok=%ld",
+                 &event_polls, &stream_polls, &worker_polls, &errors, &event_ok) == 5);
   CHECK(errors == 0);
   CHECK(worker_polls == 5);
   REQUIRE(s.loaded);
@@ -1164,7 +1165,7 @@ void CheckPolls(const std::string& timing) {
   }
   CHECK(not_ready["cudaEventQuery"] == uint64_t(event_polls + worker_polls));
   CHECK(not_ready["cudaStreamQuery"] == uint64_t(stream_polls));
-  CHECK(ok["cudaEventQuery"] == 11);
+  CHECK(ok["cudaEventQuery"] == uint64_t(event_ok));  // 11 unless load let a kernel finish early
   CHECK(ok["cudaStreamQuery"] == 10);
   // The worker's five polls, written when it exited.
   CHECK(not_ready_by_thread.size() == 2);
