@@ -1,6 +1,5 @@
 #include "analyzer/diff/diff.h"
 
-#include <fnmatch.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -133,13 +132,24 @@ Direction DirectionOf(const std::string& path) {
                                               "calls_matched", "records", "host_events",
                                               "device_ops", "world_size"};
   if (kInfo.count(last) != 0) return Direction::kInfo;
+  // The amount of work, not its speed: more steps per run take longer (tokens/s and the step
+  // statistics judge the speed).
+  if (last == "total_time_ms" || path.rfind("runs_aggregate.metrics.total_time_ms", 0) == 0) {
+    return Direction::kInfo;
+  }
+  // Symptoms, not causes: a rank waits longer when another got slower; the GPU is busier and
+  // work starts later after its launch when the kernels got slower.
+  if (last == "gpu_busy_share" || last == "wait_ms" ||
+      path.find("wait_ms_by_rank") != std::string::npos ||
+      path.find("launch_to_start_us") != std::string::npos) {
+    return Direction::kInfo;
+  }
   if (path.rfind("collectives.ops[", 0) == 0 && last == "bytes") return Direction::kInfo;
   if (path.find("last_arriver_counts") != std::string::npos) return Direction::kInfo;
   if (path.find("most_frequent_last_arriver") != std::string::npos) return Direction::kInfo;
   if (path == "collectives.stragglers.straggler") return Direction::kInfo;  // a rank number
   if (last == "std") return Direction::kLowerIsBetter;  // spread: less is better, whatever unit
-  if (path.find("tokens_per_s") != std::string::npos || EndsWith(last, "_gbps") ||
-      last == "gpu_busy_share") {
+  if (path.find("tokens_per_s") != std::string::npos || EndsWith(last, "_gbps")) {
     return Direction::kHigherIsBetter;
   }
   // Any segment carrying a time or size unit (a LAT block's fields inherit their key's unit).
@@ -227,16 +237,72 @@ struct SampleTest {
   std::string text;
 };
 
-std::vector<double> StepSamples(const OJson& s) {
+std::vector<double> Samples(const OJson& s, const char* key) {
   std::vector<double> v;
   auto st = s.find("stats");
   if (st == s.end() || !st->is_object()) return v;
-  auto it = st->find("step_latency_ms_samples");
+  auto it = st->find(key);
   if (it == st->end() || !it->is_array()) return v;
   for (const auto& x : *it) {
     if (x.is_number()) v.push_back(x.get<double>());
   }
   return v;
+}
+
+// A statistic's value in each non-warm-up run (runs[i].stats.PATH, PATH dotted), in run order.
+std::vector<double> RunValues(const OJson& s, const std::string& path) {
+  std::vector<double> v;
+  auto runs = s.find("runs");
+  if (runs == s.end() || !runs->is_array()) return v;
+  for (const OJson& r : *runs) {
+    if (!r.is_object()) continue;
+    auto w = r.find("warmup");
+    if (w != r.end() && w->is_boolean() && w->get<bool>()) continue;
+    auto st = r.find("stats");
+    if (st == r.end() || !st->is_object()) continue;
+    const OJson* x = &*st;
+    size_t from = 0;
+    while (x != nullptr && from <= path.size()) {
+      const size_t dot = std::min(path.find('.', from), path.size());
+      auto it = x->is_object() ? x->find(path.substr(from, dot - from)) : x->end();
+      x = x->is_object() && it != x->end() ? &*it : nullptr;
+      from = dot + 1;
+    }
+    if (x != nullptr && x->is_number()) v.push_back(x->get<double>());
+  }
+  return v;
+}
+
+// Two-sided Welch p-value of two small samples (sample std, n - 1).
+double WelchSamplesP(const std::vector<double>& a, const std::vector<double>& b) {
+  auto moments = [](const std::vector<double>& v, double* mean, double* sd) {
+    double sum = 0;
+    for (double x : v) sum += x;
+    *mean = sum / double(v.size());
+    double ss = 0;
+    for (double x : v) ss += (x - *mean) * (x - *mean);
+    *sd = v.size() > 1 ? std::sqrt(ss / double(v.size() - 1)) : 0;
+  };
+  double ma, sa, mb, sb;
+  moments(a, &ma, &sa);
+  moments(b, &mb, &sb);
+  return WelchP(ma, sa, double(a.size()), mb, sb, double(b.size()));
+}
+
+// Block length of the moving-block bootstrap over n steps in step order: sqrt(n). Host noise
+// on a shared machine comes in bursts (a whole stretch of steps slower), which an i.i.d.
+// resample of single steps would take for a shift of the distribution.
+size_t BlockLength(size_t n) { return std::max<size_t>(1, size_t(std::sqrt(double(n)))); }
+
+// One moving-block resample of indices 0..n-1 (blocks of `block` consecutive indices).
+void ResampleBlocks(size_t n, size_t block, std::mt19937_64& rng, std::vector<size_t>* idx) {
+  idx->clear();
+  block = std::min(block, n);
+  const size_t starts = n - block + 1;
+  while (idx->size() < n) {
+    const size_t s = rng() % starts;
+    for (size_t k = 0; k < block && idx->size() < n; ++k) idx->push_back(s + k);
+  }
 }
 
 // Average ms per step of a bucket: buckets_model_avg_ms.X.ms, buckets_engine_avg_ms.X.ms, and
@@ -256,8 +322,8 @@ std::optional<Statistic> StepStatisticFor(const std::string& name) {
       {"stats.step_latency_ms.p50", Statistic::kP50},
       {"stats.step_latency_ms.p90", Statistic::kP90},
       {"stats.step_latency_ms.p99", Statistic::kP99},
-      // Functions of the step times: tested through the mean step time.
-      {"stats.total_time_ms", Statistic::kMean},
+      // sum(tokens) / sum(step times) over the steps (the mean step time for summaries
+      // without step_tokens_samples).
       {"stats.tokens_per_s", Statistic::kMean},
   };
   for (const auto& kv : kMap) {
@@ -285,13 +351,12 @@ std::string Fmt(double v) {
   return buf;
 }
 
-std::string FmtP(double p) {
+// Three significant digits, more when those would round a p below `alpha` up to it (a
+// significant p shown as "0.01" next to a 0.01 level).
+std::string FmtP(double p, double alpha) {
   char buf[32];
-  if (p < 1e-4) {
-    snprintf(buf, sizeof(buf), "%.1e", p);
-  } else {
-    snprintf(buf, sizeof(buf), "%.4f", p);
-  }
+  snprintf(buf, sizeof(buf), p < 1e-4 ? "%.1e" : "%.3g", p);
+  if ((p < alpha) != (strtod(buf, nullptr) < alpha)) snprintf(buf, sizeof(buf), "%.6g", p);
   return buf;
 }
 
@@ -301,14 +366,46 @@ std::string FmtPct(double pct) {
   return buf;
 }
 
+// `pattern` with '*' matching any run of characters (every other character literal: metric
+// names hold brackets, which a shell glob would read as character classes).
+bool StarMatch(const std::string& pattern, const std::string& name) {
+  size_t p = 0, n = 0, star = std::string::npos, mark = 0;
+  while (n < name.size()) {
+    if (p < pattern.size() && pattern[p] == '*') {
+      star = p++;
+      mark = n;
+    } else if (p < pattern.size() && pattern[p] == name[n]) {
+      ++p;
+      ++n;
+    } else if (star != std::string::npos) {
+      p = star + 1;
+      n = ++mark;
+    } else {
+      return false;
+    }
+  }
+  while (p < pattern.size() && pattern[p] == '*') ++p;
+  return p == pattern.size();
+}
+
+// An exact name first; else the most specific matching pattern (the most literal characters;
+// the first given among equals).
 double ThresholdFor(const std::string& name, const DiffOptions& o) {
   for (const auto& kv : o.metric_thresholds) {
     if (kv.first == name) return kv.second;
   }
+  const std::pair<std::string, double>* best = nullptr;
+  size_t best_literal = 0;
   for (const auto& kv : o.metric_thresholds) {
-    if (fnmatch(kv.first.c_str(), name.c_str(), FNM_NOESCAPE) == 0) return kv.second;
+    if (!StarMatch(kv.first, name)) continue;
+    const size_t literal =
+        kv.first.size() - size_t(std::count(kv.first.begin(), kv.first.end(), '*'));
+    if (best == nullptr || literal > best_literal) {
+      best = &kv;
+      best_literal = literal;
+    }
   }
-  return o.threshold_pct;
+  return best != nullptr ? best->second : o.threshold_pct;
 }
 
 const char* VerdictText(Verdict v) {
@@ -348,18 +445,8 @@ std::string OneLine(std::string s) {
 
 double ComputeStatistic(std::vector<double> v, Statistic s) { return StatisticInPlace(v, s); }
 
-std::pair<double, double> BootstrapDiffInterval(const std::vector<double>& a,
-                                                const std::vector<double>& b, Statistic s,
-                                                double alpha, int resamples, uint64_t seed) {
-  if (a.empty() || b.empty() || resamples <= 0) return {0, 0};
-  std::mt19937_64 rng(seed);  // fully specified engine: identical streams everywhere
-  std::vector<double> ra(a.size()), rb(b.size()), diffs;
-  diffs.reserve(resamples);
-  for (int r = 0; r < resamples; ++r) {
-    for (double& x : ra) x = a[rng() % a.size()];
-    for (double& x : rb) x = b[rng() % b.size()];
-    diffs.push_back(StatisticInPlace(rb, s) - StatisticInPlace(ra, s));
-  }
+namespace {
+std::pair<double, double> PercentileInterval(std::vector<double>& diffs, double alpha) {
   std::sort(diffs.begin(), diffs.end());
   const size_t n = diffs.size();
   size_t lo = static_cast<size_t>(std::floor(alpha / 2 * n));
@@ -367,6 +454,56 @@ std::pair<double, double> BootstrapDiffInterval(const std::vector<double>& a,
   hi = hi == 0 ? 0 : std::min(hi - 1, n - 1);
   lo = std::min(lo, n - 1);
   return {diffs[lo], diffs[hi]};
+}
+}  // namespace
+
+std::pair<double, double> BootstrapDiffInterval(const std::vector<double>& a,
+                                                const std::vector<double>& b, Statistic s,
+                                                double alpha, int resamples, uint64_t seed,
+                                                size_t block_a, size_t block_b) {
+  if (a.empty() || b.empty() || resamples <= 0) return {0, 0};
+  std::mt19937_64 rng(seed);  // fully specified engine: identical streams everywhere
+  std::vector<double> ra(a.size()), rb(b.size()), diffs;
+  std::vector<size_t> idx;
+  diffs.reserve(resamples);
+  for (int r = 0; r < resamples; ++r) {
+    ResampleBlocks(a.size(), block_a, rng, &idx);
+    for (size_t i = 0; i < idx.size(); ++i) ra[i] = a[idx[i]];
+    ResampleBlocks(b.size(), block_b, rng, &idx);
+    for (size_t i = 0; i < idx.size(); ++i) rb[i] = b[idx[i]];
+    diffs.push_back(StatisticInPlace(rb, s) - StatisticInPlace(ra, s));
+  }
+  return PercentileInterval(diffs, alpha);
+}
+
+std::pair<double, double> BootstrapRatioDiffInterval(const std::vector<double>& time_a,
+                                                     const std::vector<double>& tokens_a,
+                                                     const std::vector<double>& time_b,
+                                                     const std::vector<double>& tokens_b,
+                                                     double alpha, int resamples, uint64_t seed,
+                                                     size_t block_a, size_t block_b) {
+  if (time_a.empty() || time_b.empty() || time_a.size() != tokens_a.size() ||
+      time_b.size() != tokens_b.size() || resamples <= 0) {
+    return {0, 0};
+  }
+  std::mt19937_64 rng(seed);
+  std::vector<double> diffs;
+  std::vector<size_t> idx;
+  diffs.reserve(resamples);
+  auto ratio = [&](const std::vector<double>& t, const std::vector<double>& k, size_t block) {
+    ResampleBlocks(t.size(), block, rng, &idx);
+    double st = 0, sk = 0;
+    for (size_t i : idx) {
+      st += t[i];
+      sk += k[i];
+    }
+    return st > 0 ? sk / st * 1e3 : 0;  // tokens per ms -> per s
+  };
+  for (int r = 0; r < resamples; ++r) {
+    const double ra = ratio(time_a, tokens_a, block_a);
+    diffs.push_back(ratio(time_b, tokens_b, block_b) - ra);
+  }
+  return PercentileInterval(diffs, alpha);
 }
 
 double MannWhitneyP(const std::vector<double>& a, const std::vector<double>& b) {
@@ -473,13 +610,28 @@ absl::StatusOr<OJson> LoadSummary(const std::string& path) {
   }
   std::string file = path;
   if (S_ISDIR(st.st_mode)) {
+    // The directory's summary.json when `report` wrote it after every rank file (it holds the
+    // user's report options), else the rank files summarized with the default options.
     auto files = ListProfileFiles(path);
-    if (files.ok()) {
-      auto summary = BuildSummary(*files, ReportOptions{}, "");
-      if (!summary.ok()) return summary.status();
-      return *summary;
-    }
     file = path + "/summary.json";
+    struct stat js;
+    const bool have_json = stat(file.c_str(), &js) == 0 && S_ISREG(js.st_mode);
+    if (files.ok()) {
+      bool json_current = have_json;
+      for (const std::string& f : *files) {
+        struct stat fs;
+        if (json_current && stat(f.c_str(), &fs) == 0 &&
+            std::make_pair(fs.st_mtim.tv_sec, fs.st_mtim.tv_nsec) >
+                std::make_pair(js.st_mtim.tv_sec, js.st_mtim.tv_nsec)) {
+          json_current = false;
+        }
+      }
+      if (!json_current) {
+        auto summary = BuildSummary(*files, ReportOptions{}, "");
+        if (!summary.ok()) return summary.status();
+        return *summary;
+      }
+    }
     if (stat(file.c_str(), &st) != 0) {
       return absl::NotFoundError(
           absl::StrCat(path, ": directory holds neither rank files (*.pb) nor summary.json"));
@@ -499,9 +651,18 @@ absl::StatusOr<OJson> LoadSummary(const std::string& path) {
   if (!j.is_object()) {
     return absl::InvalidArgumentError(absl::StrCat(file, ": not a summary (not a JSON object)"));
   }
+  // profagent.summary/1, or a compatible minor version /1.N.
+  auto schema_ok = [](const std::string& v) {
+    const std::string major = "profagent.summary/1";
+    if (v == major) return true;
+    if (v.size() < major.size() + 2 || v.compare(0, major.size() + 1, major + ".") != 0) {
+      return false;
+    }
+    return std::all_of(v.begin() + long(major.size()) + 1, v.end(),
+                       [](char c) { return c >= '0' && c <= '9'; });
+  };
   auto schema = j.find("schema");
-  if (schema == j.end() || !schema->is_string() ||
-      schema->get<std::string>().rfind("profagent.summary/1", 0) != 0) {
+  if (schema == j.end() || !schema->is_string() || !schema_ok(schema->get<std::string>())) {
     return absl::InvalidArgumentError(
         absl::StrCat(file, ": not a profagent summary (schema must be profagent.summary/1)"));
   }
@@ -571,8 +732,13 @@ DiffResult DiffSummaries(const OJson& base, const OJson& now, const DiffOptions&
   }
   std::map<std::string, std::optional<double>> base_values(fb.begin(), fb.end());
 
-  const std::vector<double> sa = StepSamples(base), sb = StepSamples(now);
+  const std::vector<double> sa = Samples(base, "step_latency_ms_samples"),
+                            sb = Samples(now, "step_latency_ms_samples");
+  const std::vector<double> ka = Samples(base, "step_tokens_samples"),
+                            kb = Samples(now, "step_tokens_samples");
   const bool have_samples = sa.size() >= 2 && sb.size() >= 2;
+  const bool have_tokens = have_samples && ka.size() == sa.size() && kb.size() == sb.size();
+  const size_t block_a = BlockLength(sa.size()), block_b = BlockLength(sb.size());
   double mwu_p = 1;
   if (have_samples) {
     mwu_p = MannWhitneyP(sa, sb);
@@ -603,6 +769,60 @@ DiffResult DiffSummaries(const OJson& base, const OJson& now, const DiffOptions&
     ++r.regressions;
     r.notes.push_back(absl::StrCat("GPU timing differs (base ", timing_a, ", new ", timing_b,
                                    "): the profiles' device times are not comparable"));
+  }
+  // Summaries made differently: the report's options (patterns, warm-up runs, rules, KV
+  // edges), the agent's step settings, the ranks. Compared all the same, with a note, as a
+  // deliberate change of options is a user's right; and what the new profile lost.
+  auto meta_of = [](const OJson& j, const char* key) -> const OJson* {
+    auto m = j.find("meta");
+    if (m == j.end() || !m->is_object()) return nullptr;
+    auto it = m->find(key);
+    return it != m->end() ? &*it : nullptr;
+  };
+  auto differing = [](const OJson* a, const OJson* b, const std::vector<std::string>& only) {
+    std::vector<std::string> keys;
+    if (a == nullptr || b == nullptr || !a->is_object() || !b->is_object()) return keys;
+    std::set<std::string> all;
+    for (auto it = a->begin(); it != a->end(); ++it) all.insert(it.key());
+    for (auto it = b->begin(); it != b->end(); ++it) all.insert(it.key());
+    for (const std::string& k : all) {
+      if (!only.empty() && std::find(only.begin(), only.end(), k) == only.end()) continue;
+      const bool ina = a->contains(k), inb = b->contains(k);
+      if (ina != inb || (ina && (*a)[k] != (*b)[k])) keys.push_back(k);
+    }
+    return keys;
+  };
+  std::vector<std::string> changed =
+      differing(meta_of(base, "options"), meta_of(now, "options"), {});
+  for (const std::string& k :
+       differing(meta_of(base, "config"), meta_of(now, "config"),
+                 {"PROFAGENT_STEP_PATTERN", "PROFAGENT_RUN_PATTERN", "PROFAGENT_STEP_RULE",
+                  "PROFAGENT_SCHEDULE", "PROFAGENT_KV_REDUCE", "PROFAGENT_RANKS"})) {
+    changed.push_back(k);
+  }
+  if (!changed.empty()) {
+    std::string list;
+    for (const std::string& k : changed) list += (list.empty() ? "" : ", ") + k;
+    r.notes.push_back(absl::StrCat("the summaries were made with different settings (", list,
+                                   "): steps, runs or buckets may differ for that reason"));
+  }
+  const OJson* ranks_a = meta_of(base, "ranks");
+  const OJson* ranks_b = meta_of(now, "ranks");
+  if (ranks_a != nullptr && ranks_b != nullptr && *ranks_a != *ranks_b) {
+    r.notes.push_back(absl::StrCat("the profiles hold different ranks (base ", ranks_a->dump(),
+                                   ", new ", ranks_b->dump(), ")"));
+  }
+  const OJson* drops = meta_of(now, "drops");
+  if (drops != nullptr && drops->is_number() && drops->get<double>() > 0) {
+    r.notes.push_back(absl::StrCat("the new profile dropped ", drops->dump(),
+                                   " records: its totals are lower bounds"));
+  }
+  const OJson* warnings = meta_of(now, "warnings");
+  if (warnings != nullptr && warnings->is_array() && !warnings->empty()) {
+    r.notes.push_back(absl::StrCat(
+        "the new profile has ", warnings->size(), " warning(s) (meta.warnings), first: ",
+        OneLine((*warnings)[0].is_string() ? (*warnings)[0].get<std::string>()
+                                           : (*warnings)[0].dump())));
   }
   if (steps_of(base) > 0 && steps_of(now) == 0) {
     ++r.regressions;
@@ -649,11 +869,11 @@ DiffResult DiffSummaries(const OJson& base, const OJson& now, const DiffOptions&
       const double w = m.direction == Direction::kLowerIsBetter ? d : -d;
       worse_pct = w > 0 ? INFINITY : w < 0 ? -INFINITY : 0;
     }
-    if (std::fabs(worse_pct) <= m.threshold_pct) {
+    // (A relative tolerance: +5.000000000000004 % is the +5.0 % the table shows, within 5 %.)
+    if (std::fabs(worse_pct) <= m.threshold_pct * (1 + 1e-9) + 1e-12) {
       m.verdict = Verdict::kWithin;
     } else if (worse_pct > 0 && IsPerStepBucketMs(name) && base_step_ms > 0 &&
-               std::fabs(*m.now - *m.base) <
-                   options.min_step_share_pct / 100 * base_step_ms) {
+               std::fabs(*m.now - *m.base) < options.min_step_share_pct / 100 * base_step_ms) {
       m.verdict = Verdict::kWithin;
       m.test = absl::StrCat("below ", Fmt(options.min_step_share_pct),
                             "% of the base mean step (", Fmt(base_step_ms), " ms)");
@@ -661,19 +881,45 @@ DiffResult DiffSummaries(const OJson& base, const OJson& now, const DiffOptions&
       m.verdict = Verdict::kBetter;
     } else {
       // Worse beyond the threshold: is it real?
+      const int level = static_cast<int>(std::lround((1 - options.alpha) * 100));
       if (auto stat = StepStatisticFor(name); stat && have_samples) {
-        auto ci = BootstrapDiffInterval(sa, sb, *stat, options.alpha, options.bootstrap_resamples,
-                                        options.seed);
+        // The steps' bootstrap (in blocks of consecutive steps) and, when both profiles hold
+        // two runs or more, the runs themselves: a statistic that moved in every run, not a
+        // stretch of steps (or one run) slowed by something else on the machine.
         m.tested = true;
-        // For all these metrics a larger step statistic is worse (tokens/s: slower steps).
-        m.significant = ci.first > 0;
-        const int level = static_cast<int>(std::lround((1 - options.alpha) * 100));
-        m.test = absl::StrCat("step ", name == "stats.total_time_ms" ||
-                                           name == "stats.tokens_per_s"
-                                       ? "mean"
-                                       : LastSegment(name),
-                              " diff CI", level, " [", Fmt(ci.first), ", ", Fmt(ci.second),
-                              "] ms; MWU p=", FmtP(mwu_p));
+        std::string run_path;
+        if (name == "stats.tokens_per_s") {
+          run_path = "tokens_per_s";
+          if (have_tokens) {
+            auto ci = BootstrapRatioDiffInterval(sa, ka, sb, kb, options.alpha,
+                                                 options.bootstrap_resamples, options.seed, block_a,
+                                                 block_b);
+            m.significant = ci.second < 0;  // fewer tokens per second
+            m.test = absl::StrCat("tokens/s diff CI", level, " [", Fmt(ci.first), ", ",
+                                  Fmt(ci.second), "]");
+          } else {  // older summaries: through the mean step time
+            auto ci =
+                BootstrapDiffInterval(sa, sb, Statistic::kMean, options.alpha,
+                                      options.bootstrap_resamples, options.seed, block_a, block_b);
+            m.significant = ci.first > 0;
+            m.test = absl::StrCat("step mean diff CI", level, " [", Fmt(ci.first), ", ",
+                                  Fmt(ci.second), "] ms");
+          }
+        } else {
+          run_path = "step_latency_ms." + LastSegment(name);
+          auto ci = BootstrapDiffInterval(sa, sb, *stat, options.alpha, options.bootstrap_resamples,
+                                          options.seed, block_a, block_b);
+          m.significant = ci.first > 0;  // a larger step statistic is worse
+          m.test = absl::StrCat("step ", LastSegment(name), " diff CI", level, " [", Fmt(ci.first),
+                                ", ", Fmt(ci.second), "] ms; MWU p=", FmtP(mwu_p, options.alpha));
+        }
+        const std::vector<double> va = RunValues(base, run_path), vb = RunValues(now, run_path);
+        if (va.size() >= 2 && vb.size() >= 2) {
+          const double p = WelchSamplesP(va, vb);
+          m.significant = m.significant && p < options.alpha;
+          absl::StrAppend(&m.test, "; runs (", va.size(), " vs ", vb.size(),
+                          ") Welch p=", FmtP(p, options.alpha));
+        }
       } else if (name.rfind("runs_aggregate.", 0) == 0 && EndsWith(name, ".mean") &&
                  runs_a >= 2 && runs_b >= 2) {
         const std::string base_key = name.substr(0, name.size() - 5);  // drop ".mean"
@@ -684,7 +930,7 @@ DiffResult DiffSummaries(const OJson& base, const OJson& now, const DiffOptions&
         const double p = WelchP(*m.base, sd(base_values), runs_a, *m.now, sd(new_values), runs_b);
         m.tested = true;
         m.significant = p < options.alpha;
-        m.test = absl::StrCat("Welch t over runs p=", FmtP(p));
+        m.test = absl::StrCat("Welch t over runs p=", FmtP(p, options.alpha));
       }
       if (m.tested) {
         m.verdict = m.significant ? Verdict::kRegression : Verdict::kNoise;
@@ -700,7 +946,7 @@ DiffResult DiffSummaries(const OJson& base, const OJson& now, const DiffOptions&
   for (const auto& kv : options.metric_thresholds) {
     bool used = false;
     for (const std::string& name : names) {
-      if (name == kv.first || fnmatch(kv.first.c_str(), name.c_str(), FNM_NOESCAPE) == 0) {
+      if (name == kv.first || StarMatch(kv.first, name)) {
         used = true;
         break;
       }
@@ -787,12 +1033,15 @@ std::string CodeCell(const std::string& name) {
 
 std::string RenderDiffMarkdown(const DiffResult& r, const DiffOptions& options) {
   std::string out = absl::StrCat("### profagent diff: ", Headline(r), "\n\n");
-  out += absl::StrCat("Base `", r.base_label, "`, new `", r.new_label, "`. A regression is a change ",
-                      "in the worse direction beyond the threshold (default ",
-                      Fmt(options.threshold_pct), "%) that is also significant (bootstrap ",
-                      static_cast<int>(std::lround((1 - options.alpha) * 100)),
-                      "% interval of the per-step difference, or Welch's t-test over runs, at p < ",
-                      Fmt(options.alpha), ").\n");
+  out +=
+      absl::StrCat("Base `", r.base_label, "`, new `", r.new_label, "`. A regression is a change ",
+                   "in the worse direction beyond the threshold (default ",
+                   Fmt(options.threshold_pct), "%) that is also significant (bootstrap ",
+                   static_cast<int>(std::lround((1 - options.alpha) * 100)),
+                   "% interval of the per-step difference, steps resampled in blocks, and "
+                   "Welch's t-test over the runs when both profiles have two or more; run "
+                   "aggregates: Welch's t-test over runs; at p < ",
+                   Fmt(options.alpha), ").\n");
   for (const std::string& n : r.notes) out += "\n> note: " + n + "\n";
   auto header = [](std::string* o) {
     *o += "\n| metric | base | new | change | threshold | verdict | significance |\n";

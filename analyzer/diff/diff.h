@@ -1,9 +1,10 @@
 // `profanalyze diff BASE NEW`: a CI gate comparing two profiles' summary.json
 // (analyzer/report/SUMMARY_FORMAT.md, schema profagent.summary/1).
 //
-// BASE and NEW are summary.json files, or profile directories: a directory holding rank files
-// (*.pb) is summarized in memory with the report library (BuildSummary, default options); a
-// directory without them must hold a summary.json.
+// BASE and NEW are summary.json files, or profile directories: a directory's summary.json when
+// it is newer than every rank file there (`report` wrote it, with the user's options), else its
+// rank files (*.pb) summarized in memory with the report library (BuildSummary, default
+// options).
 //
 // Every numeric leaf of the summaries becomes a metric named by its path ("stats.
 // step_latency_ms.p90", "kernels[gemm].total_ms", ...; array entries are keyed by name, rank,
@@ -14,11 +15,17 @@
 // A metric is a REGRESSION only when both hold:
 //   1. it moved in the worse direction by more than its threshold (default 5 %, per metric
 //      with --metric-threshold PATH=PCT, PATH may use '*' wildcards), and
-//   2. the change is statistically real: for the step-latency statistics (and total_time_ms,
-//      tokens_per_s, which are functions of the step times) a bootstrap confidence interval
-//      (99 %, deterministic seed) of the difference NEW - BASE of that statistic over the
-//      per-step samples (stats.step_latency_ms_samples) excludes 0 on the worse side; for
-//      runs_aggregate metrics a Welch t-test on the runs' mean/std/count gives p < 0.01.
+//   2. the change is statistically real: for the step-latency statistics (and tokens_per_s,
+//      sum(tokens) / sum(step time) over stats.step_tokens_samples) a bootstrap confidence
+//      interval (99 %, deterministic seed) of the difference NEW - BASE of that statistic over
+//      the per-step samples (stats.step_latency_ms_samples) excludes 0 on the worse side, the
+//      steps resampled in moving blocks of sqrt(n) consecutive steps (host noise comes in
+//      bursts); and when both profiles hold two non-warm-up runs or more, a Welch t-test over
+//      the runs' values of that statistic (runs[].stats) also gives p < 0.01, so a change must
+//      hold across runs, not in one stretch of a noisy machine. For runs_aggregate metrics a
+//      Welch t-test on the runs' mean/std/count gives p < 0.01.
+// Totals that measure the amount of work (total_time_ms) and symptoms of other metrics (GPU
+// busy share, waits in collectives, launch-to-start latency) are informational.
 // A metric with no samples to test is reported as "worse, untested" and does not fail the
 // build (unless fail_untested is set), so noise alone never fails a build. The Mann-Whitney U
 // p-value of the step samples is shown alongside as a distribution-shift check.
@@ -47,7 +54,8 @@ namespace analyzer {
 
 struct DiffOptions {
   double threshold_pct = 5.0;
-  // Ordered: the first matching pattern wins (exact names are tried before patterns).
+  // PATH=PCT: an exact name wins; else the matching pattern ('*' = any characters, everything
+  // else literal) with the most literal characters, the first given among equals.
   std::vector<std::pair<std::string, double>> metric_thresholds;
   double alpha = 0.01;  // two-sided: the bootstrap interval is the (1 - alpha) one
   int bootstrap_resamples = 4000;
@@ -123,10 +131,19 @@ void AddDiffCommand(CLI::App& app, int* exit_code);
 enum class Statistic { kMean, kStd, kMin, kMax, kP50, kP90, kP99 };
 // Population std; nearest-rank percentiles (as SUMMARY_FORMAT.md). Empty input: 0.
 double ComputeStatistic(std::vector<double> v, Statistic s);
-// Percentile bootstrap interval of stat(b) - stat(a) at level (1 - alpha).
+// Percentile bootstrap interval of stat(b) - stat(a) at level (1 - alpha); a side's samples are
+// resampled in moving blocks of `block_*` consecutive values (1: the i.i.d. bootstrap).
 std::pair<double, double> BootstrapDiffInterval(const std::vector<double>& a,
                                                 const std::vector<double>& b, Statistic s,
-                                                double alpha, int resamples, uint64_t seed);
+                                                double alpha, int resamples, uint64_t seed,
+                                                size_t block_a = 1, size_t block_b = 1);
+// The same for sum(tokens) / sum(time ms) * 1000 (tokens/s) over paired per-step samples.
+std::pair<double, double> BootstrapRatioDiffInterval(const std::vector<double>& time_a,
+                                                     const std::vector<double>& tokens_a,
+                                                     const std::vector<double>& time_b,
+                                                     const std::vector<double>& tokens_b,
+                                                     double alpha, int resamples, uint64_t seed,
+                                                     size_t block_a = 1, size_t block_b = 1);
 // Two-sided Mann-Whitney U p-value (normal approximation with tie correction).
 double MannWhitneyP(const std::vector<double>& a, const std::vector<double>& b);
 // Two-sided Welch t-test p-value from summary statistics (sample std, n >= 2 each).

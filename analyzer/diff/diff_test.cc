@@ -281,15 +281,26 @@ TEST_CASE("per-metric thresholds") {
   REQUIRE(!ParseMetricThreshold("stats.p90").ok());
   REQUIRE(!ParseMetricThreshold("x=abc").ok());
   DiffOptions o;
-  o.metric_thresholds = {{"stats.step_latency_ms.*", 20}, {"stats.tokens_per_s", 20},
-                         {"runs_aggregate.*", 20}};
+  o.metric_thresholds = {{"stats.step_latency_ms.*", 20}, {"runs_aggregate.*", 20}};
   // 15 % is within 20 %: the step metrics no longer fail.
   DiffResult d = DiffFiles("diff_base.json", "diff_regression.json", o);
   REQUIRE(Find(d, "stats.step_latency_ms.mean")->verdict == Verdict::kWithin);
   REQUIRE(Find(d, "stats.step_latency_ms.mean")->threshold_pct == 20);
-  REQUIRE(Find(d, "stats.total_time_ms")->verdict == Verdict::kRegression);  // still 5 %
-  o.metric_thresholds.push_back({"stats.total_time_ms", 16});
+  REQUIRE(Find(d, "stats.tokens_per_s")->verdict == Verdict::kRegression);  // -13 %: still 5 %
+  o.metric_thresholds.push_back({"stats.tokens_per_s", 16});
   REQUIRE(DiffFiles("diff_base.json", "diff_regression.json", o).regressions == 0);
+  // The most specific pattern wins whatever the order; '[' and ']' are literal ('*' only is
+  // special: metric names hold brackets).
+  DiffOptions spec;
+  spec.metric_thresholds = {{"stats.*", 10}, {"stats.step_latency_ms.*", 200}};
+  d = DiffFiles("diff_base.json", "diff_regression.json", spec);
+  CHECK(Find(d, "stats.step_latency_ms.p90")->threshold_pct == 200);
+  CHECK(Find(d, "stats.tokens_per_s")->threshold_pct == 10);
+  spec.metric_thresholds = {{"kernels[attention_decode_kernel*].total_ms", 77}, {"kernels[*", 50}};
+  d = DiffFiles("diff_base.json", "diff_regression.json", spec);
+  CHECK(Find(d, "kernels[attention_decode_kernel (attn.compute)].total_ms")->threshold_pct == 77);
+  CHECK(Find(d, "kernels[gemm_kernel (mlp.down_proj)].total_ms")->threshold_pct == 50);
+  CHECK(d.notes.empty());  // both patterns name something
   // A pattern that names nothing is reported, not silently ignored.
   DiffOptions typo;
   typo.metric_thresholds = {{"stats.p90_ms", 10}};
@@ -300,6 +311,131 @@ TEST_CASE("per-metric thresholds") {
   DiffOptions loose;
   loose.threshold_pct = 50;
   REQUIRE(Diff("diff_base.json", "diff_regression.json", false, loose).code == 0);
+}
+
+// A summary of `runs` runs of `steps` steps each: step i of run r takes ms(r, i) and makes
+// `tokens` tokens (stats and per-run stats as the report writes them).
+nlohmann::ordered_json MakeSummary(int runs, int steps, int tokens,
+                                   const std::function<double(int, int)>& ms) {
+  nlohmann::ordered_json j;
+  j["schema"] = "profagent.summary/1";
+  j["meta"] = {{"gpu_timing", "cupti"}};
+  std::vector<double> all, all_tokens;
+  nlohmann::ordered_json jr = nlohmann::ordered_json::array();
+  auto lat = [](std::vector<double> v) {
+    double sum = 0;
+    for (double x : v) sum += x;
+    std::sort(v.begin(), v.end());
+    auto pct = [&](double p) {
+      return v[std::min(v.size() - 1, size_t(std::ceil(p * v.size() / 100)) - 1)];
+    };
+    return nlohmann::ordered_json{{"mean", sum / v.size()}, {"p50", pct(50)},   {"p90", pct(90)},
+                                  {"p99", pct(99)},         {"min", v.front()}, {"max", v.back()}};
+  };
+  for (int r = 0; r < runs; ++r) {
+    std::vector<double> v;
+    for (int i = 0; i < steps; ++i) v.push_back(ms(r, i));
+    double total = 0;
+    for (double x : v) total += x;
+    jr.push_back({{"index", r + 1},
+                  {"warmup", false},
+                  {"stats",
+                   {{"steps", steps},
+                    {"tokens", steps * tokens},
+                    {"tokens_per_s", steps * tokens / total * 1e3},
+                    {"step_latency_ms", lat(v)}}}});
+    all.insert(all.end(), v.begin(), v.end());
+    all_tokens.insert(all_tokens.end(), v.size(), tokens);
+  }
+  double total = 0;
+  for (double x : all) total += x;
+  j["stats"] = {{"steps", all.size()},
+                {"tokens", all.size() * tokens},
+                {"total_time_ms", total},
+                {"tokens_per_s", all.size() * tokens / total * 1e3},
+                {"step_latency_ms", lat(all)},
+                {"step_latency_ms_samples", all},
+                {"step_tokens_samples", all_tokens}};
+  j["runs"] = jr;
+  return j;
+}
+
+// The machine's noise: a deterministic pseudo-random jitter of +-2 % per step.
+double Jitter(int r, int i) { return 1 + 0.02 * std::sin(r * 7919.0 + i * 104729.0); }
+
+// One run of four slowed by 60 % (something else ran on the machine meanwhile): the steps'
+// mean is 15 % higher and their bootstrap alone would call it real, but the runs say it is one
+// run: noise. Every run 15 % slower: a regression.
+TEST_CASE("step statistics must move across runs, not in one run") {
+  auto base = MakeSummary(4, 50, 1, [](int r, int i) { return 10 * Jitter(r, i); });
+  auto one_run =
+      MakeSummary(4, 50, 1, [](int r, int i) { return (r == 2 ? 16 : 10) * Jitter(r, i); });
+  DiffResult d = DiffSummaries(base, one_run, DiffOptions());
+  const MetricDiff* mean = Find(d, "stats.step_latency_ms.mean");
+  REQUIRE(mean != nullptr);
+  CHECK(mean->change_pct == Approx(15).epsilon(0.01));
+  CHECK(mean->tested);
+  CHECK(mean->verdict == Verdict::kNoise);
+  CHECK(mean->test.find("runs (4 vs 4) Welch p=") != std::string::npos);
+  CHECK(d.regressions == 0);
+  auto every_run = MakeSummary(4, 50, 1, [](int r, int i) { return 11.5 * Jitter(r, i); });
+  d = DiffSummaries(base, every_run, DiffOptions());
+  CHECK(Find(d, "stats.step_latency_ms.mean")->verdict == Verdict::kRegression);
+  CHECK(Find(d, "stats.step_latency_ms.p50")->verdict == Verdict::kRegression);
+  CHECK(Find(d, "stats.tokens_per_s")->verdict == Verdict::kRegression);
+  // The amount of work is no regression: total_time_ms is informational.
+  CHECK(Find(d, "stats.total_time_ms")->verdict == Verdict::kInfo);
+}
+
+// Without runs, a stretch of slow steps in one profile (a burst of load) is tested in blocks
+// of consecutive steps: the i.i.d. bootstrap's interval is much narrower than the block one.
+TEST_CASE("a burst of slow steps is resampled in blocks") {
+  std::vector<double> a, b;
+  for (int i = 0; i < 400; ++i) {
+    a.push_back(10 * Jitter(0, i));
+    b.push_back((i >= 150 && i < 210 ? 14 : 10) * Jitter(1, i));
+  }
+  auto iid = BootstrapDiffInterval(a, b, Statistic::kMean, 0.01, 2000, 3);
+  auto blocks = BootstrapDiffInterval(a, b, Statistic::kMean, 0.01, 2000, 3, 20, 20);
+  CHECK(iid.first > 0);  // i.i.d.: "significant"
+  CHECK(blocks.second - blocks.first > 1.5 * (iid.second - iid.first));
+}
+
+// Fewer tokens per step at the same step times: tokens/s is 25 % lower, exactly; tested over
+// the (time, tokens) pairs, it is significant without runs (through the step times it never
+// was).
+TEST_CASE("a tokens/s drop at unchanged step times is a regression") {
+  auto base = MakeSummary(1, 200, 16, [](int r, int i) { return 10 * Jitter(r, i); });
+  auto fewer = MakeSummary(1, 200, 12, [](int r, int i) { return 10 * Jitter(r + 1, i); });
+  DiffResult d = DiffSummaries(base, fewer, DiffOptions());
+  const MetricDiff* tps = Find(d, "stats.tokens_per_s");
+  REQUIRE(tps != nullptr);
+  CHECK(tps->change_pct == Approx(-25).epsilon(0.01));
+  CHECK(tps->verdict == Verdict::kRegression);
+  CHECK(tps->test.find("tokens/s diff CI99") != std::string::npos);
+  CHECK(Find(d, "stats.step_latency_ms.mean")->verdict != Verdict::kRegression);
+}
+
+TEST_CASE("a change at the threshold, up to rounding, is within it; p shown beside alpha") {
+  auto base = MakeSummary(1, 100, 1, [](int, int) { return 0.16; });
+  auto at = MakeSummary(1, 100, 1, [](int, int) { return 0.168; });  // +5.000000000000004 %
+  DiffResult d = DiffSummaries(base, at, DiffOptions());
+  CHECK(Find(d, "stats.step_latency_ms.mean")->verdict == Verdict::kWithin);
+}
+
+TEST_CASE("settings that differ, dropped records and warnings are noted") {
+  auto base = MakeSummary(1, 50, 1, [](int r, int i) { return 10 * Jitter(r, i); });
+  auto now = base;
+  now["meta"]["options"] = {{"step_pattern", "^(step|run)\\b"}};
+  base["meta"]["options"] = {{"step_pattern", "^step\\b"}};
+  now["meta"]["drops"] = 12;
+  now["meta"]["warnings"] = {"rank0.pb: the agent dropped 12 records"};
+  DiffResult d = DiffSummaries(base, now, DiffOptions());
+  std::string notes;
+  for (const std::string& n : d.notes) notes += n + "\n";
+  CHECK(notes.find("different settings (step_pattern)") != std::string::npos);
+  CHECK(notes.find("dropped 12 records") != std::string::npos);
+  CHECK(notes.find("1 warning(s)") != std::string::npos);
 }
 
 TEST_CASE("bad input exits 2 with one line naming the file") {
@@ -319,6 +455,20 @@ TEST_CASE("bad input exits 2 with one line naming the file") {
   std::ostringstream out, err;
   REQUIRE(RunDiffCommand(kData + "diff_base.json", path, DiffOptions(), false, out, err) == 2);
   REQUIRE(err.str().find("not a profagent summary") != std::string::npos);
+  // Another major version, or junk after the version, is not version 1; a minor version is.
+  for (const char* schema : {"profagent.summary/12", "profagent.summary/1-x",
+                             "profagent.summary/1.", "profagent.summary/2"}) {
+    INFO(schema);
+    std::ofstream(path) << "{\"schema\": \"" << schema << "\", \"stats\": {\"steps\": 3}}\n";
+    std::ostringstream o, e;
+    CHECK(RunDiffCommand(path, path, DiffOptions(), false, o, e) == 2);
+    CHECK(e.str().find("not a profagent summary") != std::string::npos);
+  }
+  std::ofstream(path) << "{\"schema\": \"profagent.summary/1.3\", \"stats\": {\"steps\": 3}}\n";
+  {
+    std::ostringstream o, e;
+    CHECK(RunDiffCommand(path, path, DiffOptions(), false, o, e) == 0);
+  }
   // A summary whose sections are broken: bad input, not "nothing to compare".
   const std::pair<const char*, const char*> kBroken[] = {
       {"{\"schema\": \"profagent.summary/1\"}", "no \"stats\" object"},

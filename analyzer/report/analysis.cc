@@ -2367,6 +2367,7 @@ struct StepSet {
   int64_t tokens = 0;
   uint64_t total_ns = 0;  // sum of the step wall times (engine `others` = this - mapped time)
   std::vector<double> samples_ms;
+  std::vector<int64_t> samples_tokens;  // per step, in step order (0 when it has none)
   std::vector<std::pair<uint64_t, uint64_t>> windows;  // [start, end) of each step
 };
 
@@ -2400,6 +2401,7 @@ void AddStep(StepSet* s, const StepRec& st) {
   if (st.tokens > 0) s->tokens = SaturatedAdd(s->tokens, st.tokens);
   s->total_ns += d;
   s->samples_ms.push_back(Round6(NsToMs(double(d))));
+  s->samples_tokens.push_back(st.tokens > 0 ? st.tokens : 0);
   s->windows.emplace_back(st.start, st.end);
 }
 
@@ -2413,7 +2415,10 @@ Json StatsJson(const StepSet& s, bool with_samples) {
                           ? Num(double(s.tokens) / (double(wall_ns) / 1e9))
                           : Json(nullptr);
   j["step_latency_ms"] = LatJson(s.lat, 1e-6);
-  if (with_samples) j["step_latency_ms_samples"] = s.samples_ms;
+  if (with_samples) {
+    j["step_latency_ms_samples"] = s.samples_ms;
+    j["step_tokens_samples"] = s.samples_tokens;
+  }
   j["gpu_busy_ms_per_step"] = s.busy.count() > 0 ? Num(NsToMs(s.busy.Mean())) : Json(nullptr);
   return j;
 }
