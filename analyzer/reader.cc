@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdio>
 #include <cstring>
 #include <unordered_map>
 
@@ -807,7 +808,41 @@ absl::Status ScanFile(const std::string& path, ViewVisitor* v, FileSummary* summ
   return absl::OkStatus();
 }
 
+namespace {
+// A profile file that does not yet hold its whole header record (see ListProfileFiles). A file
+// that is not a profile at all (bad magic) is not one: reading it gives its own error.
+bool HeaderIncomplete(const std::string& path) {
+  FILE* f = fopen(path.c_str(), "rb");
+  if (f == nullptr) return false;
+  unsigned char buf[kFilePreambleBytes + 10];
+  const size_t n = fread(buf, 1, sizeof(buf), f);
+  struct stat st;
+  const bool have_size = fstat(fileno(f), &st) == 0;
+  fclose(f);
+  if (!have_size) return false;
+  const size_t magic = std::min(n, sizeof(kMagic));
+  if (memcmp(buf, kMagic, magic) != 0) return false;  // not ours
+  if (n < kFilePreambleBytes) return true;            // empty, or cut in the preamble
+  uint64_t len = 0;
+  size_t i = kFilePreambleBytes;
+  for (int shift = 0; i < n && shift < 64; shift += 7) {
+    const unsigned char b = buf[i++];
+    len |= uint64_t(b & 0x7f) << shift;
+    if ((b & 0x80) == 0) return uint64_t(st.st_size) < i + len;  // the frame is cut
+  }
+  return i >= n && n < sizeof(buf);  // cut inside the first frame's length
+}
+}  // namespace
+
 absl::StatusOr<std::vector<std::string>> ListProfileFiles(const std::string& dir) {
+  std::vector<std::string> skipped;
+  auto files = ListProfileFiles(dir, &skipped);
+  for (const std::string& s : skipped) fprintf(stderr, "profanalyze: %s\n", s.c_str());
+  return files;
+}
+
+absl::StatusOr<std::vector<std::string>> ListProfileFiles(const std::string& dir,
+                                                          std::vector<std::string>* skipped) {
   DIR* d = opendir(dir.c_str());
   if (d == nullptr) {
     return absl::NotFoundError(absl::StrCat(dir, ": cannot open directory: ", strerror(errno)));
@@ -816,12 +851,22 @@ absl::StatusOr<std::vector<std::string>> ListProfileFiles(const std::string& dir
   while (dirent* e = readdir(d)) {
     std::string name = e->d_name;
     if (name.size() > 3 && name.compare(name.size() - 3, 3, ".pb") == 0) {
-      files.push_back(dir + "/" + name);
+      const std::string path = dir + "/" + name;
+      if (HeaderIncomplete(path)) {
+        skipped->push_back(absl::StrCat(path,
+                                        ": no complete header (its process ended before "
+                                        "its first flush); skipped"));
+      } else {
+        files.push_back(path);
+      }
     }
   }
   closedir(d);
+  std::sort(skipped->begin(), skipped->end());
   if (files.empty()) {
-    return absl::NotFoundError(absl::StrCat(dir, ": no profile files (*.pb) in this directory"));
+    return absl::NotFoundError(absl::StrCat(
+        dir, skipped->empty() ? ": no profile files (*.pb) in this directory"
+                              : ": no profile file with a complete header in this directory"));
   }
   std::sort(files.begin(), files.end());
   return files;

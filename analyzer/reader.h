@@ -189,6 +189,12 @@ absl::Status ScanFile(const std::string& path, ViewVisitor* v, FileSummary* summ
 // The rank files of a profile directory (*.pb, sorted by name). Error if `dir` is not a readable
 // directory or holds no .pb file.
 absl::StatusOr<std::vector<std::string>> ListProfileFiles(const std::string& dir);
+// The same, leaving out (into `skipped`, one line each) files that hold no complete header yet:
+// empty, or cut inside the preamble or the header record (the agent creates its file, then
+// writes the header at its first flush: a process that died in between leaves one). The
+// one-argument form prints those lines to stderr. Error when no file is left.
+absl::StatusOr<std::vector<std::string>> ListProfileFiles(const std::string& dir,
+                                                          std::vector<std::string>* skipped);
 
 }  // namespace analyzer
 }  // namespace profagent

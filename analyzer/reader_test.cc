@@ -466,13 +466,49 @@ TEST_CASE("profile directories", "[reader]") {
   CHECK(files.status().code() == absl::StatusCode::kNotFound);
   CHECK(std::string(files.status().message()).find("no profile files") != std::string::npos);
   CHECK_FALSE(ListProfileFiles(TempPath("nope")).ok());
-  WriteFile(dir + "/rank1.pb", Preamble());
-  WriteFile(dir + "/rank0.pb", Preamble());
+  std::vector<size_t> ends;
+  const std::string whole = SmallFile(&ends);
+  WriteFile(dir + "/rank1.pb", whole);
+  WriteFile(dir + "/rank0.pb", whole);
   WriteFile(dir + "/notes.txt", "x");
   files = ListProfileFiles(dir);
   REQUIRE(files.ok());
   REQUIRE(files->size() == 2);
   CHECK((*files)[0] == dir + "/rank0.pb");
+  // Files whose process died before its first flush (empty, or cut anywhere before the end of
+  // the header record) are left out with a line each; a file cut after its header is kept
+  // (read as truncated), and so is one that is not a profile (its own error when read).
+  const size_t header_end = ends[1];
+  for (size_t cut :
+       {size_t(0), size_t(5), kFilePreambleBytes, kFilePreambleBytes + 1, header_end - 1}) {
+    INFO("cut at " << cut);
+    WriteFile(dir + "/rank2.pb", whole.substr(0, cut));
+    std::vector<std::string> skipped;
+    files = ListProfileFiles(dir, &skipped);
+    REQUIRE(files.ok());
+    CHECK(files->size() == 2);
+    REQUIRE(skipped.size() == 1);
+    CHECK(skipped[0] == dir +
+                            "/rank2.pb: no complete header (its process ended before its "
+                            "first flush); skipped");
+  }
+  for (const std::string& kept : {whole.substr(0, header_end), whole.substr(0, header_end + 3),
+                                  std::string("not a profile at all")}) {
+    WriteFile(dir + "/rank2.pb", kept);
+    std::vector<std::string> skipped;
+    files = ListProfileFiles(dir, &skipped);
+    REQUIRE(files.ok());
+    CHECK(files->size() == 3);
+    CHECK(skipped.empty());
+  }
+  // Only headerless files: an error that says so.
+  std::string only = TempPath("headerless");
+  mkdir(only.c_str(), 0755);
+  WriteFile(only + "/rank0.pb", "");
+  std::vector<std::string> skipped;
+  files = ListProfileFiles(only, &skipped);
+  CHECK(std::string(files.status().message()).find("no profile file with a complete header") !=
+        std::string::npos);
 }
 
 }  // namespace

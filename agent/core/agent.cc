@@ -107,29 +107,41 @@ bool RankSelected(const Config& c, int rank) {
 struct sigaction g_old_term, g_old_int;
 
 void OnFatalSignal(int sig) {
-  // Best effort: drain and close the file, then die of the same signal. Skipped when the
-  // interrupted thread holds a core mutex (the flush would deadlock): the file then ends at the
-  // last periodic flush, which the reader accepts.
-  if (internal::CoreLocksAvailable(200)) {
-    internal::StopWriter(sig == SIGTERM ? "signal 15 (SIGTERM)" : "signal 2 (SIGINT)");
+  // Async-signal-safe only: the interrupted thread may hold any lock (malloc's among them). The
+  // writer thread finishes the file (last drain, footer); this handler waits for it, bounded
+  // (under mpirun the grace before SIGKILL can be a few ms), then dies of the same signal.
+  const int saved_errno = errno;
+  struct sigaction cur;
+  const bool direct = sigaction(sig, nullptr, &cur) == 0 && !(cur.sa_flags & SA_SIGINFO) &&
+                      cur.sa_handler == OnFatalSignal;
+  internal::FinishFromSignal(sig, 2000);
+  if (!direct) {
+    // An application handler installed after ours called it as the previous handler: the file
+    // is finished, and the application decides what happens next.
+    errno = saved_errno;
+    return;
   }
-  struct sigaction* old = sig == SIGTERM ? &g_old_term : &g_old_int;
-  sigaction(sig, old, nullptr);
-  raise(sig);
+  sigaction(sig, sig == SIGTERM ? &g_old_term : &g_old_int, nullptr);
+  raise(sig);  // blocked until this handler returns, then the application's own disposition
+  errno = saved_errno;
 }
 
+// Installed when the agent starts recording (its writer starts), not at load: an interpreter
+// that starts meanwhile (Python sets its SIGINT handler and records every disposition at
+// start-up) sees the dispositions it would see without the agent. Only over the default
+// disposition: an application's handler or an ignored signal is left alone.
 void InstallSignalHandlers() {
   for (int sig : {SIGTERM, SIGINT}) {
     struct sigaction cur;
     if (sigaction(sig, nullptr, &cur) != 0) continue;
-    // Only where the application has not installed its own handler.
-    if (!(cur.sa_flags & SA_SIGINFO) && cur.sa_handler != SIG_DFL) continue;
-    if (cur.sa_flags & SA_SIGINFO) continue;
+    if ((cur.sa_flags & SA_SIGINFO) || cur.sa_handler != SIG_DFL) continue;
     struct sigaction sa;
     memset(&sa, 0, sizeof(sa));
     sa.sa_handler = OnFatalSignal;
     sigemptyset(&sa.sa_mask);
-    sa.sa_flags = SA_RESETHAND;
+    sigaddset(&sa.sa_mask, SIGTERM);  // one finish at a time: a second signal waits for it
+    sigaddset(&sa.sa_mask, SIGINT);
+    sa.sa_flags = SA_RESTART;
     sigaction(sig, &sa, sig == SIGTERM ? &g_old_term : &g_old_int);
   }
 }
@@ -268,6 +280,7 @@ ThreadState* RegisterThisThread() {
       ts->ring->ResetForReuse();
       ts->exited.store(false);
       ts->announced = false;
+      ts->pending_stack = 0;
       ts->index = g.next_thread_index++;
       ts->drops_base = ts->ring->drops();
       ts->drops_written = 0;
@@ -275,12 +288,26 @@ ThreadState* RegisterThisThread() {
       ts = new ThreadState();
       ts->ring = new Ring(g.config.ring_slots);
       ts->index = g.next_thread_index++;
+      static bool told = false;  // under g.mu
+      if (!ts->ring->usable() && !told) {
+        told = true;
+        fprintf(stderr,
+                "profagent: cannot allocate a ring of %u events (%llu MiB; PROFAGENT_RING_SIZE): "
+                "the events of such threads are dropped (counted)\n",
+                g.config.ring_slots,
+                (unsigned long long)(uint64_t(g.config.ring_slots) * sizeof(RawEvent) >> 20));
+      }
     }
     ts->tid = pid_t(syscall(SYS_gettid));
     memset(ts->name, 0, sizeof(ts->name));
     pthread_getname_np(pthread_self(), ts->name, sizeof(ts->name));
     g.threads.push_back(ts);
     StartWriterLocked();
+    static bool signals_installed = false;  // under g.mu
+    if (!signals_installed && g.writer_running.load()) {
+      signals_installed = true;
+      InstallSignalHandlers();
+    }
   }
   pthread_setspecific(g_exit_key, ts);
   t_state = ts;
@@ -302,8 +329,13 @@ __attribute__((noinline)) ThreadState* SlowThreadState() {
 __attribute__((noinline)) bool PushSlow(ThreadState* ts, const RawEvent& e, const void* bytes,
                                         size_t n, uint16_t extra, bool wait = false) {
   auto& g = G();
-  if (wait || g.config.overflow == OverflowPolicy::kBlock) {
-    for (int spins = 0; g.writer_running.load(std::memory_order_relaxed); ++spins) {
+  // Waiting needs a ring the event fits in (one whose slots were allocated), and a writer that
+  // will still drain it (not after the final drain began).
+  if ((wait || g.config.overflow == OverflowPolicy::kBlock) && ts->ring->usable() &&
+      uint64_t(extra) + 1 <= ts->ring->capacity()) {
+    for (int spins = 0; g.writer_running.load(std::memory_order_relaxed) &&
+                        !g.closing.load(std::memory_order_relaxed);
+         ++spins) {
       bool ok = extra == 0 ? ts->ring->TryPush(e) : ts->ring->TryPushWithBytes(e, bytes, n, extra);
       if (ok) return true;
       if (spins > 64) {
@@ -542,6 +574,22 @@ void Log(int level, const char* fmt, ...) {
   fprintf(stderr, "profagent: %s\n", buf);
 }
 
+bool StartDetachedThread(void (*fn)()) {
+  pthread_attr_t attr;
+  if (pthread_attr_init(&attr) != 0) return false;
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  pthread_t t;
+  const int rc = pthread_create(
+      &t, &attr,
+      [](void* f) -> void* {
+        reinterpret_cast<void (*)()>(f)();
+        return nullptr;
+      },
+      reinterpret_cast<void*>(fn));
+  pthread_attr_destroy(&attr);
+  return rc == 0;
+}
+
 void AtShutdown(void (*fn)()) {
   auto& g = G();
   std::lock_guard<std::mutex> lock(g.mu);
@@ -631,7 +679,6 @@ extern "C" __attribute__((visibility("default"))) int profagent_init() {
   if (c.capture_profiler_api) internal::g_recording.fetch_and(uint8_t(~internal::kRecRange));
   pthread_key_create(&g_exit_key, OnThreadExit);
   pthread_atfork(AtForkPrepare, AtForkParent, AtForkChild);
-  InstallSignalHandlers();
   atexit(AtExit);
   internal::SetEnabled(true);
   g_initialized.store(true);

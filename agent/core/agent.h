@@ -215,6 +215,10 @@ void Flush(int timeout_ms);
 // registration order. Slow path.
 void AtShutdown(void (*fn)());
 
+// Starts `fn` on a detached thread; false when the system refuses a thread (RLIMIT_NPROC, a
+// cgroup's pids.max): the caller degrades, never throws into the application.
+bool StartDetachedThread(void (*fn)());
+
 // Registers a function run on a recording thread as it exits, before its ring is released, so
 // that what the thread still holds (e.g. a run of polls) is emitted as its own events. Runs only
 // on threads that emitted at least one event. At most 8 functions; false when full. Slow path.

@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <map>
 #include <string>
 
@@ -39,15 +40,84 @@ void EmitMarker(uint64_t v) {
   REQUIRE(Emit(e));
 }
 
+// (Runs first: the test process itself never starts the agent here, each child does.)
+// SIGTERM to a process whose main thread allocates all the time (a tokenizer's loop): the
+// handler may interrupt malloc, so it must not allocate (nor join, nor lock): the process dies
+// of the signal within a bound, every time, and its file is finished by the writer thread.
+TEST_CASE("SIGTERM during malloc: no deadlock, the file is finished", "[fork]") {
+  std::string dir = testing::MakeTempDir("sigmalloc");
+  setenv("PROFAGENT_OUTPUT", dir.c_str(), 1);
+  signal(SIGTERM, SIG_DFL);
+  for (int round = 0; round < 12; ++round) {
+    INFO("round " << round);
+    int ready[2];
+    REQUIRE(pipe(ready) == 0);
+    pid_t child = fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+      close(ready[0]);
+      if (profagent_init() != 1) _exit(97);
+      EmitMarker(7);
+      Flush(1000);
+      (void)!write(ready[1], "r", 1);
+      for (uint64_t i = 0;; ++i) {
+        // malloc and free all the time, above the per-thread cache's sizes (which take no
+        // lock): the arena's lock is held much of the time.
+        void* volatile p = malloc(2048 + i % 60000);
+        free(p);
+        if (i % 4096 == 0) EmitMarker(8);
+        if (p == nullptr) break;
+      }
+      _exit(96);
+    }
+    close(ready[1]);
+    char c;
+    REQUIRE(read(ready[0], &c, 1) == 1);
+    close(ready[0]);
+    usleep(useconds_t(1000 + round * 1700));
+    kill(child, SIGTERM);
+    int status = 0;
+    pid_t got = 0;
+    for (int waited_ms = 0; waited_ms < 5000 && got == 0; waited_ms += 5) {
+      got = waitpid(child, &status, WNOHANG);
+      if (got == 0) usleep(5000);
+    }
+    if (got == 0) {
+      kill(child, SIGKILL);
+      waitpid(child, &status, 0);
+      FAIL("the process did not die of SIGTERM within 5 s (deadlocked in its handler)");
+    }
+    CHECK(WIFSIGNALED(status));
+    CHECK(WTERMSIG(status) == SIGTERM);
+  }
+  int finished = 0;
+  for (const auto& f : testing::ListDir(dir)) {
+    Markers m;
+    analyzer::FileSummary s;
+    REQUIRE(analyzer::VisitFile(dir + "/" + f, &m, &s).ok());
+    CHECK(m.count[7] == 1);
+    finished += m.footer_reason == "signal 15 (SIGTERM)";
+  }
+  CHECK(finished == 12);
+}
+
 TEST_CASE("fork gives parent and child complete separate files; SIGTERM flushes", "[fork]") {
   std::string dir = testing::MakeTempDir("fork");
   setenv("PROFAGENT_OUTPUT", dir.c_str(), 1);
   // Catch2 installed its own SIGTERM handler; an application with the default action is what
   // the agent's handler is for (it never replaces an application's handler).
   signal(SIGTERM, SIG_DFL);
+  signal(SIGINT, SIG_DFL);
   REQUIRE(profagent_init() == 1);
+  // The agent's handlers come with its first recorded event, not at load: an interpreter that
+  // starts meanwhile (Python) sees the dispositions it would see without the agent.
+  struct sigaction sa;
+  REQUIRE(sigaction(SIGTERM, nullptr, &sa) == 0);
+  CHECK(sa.sa_handler == SIG_DFL);
   EmitMarker(1);  // parent, before the fork
   Flush(1000);
+  REQUIRE(sigaction(SIGTERM, nullptr, &sa) == 0);
+  CHECK(sa.sa_handler != SIG_DFL);
 
   pid_t child = fork();
   REQUIRE(child >= 0);
@@ -81,11 +151,35 @@ TEST_CASE("fork gives parent and child complete separate files; SIGTERM flushes"
   REQUIRE(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 3);
 
+  // An application handler installed after the agent's, that calls the previous one (the
+  // agent's) and then shuts down in its own way: the file is finished, and the application
+  // goes on to exit as it chose (its code, not the signal).
+  pid_t chainer = fork();
+  REQUIRE(chainer >= 0);
+  if (chainer == 0) {
+    static struct sigaction previous;
+    struct sigaction mine;
+    memset(&mine, 0, sizeof(mine));
+    mine.sa_handler = [](int sig) {
+      if (previous.sa_handler != SIG_DFL && previous.sa_handler != SIG_IGN) {
+        previous.sa_handler(sig);
+      }
+      _exit(42);
+    };
+    sigaction(SIGTERM, &mine, &previous);
+    for (int i = 0; i < 4; ++i) EmitMarker(6);
+    raise(SIGTERM);
+    _exit(98);  // not reached
+  }
+  REQUIRE(waitpid(chainer, &status, 0) == chainer);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 42);
+
   EmitMarker(4);  // parent, after both
   profagent_shutdown("test");
 
   auto files = testing::ListDir(dir);
-  REQUIRE(files.size() == 4);
+  REQUIRE(files.size() == 5);
   std::map<uint32_t, Markers> by_pid;
   for (const auto& f : files) {
     Markers m;
@@ -110,6 +204,9 @@ TEST_CASE("fork gives parent and child complete separate files; SIGTERM flushes"
   Markers& c3 = by_pid[uint32_t(quitter)];
   CHECK(c3.count[5] == 7);
   CHECK(c3.footer_reason == "_exit");
+  Markers& c4 = by_pid[uint32_t(chainer)];
+  CHECK(c4.count[6] == 4);
+  CHECK(c4.footer_reason == "signal 15 (SIGTERM)");
 }
 
 }  // namespace

@@ -29,6 +29,9 @@ struct ThreadState {
   uint64_t drops_base = 0;       // ring drops counted before this thread took the ring
   bool announced = false;        // writer-side: ThreadInfo written
   uint32_t names_seen = 0;       // writer-side: Global::thread_names_gen when last announced
+  // Writer-side: the stack drained last, for the thread's next event (a pass may end between
+  // a launch's stack and the launch itself).
+  uint32_t pending_stack = 0;
   std::string written_name;      // writer-side: the name its last ThreadInfo carried
   char name[16] = {0};
 };
@@ -141,8 +144,12 @@ void StopWriter(const char* reason);
 bool CoreLocksAvailable(int timeout_ms);
 // True when this process started the writer (false in a vfork child sharing our memory).
 bool WriterOwnedByThisProcess();
-// Wakes the writer (flush request).
+// Wakes the writer (flush request). Async-signal-safe.
 void WakeWriter();
+// Async-signal-safe (for a fatal signal's handler): asks the writer thread to finish the file
+// now (last drain, footer naming `sig`) and waits up to `timeout_ms` for it. True when the file
+// is finished (by the writer, or by a shutdown already under way on another thread).
+bool FinishFromSignal(int sig, int timeout_ms);
 // Child side of fork(): forget the parent's writer, rings and file.
 void WriterAfterForkChild();
 // Output file management.

@@ -32,6 +32,8 @@ class Ring {
   Ring& operator=(const Ring&) = delete;
 
   uint32_t capacity() const { return mask_ + 1; }
+  // False when the slots could not be allocated: every push fails (a drop), none ever fits.
+  bool usable() const { return slots_ != nullptr; }
 
   // Producer side. Returns false when there is no room for 1 + extra slots.
   // `extra` slots are filled from `bytes` (n bytes, zero-padded).

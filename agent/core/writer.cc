@@ -6,11 +6,14 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <condition_variable>
+#include <atomic>
+#include <cerrno>
 #include <cstring>
 #include <map>
 #include <string>
@@ -41,13 +44,16 @@ enum : uint32_t {
 constexpr size_t kWriteThreshold = 1 << 20;
 
 struct WriterState {
-  std::mutex wake_mu;
-  std::condition_variable wake_cv;
-  bool wake = false;
-  bool stop = false;
+  WriterState() { sem_init(&wake_sem, 0, 0); }
+  // The writer sleeps on a semaphore: sem_post and the flags are async-signal-safe, so a signal
+  // handler can wake it (FinishFromSignal).
+  sem_t wake_sem;
+  std::atomic<bool> wake{false};
+  std::atomic<bool> stop{false};
+  std::atomic<int> signal_stop{0};  // a fatal signal asked the writer to finish the file
   pthread_t thread{};
   bool thread_started = false;
-  bool stopped = false;       // StopWriter completed
+  std::atomic<bool> stopped{false};  // the file is finished (footer written, closed)
 
   int fd = -1;
   dev_t file_dev = 0;  // identity of the file `fd` was opened on: an application that closes
@@ -120,7 +126,18 @@ int HighFd(int fd) {
 // writes into, or closes, a descriptor that is not its own.
 bool OwnFile(WriterState* w) {
   struct stat st;
-  if (fstat(w->fd, &st) == 0 && st.st_dev == w->file_dev && st.st_ino == w->file_ino) return true;
+  if (fstat(w->fd, &st) == 0 && st.st_dev == w->file_dev && st.st_ino == w->file_ino) {
+    if (st.st_nlink > 0) return true;
+    // Unlinked (its directory removed, or the file deleted): what follows would be lost.
+    Log(1,
+        "%s was deleted during the run; recording stops (the %llu records written to it are lost)",
+        w->path.c_str(), (unsigned long long)w->records);
+    close(w->fd);
+    w->fd = -1;
+    w->file_failed = true;
+    SetEnabled(false);
+    return false;
+  }
   int fd = open(w->path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
   if (fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == w->file_dev && st.st_ino == w->file_ino) {
     Log(1, "the application closed the descriptor of %s; reopened", w->path.c_str());
@@ -144,6 +161,27 @@ void FlushOut(WriterState* w) {
   if (!OwnFile(w)) {
     w->out.Clear();
     return;
+  }
+  // Past the file size limit (ulimit -f) a write raises SIGXFSZ, which would kill the
+  // application: stop before it.
+  struct rlimit fsize;
+  if (getrlimit(RLIMIT_FSIZE, &fsize) == 0 && fsize.rlim_cur != RLIM_INFINITY) {
+    const off_t at = lseek(w->fd, 0, SEEK_END);
+    if (at >= 0 && uint64_t(at) + w->out.size() > uint64_t(fsize.rlim_cur)) {
+      // Up to the limit exactly (no signal there): the reader keeps every whole frame before
+      // the cut one.
+      const uint64_t room =
+          uint64_t(fsize.rlim_cur) > uint64_t(at) ? uint64_t(fsize.rlim_cur) - uint64_t(at) : 0;
+      if (room > 0) WriteAll(w->fd, w->out.data(), size_t(room));
+      Log(1, "%s reached the file size limit (ulimit -f: %llu bytes); recording stops",
+          w->path.c_str(), (unsigned long long)fsize.rlim_cur);
+      close(w->fd);
+      w->fd = -1;
+      w->file_failed = true;
+      SetEnabled(false);
+      w->out.Clear();
+      return;
+    }
   }
   if (!WriteAll(w->fd, w->out.data(), w->out.size())) {
     Log(1, "write to %s failed (%s); recording stops", w->path.c_str(), strerror(errno));
@@ -827,7 +865,7 @@ uint64_t DrainRing(WriterState* w, ThreadState* ts, BatchBuilder* b,
   uint64_t begin = r->ReadableBegin();
   uint64_t end = r->ReadableEnd();
   uint64_t i = begin;
-  uint32_t pending_stack = 0;
+  uint32_t& pending_stack = ts->pending_stack;
   // Bound one pass so a hammering producer cannot starve the others.
   uint64_t limit = begin + r->capacity();
   if (end > limit) end = limit;
@@ -994,12 +1032,40 @@ void WriteFooter(WriterState* w, const char* reason) {
   Log(2, "wrote %llu records to %s", (unsigned long long)w->records, w->path.c_str());
 }
 
+// On the writer thread, after a fatal signal (FinishFromSignal): the last drain, the footer, the
+// file closed. The shutdown hooks (CUPTI's flush, ...) are not run: they may wait on locks the
+// interrupted thread holds. A shutdown already under way on another thread finishes the file
+// itself (its StopWriter joins this thread).
+bool FinishAfterSignal(WriterState* w, int sig) {
+  auto& g = G();
+  if (g.shutting_down.exchange(true)) return false;
+  {
+    std::lock_guard<std::mutex> lock(g.mu);
+    g.closing.store(true);
+  }
+  Pass(w, true);
+  g.writer_running.store(false);
+  WriteFooter(w, sig == SIGTERM  ? "signal 15 (SIGTERM)"
+                 : sig == SIGINT ? "signal 2 (SIGINT)"
+                                 : "fatal signal");
+  if (w->fd >= 0) {
+    struct stat st;  // never close a descriptor the application reused
+    if (fstat(w->fd, &st) == 0 && st.st_dev == w->file_dev && st.st_ino == w->file_ino) {
+      close(w->fd);
+    }
+    w->fd = -1;
+  }
+  w->stopped.store(true, std::memory_order_release);
+  return true;
+}
+
 void* WriterMain(void*) {
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGTERM);
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGPROF);
+  sigaddset(&set, SIGXFSZ);  // (FlushOut stops before the size limit; a race leaves EFBIG)
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   pthread_setname_np(pthread_self(), "profagent-wr");
   HookGuard guard;  // nothing the writer calls may record itself
@@ -1007,14 +1073,24 @@ void* WriterMain(void*) {
   auto& g = G();
   for (;;) {
     uint64_t req = g.flush_requested.load();
-    bool stop;
-    {
-      std::unique_lock<std::mutex> lock(w->wake_mu);
-      if (!w->wake && !w->stop) {
-        w->wake_cv.wait_for(lock, std::chrono::milliseconds(g.config.flush_ms));
+    if (!w->wake.exchange(false) && !w->stop.load() && w->signal_stop.load() <= 0) {
+      timespec until;
+      clock_gettime(CLOCK_MONOTONIC, &until);
+      const uint64_t ns = uint64_t(until.tv_nsec) + uint64_t(g.config.flush_ms) * 1000000ull;
+      until.tv_sec += time_t(ns / 1000000000ull);
+      until.tv_nsec = long(ns % 1000000000ull);
+      while (sem_clockwait(&w->wake_sem, CLOCK_MONOTONIC, &until) != 0 && errno == EINTR) {
       }
-      w->wake = false;
-      stop = w->stop;
+      while (sem_trywait(&w->wake_sem) == 0) {  // wake-ups posted meanwhile: one pass serves all
+      }
+      w->wake.store(false);
+    }
+    const bool stop = w->stop.load();
+    if (const int sig = w->signal_stop.load(); sig > 0 && !stop) {
+      // (-1: handled. When another thread is already finishing the file, the writer keeps
+      // serving it, whose shutdown hooks may wait for ring space, until that thread stops it.)
+      w->signal_stop.store(-1);
+      if (FinishAfterSignal(w, sig)) break;
     }
     Pass(w, false);
     g.flush_done.store(req);
@@ -1057,14 +1133,11 @@ void StartWriterLocked() {
 
 bool CoreLocksAvailable(int timeout_ms) {
   auto& g = G();
-  WriterState* w = W();
   const uint64_t deadline = MonotonicNs() + uint64_t(timeout_ms) * 1000000ull;
   for (;;) {
     if (g.mu.try_lock()) {
-      bool ok = w->wake_mu.try_lock();
-      if (ok) w->wake_mu.unlock();
       g.mu.unlock();
-      if (ok) return true;
+      return true;
     }
     if (MonotonicNs() > deadline) return false;
     struct timespec ts = {0, 1000000};
@@ -1079,16 +1152,32 @@ bool WriterOwnedByThisProcess() {
 
 void WakeWriter() {
   WriterState* w = W();
-  {
-    std::lock_guard<std::mutex> lock(w->wake_mu);
-    w->wake = true;
+  w->wake.store(true);
+  sem_post(&w->wake_sem);
+}
+
+bool FinishFromSignal(int sig, int timeout_ms) {
+  WriterState* w = W();
+  if (!w->thread_started || !WriterOwnedByThisProcess()) return false;
+  int none = 0;
+  w->signal_stop.compare_exchange_strong(none, sig);
+  w->wake.store(true);
+  sem_post(&w->wake_sem);
+  for (int waited_us = 0; waited_us < timeout_ms * 1000; waited_us += 500) {
+    if (w->stopped.load(std::memory_order_acquire)) return true;
+    struct timespec ts = {0, 500000};
+    nanosleep(&ts, nullptr);
   }
-  w->wake_cv.notify_one();
+  return w->stopped.load(std::memory_order_acquire);
 }
 
 void StopWriter(const char* reason) {
   auto& g = G();
   if (g.shutting_down.exchange(true)) return;
+  // No new host events from here: threads still launching while the process exits would add
+  // launches whose device records come after the shutdown hooks' CUPTI flush (launches without
+  // kernels). Device records of what was recorded still arrive.
+  g_recording.fetch_and(uint8_t(~kRecEnabled), std::memory_order_relaxed);
   std::vector<void (*)()> fns;
   {
     std::lock_guard<std::mutex> lock(g.mu);
@@ -1104,11 +1193,8 @@ void StopWriter(const char* reason) {
     if (pthread_equal(pthread_self(), w->thread)) {
       Pass(w, true);
     } else {
-      {
-        std::lock_guard<std::mutex> lock(w->wake_mu);
-        w->stop = true;
-      }
-      w->wake_cv.notify_one();
+      w->stop.store(true);
+      sem_post(&w->wake_sem);
       pthread_join(w->thread, nullptr);
       Pass(w, true);
     }
@@ -1122,7 +1208,7 @@ void StopWriter(const char* reason) {
     }
     w->fd = -1;
   }
-  w->stopped = true;
+  w->stopped.store(true, std::memory_order_release);
 }
 
 void WriterAfterForkChild() {
@@ -1135,11 +1221,12 @@ void WriterAfterForkChild() {
       close(w->fd);
     }
   }
-  new (&w->wake_mu) std::mutex();
-  new (&w->wake_cv) std::condition_variable();
-  w->wake = w->stop = false;
+  sem_init(&w->wake_sem, 0, 0);  // the parent's count means nothing here
+  w->wake.store(false);
+  w->stop.store(false);
+  w->signal_stop.store(0);
   w->thread_started = false;
-  w->stopped = false;
+  w->stopped.store(false);
   w->fd = -1;
   w->file_failed = false;
   w->path.clear();

@@ -2798,6 +2798,28 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
           "): the profiles of several runs in one directory? Their calls are matched as one "
           "run's; give each run its own PROFAGENT_OUTPUT"));
     }
+    // Files without a rank (pid<P>.pb) of unrelated processes on one host that ran one after
+    // the other, not side by side (the workers of one job overlap): several runs, too.
+    std::vector<const FileAnalysis*> unranked;
+    for (auto* f : sel) {
+      if ((f->rank_ < 0 || f->rank_guessed_) && f->t0_ != UINT64_MAX) unranked.push_back(f);
+    }
+    std::sort(unranked.begin(), unranked.end(),
+              [](const FileAnalysis* a, const FileAnalysis* b) { return a->t0_ < b->t0_; });
+    for (size_t i = 1; i < unranked.size(); ++i) {
+      const FileAnalysis* a = unranked[i - 1];
+      const FileAnalysis* b = unranked[i];
+      const bool related =
+          a->header_.pid() == b->header_.pid() || a->header_.pid() == b->header_.ppid() ||
+          b->header_.pid() == a->header_.ppid() || a->header_.ppid() == b->header_.ppid();
+      if (related || a->header_.hostname() != b->header_.hostname() || b->t0_ <= a->t1_) continue;
+      warnings.push_back(absl::StrCat(
+          "files without a rank from unrelated processes that ran one after the other (",
+          a->path_.substr(a->path_.rfind('/') + 1), ", ", b->path_.substr(b->path_.rfind('/') + 1),
+          "): the profiles of several runs in one directory? They are reported as one run's "
+          "ranks; give each run its own PROFAGENT_OUTPUT"));
+      break;
+    }
   }
   if (sel.size() > 1) {
     for (auto* f : sel) {

@@ -421,7 +421,8 @@ std::string ShortSummary(const Json& s) {
 
 absl::Status RunReport(const std::string& dir, const std::string& out_dir,
                        const ReportOptions& options, std::string* printed) {
-  auto files = ListProfileFiles(dir);
+  std::vector<std::string> skipped;
+  auto files = ListProfileFiles(dir, &skipped);
   if (!files.ok()) return files.status();
   if (mkdir(out_dir.c_str(), 0755) != 0 && errno != EEXIST) {
     return absl::InternalError(absl::StrCat(out_dir, ": cannot create: ", strerror(errno)));
@@ -429,6 +430,7 @@ absl::Status RunReport(const std::string& dir, const std::string& out_dir,
   const std::string csv = out_dir + "/ops.csv";
   auto summary = BuildSummary(*files, options, csv);
   if (!summary.ok()) return summary.status();
+  for (const std::string& s : skipped) (*summary)["meta"]["warnings"].push_back(s);
   // File paths are bytes, not necessarily UTF-8: a stray byte becomes U+FFFD (nlohmann's
   // default handler throws, which ended the program).
   absl::Status s = WriteText(out_dir + "/summary.json",

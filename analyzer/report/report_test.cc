@@ -1031,6 +1031,36 @@ TEST_CASE("meta: files of one rank from unrelated processes are flagged as sever
   CHECK_FALSE(flagged({dir + "/rank0.pb", dir + "/rank0.501.pb"}));
 }
 
+// Files without a rank: two unrelated processes that ran one after the other (two runs of a
+// single-process program into one directory) are flagged; two that ran side by side (one
+// job's workers) are not.
+TEST_CASE("meta: unranked files of processes that ran one after the other are flagged") {
+  auto write = [](const std::string& path, uint32_t pid, uint64_t start_us) {
+    ProfileBuilder b(path);
+    Record r;
+    Header* h = r.mutable_header();
+    h->set_pid(pid);
+    h->set_ppid(1000 + pid);
+    h->set_hostname("h0");
+    h->set_rank(-1);
+    h->set_gpu_timing(GPU_TIMING_HOST);
+    b.Write(r);
+    b.Host(1, start_us * kUs, 0, ProfileBuilder::Step(1000 * kUs, 1, -1, 0, false));
+    b.Close(true);
+  };
+  auto flagged = [](const std::vector<std::string>& files) {
+    auto s = BuildSummary(files, ReportOptions(), "");
+    REQUIRE(s.ok());
+    return (*s)["meta"]["warnings"].dump().find("ran one after the other") != std::string::npos;
+  };
+  const std::string dir = TmpDir("two_pid_runs");
+  write(dir + "/pid500.pb", 500, 0);
+  write(dir + "/pid600.pb", 600, 5000);  // started after pid 500 ended
+  write(dir + "/pid700.pb", 700, 500);   // beside pid 500
+  CHECK(flagged({dir + "/pid500.pb", dir + "/pid600.pb"}));
+  CHECK_FALSE(flagged({dir + "/pid500.pb", dir + "/pid700.pb"}));
+}
+
 // Under CUDA-event timing, back-to-back kernels whose start and the previous end were rounded
 // apart (1 ns) have no gap; a 5 us one is a gap. Under CUPTI every gap counts.
 TEST_CASE("idle gaps: sub-microsecond gaps are not gaps under CUDA-event timing") {
@@ -1886,12 +1916,23 @@ TEST_CASE("bad inputs give one-line errors naming the file") {
   CHECK(ReportError(empty_dir).find("no profile files") != std::string::npos);
   CHECK(ReportError(empty_dir + "/missing").find("cannot open directory") != std::string::npos);
 
+  // A rank file left empty (its process died before its first flush) is skipped with a
+  // warning: the other ranks are still read. Alone, it is an error naming the directory.
   const std::string d1 = TmpDir("empty");
   WriteBytes(d1, "rank0.pb", "");
   std::string e = ReportError(d1);
-  CHECK(e.find(d1 + "/rank0.pb") != std::string::npos);
-  CHECK(e.find("empty") != std::string::npos);
+  CHECK(e.find(d1 + ": no profile file with a complete header") != std::string::npos);
   CHECK(e.find('\n') == std::string::npos);
+  WriteBytes(d1, "rank1.pb", good);
+  {
+    std::string printed;
+    const std::string out = TmpDir("empty_out");
+    REQUIRE(RunReport(d1, out, ReportOptions(), &printed).ok());
+    const Json s = Json::parse(ReadAll(out + "/summary.json"));
+    CHECK(s["meta"]["warnings"].dump().find(d1 + "/rank0.pb: no complete header") !=
+          std::string::npos);
+    CHECK(s["stats"]["steps"] == 1);
+  }
 
   const std::string d2 = TmpDir("magic");
   WriteBytes(d2, "rank0.pb", "NOTAPROFxxxx");

@@ -438,7 +438,11 @@ void ForkChild() {
 }
 
 __attribute__((noinline)) void StartPollerInChild() {
-  if (g_need_poller.exchange(false)) std::thread(PollerLoop).detach();
+  if (g_need_poller.exchange(false) && !StartDetachedThread(PollerLoop)) {
+    Log(1,
+        "CUDA events: cannot start the poller thread in the child (thread limit?): its "
+        "operations stay untimed");
+  }
 }
 
 // At exit: the operations still in flight get up to 100 ms to finish (a program that exits
@@ -506,7 +510,11 @@ bool StartEventTimer(bool probe, std::string* reason) {
     g_pending.Init();
     g_inflight_list = new std::vector<Pending>();
     g_inflight_list->reserve(8192);
-    std::thread(PollerLoop).detach();
+    if (!StartDetachedThread(PollerLoop)) {
+      // No poller, no timing: host timing instead (this mode is never tried again).
+      *reason = "CUDA events: cannot start the poller thread (thread limit?)";
+      return false;
+    }
     AtShutdown(DrainAtShutdown);
     pthread_atfork(ForkPrepare, ForkParent, ForkChild);
   }

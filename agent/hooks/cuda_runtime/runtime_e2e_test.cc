@@ -1430,5 +1430,35 @@ TEST_CASE("CUDA events, a host far ahead of its device: the event pool grows, al
   CHECK(s.run.err.find("not timed") == std::string::npos);
 }
 
+// Limits the system puts on the process: the agent gives up recording, never the application.
+// A file size limit (ulimit -f) would kill the application with SIGXFSZ at the write that
+// crosses it: the agent writes up to it and stops. A ring that cannot be allocated (a virtual
+// memory limit, a big PROFAGENT_RING_SIZE) drops that thread's events; waiting for room in it
+// would hang the application (CUPTI's buffer flush at exit waits for room).
+TEST_CASE("file size and memory limits: the application runs as without the agent") {
+  std::string dir = MakeTempDir("limits");
+  const std::string preload = "LD_PRELOAD=" + AgentPath() + " PROFAGENT_OUTPUT=" + dir;
+  RunResult fsize =
+      Run(dir, preload + "/fsize", "sh -c 'ulimit -f 16; exec " + Abs(kPkg + "rt_burst") + "'");
+  INFO(fsize.err);
+  CHECK(fsize.code == 0);
+  CHECK(fsize.out == "errors=0\n");
+  CHECK(fsize.err.find("reached the file size limit (ulimit -f: 8192 bytes); recording stops") !=
+        std::string::npos);
+  Profile p;
+  CHECK(LoadProfile(dir + "/fsize", &p));  // every whole frame up to the limit
+  RunResult ring = Run(dir, preload + "/ring PROFAGENT_RING_SIZE=16777216",
+                       "sh -c 'ulimit -v 1500000; exec " + Abs(kPkg + "rt_workload") + "'");
+  INFO(ring.err);
+  CHECK(ring.code == 0);
+  CHECK(ring.out.find("errors=0") != std::string::npos);
+  CHECK(ring.err.find("cannot allocate a ring of 16777216 events") != std::string::npos);
+  RunResult block =
+      Run(dir, preload + "/block PROFAGENT_RING_SIZE=16777216 PROFAGENT_OVERFLOW=block",
+          "sh -c 'ulimit -v 1500000; exec " + Abs(kPkg + "rt_workload") + "'");
+  INFO(block.err);
+  CHECK(block.code == 0);  // not a hang (Run's timeout gives -1)
+}
+
 }  // namespace
 }  // namespace profagent

@@ -962,7 +962,11 @@ bool StartCupti(const std::string& explicit_path, const void* cudart_symbol,
               static_cast<unsigned long long>(g_skipped));
         }
       });
-      std::thread(FlusherLoop).detach();
+      if (!StartDetachedThread(FlusherLoop)) {
+        Log(1,
+            "CUPTI: cannot start the flusher thread (thread limit?): device records arrive "
+            "when CUPTI's buffers fill and at exit");
+      }
     }
   }
   *reason = StartReason();
