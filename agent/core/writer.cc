@@ -1032,6 +1032,20 @@ void WriteFooter(WriterState* w, const char* reason) {
   Log(2, "wrote %llu records to %s", (unsigned long long)w->records, w->path.c_str());
 }
 
+// After the final drain: the footer, the file closed, the writer marked stopped.
+void FinishFile(WriterState* w, const char* reason) {
+  G().writer_running.store(false);
+  WriteFooter(w, reason);
+  if (w->fd >= 0) {
+    struct stat st;  // never close a descriptor the application reused
+    if (fstat(w->fd, &st) == 0 && st.st_dev == w->file_dev && st.st_ino == w->file_ino) {
+      close(w->fd);
+    }
+    w->fd = -1;
+  }
+  w->stopped.store(true, std::memory_order_release);
+}
+
 // On the writer thread, after a fatal signal (FinishFromSignal): the last drain, the footer, the
 // file closed. The shutdown hooks (CUPTI's flush, ...) are not run: they may wait on locks the
 // interrupted thread holds. A shutdown already under way on another thread finishes the file
@@ -1044,18 +1058,9 @@ bool FinishAfterSignal(WriterState* w, int sig) {
     g.closing.store(true);
   }
   Pass(w, true);
-  g.writer_running.store(false);
-  WriteFooter(w, sig == SIGTERM  ? "signal 15 (SIGTERM)"
-                 : sig == SIGINT ? "signal 2 (SIGINT)"
-                                 : "fatal signal");
-  if (w->fd >= 0) {
-    struct stat st;  // never close a descriptor the application reused
-    if (fstat(w->fd, &st) == 0 && st.st_dev == w->file_dev && st.st_ino == w->file_ino) {
-      close(w->fd);
-    }
-    w->fd = -1;
-  }
-  w->stopped.store(true, std::memory_order_release);
+  FinishFile(w, sig == SIGTERM  ? "signal 15 (SIGTERM)"
+                : sig == SIGINT ? "signal 2 (SIGINT)"
+                                : "fatal signal");
   return true;
 }
 
@@ -1199,16 +1204,7 @@ void StopWriter(const char* reason) {
       Pass(w, true);
     }
   }
-  g.writer_running.store(false);
-  WriteFooter(w, reason);
-  if (w->fd >= 0) {
-    struct stat st;  // never close a descriptor the application reused
-    if (fstat(w->fd, &st) == 0 && st.st_dev == w->file_dev && st.st_ino == w->file_ino) {
-      close(w->fd);
-    }
-    w->fd = -1;
-  }
-  w->stopped.store(true, std::memory_order_release);
+  FinishFile(w, reason);
 }
 
 void WriterAfterForkChild() {
