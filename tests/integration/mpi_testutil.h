@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
 #include "proto/profagent.pb.h"
@@ -80,6 +81,21 @@ int RunMpiUnderAgent(int np, const std::string& program, const std::string& out,
 std::map<uint64_t, std::vector<const CollRecord*>> CallsByComm(const RankProfile& p);
 // The id of the communicator whose unique id is `uid` ("world"), 0 when there is none.
 uint64_t CommIdOf(const RankProfile& p, const std::string& uid);
+// Checks a communicator's calls against the expected ones, entry by entry: as many, each
+// returned success, and `check(call, expected)` holds (the test's own fields). Failures name
+// the rank, the call's position, API, peer and sequence number.
+template <typename Expect, typename Check>
+void CheckCalls(int rank, const std::vector<const CollRecord*>& calls,
+                const std::vector<Expect>& want, Check check) {
+  REQUIRE(calls.size() == want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    const CollRecord& c = *calls[i];
+    INFO("rank " << rank << " call " << i << " " << c.api << " peer " << c.peer << " seq "
+                 << c.seq);
+    CHECK(c.ret == 0);
+    check(c, want[i]);
+  }
+}
 // Runs `profanalyze report prof_dir -o rep_dir` and reads rep_dir/summary.json into *summary;
 // false (the output appended to *log) when the report failed or wrote no valid summary.
 bool ReportSummary(const std::string& prof_dir, const std::string& rep_dir,
