@@ -438,6 +438,16 @@ TEST_CASE("settings that differ, dropped records and warnings are noted") {
   CHECK(notes.find("1 warning(s)") != std::string::npos);
 }
 
+// `diff base bad`: exit 2 and one line on stderr naming `bad` and `message`.
+void CheckBadInput(const std::string& base, const std::string& bad, const std::string& message) {
+  std::ostringstream o, e;
+  CHECK(RunDiffCommand(base, bad, DiffOptions(), false, o, e) == 2);
+  const std::string line = e.str();
+  CHECK(line.find(bad) != std::string::npos);
+  CHECK(line.find(message) != std::string::npos);
+  CHECK(std::count(line.begin(), line.end(), '\n') == 1);
+}
+
 TEST_CASE("bad input exits 2 with one line naming the file") {
   Run r = Diff("diff_base.json", "diff_malformed.json");
   REQUIRE(r.code == 2);
@@ -482,12 +492,7 @@ TEST_CASE("bad input exits 2 with one line naming the file") {
   for (const auto& [text, message] : kBroken) {
     INFO(text);
     std::ofstream(path) << text << "\n";
-    std::ostringstream o, e;
-    CHECK(RunDiffCommand(kData + "diff_base.json", path, DiffOptions(), false, o, e) == 2);
-    const std::string line = e.str();
-    CHECK(line.find(path) != std::string::npos);
-    CHECK(line.find(message) != std::string::npos);
-    CHECK(std::count(line.begin(), line.end(), '\n') == 1);
+    CheckBadInput(kData + "diff_base.json", path, message);
   }
 }
 
@@ -512,12 +517,7 @@ TEST_CASE("summaries that cannot be compared exit 2 naming the file") {
     nlohmann::ordered_json j = *base;
     spoil(&j);
     std::ofstream(path) << j.dump() << "\n";
-    std::ostringstream o, e;
-    CHECK(RunDiffCommand(kData + "diff_base.json", path, DiffOptions(), false, o, e) == 2);
-    const std::string line = e.str();
-    CHECK(line.find(path) != std::string::npos);
-    CHECK(line.find(message) != std::string::npos);
-    CHECK(std::count(line.begin(), line.end(), '\n') == 1);
+    CheckBadInput(kData + "diff_base.json", path, message);
     // Either way round.
     std::ostringstream o2, e2;
     CHECK(RunDiffCommand(path, kData + "diff_base.json", DiffOptions(), false, o2, e2) == 2);
