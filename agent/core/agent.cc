@@ -695,7 +695,7 @@ extern "C" __attribute__((visibility("default"), noreturn)) void _exit(int statu
   // _exit is async-signal-safe and often called from handlers: never wait on a held mutex.
   if (profagent::internal::WriterOwnedByThisProcess() &&
       profagent::internal::CoreLocksAvailable(200)) {
-    profagent::internal::StopWriter("_exit");
+    profagent::internal::FinishBeforeExit("_exit", status, true);
   }
   using ExitFn = void (*)(int);
   static ExitFn real = reinterpret_cast<ExitFn>(dlsym(RTLD_NEXT, "_exit"));
@@ -708,10 +708,10 @@ extern "C" __attribute__((visibility("default"), noreturn)) void _exit(int statu
 // first, as at exit (a successful exec starts the preloaded agent again, with a file of its
 // own). Not in a vfork child (posix_spawn), whose writer is the parent's.
 namespace {
-void FinishBefore(const char* why) {
+void FinishBefore(const char* why, int status, bool may_exit) {
   if (profagent::internal::WriterOwnedByThisProcess() &&
       profagent::internal::CoreLocksAvailable(200)) {
-    profagent::internal::StopWriter(why);
+    profagent::internal::FinishBeforeExit(why, status, may_exit);
   }
 }
 template <typename F>
@@ -722,21 +722,21 @@ F Next(const char* name) {
 
 extern "C" __attribute__((visibility("default"))) int execve(const char* path, char* const argv[],
                                                            char* const envp[]) {
-  FinishBefore("exec");
+  FinishBefore("exec", 0, false);
   static auto real = Next<int (*)(const char*, char* const*, char* const*)>("execve");
   if (real == nullptr) return errno = ENOSYS, -1;
   return real(path, argv, envp);
 }
 
 extern "C" __attribute__((visibility("default"))) int execv(const char* path, char* const argv[]) {
-  FinishBefore("exec");
+  FinishBefore("exec", 0, false);
   static auto real = Next<int (*)(const char*, char* const*)>("execv");
   if (real == nullptr) return errno = ENOSYS, -1;
   return real(path, argv);
 }
 
 extern "C" __attribute__((visibility("default"))) int execvp(const char* file, char* const argv[]) {
-  FinishBefore("exec");
+  FinishBefore("exec", 0, false);
   static auto real = Next<int (*)(const char*, char* const*)>("execvp");
   if (real == nullptr) return errno = ENOSYS, -1;
   return real(file, argv);
@@ -744,7 +744,7 @@ extern "C" __attribute__((visibility("default"))) int execvp(const char* file, c
 
 extern "C" __attribute__((visibility("default"))) int execvpe(const char* file, char* const argv[],
                                                             char* const envp[]) {
-  FinishBefore("exec");
+  FinishBefore("exec", 0, false);
   static auto real = Next<int (*)(const char*, char* const*, char* const*)>("execvpe");
   if (real == nullptr) return errno = ENOSYS, -1;
   return real(file, argv, envp);
@@ -752,14 +752,14 @@ extern "C" __attribute__((visibility("default"))) int execvpe(const char* file, 
 
 extern "C" __attribute__((visibility("default"))) int fexecve(int fd, char* const argv[],
                                                             char* const envp[]) {
-  FinishBefore("exec");
+  FinishBefore("exec", 0, false);
   static auto real = Next<int (*)(int, char* const*, char* const*)>("fexecve");
   if (real == nullptr) return errno = ENOSYS, -1;
   return real(fd, argv, envp);
 }
 
 extern "C" __attribute__((visibility("default"), noreturn)) void quick_exit(int status) {
-  FinishBefore("quick_exit");
+  FinishBefore("quick_exit", status, true);
   static auto real = Next<void (*)(int)>("quick_exit");
   if (real != nullptr) real(status);
   syscall(SYS_exit_group, status);
@@ -767,7 +767,7 @@ extern "C" __attribute__((visibility("default"), noreturn)) void quick_exit(int 
 }
 
 extern "C" __attribute__((visibility("default"), noreturn)) void _Exit(int status) {
-  FinishBefore("_exit");
+  FinishBefore("_exit", status, true);
   static auto real = Next<void (*)(int)>("_Exit");
   if (real != nullptr) real(status);
   syscall(SYS_exit_group, status);

@@ -101,6 +101,119 @@ TEST_CASE("SIGTERM during malloc: no deadlock, the file is finished", "[fork]") 
   CHECK(finished == 12);
 }
 
+// Waits up to `ms` for `child`; kills it and returns false if it is still running.
+bool WaitChild(pid_t child, int ms, int* status) {
+  for (int waited_ms = 0; waited_ms < ms; waited_ms += 5) {
+    if (waitpid(child, status, WNOHANG) == child) return true;
+    usleep(5000);
+  }
+  kill(child, SIGKILL);
+  waitpid(child, status, 0);
+  return false;
+}
+
+// An application whose own SIGTERM handler ends the process with _exit (a C++ server's usual
+// shutdown). The handler may interrupt the main thread inside malloc, and the agent's _exit
+// hook then runs the shutdown hooks (the CUPTI flush) on that thread. Here a hook that never
+// returns stands for one waiting on the lock the interrupted code holds: the process still ends,
+// with the application's status, and the writer finishes the file without the hook.
+TEST_CASE("_exit from a signal handler: a stuck shutdown hook cannot hang the exit", "[fork]") {
+  std::string dir = testing::MakeTempDir("exithang");
+  setenv("PROFAGENT_OUTPUT", dir.c_str(), 1);
+  int ready[2];
+  REQUIRE(pipe(ready) == 0);
+  pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    close(ready[0]);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = [](int) { _exit(5); };
+    sigaction(SIGTERM, &sa, nullptr);
+    if (profagent_init() != 1) _exit(97);
+    AtShutdown([] {
+      for (;;) pause();  // (SIGTERM is blocked in its own handler: this never returns)
+    });
+    EmitMarker(9);
+    (void)!write(ready[1], "r", 1);
+    for (uint64_t i = 0;; ++i) {
+      void* volatile p = malloc(2048 + i % 60000);
+      free(p);
+      if (p == nullptr) break;
+    }
+    _exit(96);
+  }
+  close(ready[1]);
+  char c;
+  REQUIRE(read(ready[0], &c, 1) == 1);
+  close(ready[0]);
+  usleep(20000);
+  kill(child, SIGTERM);
+  int status = 0;
+  REQUIRE(WaitChild(child, 15000, &status));  // the hooks get 5 s without progress
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 5);
+  auto files = testing::ListDir(dir);
+  REQUIRE(files.size() == 1);
+  Markers m;
+  analyzer::FileSummary s;
+  REQUIRE(analyzer::VisitFile(dir + "/" + files[0], &m, &s).ok());
+  CHECK(s.has_footer);
+  CHECK(m.count[9] == 1);
+  CHECK(m.footer_reason == "_exit (shutdown hooks stuck for 5 s: device records may be missing)");
+}
+
+// The same handler without a stuck hook, interrupting malloc again and again: every run ends
+// with the application's status and a finished file.
+TEST_CASE("_exit from a signal handler during malloc: status kept, file finished", "[fork]") {
+  std::string dir = testing::MakeTempDir("exitmalloc");
+  setenv("PROFAGENT_OUTPUT", dir.c_str(), 1);
+  for (int round = 0; round < 8; ++round) {
+    INFO("round " << round);
+    int ready[2];
+    REQUIRE(pipe(ready) == 0);
+    pid_t child = fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+      close(ready[0]);
+      struct sigaction sa;
+      memset(&sa, 0, sizeof(sa));
+      sa.sa_handler = [](int) { _exit(6); };
+      sigaction(SIGTERM, &sa, nullptr);
+      if (profagent_init() != 1) _exit(97);
+      EmitMarker(10);
+      Flush(1000);
+      (void)!write(ready[1], "r", 1);
+      for (uint64_t i = 0;; ++i) {
+        void* volatile p = malloc(2048 + i % 60000);
+        free(p);
+        if (i % 4096 == 0) EmitMarker(11);
+        if (p == nullptr) break;
+      }
+      _exit(96);
+    }
+    close(ready[1]);
+    char c;
+    REQUIRE(read(ready[0], &c, 1) == 1);
+    close(ready[0]);
+    usleep(useconds_t(1000 + round * 2300));
+    kill(child, SIGTERM);
+    int status = 0;
+    REQUIRE(WaitChild(child, 15000, &status));
+    REQUIRE(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 6);
+  }
+  int finished = 0;
+  for (const auto& f : testing::ListDir(dir)) {
+    Markers m;
+    analyzer::FileSummary s;
+    REQUIRE(analyzer::VisitFile(dir + "/" + f, &m, &s).ok());
+    CHECK(m.count[10] == 1);
+    finished += s.has_footer;
+  }
+  CHECK(finished == 8);
+}
+
 TEST_CASE("fork gives parent and child complete separate files; SIGTERM flushes", "[fork]") {
   std::string dir = testing::MakeTempDir("fork");
   setenv("PROFAGENT_OUTPUT", dir.c_str(), 1);

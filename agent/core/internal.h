@@ -150,6 +150,12 @@ void WakeWriter();
 // now (last drain, footer naming `sig`) and waits up to `timeout_ms` for it. True when the file
 // is finished (by the writer, or by a shutdown already under way on another thread).
 bool FinishFromSignal(int sig, int timeout_ms);
+// Before _exit, exec or quick_exit, which skip atexit: runs the shutdown hooks on the calling
+// thread, then has the writer thread do the last drain and the footer (`reason`), and waits for
+// it without allocating. Should the hooks hang (the caller, in a signal handler, interrupted
+// itself inside malloc or a lock they need), the writer finishes the file without them after
+// 5 s and, when `may_exit`, ends the process with `status`.
+void FinishBeforeExit(const char* reason, int status, bool may_exit);
 // Child side of fork(): forget the parent's writer, rings and file.
 void WriterAfterForkChild();
 // Output file management.

@@ -10,10 +10,12 @@
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <string>
@@ -54,6 +56,15 @@ struct WriterState {
   pthread_t thread{};
   bool thread_started = false;
   std::atomic<bool> stopped{false};  // the file is finished (footer written, closed)
+  // Bumped by every write to the file: a waiter tells a slow writer from a stuck one by it.
+  std::atomic<uint64_t> progress{0};
+  // An exit hook (_exit, exec, quick_exit) is finishing the file (FinishBeforeExit): the writer
+  // does the last drain and the footer itself, and watches the shutdown hooks meanwhile.
+  std::atomic<uint64_t> exit_armed_ns{0};
+  const char* exit_reason = "_exit";
+  int exit_status = 0;
+  bool exit_may_exit = false;  // the process may end if the hooks hang (not for exec)
+  char exit_stalled_reason[96] = {};
 
   int fd = -1;
   dev_t file_dev = 0;  // identity of the file `fd` was opened on: an application that closes
@@ -100,6 +111,7 @@ void Frame(WriterState* w, uint32_t field, const WireBuf& body) {
 
 bool WriteAll(int fd, const char* p, size_t n) {
   while (n > 0) {
+    W()->progress.fetch_add(1, std::memory_order_relaxed);
     ssize_t k = write(fd, p, n);
     if (k < 0) {
       if (errno == EINTR) continue;
@@ -1064,6 +1076,41 @@ bool FinishAfterSignal(WriterState* w, int sig) {
   return true;
 }
 
+// How long the shutdown hooks of an exit hook may go without the file growing before the
+// writer finishes the file without them.
+constexpr uint64_t kExitHooksStallNs = 5000000000ull;
+
+struct ExitWatch {
+  uint64_t progress = ~0ull;
+  uint64_t since_ns = 0;
+};
+
+// On the writer thread while an exit hook runs the shutdown hooks (FinishBeforeExit). A hook
+// that makes no progress for kExitHooksStallNs is stuck: the thread calling _exit from a
+// signal handler may have interrupted itself inside malloc or a CUPTI lock, which the hook then
+// waits on forever. The writer finishes the file without it and, for an exit, ends the process
+// with the status the application asked for, as _exit would have.
+bool ExitHooksStalled(WriterState* w, ExitWatch* watch) {
+  const uint64_t now = MonotonicNs();
+  const uint64_t p = w->records;  // (events and device ops: the clock samples come regardless)
+  if (p != watch->progress) {
+    watch->progress = p;
+    watch->since_ns = now;
+    return false;
+  }
+  if (now - watch->since_ns < kExitHooksStallNs) return false;
+  auto& g = G();
+  g.closing.store(true);
+  Pass(w, true);
+  snprintf(w->exit_stalled_reason, sizeof(w->exit_stalled_reason),
+           "%s (shutdown hooks stuck for 5 s: device records may be missing)", w->exit_reason);
+  Log(1, "%s: the shutdown hooks made no progress for 5 s; file finished without them",
+      w->exit_reason);
+  FinishFile(w, w->exit_stalled_reason);
+  if (w->exit_may_exit) syscall(SYS_exit_group, w->exit_status);
+  return true;
+}
+
 void* WriterMain(void*) {
   sigset_t set;
   sigemptyset(&set);
@@ -1076,6 +1123,7 @@ void* WriterMain(void*) {
   HookGuard guard;  // nothing the writer calls may record itself
   WriterState* w = W();
   auto& g = G();
+  ExitWatch exit_watch;
   for (;;) {
     uint64_t req = g.flush_requested.load();
     if (!w->wake.exchange(false) && !w->stop.load() && w->signal_stop.load() <= 0) {
@@ -1096,6 +1144,14 @@ void* WriterMain(void*) {
       // serving it, whose shutdown hooks may wait for ring space, until that thread stops it.)
       w->signal_stop.store(-1);
       if (FinishAfterSignal(w, sig)) break;
+    }
+    if (w->exit_armed_ns.load(std::memory_order_acquire) != 0) {
+      if (stop) {  // the exit hook's shutdown hooks returned: the last drain, here
+        Pass(w, true);
+        FinishFile(w, w->exit_reason);
+        break;
+      }
+      if (ExitHooksStalled(w, &exit_watch)) break;
     }
     Pass(w, false);
     g.flush_done.store(req);
@@ -1176,6 +1232,62 @@ bool FinishFromSignal(int sig, int timeout_ms) {
   return w->stopped.load(std::memory_order_acquire);
 }
 
+namespace {
+// Waits, without allocating or locking, until the file is finished or the writer stops making
+// progress for kExitHooksStallNs.
+void WaitFileFinished(WriterState* w) {
+  uint64_t last = w->progress.load(std::memory_order_relaxed);
+  uint64_t since = MonotonicNs();
+  while (!w->stopped.load(std::memory_order_acquire)) {
+    struct timespec ts = {0, 1000000};
+    nanosleep(&ts, nullptr);
+    const uint64_t p = w->progress.load(std::memory_order_relaxed);
+    const uint64_t now = MonotonicNs();
+    if (p != last) {
+      last = p;
+      since = now;
+    } else if (now - since > kExitHooksStallNs) {
+      return;
+    }
+  }
+}
+}  // namespace
+
+void FinishBeforeExit(const char* reason, int status, bool may_exit) {
+  auto& g = G();
+  WriterState* w = W();
+  if (!w->thread_started || !WriterOwnedByThisProcess()) return;
+  if (pthread_equal(pthread_self(), w->thread)) return StopWriter(reason);
+  if (g.shutting_down.exchange(true)) {
+    // Another thread is finishing the file (exit, a signal): let it, within bounds.
+    WaitFileFinished(w);
+    return;
+  }
+  g_recording.fetch_and(uint8_t(~kRecEnabled), std::memory_order_relaxed);
+  w->exit_reason = reason;
+  w->exit_status = status;
+  w->exit_may_exit = may_exit;
+  w->exit_armed_ns.store(MonotonicNs(), std::memory_order_release);
+  // The shutdown hooks run here (the CUPTI flush must come from an application thread, and may
+  // need the writer to drain meanwhile); nothing else on this thread allocates or joins.
+  void (*fns[16])() = {};
+  size_t n = 0;
+  {
+    std::lock_guard<std::mutex> lock(g.mu);
+    for (auto fn : g.shutdown_fns) {
+      if (n < 16) fns[n++] = fn;
+    }
+  }
+  for (size_t i = 0; i < n; ++i) fns[i]();
+  {
+    std::lock_guard<std::mutex> lock(g.mu);  // no registration is half done
+    g.closing.store(true);
+  }
+  w->stop.store(true);
+  sem_post(&w->wake_sem);
+  WaitFileFinished(w);
+}
+
 void StopWriter(const char* reason) {
   auto& g = G();
   if (g.shutting_down.exchange(true)) return;
@@ -1221,6 +1333,7 @@ void WriterAfterForkChild() {
   w->wake.store(false);
   w->stop.store(false);
   w->signal_stop.store(0);
+  w->exit_armed_ns.store(0);
   w->thread_started = false;
   w->stopped.store(false);
   w->fd = -1;

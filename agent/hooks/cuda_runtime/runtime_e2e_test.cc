@@ -218,15 +218,16 @@ struct Scenario {
     // Kernels last long enough that event timing's host-side gaps (on an idle stream: the
     // launch call before its enqueue, the stop event's enqueue after a kernel that already
     // ended; tens of us on a loaded 2-core host) stay within 2% (see event_timer.h).
-    std::ofstream(dir + "/costs.txt") << "^first_kernel 5000\n^excl_kernel 5000\n"
-                                      << "^plugin_kernel 5000\n^injected_kernel 1000\n"
-                                      << "^worker_kernel 2000\n^before_fork 1000\n"
-                                      << "^after_fork 1000\n^ptds_kernel 2000\n^static_kernel 1000\n"
-                                      << "^before_reset_kernel 2000\n^after_reset_kernel 2000\n"
-                                      << "^graph_fill 500\n^graph_reduce 300\n"
-                                      << "^long_kernel 300\n^after_probe_kernel 2000\n"
-                                      << "^after_read_kernel 2000\n^burst_kernel 200\n"
-                                      << "^worker_wait_kernel 50000\n";
+    std::ofstream(dir + "/costs.txt")
+        << "^first_kernel 5000\n^excl_kernel 5000\n"
+        << "^plugin_kernel 5000\n^injected_kernel 1000\n"
+        << "^worker_kernel 2000\n^before_fork 1000\n"
+        << "^after_fork 1000\n^ptds_kernel 2000\n^static_kernel 1000\n"
+        << "^before_reset_kernel 2000\n^after_reset_kernel 2000\n"
+        << "^graph_fill 500\n^graph_reduce 300\n"
+        << "^long_kernel 300\n^after_probe_kernel 2000\n"
+        << "^after_read_kernel 2000\n^burst_kernel 200\n"
+        << "^worker_wait_kernel 50000\n^tail_first_kernel 500\n^tail_kernel 2000\n";
     run = Run(dir, "GPUSIM_COSTS=" + dir + "/costs.txt GPUSIM_TRUTH=" + dir +
                        "/truth.json PROFAGENT_OUTPUT=" + dir + "/prof LD_PRELOAD=" +
                        AgentPath() + " " + env,
@@ -1414,6 +1415,29 @@ TEST_CASE("A device reset midway: the work after it is timed too, in both modes"
     std::map<uint64_t, int> freed;  // bytes -> frees
     for (auto* f : s.prof.Kind(EV_FREE)) freed[f->ev.bytes()]++;
     CHECK(freed == std::map<uint64_t, int>{{1u << 20, 1}, {1u << 16, 1}});
+  }
+}
+
+// Work still running when the program ends (no synchronization after its last launches), by
+// returning from main or by _exit: the agent gives it up to 100 ms to finish before the last
+// flush, so every kernel has its device time in both modes (before, CUPTI mode lost the ones
+// still running).
+TEST_CASE("Work still running at exit or _exit: every kernel timed, in both modes") {
+  for (const char* end : {"return", "_exit"}) {
+    for (const char* mode : {"cupti", "events"}) {
+      INFO(end << " " << mode);
+      Scenario s((std::string("exitbusy_") + mode).c_str(),
+                 std::string("PROFAGENT_GPU_TIMING=") + mode, kPkg + "rt_exit_busy " + end);
+      REQUIRE(s.run.code == (std::string(end) == "_exit" ? 3 : 0));
+      CHECK(s.run.out == "errors=0\n");
+      REQUIRE(s.loaded);
+      if (std::string(mode) == "cupti" && CuptiUnavailable(s.prof)) continue;
+      CHECK(s.prof.Kind(EV_LAUNCH).size() == 17);
+      CheckLaunchesMatchTruth(s, std::string(mode) == "cupti");
+      CheckDeviceDurations(s, false);
+      CHECK(s.run.err.find("not timed") == std::string::npos);
+      CHECK(s.run.err.find("without times") == std::string::npos);
+    }
   }
 }
 

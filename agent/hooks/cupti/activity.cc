@@ -52,8 +52,8 @@ static uint32_t CopyKindOf(uint32_t cupti_kind) {
   }
 }
 
-bool ActivityToEvent(const CUpti_Activity* rec, const ClockMap& clock, InternFn intern,
-                     RawEvent* out) {
+namespace {
+bool Convert(const CUpti_Activity* rec, const ClockMap& clock, InternFn intern, RawEvent* out) {
   switch (rec->kind) {
     case CUPTI_ACTIVITY_KIND_KERNEL:
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
@@ -114,6 +114,44 @@ bool ActivityToEvent(const CUpti_Activity* rec, const ClockMap& clock, InternFn 
     default:
       return false;
   }
+}
+}  // namespace
+
+bool ActivityToEvent(const CUpti_Activity* rec, const ClockMap& clock, InternFn intern,
+                     RawEvent* out, bool* untimed) {
+  if (untimed != nullptr) *untimed = false;
+  if (!Convert(rec, clock, intern, out)) return false;
+  // CUPTI_TIMESTAMP_UNKNOWN (0): no timing (a forced flush while it ran, or no device memory
+  // to time it). Mapped, it would land decades before the profile.
+  uint64_t start = 0, end = 0;
+  switch (rec->kind) {
+    case CUPTI_ACTIVITY_KIND_KERNEL:
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
+      auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(rec);
+      start = k->start, end = k->end;
+      break;
+    }
+    case CUPTI_ACTIVITY_KIND_MEMCPY: {
+      auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(rec);
+      start = m->start, end = m->end;
+      break;
+    }
+    case CUPTI_ACTIVITY_KIND_MEMCPY2: {
+      auto* m = reinterpret_cast<const CUpti_ActivityMemcpyPtoP4*>(rec);
+      start = m->start, end = m->end;
+      break;
+    }
+    default: {  // MEMSET: Convert knows no other kind
+      auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(rec);
+      start = m->start, end = m->end;
+      break;
+    }
+  }
+  if (start == 0 || end == 0) {
+    if (untimed != nullptr) *untimed = true;
+    return false;
+  }
+  return true;
 }
 
 }  // namespace cupti

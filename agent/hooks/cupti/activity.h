@@ -43,9 +43,11 @@ using InternFn = uint32_t (*)(const char* name);
 // Converts one record. Returns false for kinds the agent does not report (the caller skips
 // them). Kernels (CONCURRENT_KERNEL/KERNEL: CUpti_ActivityKernel10), memcpy (Memcpy6), peer
 // memcpy (MemcpyPtoP4) and memset (Memset4) are understood. The event has type kDeviceOp,
-// flag kFlagTimeNs, t0/t1 in host monotonic ns.
+// flag kFlagTimeNs, t0/t1 in host monotonic ns. A record of a known kind without times (start
+// or end CUPTI_TIMESTAMP_UNKNOWN) is converted (`out` says what it was) but returns false, with
+// `*untimed` set.
 bool ActivityToEvent(const CUpti_Activity* rec, const ClockMap& clock, InternFn intern,
-                     RawEvent* out);
+                     RawEvent* out, bool* untimed = nullptr);
 
 // Which CUPTI correlation ids belong to calls made while the agent was recording. The schedule
 // (PROFAGENT_SCHEDULE) and the capture range (PROFAGENT_CAPTURE) switch recording off for whole

@@ -59,6 +59,47 @@ TEST_CASE("A kernel record becomes a kDeviceOp with name, grid, graph and host t
   CHECK(e.dev.name == 101);
 }
 
+// CUPTI_TIMESTAMP_UNKNOWN: a kernel still running at a forced flush, or one CUPTI had no
+// device memory to time. Mapped through a fitted clock, 0 would land long before the profile.
+TEST_CASE("Records without times are not device ops, and say so") {
+  ClockMap clock;
+  clock.AddSample(1000000000, 7000000000);
+  clock.AddSample(2000000000, 8000000000);
+  CUpti_ActivityKernel10 k;
+  std::memset(&k, 0, sizeof(k));
+  k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+  k.correlationId = 9;
+  k.name = "k";
+  RawEvent e;
+  for (auto times : {std::pair<uint64_t, uint64_t>{0, 0}, {1500000000, 0}, {0, 1500000000}}) {
+    k.start = times.first;
+    k.end = times.second;
+    bool untimed = false;
+    CHECK_FALSE(
+        ActivityToEvent(reinterpret_cast<CUpti_Activity*>(&k), clock, FakeIntern, &e, &untimed));
+    CHECK(untimed);
+    CHECK(e.dev.kind == 0);  // what it was stays readable
+    CHECK(e.dev.corr == 9);
+  }
+  CUpti_ActivityMemset4 m;
+  std::memset(&m, 0, sizeof(m));
+  m.kind = CUPTI_ACTIVITY_KIND_MEMSET;
+  m.start = 1500000000;
+  bool untimed = false;
+  CHECK_FALSE(
+      ActivityToEvent(reinterpret_cast<CUpti_Activity*>(&m), clock, FakeIntern, &e, &untimed));
+  CHECK(untimed);
+  m.end = 1500001000;
+  REQUIRE(ActivityToEvent(reinterpret_cast<CUpti_Activity*>(&m), clock, FakeIntern, &e, &untimed));
+  CHECK_FALSE(untimed);
+  CHECK(e.t0 == 7500000000);
+  // Kinds the agent does not report are not "untimed".
+  CUpti_Activity other;
+  other.kind = CUPTI_ACTIVITY_KIND_MARKER;
+  CHECK_FALSE(ActivityToEvent(&other, clock, FakeIntern, &e, &untimed));
+  CHECK_FALSE(untimed);
+}
+
 TEST_CASE("Memcpy and memset records carry bytes, kind and correlation") {
   ClockMap clock;
   clock.SetIdentity();

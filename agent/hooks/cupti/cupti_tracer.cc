@@ -82,6 +82,16 @@ RecordedCorrs& Gate() {
   return *g;
 }
 uint64_t g_skipped = 0;  // records left out by the gate (Mu() held)
+// Kernels launched outside graphs (driver-level launch callbacks that succeeded on a stream not
+// being captured) and kernel records outside graphs received: at exit the difference is the
+// work still running, which gets a moment to finish before the final flush (WaitForInFlight).
+std::atomic<uint64_t> g_kernels_launched{0};
+std::atomic<uint64_t> g_kernel_records{0};
+// Records CUPTI delivered without times (start or end 0: the kernel was still running at a
+// forced flush, or CUPTI lacked device memory to time it), and buffers whose walk stopped at a
+// record CUPTI called incomplete (the rest of that buffer is unreadable). Mu() held.
+uint64_t g_untimed_records = 0;
+uint64_t g_cut_buffers = 0;
 InjectionStarter g_injection_starter = nullptr;
 
 constexpr size_t kBufferBytes = 1 << 20;
@@ -129,17 +139,25 @@ void CUPTIAPI BufferCompleted(CUcontext ctx, uint32_t stream_id, uint8_t* buffer
   if (buffer && valid > 0 && g_api.next_record) {
     std::lock_guard<std::mutex> lock(Mu());
     CUpti_Activity* rec = nullptr;
-    while (g_api.next_record(buffer, valid, &rec) == CUPTI_SUCCESS) {
+    CUptiResult r;
+    while ((r = g_api.next_record(buffer, valid, &rec)) == CUPTI_SUCCESS) {
       RawEvent e;
+      bool untimed = false;
       // A buffer holds thousands of records: wait for ring space rather than drop (this is
       // CUPTI's thread, not the application's).
-      if (!ActivityToEvent(rec, g_clock, InternName, &e)) continue;
+      if (!ActivityToEvent(rec, g_clock, InternName, &e, &untimed)) {
+        g_untimed_records += untimed;
+        if (untimed && e.dev.kind == 0 && e.dev.graph == 0) g_kernel_records.fetch_add(1);
+        continue;
+      }
+      if (e.dev.kind == 0 && e.dev.graph == 0) g_kernel_records.fetch_add(1);
       if (Gate().Recorded(e.dev.corr)) {
         EmitWait(e);
       } else {
         ++g_skipped;
       }
     }
+    if (r == CUPTI_ERROR_INVALID_KIND) ++g_cut_buffers;
   }
   free(buffer);
   size_t dropped = 0;
@@ -647,6 +665,44 @@ uint64_t DriverLaunchStream(CUpti_CallbackId cbid, const void* p) {
   return reinterpret_cast<uint64_t>(static_cast<const cuLaunchKernel_params*>(p)->hStream);
 }
 
+// A kernel launch through the runtime that succeeded on a stream not being captured: one kernel
+// record to wait for at exit (WaitForInFlight).
+void CountRuntimeLaunch(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
+  const void* p = cb->functionParams;
+  if (p == nullptr || cb->functionReturnValue == nullptr ||
+      *static_cast<const cudaError_t*>(cb->functionReturnValue) != cudaSuccess) {
+    return;
+  }
+  cudaStream_t stream = nullptr;
+  bool ptsz = false;
+  switch (cbid) {
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000:
+    case kCbidLaunchKernel13Ptsz:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000:
+      ptsz = true;
+      [[fallthrough]];
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000:
+    case kCbidLaunchKernel13:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000:
+      stream = static_cast<const cudaLaunchKernel_v7000_params*>(p)->stream;
+      break;
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060:
+      ptsz = true;
+      [[fallthrough]];
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060: {
+      auto* a = static_cast<const cudaLaunchKernelExC_v11060_params*>(p);
+      if (a->config != nullptr) stream = a->config->stream;
+      break;
+    }
+    default:
+      return;
+  }
+  if (ptsz && stream == nullptr) stream = cudaStreamPerThread;
+  if (!Capturing(reinterpret_cast<uint64_t>(stream), false)) {
+    g_kernels_launched.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
 void CUPTIAPI ApiCallback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                           const void* data) {
   if (domain != CUPTI_CB_DOMAIN_RUNTIME_API && domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
@@ -661,6 +717,7 @@ void CUPTIAPI ApiCallback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId c
         ts.rt_t0 = Now();
       }
     } else if (ts.rt_cb_depth > 0 && --ts.rt_cb_depth == 0) {
+      CountRuntimeLaunch(cbid, cb);
       // Not through an interposer and not the agent's own call: record it here.
       if (ts.in_runtime == 0 && !HookGuard::Active()) NoteCaptureFromCallback(cbid, cb);
       if (ts.in_runtime == 0 && !HookGuard::Active() && RecordingMemory()) {
@@ -685,10 +742,30 @@ void CUPTIAPI ApiCallback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId c
     }
     return;
   }
+  // A driver launch of its own (NCCL, a driver-API program): a launch to wait for at exit (one
+  // inside a runtime call was counted with that call).
+  if (ts.rt_cb_depth == 0 && cb->functionReturnValue != nullptr &&
+      *static_cast<const CUresult*>(cb->functionReturnValue) == CUDA_SUCCESS &&
+      !Capturing(DriverLaunchStream(cbid, cb->functionParams), false)) {
+    g_kernels_launched.fetch_add(1, std::memory_order_relaxed);
+  }
   if (ts.in_runtime == 0 && ts.rt_cb_depth == 0 && Recording()) {
     uint64_t t1 = Now();
     HookGuard g;
     RecordDriverLaunch(cbid, cb, ts.drv_t0, t1);
+  }
+}
+
+// At exit: kernels launched without a synchronization after them may still be running. The
+// final (forced) flush would deliver them without times, or not at all: give them up to
+// `budget_ms` to finish, taking the buffers that are complete meanwhile (a default flush).
+void WaitForInFlight(int budget_ms) {
+  const uint64_t deadline = MonotonicNs() + uint64_t(budget_ms) * 1000000ull;
+  while (g_kernel_records.load() < g_kernels_launched.load(std::memory_order_relaxed) &&
+         MonotonicNs() < deadline) {
+    g_api.flush_all(0);
+    if (g_kernel_records.load() >= g_kernels_launched.load(std::memory_order_relaxed)) break;
+    usleep(1000);
   }
 }
 
@@ -955,11 +1032,24 @@ bool StartCupti(const std::string& explicit_path, const void* cudart_symbol,
       pthread_atfork(nullptr, nullptr, AfterForkChild);
       AtShutdown([] {
         g_flusher_stop.store(true);
+        if (CuptiActive() && g_api.flush_all) {
+          HookGuard guard;
+          WaitForInFlight(100);
+        }
         FlushCupti();
         std::lock_guard<std::mutex> lock(Mu());
         if (g_skipped > 0) {
           Log(2, "CUPTI: %llu device records of calls made while not recording left out",
               static_cast<unsigned long long>(g_skipped));
+        }
+        if (g_untimed_records > 0 || g_cut_buffers > 0) {
+          AddNote("warning",
+                  "CUPTI: " + std::to_string(g_untimed_records) +
+                      " device records came without times (work still running at exit, or "
+                      "no device memory to time it) and " +
+                      std::to_string(g_cut_buffers) +
+                      " buffers ended at a record CUPTI called incomplete; their launches "
+                      "have no device time");
         }
       });
       if (!StartDetachedThread(FlusherLoop)) {
