@@ -2,7 +2,8 @@
 // memory is host memory, tracked so that cudaFree of an unknown pointer fails and
 // cudaMemcpyDefault resolves), copies and sets (1D, 2D, and 3D between pitched pointers).
 // Asynchronous ones move their bytes when the stream reaches them; synchronous copies wait for
-// completion (cudaMemset, like CUDA's, is asynchronous to the host for device memory). The
+// completion, except device to device ones (cudaMemset too, like CUDA's, is asynchronous to the
+// host for device memory). The
 // stream-ordered allocator (cudaMallocAsync, pools) is in cudart_pools.cc. CUDA arrays are not
 // simulated: 3D copies from or to one return cudaErrorNotSupported with a one-time message,
 // and the array functions are the generated stubs.
@@ -72,6 +73,10 @@ void EnqueueCopy(Op* op, Stream* s, bool sync) {
     }
   }
   if (op->rec.copy_kind == cudaMemcpyDeviceToHost && !IsPinned(op->dst)) sync = true;
+  // "For transfers from device memory to device memory, no host-side synchronization is
+  // performed" (CUDA's API synchronization behavior): cudaMemcpy(DtoD) and the peer copies
+  // return once the copy is enqueued.
+  if (op->rec.copy_kind == cudaMemcpyDeviceToDevice) sync = false;
   uint64_t seq = gpusim::Enqueue(s, op);
   if (sync && seq != 0) gpusim::WaitForSeq(s, seq);
 }
@@ -112,20 +117,30 @@ cudaError_t Copy3D(ApiCall& api, const char* name, gpusim::UnsupportedOnce* unsu
   return cudaSuccess;
 }
 
+// A synchronous set (cudaMemset, not ...Async) returns before the device is done unless it
+// writes pinned host memory (CUDA's API synchronization behavior).
+void EnqueueSet(Op* op, Stream* s, const void* dst, bool sync) {
+  gpusim::Allocation a;
+  const bool host = gpusim::FindAllocation(dst, nullptr, &a) &&
+                    (a.kind == gpusim::MemKind::kHost || a.kind == gpusim::MemKind::kRegistered);
+  const uint64_t seq = gpusim::Enqueue(s, op);
+  if (sync && host && seq != 0) gpusim::WaitForSeq(s, seq);
+}
+
 cudaError_t Set(ApiCall& api, void* dst, size_t pitch, int value, size_t width, size_t height,
-                cudaStream_t stream, bool per_thread) {
+                cudaStream_t stream, bool per_thread, bool sync) {
   if (width == 0 || height == 0) return cudaSuccess;
   if (dst == nullptr || pitch < width) return cudaErrorInvalidValue;
   Stream* s = gpusim::ResolveStream(stream, per_thread);
   if (s == nullptr) return cudaErrorInvalidResourceHandle;
-  gpusim::Enqueue(s, NewSetOp(api.corr(), dst, pitch, value, width, height));
+  EnqueueSet(NewSetOp(api.corr(), dst, pitch, value, width, height), s, dst, sync);
   return cudaSuccess;
 }
 
 // cudaMemset3D(Async): extent.depth slices of extent.height rows of extent.width bytes, rows
 // `pitch` bytes and slices `ysize` rows apart.
 cudaError_t Set3D(ApiCall& api, const cudaPitchedPtr& p, int value, const cudaExtent& e,
-                  cudaStream_t stream, bool per_thread) {
+                  cudaStream_t stream, bool per_thread, bool sync) {
   if (e.width == 0 || e.height == 0 || e.depth == 0) return cudaSuccess;
   if (p.ptr == nullptr || (e.height * e.depth > 1 && p.pitch < e.width) ||
       (e.depth > 1 && p.ysize < e.height)) {
@@ -137,7 +152,7 @@ cudaError_t Set3D(ApiCall& api, const cudaPitchedPtr& p, int value, const cudaEx
   gpusim::InitSetOp3D(op, p.ptr, e.height * e.depth > 1 ? p.pitch : e.width,
                       e.depth > 1 ? p.ysize : e.height, value, e.width, e.height, e.depth);
   op->rec.correlation_id = api.corr();
-  gpusim::Enqueue(s, op);
+  EnqueueSet(op, s, p.ptr, sync);
   return cudaSuccess;
 }
 
@@ -236,19 +251,19 @@ cudaError_t Memcpy3DPeerImpl(const ApiInfo& info, const cudaMemcpy3DPeerParms* p
 }
 
 cudaError_t Memset3DImpl(const ApiInfo& info, cudaPitchedPtr p, int value, cudaExtent extent,
-                         cudaStream_t stream, bool pt) {
+                         cudaStream_t stream, bool pt, bool sync) {
   cudaMemset3DAsync_v3020_params params{p, value, extent, stream};
   ApiCall api(info, &params);
-  return api.Return(Set3D(api, p, value, extent, stream, pt));
+  return api.Return(Set3D(api, p, value, extent, stream, pt, sync));
 }
 
 cudaError_t MemsetImpl(const ApiInfo& info, void* dst, size_t pitch, int value, size_t width,
-                       size_t height, cudaStream_t stream, bool pt, bool two_d) {
+                       size_t height, cudaStream_t stream, bool pt, bool two_d, bool sync) {
   // The synchronous calls' params are a prefix of the asynchronous ones'.
   cudaMemsetAsync_v3020_params params{dst, value, width, stream};
   cudaMemset2DAsync_v3020_params params2d{dst, pitch, value, width, height, stream};
   ApiCall api(info, two_d ? static_cast<const void*>(&params2d) : &params);
-  return api.Return(Set(api, dst, pitch, value, width, height, stream, pt));
+  return api.Return(Set(api, dst, pitch, value, width, height, stream, pt, sync));
 }
 
 }  // namespace
@@ -591,56 +606,56 @@ cudaError_t cudaGetSymbolSize(size_t* size, const void* symbol) {
 
 cudaError_t cudaMemset(void* dev_ptr, int value, size_t count) {
   static const ApiInfo kInfo("cudaMemset");
-  return MemsetImpl(kInfo, dev_ptr, count, value, count, 1, nullptr, false, false);
+  return MemsetImpl(kInfo, dev_ptr, count, value, count, 1, nullptr, false, false, true);
 }
 cudaError_t cudaMemset_ptds(void* dev_ptr, int value, size_t count) {
   static const ApiInfo kInfo("cudaMemset_ptds");
-  return MemsetImpl(kInfo, dev_ptr, count, value, count, 1, nullptr, true, false);
+  return MemsetImpl(kInfo, dev_ptr, count, value, count, 1, nullptr, true, false, true);
 }
 cudaError_t cudaMemsetAsync(void* dev_ptr, int value, size_t count, cudaStream_t stream) {
   static const ApiInfo kInfo("cudaMemsetAsync");
-  return MemsetImpl(kInfo, dev_ptr, count, value, count, 1, stream, false, false);
+  return MemsetImpl(kInfo, dev_ptr, count, value, count, 1, stream, false, false, false);
 }
 cudaError_t cudaMemsetAsync_ptsz(void* dev_ptr, int value, size_t count, cudaStream_t stream) {
   static const ApiInfo kInfo("cudaMemsetAsync_ptsz");
-  return MemsetImpl(kInfo, dev_ptr, count, value, count, 1, stream, true, false);
+  return MemsetImpl(kInfo, dev_ptr, count, value, count, 1, stream, true, false, false);
 }
 cudaError_t cudaMemset2D(void* dev_ptr, size_t pitch, int value, size_t width, size_t height) {
   static const ApiInfo kInfo("cudaMemset2D");
-  return MemsetImpl(kInfo, dev_ptr, pitch, value, width, height, nullptr, false, true);
+  return MemsetImpl(kInfo, dev_ptr, pitch, value, width, height, nullptr, false, true, true);
 }
 cudaError_t cudaMemset2D_ptds(void* dev_ptr, size_t pitch, int value, size_t width,
                               size_t height) {
   static const ApiInfo kInfo("cudaMemset2D_ptds");
-  return MemsetImpl(kInfo, dev_ptr, pitch, value, width, height, nullptr, true, true);
+  return MemsetImpl(kInfo, dev_ptr, pitch, value, width, height, nullptr, true, true, true);
 }
 cudaError_t cudaMemset2DAsync(void* dev_ptr, size_t pitch, int value, size_t width,
                               size_t height, cudaStream_t stream) {
   static const ApiInfo kInfo("cudaMemset2DAsync");
-  return MemsetImpl(kInfo, dev_ptr, pitch, value, width, height, stream, false, true);
+  return MemsetImpl(kInfo, dev_ptr, pitch, value, width, height, stream, false, true, false);
 }
 cudaError_t cudaMemset2DAsync_ptsz(void* dev_ptr, size_t pitch, int value, size_t width,
                                    size_t height, cudaStream_t stream) {
   static const ApiInfo kInfo("cudaMemset2DAsync_ptsz");
-  return MemsetImpl(kInfo, dev_ptr, pitch, value, width, height, stream, true, true);
+  return MemsetImpl(kInfo, dev_ptr, pitch, value, width, height, stream, true, true, false);
 }
 cudaError_t cudaMemset3D(struct cudaPitchedPtr p, int value, struct cudaExtent extent) {
   static const ApiInfo kInfo("cudaMemset3D");
-  return Memset3DImpl(kInfo, p, value, extent, nullptr, false);
+  return Memset3DImpl(kInfo, p, value, extent, nullptr, false, true);
 }
 cudaError_t cudaMemset3D_ptds(struct cudaPitchedPtr p, int value, struct cudaExtent extent) {
   static const ApiInfo kInfo("cudaMemset3D_ptds");
-  return Memset3DImpl(kInfo, p, value, extent, nullptr, true);
+  return Memset3DImpl(kInfo, p, value, extent, nullptr, true, true);
 }
 cudaError_t cudaMemset3DAsync(struct cudaPitchedPtr p, int value, struct cudaExtent extent,
                               cudaStream_t stream) {
   static const ApiInfo kInfo("cudaMemset3DAsync");
-  return Memset3DImpl(kInfo, p, value, extent, stream, false);
+  return Memset3DImpl(kInfo, p, value, extent, stream, false, false);
 }
 cudaError_t cudaMemset3DAsync_ptsz(struct cudaPitchedPtr p, int value, struct cudaExtent extent,
                                    cudaStream_t stream) {
   static const ApiInfo kInfo("cudaMemset3DAsync_ptsz");
-  return Memset3DImpl(kInfo, p, value, extent, stream, true);
+  return Memset3DImpl(kInfo, p, value, extent, stream, true, false);
 }
 
 }  // extern "C"

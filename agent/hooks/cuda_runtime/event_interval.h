@@ -27,7 +27,8 @@ inline void EstimateInterval(uint64_t ev_start_ns, uint64_t ev_stop_ns, uint64_t
   // group's member call, enqueued at ncclGroupEnd): the start is clamped, the end kept.
   constexpr uint64_t kMappingErrorNs = 10000;
   const uint64_t early = ev_start_ns < call_t0_ns ? call_t0_ns - ev_start_ns : 0;
-  const uint64_t shift = early <= kMappingErrorNs ? early : 0;
+  // A pair wholly before the call cannot be an early-recorded start: the mapping's error again.
+  const uint64_t shift = early <= kMappingErrorNs || ev_stop_ns < call_t0_ns ? early : 0;
   uint64_t start = ev_start_ns + early;
   uint64_t end = ev_stop_ns + shift;
   if (sync_call && end > call_t1_ns) end = call_t1_ns;  // complete when the call returned

@@ -36,6 +36,14 @@ TEST_CASE("a start event recorded long before the enqueue is clamped, its end ke
   CHECK(i.end == 500000);
 }
 
+TEST_CASE("a pair wholly before its call moves to the call, keeping its duration") {
+  // Both events mapped more than 10 us before the call began (a mapping off by more than its
+  // usual error): the op can neither start nor end before the call that enqueued it.
+  const Interval i = Estimate(100000, 100500, 200000, 201000, false);
+  CHECK(i.start == 200000);
+  CHECK(i.end == 200500);
+}
+
 TEST_CASE("a synchronous call's op ends when the call returned at the latest") {
   const Interval i = Estimate(1000, 9000, 900, 5000, true);
   CHECK(i.start == 1000);

@@ -227,7 +227,8 @@ struct Scenario {
         << "^graph_fill 500\n^graph_reduce 300\n"
         << "^long_kernel 300\n^after_probe_kernel 2000\n"
         << "^after_read_kernel 2000\n^burst_kernel 200\n"
-        << "^worker_wait_kernel 50000\n^tail_first_kernel 500\n^tail_kernel 2000\n";
+        << "^worker_wait_kernel 50000\n^tail_first_kernel 5000\n^tail_kernel 2000\n"
+        << "^sync_sets_kernel 2000\n";
     run = Run(dir, "GPUSIM_COSTS=" + dir + "/costs.txt GPUSIM_TRUTH=" + dir +
                        "/truth.json PROFAGENT_OUTPUT=" + dir + "/prof LD_PRELOAD=" +
                        AgentPath() + " " + env,
@@ -1415,6 +1416,23 @@ TEST_CASE("A device reset midway: the work after it is timed too, in both modes"
     std::map<uint64_t, int> freed;  // bytes -> frees
     for (auto* f : s.prof.Kind(EV_FREE)) freed[f->ev.bytes()]++;
     CHECK(freed == std::map<uint64_t, int>{{1u << 20, 1}, {1u << 16, 1}});
+  }
+}
+
+// cudaMemset of device memory, cudaMemcpy device to device and cudaMemcpyPeer return before the
+// device is done: under CUDA events their device time runs to the stop event, not to the call's
+// return (before, queued behind a kernel, each read 0 ns, placed at its call's return).
+TEST_CASE("Synchronous calls that do not wait: their full device time, in both modes") {
+  for (const char* mode : {"cupti", "events"}) {
+    INFO(mode);
+    Scenario s((std::string("syncsets_") + mode).c_str(),
+               std::string("PROFAGENT_GPU_TIMING=") + mode, kPkg + "rt_sync_sets");
+    REQUIRE(s.run.code == 0);
+    CHECK(s.run.out == "errors=0\n");
+    REQUIRE(s.loaded);
+    if (std::string(mode) == "cupti" && CuptiUnavailable(s.prof)) continue;
+    REQUIRE(s.prof.dev.size() == 5);
+    CheckDeviceDurations(s, false);
   }
 }
 

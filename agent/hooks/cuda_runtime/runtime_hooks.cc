@@ -337,11 +337,25 @@ inline RawEvent CallEvent(EvType type, uint16_t api, cudaError_t r, uint64_t t0,
 }
 
 // ---- Copies and sets ------------------------------------------------------------------------
+// Whether a "synchronous" copy or set (cudaMemcpy, cudaMemset, ...) really returns only once the
+// device is done, so its device end is at most the call's return (event_interval.h). CUDA's API
+// synchronization behavior: device-to-device copies (peer ones too) perform no host-side
+// synchronization, and sets are asynchronous to the host unless they write pinned host memory.
+// A cudaMemcpyDefault copy may be either: taken as waiting.
+inline bool WaitsForDevice(EvType type, uint32_t kind, const void* ptr) {
+  if (type == EvType::kMemset) {
+    AllocTable::Entry a;
+    return g_allocs.Find(U64(ptr), &a) && a.kind == 1;  // MEM_HOST_PINNED
+  }
+  return kind != cudaMemcpyDeviceToDevice;
+}
+
 template <typename Call>
 inline cudaError_t DoMem(uint16_t api, EvType type, uint64_t bytes, uint32_t kind, const void* ptr,
                          cudaStream_t stream, bool sync_call, Call&& call) {
   uint8_t mode = Mode();
   int32_t ticket = mode == kEvents ? EventTimerBegin(stream) : -1;
+  if (sync_call && ticket >= 0) sync_call = WaitsForDevice(type, kind, ptr);
   cupti::ThreadState& ts = cupti::t_state;
   ts.api_corr = 0;
   ++ts.in_runtime;
