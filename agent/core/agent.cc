@@ -344,6 +344,24 @@ __attribute__((noinline)) bool PushSlow(ThreadState* ts, const RawEvent& e, cons
       }
     }
   }
+  // Drop policy: before dropping, give the writer a moment, once per drain: on a node whose
+  // cores are all busy (MPI ranks spinning in their progress loops) a ring fills within
+  // milliseconds while the writer thread waits for a core; a few yields let it run.
+  if (ts->ring->usable() && uint64_t(extra) + 1 <= ts->ring->capacity() &&
+      g.writer_running.load(std::memory_order_relaxed) &&
+      !g.closing.load(std::memory_order_relaxed)) {
+    const uint64_t tail = ts->ring->ReadableBegin();
+    if (tail != ts->yielded_at_tail) {
+      ts->yielded_at_tail = tail;
+      internal::WakeWriter();
+      for (int k = 0; k < 8; ++k) {
+        sched_yield();
+        if (extra == 0 ? ts->ring->TryPush(e) : ts->ring->TryPushWithBytes(e, bytes, n, extra)) {
+          return true;
+        }
+      }
+    }
+  }
   ts->ring->CountDrop();
   return false;
 }

@@ -23,7 +23,7 @@ struct Config {
   std::string output_dir = "profagent_out";     // PROFAGENT_OUTPUT
   GpuTimingWanted gpu_timing = GpuTimingWanted::kAuto;  // PROFAGENT_GPU_TIMING auto|cupti|events|host|off
   std::string cupti_path;                       // PROFAGENT_CUPTI_PATH ("" = libcupti.so.13, then libcupti.so)
-  uint32_t ring_slots = 65536;                  // PROFAGENT_RING_SIZE (events per thread, power of 2)
+  uint32_t ring_slots = 131072;                 // PROFAGENT_RING_SIZE (events per thread, power of 2)
   OverflowPolicy overflow = OverflowPolicy::kDrop;  // PROFAGENT_OVERFLOW drop|block
   std::string step_pattern = "^step\\b";        // PROFAGENT_STEP_PATTERN (ECMAScript regex)
   std::string run_pattern = "^run\\b";          // PROFAGENT_RUN_PATTERN

@@ -37,7 +37,7 @@ TEST_CASE("No variables: the documented defaults") {
   CHECK(c.enabled);
   CHECK(c.output_dir == "profagent_out");
   CHECK(c.gpu_timing == GpuTimingWanted::kAuto);
-  CHECK(c.ring_slots == 65536);
+  CHECK(c.ring_slots == 131072);
   CHECK(c.overflow == OverflowPolicy::kDrop);
   CHECK(c.step_pattern == "^step\\b");
   CHECK(c.run_pattern == "^run\\b");

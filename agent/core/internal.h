@@ -34,6 +34,9 @@ struct ThreadState {
   uint32_t pending_stack = 0;
   std::string written_name;      // writer-side: the name its last ThreadInfo carried
   char name[16] = {0};
+  // Producer-side: the ring's read position when it last yielded to the writer on finding the
+  // ring full (PushSlow); ~0 = never. One grace per writer drain, not one per dropped event.
+  uint64_t yielded_at_tail = ~0ull;
 };
 
 // The process's rank from its launcher's environment (torchrun, Open MPI, PMI/PMIx, Slurm,

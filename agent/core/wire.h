@@ -10,7 +10,9 @@
 #define PROFAGENT_AGENT_CORE_WIRE_H_
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <new>
 #include <string>
 
 namespace profagent {
@@ -67,62 +69,74 @@ inline std::string ValidUtf8(const std::string& s) {
   return clean ? s : out;
 }
 
+// A growable byte buffer with the wire-format writers. Storage is a plain malloc'd array: the
+// writer encodes millions of small fields per second, and a field is written with one capacity
+// check and direct stores (std::string::append per byte group cost twice as much).
 class WireBuf {
  public:
-  void Clear() { s_.clear(); }
-  size_t size() const { return s_.size(); }
-  const char* data() const { return s_.data(); }
-  std::string& str() { return s_; }
+  WireBuf() = default;
+  ~WireBuf() { free(p_); }
+  WireBuf(const WireBuf& o) { Raw(o.p_, o.n_); }
+  WireBuf& operator=(const WireBuf& o) {
+    if (this != &o) {
+      n_ = 0;
+      Raw(o.p_, o.n_);
+    }
+    return *this;
+  }
+  WireBuf(WireBuf&& o) noexcept : p_(o.p_), n_(o.n_), cap_(o.cap_) {
+    o.p_ = nullptr;
+    o.n_ = o.cap_ = 0;
+  }
+  WireBuf& operator=(WireBuf&& o) noexcept {
+    if (this != &o) {
+      free(p_);
+      p_ = o.p_, n_ = o.n_, cap_ = o.cap_;
+      o.p_ = nullptr;
+      o.n_ = o.cap_ = 0;
+    }
+    return *this;
+  }
+
+  void Clear() { n_ = 0; }
+  size_t size() const { return n_; }
+  const char* data() const { return p_ != nullptr ? p_ : ""; }
 
   void Varint(uint64_t v) {
-    char tmp[10];
-    size_t n = 0;
-    while (v >= 0x80) {
-      tmp[n++] = char(v | 0x80);
-      v >>= 7;
-    }
-    tmp[n++] = char(v);
-    s_.append(tmp, n);
+    Room(10);
+    Put(v);
   }
   void Tag(uint32_t field, WireType t) { Varint((uint64_t(field) << 3) | t); }
 
   // Scalar fields; zero values are skipped (proto3 default) unless `always`.
   void U64(uint32_t field, uint64_t v) {
     if (v != 0) {
-      Tag(field, kVarint);
-      Varint(v);
+      Room(20);
+      Put((uint64_t(field) << 3) | kVarint);
+      Put(v);
     }
   }
   void I64(uint32_t field, int64_t v) {  // int32/int64 (two's complement, 10 bytes if negative)
-    if (v != 0) {
-      Tag(field, kVarint);
-      Varint(uint64_t(v));
-    }
+    U64(field, uint64_t(v));
   }
   void S64(uint32_t field, int64_t v) {  // sint32/sint64
-    if (v != 0) {
-      Tag(field, kVarint);
-      Varint(ZigZag(v));
-    }
+    U64(field, v != 0 ? ZigZag(v) : 0);
   }
-  void Bool(uint32_t field, bool v) {
-    if (v) {
-      Tag(field, kVarint);
-      Varint(1);
-    }
-  }
+  void Bool(uint32_t field, bool v) { U64(field, v ? 1 : 0); }
   void Double(uint32_t field, double v) {
     if (v != 0.0) {
-      Tag(field, kFixed64);
-      char b[8];
-      memcpy(b, &v, 8);
-      s_.append(b, 8);
+      Room(18);
+      Put((uint64_t(field) << 3) | kFixed64);
+      memcpy(p_ + n_, &v, 8);
+      n_ += 8;
     }
   }
   void Bytes(uint32_t field, const void* p, size_t n) {
-    Tag(field, kLen);
-    Varint(n);
-    s_.append(static_cast<const char*>(p), n);
+    Room(20 + n);
+    Put((uint64_t(field) << 3) | kLen);
+    Put(n);
+    if (n > 0) memcpy(p_ + n_, p, n);
+    n_ += n;
   }
   // String fields: made valid UTF-8 (see ValidUtf8).
   void Str(uint32_t field, const std::string& v) {
@@ -135,19 +149,22 @@ class WireBuf {
   // Nested message written in place: BeginMsg reserves one length byte, EndMsg fills it in (and
   // moves the body when the length needs more bytes). Avoids a copy per event.
   size_t BeginMsg(uint32_t field) {
-    Tag(field, kLen);
-    s_.push_back('\0');
-    return s_.size();
+    Room(11);
+    Put((uint64_t(field) << 3) | kLen);
+    p_[n_++] = '\0';
+    return n_;
   }
   void EndMsg(size_t start) {
-    size_t len = s_.size() - start;
+    size_t len = n_ - start;
     if (len < 0x80) {
-      s_[start - 1] = char(len);
+      p_[start - 1] = char(len);
       return;
     }
-    size_t n = VarintSize(len);
-    s_.insert(start, n - 1, '\0');
-    char* p = &s_[start - 1];
+    const size_t extra = VarintSize(len) - 1;
+    Room(extra);
+    memmove(p_ + start + extra, p_ + start, len);
+    n_ += extra;
+    char* p = p_ + start - 1;
     while (len >= 0x80) {
       *p++ = char(len | 0x80);
       len >>= 7;
@@ -156,11 +173,36 @@ class WireBuf {
   }
   // A nested message whose bytes are already encoded in `m`.
   void Msg(uint32_t field, const WireBuf& m) { Bytes(field, m.data(), m.size()); }
-  void Append(const WireBuf& m) { s_.append(m.data(), m.size()); }
-  void Raw(const void* p, size_t n) { s_.append(static_cast<const char*>(p), n); }
+  void Append(const WireBuf& m) { Raw(m.data(), m.size()); }
+  void Raw(const void* p, size_t n) {
+    if (n == 0) return;
+    Room(n);
+    memcpy(p_ + n_, p, n);
+    n_ += n;
+  }
 
  private:
-  std::string s_;
+  void Room(size_t k) {
+    if (__builtin_expect(cap_ - n_ < k, 0)) Grow(k);
+  }
+  void Grow(size_t k) {
+    size_t cap = cap_ < 256 ? 256 : cap_ * 2;
+    while (cap - n_ < k) cap *= 2;
+    char* p = static_cast<char*>(realloc(p_, cap));
+    if (p == nullptr) throw std::bad_alloc();
+    p_ = p;
+    cap_ = cap;
+  }
+  void Put(uint64_t v) {  // capacity checked by the caller
+    while (v >= 0x80) {
+      p_[n_++] = char(v | 0x80);
+      v >>= 7;
+    }
+    p_[n_++] = char(v);
+  }
+
+  char* p_ = nullptr;
+  size_t n_ = 0, cap_ = 0;
 };
 
 }  // namespace wire

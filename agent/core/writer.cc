@@ -881,7 +881,15 @@ uint64_t DrainRing(WriterState* w, ThreadState* ts, BatchBuilder* b,
   // Bound one pass so a hammering producer cannot starve the others.
   uint64_t limit = begin + r->capacity();
   if (end > limit) end = limit;
+  // Slots are handed back as they are encoded, not at the end: encoding a full ring takes
+  // milliseconds, during which a busy producer (an MPI ping-pong loop) would find no room.
+  constexpr uint64_t kConsumeEvery = 1024;
+  uint64_t consumed = begin;
   while (i < end) {
+    if (i - consumed >= kConsumeEvery) {
+      r->Consume(i);
+      consumed = i;
+    }
     const RawEvent& e = r->At(i);
     uint64_t need = 1 + uint64_t(e.extra);
     if (i + need > end) break;  // continuation slots not yet published (cannot happen: all-or-nothing)
