@@ -136,6 +136,8 @@ struct CollExtra {
   uint32_t corr;            // correlation id of the collective's kernel, 0 = none
   uint32_t recv_from;       // MPI_Sendrecv(_replace): its source + 1, 0 = none (zeroed = none)
   uint32_t recv_seq;        // and that receive's number on its ordered pair of ranks
+  uint64_t wait_ticks;      // kFlagNonBlocking: raw ticks when the first MPI_Wait*/Test* that
+                            // covered the request began (the rank's arrival); 0 = none seen
 };
 
 // kGroup (ncclGroupStart..End, emitted at the outermost ncclGroupEnd; t0 = GroupStart entry,

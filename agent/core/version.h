@@ -8,7 +8,7 @@ namespace profagent {
 
 constexpr char kAgentVersion[] = "0.1.0";
 constexpr uint16_t kSchemaMajor = 1;
-constexpr uint16_t kSchemaMinor = 1;  // 1.1: Header.launch_api_sample
+constexpr uint16_t kSchemaMinor = 2;  // 1.1: Header.launch_api_sample; 1.2: Collective.wait_ns
 
 }  // namespace profagent
 

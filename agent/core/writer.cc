@@ -754,6 +754,7 @@ void EncodeEvent(WriterState* w, BatchBuilder* b, const RawEvent& e, const uint8
         memcpy(&x, extra, sizeof(x));
         s.U64(10, x.group);
         if (x.complete_ticks != 0) s.U64(12, TicksToNs(x.complete_ticks));
+        if (x.wait_ticks != 0) s.U64(17, TicksToNs(x.wait_ticks));
         s.U64(13, x.recv_bytes);
         s.U64(14, x.corr);
         if (x.recv_from != 0) {  // optional: written even when 0 (rank 0)

@@ -584,6 +584,10 @@ struct Arrival {
   // waits for a later one at most that long (a small MPI_Send returns at once, eagerly, however
   // late its receiver is). INT64_MAX: unknown.
   int64_t dur = INT64_MAX;
+  // Nonblocking MPI requests finished by one MPI_Wait*/Test* share its start as their arrival
+  // (non-zero, the file's clock): the rank waits once for all of them, so its wait in that call
+  // is the longest of theirs, not their sum. 0: a call of its own.
+  int64_t wait_group = 0;
 };
 
 // A communicator of the file (CommDef).
@@ -1732,7 +1736,18 @@ void FileAnalysis::Host2(const EventView& e) {
       // (CollKernel), not its enqueue's.
       const bool unknown_dur =
           c.lib() == LIB_NCCL || (c.nonblocking() && c.complete_ns() < e.end_ns);
-      const int64_t call_dur = unknown_dur ? INT64_MAX : int64_t(host_ns);
+      int64_t call_dur = unknown_dur ? INT64_MAX : int64_t(host_ns);
+      // A nonblocking MPI call's rank arrives when it first waits on (or tests) the request:
+      // it posts early and computes meanwhile, and MPI progresses the transfer only inside its
+      // calls. It waits at most from then to the completion. Without a wait time (files before
+      // 1.2, Fortran, a request never waited on), its posting.
+      int64_t arrive_ns = int64_t(e.start_ns), wait_group = 0;
+      if (c.nonblocking() && c.lib() == LIB_MPI && c.wait_ns() > e.start_ns) {
+        arrive_ns = wait_group = int64_t(c.wait_ns());
+        if (!unknown_dur) {
+          call_dur = c.complete_ns() > c.wait_ns() ? int64_t(c.complete_ns() - c.wait_ns()) : 0;
+        }
+      }
       a.bus_bytes += double(bytes) * BusFactor(lop, n);
       ++coll_calls_;
       coll_ns_ += host_ns;
@@ -1755,9 +1770,9 @@ void FileAnalysis::Host2(const EventView& e) {
         // transfer with MPI_PROC_NULL) or a rank's transfer to itself, which waits for no one.
         const bool numbered = c.seq() != kNoSeq && (!p2p || c.peer() >= 0);
         if (numbered && (!p2p || c.peer() != cit->second.rank)) {
-          arrivals_.push_back(Arrival{uid, pair, c.seq(), int64_t(e.start_ns),
-                                      int(c.lib()), c.lib() == LIB_NCCL ? cit->second.device : -1,
-                                      1.0 / sharers, call_dur});
+          arrivals_.push_back(Arrival{uid, pair, c.seq(), arrive_ns, int(c.lib()),
+                                      c.lib() == LIB_NCCL ? cit->second.device : -1, 1.0 / sharers,
+                                      call_dur, wait_group});
           w.arrival = arrivals_.size() - 1;
         }
         // An MPI_Sendrecv is also a receive: it meets the source's matching send. One call
@@ -1768,9 +1783,8 @@ void FileAnalysis::Host2(const EventView& e) {
           const uint64_t src = uint32_t(c.recv_peer()) + 1ull;
           const bool both = w.arrival != SIZE_MAX;
           if (both) arrivals_[w.arrival].weight = 0.5;
-          arrivals_.push_back(Arrival{uid, src << 32 | me, c.recv_seq(),
-                                      int64_t(e.start_ns), int(c.lib()), -1, both ? 0.5 : 1.0,
-                                      call_dur});
+          arrivals_.push_back(Arrival{uid, src << 32 | me, c.recv_seq(), arrive_ns, int(c.lib()),
+                                      -1, both ? 0.5 : 1.0, call_dur, wait_group});
         }
       }
       if (c.lib() == LIB_NCCL && c.corr() != 0) {
@@ -3085,6 +3099,7 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
     int64_t at;
     double weight;
     int64_t dur;
+    int64_t wait_group;  // Arrival::wait_group
   };
   // A call: (communicator, point-to-point pair or 0, sequence number).
   using CallKey = std::tuple<std::string, uint64_t, uint64_t>;
@@ -3093,8 +3108,8 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
   for (auto* f : sel) {
     for (const auto& a : f->arrivals_) {
       const CallKey key{f->comm_uids_[a.uid], a.pair, a.seq};
-      calls[key].push_back(
-          Member{f->rank_, a.device, SaturatedAdd(a.at, f->clock_offset_), a.weight, a.dur});
+      calls[key].push_back(Member{f->rank_, a.device, SaturatedAdd(a.at, f->clock_offset_),
+                                  a.weight, a.dur, a.wait_group});
       call_lib[key] = a.lib;
     }
   }
@@ -3107,6 +3122,14 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
   std::map<std::pair<int, int32_t>, uint64_t> gpu_last_count;
   std::map<std::pair<int, int32_t>, double> gpu_caused_ns;
   std::set<int> waited;  // ranks with a matched call
+  // (rank, wait group) -> the longest wait of the requests one MPI_Wait*/Test* finished, and
+  // the rank it waited for then (MPI only: no device).
+  struct GroupWait {
+    double wait = -1;
+    int last = -1;
+    int lib = 0;
+  };
+  std::map<std::pair<int, int64_t>, GroupWait> group_waits;
   // A call is complete when every member of its communicator (both ends of a point-to-point
   // transfer) is in the selected files: with rank files missing, deselected (--ranks) or not
   // recorded (PROFAGENT_RANKS), the last arrival among those present is not the call's, and
@@ -3144,8 +3167,13 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
     for (const Member& m : c.second) {
       const uint64_t behind = uint64_t(hi) - uint64_t(m.at);
       const double wait = double(std::min<uint64_t>(behind, uint64_t(m.dur))) * m.weight;
-      wait_ns[m.rank] += wait;
       waited.insert(m.rank);
+      if (m.wait_group != 0) {  // counted once per wait call, below
+        GroupWait& g = group_waits[{m.rank, m.wait_group}];
+        if (wait >= g.wait) g = GroupWait{wait, last->rank, call_lib[c.first]};
+        continue;
+      }
+      wait_ns[m.rank] += wait;
       caused_ns[last->rank] += wait;
       wait_ns_by_lib[call_lib[c.first]][m.rank] += wait;
       if (m.device >= 0) gpu_wait_ns[{m.rank, m.device}] += wait;
@@ -3153,6 +3181,12 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
     }
     ++last_count[last->rank];
     if (last->device >= 0) ++gpu_last_count[{last->rank, last->device}];
+  }
+  for (const auto& g : group_waits) {
+    const int rank = g.first.first;
+    wait_ns[rank] += g.second.wait;
+    caused_ns[g.second.last] += g.second.wait;
+    wait_ns_by_lib[g.second.lib][rank] += g.second.wait;
   }
   Json per_rank = Json::array();
   for (auto* f : sel) {

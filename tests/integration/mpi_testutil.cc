@@ -45,6 +45,7 @@ class Loader : public analyzer::Visitor {
       c.group = k.group();
       c.corr = k.corr();
       c.complete_ns = k.complete_ns();
+      c.wait_ns = k.wait_ns();
       c.nonblocking = k.nonblocking();
       c.captured = ev.captured();
       c.start_ns = e.start_ns;

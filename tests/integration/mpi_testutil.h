@@ -28,6 +28,7 @@ struct CollRecord {
   int recv_peer = -1;  // MPI_Sendrecv(_replace): its source (Collective.recv_peer), else -1
   uint64_t recv_seq = 0;
   uint64_t comm = 0, seq = 0, group = 0, corr = 0, complete_ns = 0;
+  uint64_t wait_ns = 0;  // nonblocking MPI: start of the first wait or test that covered it
   bool nonblocking = false;
   bool captured = false;  // Event.captured: made during CUDA graph capture
   uint64_t start_ns = 0, end_ns = 0;

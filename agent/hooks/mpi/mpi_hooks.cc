@@ -758,6 +758,34 @@ inline uint32_t Seq(const Info& info, Kind kind, uint32_t* recv_seq = nullptr) {
   return NextPeerSeq(info.slot, info.peer, kind == kRecv);
 }
 
+// Requests this thread already marked as waited on (Waited): a poll loop (MPI_Test on the same
+// request a million times) looks its request up once. Direct-mapped by handle; an entry is
+// cleared when its request completes or its value is handed out again.
+struct WaitedCache {
+  static constexpr size_t kSize = 64;
+  uint64_t h[kSize];
+  static size_t Index(uint64_t handle) { return size_t(handle * 0x9E3779B97F4A7C15ull >> 58); }
+};
+thread_local WaitedCache t_waited __attribute__((tls_model("initial-exec")));
+
+inline void ForgetWaited(uint64_t handle) {
+  uint64_t& slot = t_waited.h[WaitedCache::Index(handle)];
+  if (slot == handle) slot = 0;
+}
+
+// A wait or test that began at `t_wait` covered the pending request `handle` without completing
+// it: the rank has nothing left to do before it (its arrival, for the straggler view), unless
+// an earlier one said so already.
+inline void Waited(uint64_t handle, uint64_t t_wait) {
+  if (handle == Abi().request_null) return;
+  uint64_t& slot = t_waited.h[WaitedCache::Index(handle)];
+  if (slot == handle) return;
+  slot = handle;
+  g_requests.Update(handle, [t_wait](PendingCall* pc) {
+    if (pc->x.wait_ticks == 0) pc->x.wait_ticks = t_wait;
+  });
+}
+
 inline void Finish(uint16_t api, uint32_t seq, const Info& info, uint64_t t0, uint64_t t1,
                    int rc, uint32_t recv_seq = 0) {
   PendingCall pc;
@@ -790,7 +818,9 @@ inline void Finish(uint16_t api, uint32_t seq, const Info& info, uint64_t t0, ui
     e.flags |= kFlagNonBlocking;
     if (rc == 0) {
       PendingCall old;
-      switch (g_requests.Put(Abi().RequestAt(info.request, 0), pc, &old)) {
+      const uint64_t handle = Abi().RequestAt(info.request, 0);
+      ForgetWaited(handle);
+      switch (g_requests.Put(handle, pc, &old)) {
         case PutResult::kStored:
           return;
         case PutResult::kReplaced:
@@ -819,10 +849,13 @@ inline uint32_t NumberFrom(CommSlot* slot, int source, int32_t* peer) {
   return NextPeerSeq(slot, *peer, true);
 }
 
-// A pending request completed at `t_done`; `status`: its status (nullptr: unknown). A receive
-// that was cancelled (MPI_Cancel) transferred nothing: it is not recorded.
-inline void Complete(uint64_t handle, uint64_t t_done, const void* status = nullptr) {
+// A pending request completed at `t_done`, in a wait or test that began at `t_wait` (0: not
+// known); `status`: its status (nullptr: unknown). A receive that was cancelled (MPI_Cancel)
+// transferred nothing: it is not recorded.
+inline void Complete(uint64_t handle, uint64_t t_done, const void* status = nullptr,
+                     uint64_t t_wait = 0) {
   if (handle == Abi().request_null) return;
+  ForgetWaited(handle);
   PendingCall pc;
   if (!g_requests.Take(handle, &pc)) return;
   int cancelled = 0;
@@ -830,6 +863,9 @@ inline void Complete(uint64_t handle, uint64_t t_done, const void* status = null
       P().test_cancelled(status, &cancelled) == 0 && cancelled)
     return;
   pc.x.complete_ticks = t_done;
+  if (pc.x.wait_ticks == 0 || (t_wait != 0 && t_wait < pc.x.wait_ticks)) {
+    pc.x.wait_ticks = t_wait;
+  }
   if (pc.any_source) {
     const int source = status != nullptr ? Abi().StatusSource(status, 0) : -1;
     pc.e.coll.seq = NumberFrom(pc.slot, source, &pc.e.coll.peer);
@@ -1150,8 +1186,12 @@ struct Snapshot {
     const MpiAbi& abi = Abi();
     for (int i = 0; i < n; ++i) h[i] = abi.RequestAt(reqs, size_t(i));
   }
-  void Complete(int i, uint64_t t, const void* status) const {
-    if (i >= 0 && i < n) profagent::Complete(h[i], t, status);
+  void Complete(int i, uint64_t t, const void* status, uint64_t t_wait = 0) const {
+    if (i >= 0 && i < n) profagent::Complete(h[i], t, status, t_wait);
+  }
+  // Every request of the call that is still pending was waited on from `t_wait`.
+  void Waited(uint64_t t_wait) const {
+    for (int i = 0; i < n; ++i) profagent::Waited(h[i], t_wait);
   }
 };
 
@@ -1221,7 +1261,7 @@ PROFAGENT_EXPORT int MPI_Wait(void* req, void* status) {
   const uint64_t t0 = Now();
   const int rc = fn(req, st.p);
   const uint64_t t1 = Now();
-  if (pending && rc == 0) Complete(h, t1, st.At(0));
+  if (pending && rc == 0) Complete(h, t1, st.At(0), t0);
   EmitApi(real.api, t0, t1, rc);
   return rc;
 }
@@ -1235,7 +1275,7 @@ PROFAGENT_EXPORT int MPI_Waitall(int count, void* reqs, void* statuses) {
   const int rc = fn(count, reqs, st.p);
   const uint64_t t1 = Now();
   if (rc == 0)
-    for (int i = 0; i < s.n; ++i) s.Complete(i, t1, st.At(i));
+    for (int i = 0; i < s.n; ++i) s.Complete(i, t1, st.At(i), t0);
   EmitApi(real.api, t0, t1, rc);
   return rc;
 }
@@ -1248,7 +1288,8 @@ PROFAGENT_EXPORT int MPI_Waitany(int count, void* reqs, int* index, void* status
   const uint64_t t0 = Now();
   const int rc = fn(count, reqs, index, st.p);
   const uint64_t t1 = Now();
-  if (rc == 0 && index != nullptr) s.Complete(*index, t1, st.At(0));
+  if (rc == 0 && index != nullptr) s.Complete(*index, t1, st.At(0), t0);
+  if (rc == 0) s.Waited(t0);  // the others were waited on too
   EmitApi(real.api, t0, t1, rc);
   return rc;
 }
@@ -1263,7 +1304,8 @@ PROFAGENT_EXPORT int MPI_Waitsome(int incount, void* reqs, int* outcount, int* i
   const int rc = fn(incount, reqs, outcount, indices, st.p);
   const uint64_t t1 = Now();
   if (rc == 0 && outcount != nullptr && indices != nullptr && *outcount != Abi().undefined)
-    for (int i = 0; i < *outcount; ++i) s.Complete(indices[i], t1, st.At(i));
+    for (int i = 0; i < *outcount; ++i) s.Complete(indices[i], t1, st.At(i), t0);
+  if (rc == 0) s.Waited(t0);
   EmitApi(real.api, t0, t1, rc);
   return rc;
 }
@@ -1274,8 +1316,15 @@ PROFAGENT_EXPORT int MPI_Test(void* req, int* flag, void* status) {
   const bool pending = AnyPending() && req != nullptr;
   const uint64_t h = pending ? Abi().RequestAt(req, 0) : 0;
   Statuses st(status, 1);
+  const uint64_t t0 = pending ? Now() : 0;
   const int rc = fn(req, flag, st.p);
-  if (pending && rc == 0 && flag != nullptr && *flag) Complete(h, Now(), st.At(0));
+  if (pending && rc == 0 && flag != nullptr) {
+    if (*flag) {
+      Complete(h, Now(), st.At(0), t0);
+    } else {
+      Waited(h, t0);
+    }
+  }
   return rc;
 }
 
@@ -1284,10 +1333,15 @@ PROFAGENT_EXPORT int MPI_Testall(int count, void* reqs, int* flag, void* statuse
   Snapshot s;
   if (AnyPending()) s.Take(reqs, count);
   Statuses st(statuses, count);
+  const uint64_t t0 = s.n > 0 ? Now() : 0;
   const int rc = fn(count, reqs, flag, st.p);
-  if (rc == 0 && flag != nullptr && *flag && s.n > 0) {
-    const uint64_t t = Now();
-    for (int i = 0; i < s.n; ++i) s.Complete(i, t, st.At(i));
+  if (rc == 0 && flag != nullptr && s.n > 0) {
+    if (*flag) {
+      const uint64_t t = Now();
+      for (int i = 0; i < s.n; ++i) s.Complete(i, t, st.At(i), t0);
+    } else {
+      s.Waited(t0);
+    }
   }
   return rc;
 }
@@ -1297,9 +1351,12 @@ PROFAGENT_EXPORT int MPI_Testany(int count, void* reqs, int* index, int* flag, v
   Snapshot s;
   if (AnyPending()) s.Take(reqs, count);
   Statuses st(status, 1);
+  const uint64_t t0 = s.n > 0 ? Now() : 0;
   const int rc = fn(count, reqs, index, flag, st.p);
-  if (rc == 0 && flag != nullptr && *flag && index != nullptr && s.n > 0)
-    s.Complete(*index, Now(), st.At(0));
+  if (rc == 0 && flag != nullptr && s.n > 0) {
+    if (*flag && index != nullptr) s.Complete(*index, Now(), st.At(0), t0);
+    s.Waited(t0);
+  }
   return rc;
 }
 
@@ -1309,12 +1366,14 @@ PROFAGENT_EXPORT int MPI_Testsome(int incount, void* reqs, int* outcount, int* i
   Snapshot s;
   if (AnyPending()) s.Take(reqs, incount);
   Statuses st(statuses, incount);
+  const uint64_t t0 = s.n > 0 ? Now() : 0;
   const int rc = fn(incount, reqs, outcount, indices, st.p);
   if (rc == 0 && s.n > 0 && outcount != nullptr && indices != nullptr &&
       *outcount != Abi().undefined && *outcount > 0) {
     const uint64_t t = Now();
-    for (int i = 0; i < *outcount; ++i) s.Complete(indices[i], t, st.At(i));
+    for (int i = 0; i < *outcount; ++i) s.Complete(indices[i], t, st.At(i), t0);
   }
+  if (rc == 0 && s.n > 0) s.Waited(t0);
   return rc;
 }
 

@@ -80,6 +80,24 @@ class RequestTable {
     return false;
   }
 
+  // Calls fn(&value) on the entry of `handle` while holding it. False when not stored.
+  template <typename Fn>
+  bool Update(uint64_t handle, Fn fn) {
+    if (handle <= kBusy) return false;
+    const size_t home = Home(handle);
+    for (size_t n = 0; n < kProbe; ++n) {
+      Slot& s = slots_[(home + n) & (kSlots - 1)];
+      uint64_t k = handle;
+      if (s.key.load(std::memory_order_relaxed) == handle &&
+          s.key.compare_exchange_strong(k, kBusy, std::memory_order_acquire)) {
+        fn(&s.value);
+        s.key.store(handle, std::memory_order_release);
+        return true;
+      }
+    }
+    return false;
+  }
+
   // Takes every stored entry, calling fn(handle, value) for each. Returns how many.
   template <typename Fn>
   size_t Drain(Fn fn) {
