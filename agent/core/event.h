@@ -140,8 +140,8 @@ struct CollExtra {
                             // covered the request began (the rank's arrival); 0 = none seen
 };
 
-// kGroup (ncclGroupStart..End, emitted at the outermost ncclGroupEnd; t0 = GroupStart entry,
-// t1 = GroupEnd return): gen.a = group number (== CollExtra.group of its member kCollectives),
+// kGroup (the outermost ncclGroupEnd call, t0..t1: its members were called since the matching
+// ncclGroupStart, which is a kApi of its own): gen.a = group number (== CollExtra.group of its member kCollectives),
 // gen.b = number of member calls, gen.corr = correlation id of the last driver launch seen in
 // ncclGroupEnd (the fused NCCL kernel), 0 = none.
 // kComm (communicator create/destroy): gen.a = communicator handle, gen.b = parent handle (split)

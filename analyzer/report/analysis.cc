@@ -2941,7 +2941,7 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
   std::vector<std::string> metric_names = {"steps", "tokens", "total_time_ms", "tokens_per_s",
                                            "step_latency_ms.mean", "step_latency_ms.p50",
                                            "step_latency_ms.p90", "step_latency_ms.p99"};
-  int agg_runs = 0;
+  int agg_runs = 0, empty_runs = 0;
   std::set<std::string> model_keys, engine_keys;
   std::vector<std::pair<Json, Json>> run_bucket_json;
   for (size_t r = 0; r < ref->runs_.size(); ++r) {
@@ -2961,7 +2961,11 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
     jr["buckets_model_avg_ms"] = bm;
     jr["buckets_engine_avg_ms"] = be;
     jr["decode_length_buckets"] = KvBinsJson(options, run_steps[r + 1]);
-    if (!rr.warmup) {
+    // A run with no recorded step (paused by PROFAGENT_SCHEDULE, or cut off) has nothing to
+    // average: counted apart, not as a run of zeros.
+    const bool empty_run = !rr.warmup && ss.steps == 0;
+    if (empty_run) ++empty_runs;
+    if (!rr.warmup && !empty_run) {
       ++agg_runs;
       const Json& st = jr["stats"];
       auto val = [](const Json& v) { return v.is_null() ? std::nan("") : v.get<double>(); };
@@ -2984,6 +2988,12 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
   }
   Json ragg;
   ragg["runs"] = agg_runs;
+  ragg["runs_without_steps"] = empty_runs;
+  if (empty_runs > 0) {
+    warnings.push_back(absl::StrCat(
+        empty_runs, " run(s) not marked warmup have no recorded step (outside the schedule's "
+                    "active steps, or cut off): left out of runs_aggregate"));
+  }
   Json jm = Json::object();
   for (const auto& m : metric_names) jm[m] = MeanStd(agg_metrics[m]);
   ragg["metrics"] = jm;

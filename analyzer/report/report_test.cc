@@ -1395,6 +1395,54 @@ TEST_CASE("runs and steps of concurrent threads: each step in its own thread's r
   CHECK(steps == std::multiset<std::string>{"0", "1", "2", "3", "4", "5", "6", "7"});
 }
 
+// Three runs, the last one wholly outside the schedule's active steps (no step recorded): it is
+// listed under runs, but runs_aggregate averages the two with steps (4 steps each, not 2.67),
+// counts the empty one apart and says so.
+TEST_CASE("runs_aggregate leaves out runs without a recorded step") {
+  const std::string dir = TmpDir("empty_run");
+  {
+    ProfileBuilder b(dir + "/rank0.pb");
+    b.WriteHeader(0, 1, "h0", GPU_TIMING_CUPTI);
+    const uint32_t step = b.Str("step tokens=10"), k = b.Str("decode_kernel");
+    uint64_t corr = 0;
+    for (uint64_t run = 0; run < 3; ++run) {
+      const uint64_t t0 = (1000 + run * 10000) * kUs;
+      b.Host(1, t0, 0, ProfileBuilder::Nvtx(b.Str("run label=r" + std::to_string(run)),
+                                            9000 * kUs, 0));
+      if (run == 2) continue;
+      for (uint64_t i = 0; i < 4; ++i) {
+        const uint64_t st = t0 + 100 * kUs + i * 2000 * kUs;
+        b.Host(1, st, 0, ProfileBuilder::Nvtx(step, (1000 + run * 500) * kUs, 1));
+        b.Host(1, st + 10 * kUs, ++corr, ProfileBuilder::Launch(k, 5 * kUs));
+      }
+    }
+    b.Flush();
+    for (uint64_t c = 1; c <= corr; ++c) {
+      const uint64_t run = (c - 1) / 4, i = (c - 1) % 4;
+      b.Device(0, (1000 + run * 10000 + 100 + i * 2000 + 20) * kUs, c, Kernel(100 * kUs));
+    }
+    b.Close(true);
+  }
+  std::string printed;
+  REQUIRE(RunReport(dir, dir, ReportOptions(), &printed).ok());
+  std::ifstream in(dir + "/summary.json");
+  Json s = Json::parse(in);
+  REQUIRE(s["runs"].size() == 3);
+  CHECK(s["runs"][2]["stats"]["steps"] == 0);
+  const Json& agg = s["runs_aggregate"];
+  CHECK(agg["runs"] == 2);
+  CHECK(agg["runs_without_steps"] == 1);
+  CHECK(agg["metrics"]["steps"]["mean"] == 4.0);
+  CHECK(agg["metrics"]["steps"]["std"] == 0.0);
+  CHECK(agg["metrics"]["tokens"]["mean"] == 40.0);
+  CHECK(agg["metrics"]["step_latency_ms.mean"]["mean"] == 1.25);
+  bool warned = false;
+  for (const Json& w : s["meta"]["warnings"]) {
+    warned |= w.get<std::string>().find("no recorded step") != std::string::npos;
+  }
+  CHECK(warned);
+}
+
 // Speculative decoding: a draft step [100, 300) us nested in its verify step [0, 1000). The
 // draft's kernel (launched at 150) is the draft step's; the target's kernel (launched at 400,
 // after the draft ended) is the verify step's, not in no step. The steps cover 1 ms of wall

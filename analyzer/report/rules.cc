@@ -30,7 +30,7 @@ model kernel comm.sendrecv    nccl.*(sendrecv|send|recv)
 model kernel comm.other       nccl
 # --- attention: FlashAttention 2/3, FlashInfer, vLLM, SGLang (Triton), TensorRT-LLM, xFormers,
 # llama.cpp (flash_attn_ext; soft_max_f32 is its attention softmax without flash attention) ---
-model kernel attn.rope        rotary|(^|[^a-z])rope([^a-z]|$)
+model kernel attn.rope        rotary|(^|[^a-z])rope([^a-z]|$)|biasrope|applyrope|ropeupdate
 model kernel attn.compute     flash_fwd|flash_bwd|flash::|flashattn|fmha|paged_attention|pagedattention|withpagedkvcache|withraggedkvcache|withkvcache|mergestates|mlapagedattention|xqa|masked_multihead_attention|mmha|decode_attention|_fwd_kernel|_fwd_grouped_kernel|attention|attn
 model kernel attn.compute     reshape_and_cache|concat_and_cache|store_kvcache|set_kv_buffer|set_rows|(^|[^a-z])soft_max_f(32|16)
 # --- MoE: Triton fused_moe, vLLM/SGLang routing, TensorRT-LLM MoE ---
@@ -52,7 +52,7 @@ model nvtx mlp.gate_up_proj   gate_up_proj|\bup_proj|gate_proj|\bfc1\b|\bw13\b|\
 model nvtx mlp.down_proj      down_proj|\bfc2\b|\bw2\b|dense_4h_to_h
 model nvtx lm_head            lm_head|logits
 model nvtx embed              embed
-model nvtx attn.rope          rotary|(^|[^a-z])rope([^a-z]|$)
+model nvtx attn.rope          rotary|(^|[^a-z])rope([^a-z]|$)|biasrope|applyrope|ropeupdate
 model nvtx norm               norm
 model nvtx moe.experts        \bmoe\b|expert
 model nvtx sampler            sampl
@@ -61,7 +61,7 @@ engine nvtx schedule          schedul
 engine nvtx prefill           prefill
 engine nvtx decode            decode
 engine nvtx sampler           sampl
-engine nvtx postproc          postproc|post_proc|detoken|process_output|output_proc
+engine nvtx postproc          postproc|post_proc|detoken|process_output|output_proc|process_batch_result
 engine nvtx kv.swap           swap
 engine nvtx kv.cache          kv_?cache|kvcache|cache_engine|block_manager
 engine nvtx comm.collective   allreduce|all_reduce|allgather|all_gather|nccl|collective

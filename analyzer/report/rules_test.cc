@@ -69,6 +69,9 @@ TEST_CASE("default kernel rules recognize the usual libraries") {
         "attn.compute");
   CHECK(K(r, "void rms_norm_f32<1024>(...)") == "norm");
   CHECK(K(r, "void rope_neox<true, float>(...)") == "attn.rope");
+  // TensorRT-LLM's fused QKV bias + RoPE + KV-cache write.
+  CHECK(K(r, "void tensorrt_llm::kernels::applyBiasRopeUpdateKVCacheV2<__nv_bfloat16>(...)") ==
+        "attn.rope");
   CHECK(K(r, "void k_set_rows<float, __half>(...)") == "attn.compute");
   // PyTorch's softmax stays with sampling.
   CHECK(K(r, "void (anonymous namespace)::softmax_warp_forward<float, float, float, 10>(...)") ==
@@ -91,6 +94,7 @@ TEST_CASE("default NVTX rules: projections and engine phases") {
   CHECK(E("prefill") == "prefill");
   CHECK(E("decode") == "decode");
   CHECK(E("detokenize") == "postproc");
+  CHECK(E("process_batch_result") == "postproc");  // SGLang's scheduler
   CHECK(E("step kv=512 tokens=8") == "");
   CHECK(r.Match(RuleScope::kEngine, RuleTarget::kApi, "ncclAllReduce") == "comm.nccl");
 }

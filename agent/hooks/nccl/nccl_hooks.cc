@@ -478,12 +478,21 @@ PROFAGENT_EXPORT ncclResult_t ncclGroupStart() {
   const Fn fn = reinterpret_cast<Fn>(real.fn);
   if (fn == nullptr) return MissingReal("ncclGroupStart");
   GroupState& g = tls_group;
-  if (g.depth++ == 0) {
-    g.number = g_next_group.fetch_add(1, std::memory_order_relaxed);
-    g.members = 0;
-    g.t0 = Now();
+  if (g.depth++ != 0) return fn();
+  g.number = g_next_group.fetch_add(1, std::memory_order_relaxed);
+  g.members = 0;
+  g.t0 = Now();
+  const ncclResult_t rc = fn();
+  if (Recording()) {  // the outermost call, as an API call of its own
+    RawEvent e{};
+    e.t0 = g.t0;
+    e.t1 = Now();
+    e.type = EvType::kApi;
+    e.api = real.api;
+    e.ret = static_cast<int32_t>(rc);
+    Emit(e);
   }
-  return fn();
+  return rc;
 }
 
 namespace profagent {
@@ -618,7 +627,7 @@ PROFAGENT_EXPORT ncclResult_t ncclGroupEnd() {
     }
     if (guard.outermost() && Recording()) {
       RawEvent e{};
-      e.t0 = g.t0;
+      e.t0 = t0;  // the ncclGroupEnd call (its members were called since the ncclGroupStart)
       e.t1 = t1;
       e.type = EvType::kGroup;
       e.api = real.api;
