@@ -282,7 +282,8 @@ class FileConverter : public ViewVisitor {
         }
         if (e.shmem != 0) args[n++] = Arg::Uint(pi::kArgShmem, e.shmem);
         args[n++] = Arg::Uint(pi::kArgStream, e.stream);
-        flow_out = e.corr;
+        // A failed call, or one captured into a graph, ran nothing: no flow to a device op.
+        flow_out = e.ret == 0 && !e.captured ? e.corr : 0;
         untimed = e.end_ns == e.start_ns && meta_.launch_api_sample > 1;
         break;
       }
@@ -295,13 +296,13 @@ class FileConverter : public ViewVisitor {
           args[n++] = Arg::Interned(pi::kArgCopyKind, copy_kinds_[std::min(e.copy_kind, 4u)]);
         }
         args[n++] = Arg::Uint(pi::kArgStream, e.stream);
-        flow_out = e.corr;
+        flow_out = e.ret == 0 && !e.captured ? e.corr : 0;
         break;
       case EV_GRAPH_LAUNCH:
         name = NameOr(e.name, e.api, kind);
         args[n++] = Arg::Uint(pi::kArgCorrelation, e.corr);
         args[n++] = Arg::Ptr(pi::kArgGraph, e.graph);
-        flow_out = e.corr;
+        flow_out = e.ret == 0 && !e.captured ? e.corr : 0;
         untimed = e.end_ns == e.start_ns && meta_.launch_api_sample > 1;
         break;
       case EV_ALLOC:
@@ -325,6 +326,12 @@ class FileConverter : public ViewVisitor {
           const int64_t b = static_cast<int64_t>(std::min<uint64_t>(bytes, INT64_MAX));
           const int64_t delta = kind == EV_ALLOC ? b : -b;
           MemoryDelta(kind == EV_ALLOC ? start : end, device, delta);
+        }
+        // The memory a cudaDeviceReset released (its API is the reset's): the counter only,
+        // the reset has its own slice.
+        if (kind == EV_FREE && (e.api != 0 || e.name != 0) &&
+            StringName(e.api != 0 ? e.api : e.name).str == "cudaDeviceReset") {
+          return;
         }
         break;
       }

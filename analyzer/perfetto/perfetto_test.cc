@@ -865,6 +865,62 @@ TEST_CASE("untimed launches of a sampled profile are annotated instants with the
   }
 }
 
+// A launch that failed (cudaErrorInvalidConfiguration) and a launch and a copy captured into a
+// graph ran nothing: they are drawn, but start no flow that no device op would end.
+TEST_CASE("failed and captured calls start no flow") {
+  const std::string dir = TmpDir();
+  {
+    ProfileWriter w(dir + "/rank0.pb");
+    REQUIRE(w.ok());
+    Record r;
+    r.mutable_header()->set_pid(50);
+    r.mutable_header()->set_hostname("h");
+    w.Write(r);
+    w.String(1, "cudaLaunchKernel");
+    w.String(3, "cudaMemcpyAsync");
+    w.String(10, "kernel_a");
+    w.Thread(0, 50, "main");
+    r.Clear();
+    EventBatch* b = r.mutable_batch();
+    b->set_base_ns(1000);
+    Event* e = AddEvent(b, 0, 300, EV_LAUNCH, 10);  // correlation 1: ran
+    e->set_api(1);
+    e->set_stream(3);
+    AddEvent(b, 1000, 300, EV_LAUNCH, 10)->set_ret(9);          // 2: failed
+    AddEvent(b, 1000, 300, EV_LAUNCH, 10)->set_captured(true);  // 3: captured
+    e = AddEvent(b, 1000, 100, EV_MEMCPY, 3);                   // 4: captured
+    e->set_bytes(64);
+    e->set_stream(3);
+    e->set_captured(true);
+    w.Write(r);
+    r.Clear();
+    DeviceBatch* d = r.mutable_device();
+    d->set_base_ns(1500);
+    DeviceOp* op = d->add_ops();
+    op->set_dur(100);
+    op->set_stream(3);
+    op->set_kind(DOP_KERNEL);
+    op->set_name(10);
+    w.Write(r);
+    r.Clear();
+    r.mutable_footer()->set_reason("exit");
+    w.Write(r);
+  }
+  std::ostringstream out, err;
+  REQUIRE(RunPerfettoCommand(dir + "/rank0.pb", "", "perfetto", out, err) == 0);
+  Replay r = ReplayTrace(ParseTrace(dir + "/rank0.pftrace"));
+  std::string all;
+  for (const std::string& ev : r.events) all += ev + "\n";
+  INFO(all);
+  REQUIRE(r.flow_out_count.size() == 1);
+  CHECK(r.flow_in_count.size() == 1);
+  int launches = 0;
+  for (const std::string& ev : r.events) {
+    launches += ev.find("\"cudaLaunchKernel\"") != std::string::npos;
+  }
+  CHECK(launches == 3);  // all three drawn
+}
+
 TEST_CASE("a graph launch's flow passes through every node it ran, in time order") {
   const std::string dir = TmpDir();
   {

@@ -835,6 +835,12 @@ class FileAnalysis : public ViewVisitor {
   void Finish2();
   int KernelBucket(uint32_t name);
   int ApiEngineBucket(uint32_t name);
+  // A free the agent recorded for memory a cudaDeviceReset released (its API is the reset's).
+  bool ImpliedFree(const EventView& e) const {
+    if (e.kind != EV_FREE) return false;
+    const uint32_t api = ApiNameId(e);
+    return api != 0 && api < strings_.size() && strings_[api] == "cudaDeviceReset";
+  }
   Sweep& SweepOf(uint32_t thread);
   void Advance(Sweep* w, uint64_t t);
   void Pop(Sweep* w);
@@ -1214,7 +1220,7 @@ void FileAnalysis::Host1(const EventView& e) {
     case EV_GROUP:
     case EV_COMM: {
       const uint32_t api = ApiNameId(e);
-      if (api != 0 && ApiEngineBucket(api) >= 0) {
+      if (api != 0 && !ImpliedFree(e) && ApiEngineBucket(api) >= 0) {
         StoredRange r{e.start_ns, e.end_ns, e.thread, api, false, true};
         ranges_.Add(r);
       }
@@ -1802,9 +1808,10 @@ void FileAnalysis::Host2(const EventView& e) {
     default:
       break;
   }
-  // Host API time by API name.
+  // Host API time by API name. The frees a cudaDeviceReset implies (the memory it released)
+  // are not calls: the reset is recorded as one of its own.
   if (kind != EV_NVTX_RANGE && kind != EV_NVTX_MARK && kind != EV_NVTX_PUSH && kind != EV_STEP &&
-      kind != EV_RUN && kind != EV_MARKER) {
+      kind != EV_RUN && kind != EV_MARKER && !ImpliedFree(e)) {
     const uint32_t api = ApiNameId(e);
     ApiAcc* acc;
     if (api != 0 && api < strings_.size()) {

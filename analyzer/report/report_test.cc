@@ -629,6 +629,49 @@ TEST_CASE("the host API table names copies, sets and allocations by the API call
   CHECK(api["cudaMemcpy"] == std::make_pair(1, 5.0));
 }
 
+// A cudaDeviceReset that released two allocations: the agent records the reset and a free per
+// allocation, under the reset's API. The table counts one reset call (before: 3, with the
+// reset's time thrice); the memory is freed all the same.
+TEST_CASE("the frees a device reset implies are memory, not calls") {
+  const std::string dir = TmpDir("resetfrees");
+  {
+    ProfileBuilder b(dir + "/rank0.pb");
+    b.WriteHeader(0, 1, "h0", GPU_TIMING_HOST);
+    const uint32_t malloc_id = b.Str("cudaMalloc"), reset = b.Str("cudaDeviceReset");
+    auto mem = [&](EventKind kind, uint32_t api, uint64_t t, uint64_t dur, uint64_t ptr) {
+      Event e;
+      e.set_kind(kind);
+      e.set_name(api);
+      e.set_dur(dur);
+      e.set_ptr(ptr);
+      e.set_bytes(1 << 20);
+      b.Host(1, t, 0, e);
+    };
+    mem(EV_ALLOC, malloc_id, 10 * kUs, kUs, 0x1000);
+    mem(EV_ALLOC, malloc_id, 20 * kUs, kUs, 0x2000);
+    Event r;
+    r.set_kind(EV_API);
+    r.set_name(reset);
+    r.set_dur(1500 * kUs);
+    b.Host(1, 30 * kUs, 0, r);
+    mem(EV_FREE, reset, 30 * kUs, 1500 * kUs, 0x1000);
+    mem(EV_FREE, reset, 30 * kUs, 1500 * kUs, 0x2000);
+    b.Close(true);
+  }
+  auto s = BuildSummary({dir + "/rank0.pb"}, ReportOptions(), "");
+  REQUIRE(s.ok());
+  std::map<std::string, std::pair<int, double>> api;  // name -> count, total ms
+  for (const auto& a : (*s)["host"]["api"]) {
+    api[a["name"].get<std::string>()] = {a["count"].get<int>(), a["total_ms"].get<double>()};
+  }
+  CHECK(api["cudaDeviceReset"] == std::make_pair(1, 1.5));
+  const auto& devs = (*s)["memory"]["devices"];
+  REQUIRE(devs.size() == 1);
+  CHECK(devs[0]["peak_bytes"] == 2 << 20);
+  CHECK(devs[0]["frees"] == 2);
+  CHECK(devs[0]["final_bytes"] == 0);
+}
+
 // The memory table is device memory that was allocated: a failed cudaMalloc (out of memory: a
 // petabyte asked for) and pinned or registered host memory are not in it.
 TEST_CASE("memory: device allocations that succeeded, per device; host memory and failures out") {

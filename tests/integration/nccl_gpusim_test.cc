@@ -143,6 +143,10 @@ TEST_CASE("NCCL on gpusim under the agent: calls match the simulator's ground tr
     for (const OtherEvent& o : p.others)
       if (o.kind == EV_GROUP) groups[o.handle] = &o;
     CHECK(groups.size() == size_t(kIters));
+    int group_starts = 0;  // each ncclGroupStart, an API call of its own
+    for (const OtherEvent& o : p.others)
+      group_starts += o.kind == EV_API && o.name == "ncclGroupStart";
+    CHECK(group_starts == kIters);
 
     int main_colls = 0, sends = 0, recvs = 0, half_colls = 0, timed = 0;
     std::map<uint64_t, std::set<uint64_t>> group_corrs;
@@ -170,12 +174,11 @@ TEST_CASE("NCCL on gpusim under the agent: calls match the simulator's ground tr
       CHECK(t.dtype == c.dtype);
       CHECK(t.peer == c.peer);
       if (c.op == "Send" || c.op == "Recv") {
-        // Grouped: enqueued by ncclGroupEnd, inside the group event's window.
+        // Grouped: called before the ncclGroupEnd (the group event), enqueued inside it.
         REQUIRE(c.group != 0);
         REQUIRE(groups.count(c.group) == 1);
         const OtherEvent* g = groups.at(c.group);
-        CHECK(g->start_ns <= c.start_ns);
-        CHECK(c.end_ns <= g->end_ns);
+        CHECK(c.end_ns <= g->start_ns);
         CHECK(g->start_ns <= t.queued_ns);
         CHECK(t.queued_ns <= g->end_ns);
         CHECK(g->graph == 2);  // member calls of the group

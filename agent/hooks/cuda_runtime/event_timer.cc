@@ -460,6 +460,10 @@ void DrainAtShutdown() {
     usleep(1000);
   }
   g_stop.store(true);
+  if (left > 0) {  // the poller may have resolved some meanwhile: count what is really left
+    std::lock_guard<std::mutex> lock(PollMu());
+    left = PollOnce(g_inflight_list, &names);
+  }
   if (left > 0) {
     AddNote("warning", "CUDA-event timing: " + std::to_string(left) +
                            " operations still running at exit were not timed");
@@ -635,6 +639,21 @@ void EventTimerAfterReset(int device) {
   g_stream_devices.TakeEach(  // the reset destroyed the device's streams
       [device](const AllocTable::Entry& e) { return e.device == uint32_t(device); },
       [](uint64_t, const AllocTable::Entry&) {});
+}
+
+void EventTimerPrepare() {
+  if (!g_started.load(std::memory_order_relaxed)) return;
+  auto get_device = r_get_device.get();
+  int device = 0;
+  if (get_device == nullptr) return;
+  t_app_error = !NoPendingError();
+  if (get_device(&device) != cudaSuccess) {
+    if (!t_app_error) ClearOwnError();
+    return;
+  }
+  if (unsigned(device) >= unsigned(kMaxDevices)) return;
+  DevicePool& p = g_pools[device];
+  if (__builtin_expect(p.state.load(std::memory_order_acquire) == 0, 0)) EnsurePool(device, &p);
 }
 
 void EventTimerEnd(int32_t ticket, cudaStream_t stream, const DeviceOpInfo& info, bool ok) {

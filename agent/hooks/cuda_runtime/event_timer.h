@@ -84,6 +84,10 @@ uint32_t StreamKey(cudaStream_t stream);
 // synchronize anyway). After it: the pool is made again on the device's next operation.
 void EventTimerBeforeReset(int device);
 void EventTimerAfterReset(int device);
+// Makes the current device's event pool now if it is not made yet (thousands of events and a
+// reference synchronization: milliseconds). Called before the application records an event of
+// its own, so that this cost does not fall inside the window the application times.
+void EventTimerPrepare();
 
 // Records the stop event and queues the pair for the poller. `ok` false (the real call failed)
 // returns the pair to the pool. Hot path.

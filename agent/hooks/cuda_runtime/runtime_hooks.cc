@@ -1072,10 +1072,14 @@ EXPORT cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned int fla
 
 DEFINE_REAL(cudaEventRecord)
 EXPORT cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
-  return rt::Intercept(real_cudaEventRecord, [&](auto real) {
-    return rt::DoGeneric(api_cudaEventRecord, EvType::kEvent, rt::U64(event), rt::U64(stream),
-                         [&] { return real(event, stream); });
-  }, event, stream);
+  return rt::Intercept(
+      real_cudaEventRecord,
+      [&](auto real) {
+        if (rt::Mode() == rt::kEvents) rt::EventTimerPrepare();  // not inside the window it starts
+        return rt::DoGeneric(api_cudaEventRecord, EvType::kEvent, rt::U64(event), rt::U64(stream),
+                             [&] { return real(event, stream); });
+      },
+      event, stream);
 }
 
 DEFINE_REAL(cudaEventDestroy)
