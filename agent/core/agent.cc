@@ -608,6 +608,11 @@ bool StartDetachedThread(void (*fn)()) {
   return rc == 0;
 }
 
+void SetSignalFlush(void (*request)(), bool (*done)()) {
+  internal::g_signal_flush_done.store(done, std::memory_order_release);
+  internal::g_signal_flush_request.store(request, std::memory_order_release);
+}
+
 void AtShutdown(void (*fn)()) {
   auto& g = G();
   std::lock_guard<std::mutex> lock(g.mu);

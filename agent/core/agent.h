@@ -214,6 +214,11 @@ void Flush(int timeout_ms);
 // Registers a function run at shutdown before the final drain (e.g. CUPTI flush), in
 // registration order. Slow path.
 void AtShutdown(void (*fn)());
+// A fatal signal's end of the file runs no shutdown hook (they may wait on locks the interrupted
+// thread holds); a timing module that holds device records (CUPTI's buffers) can still have them
+// delivered from a thread of its own: `request` asks for that without blocking, `done` says
+// whether it has happened. The writer waits a bounded time for it, draining meanwhile.
+void SetSignalFlush(void (*request)(), bool (*done)());
 
 // Starts `fn` on a detached thread; false when the system refuses a thread (RLIMIT_NPROC, a
 // cgroup's pids.max): the caller degrades, never throws into the application.

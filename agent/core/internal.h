@@ -159,6 +159,9 @@ bool FinishFromSignal(int sig, int timeout_ms);
 // itself inside malloc or a lock they need), the writer finishes the file without them after
 // 5 s and, when `may_exit`, ends the process with `status`.
 void FinishBeforeExit(const char* reason, int status, bool may_exit);
+// SetSignalFlush's functions (writer.cc; read by FinishAfterSignal).
+extern std::atomic<void (*)()> g_signal_flush_request;
+extern std::atomic<bool (*)()> g_signal_flush_done;
 // Child side of fork(): forget the parent's writer, rings and file.
 void WriterAfterForkChild();
 // Output file management.

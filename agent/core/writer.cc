@@ -31,6 +31,8 @@
 namespace profagent {
 namespace internal {
 std::atomic<uint64_t> g_writer_cpu_ns{0};
+std::atomic<void (*)()> g_signal_flush_request{nullptr};
+std::atomic<bool (*)()> g_signal_flush_done{nullptr};
 
 namespace {
 
@@ -1069,11 +1071,26 @@ void FinishFile(WriterState* w, const char* reason) {
 
 // On the writer thread, after a fatal signal (FinishFromSignal): the last drain, the footer, the
 // file closed. The shutdown hooks (CUPTI's flush, ...) are not run: they may wait on locks the
-// interrupted thread holds. A shutdown already under way on another thread finishes the file
-// itself (its StopWriter joins this thread).
+// interrupted thread holds. A signal flush (SetSignalFlush: CUPTI's flusher thread delivering
+// its buffers) is asked for and waited for up to kSignalFlushNs while the writer drains; one
+// that does not come in time (stuck on such a lock) is given up. A shutdown already under way
+// on another thread finishes the file itself (its StopWriter joins this thread).
+constexpr uint64_t kSignalFlushNs = 300000000ull;
+
 bool FinishAfterSignal(WriterState* w, int sig) {
   auto& g = G();
   if (g.shutting_down.exchange(true)) return false;
+  void (*request)() = g_signal_flush_request.load(std::memory_order_acquire);
+  bool (*done)() = g_signal_flush_done.load(std::memory_order_acquire);
+  if (request != nullptr && done != nullptr) {
+    request();
+    const uint64_t until = MonotonicNs() + kSignalFlushNs;
+    while (!done() && MonotonicNs() < until) {
+      Pass(w, false);  // the flush may wait for ring space
+      struct timespec ts = {0, 1000000};
+      nanosleep(&ts, nullptr);
+    }
+  }
   {
     std::lock_guard<std::mutex> lock(g.mu);
     g.closing.store(true);

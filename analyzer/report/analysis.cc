@@ -2319,7 +2319,11 @@ void FileAnalysis::Finish2() {
   // NCCL calls whose kernel never ran (a hung collective its communicator's abort cancelled) or
   // was never recorded: with device timing, their host enqueue is no transfer time and no
   // arrival. Untimed, like an MPI request that never completed.
-  if (!host_mode_ && !coll_by_corr_.empty()) {
+  // A file recorded under device timing with no device record at all (its process killed
+  // before CUPTI delivered them) is read in host mode, but its NCCL calls are still untimed:
+  // their enqueue is no transfer time.
+  const bool device_timing = timing_ == GPU_TIMING_CUPTI || timing_ == GPU_TIMING_EVENTS;
+  if ((!host_mode_ || device_timing) && !coll_by_corr_.empty()) {
     std::vector<bool> drop(arrivals_.size(), false);
     for (const auto& kv : coll_by_corr_) {
       for (const CollWait& w : kv.second) {

@@ -1348,6 +1348,33 @@ TEST_CASE("collectives: an NCCL call whose kernel never ran is untimed") {
   CHECK(st["straggler"] == 1);
 }
 
+// A rank killed (MPI_Abort, SIGTERM) before CUPTI delivered any device record: its file has
+// NCCL calls under CUPTI timing and no kernel. They are untimed, not timed by their enqueue.
+TEST_CASE("collectives: NCCL calls of a file with no device record at all are untimed") {
+  const std::string dir = TmpDir("coll_nodev");
+  {
+    ProfileBuilder b(dir + "/rank0.pb");
+    b.WriteHeader(0, 1, "h", GPU_TIMING_CUPTI);
+    const uint32_t k = b.Str("ncclDevKernel_AllReduce_Sum_f32_RING_LL");
+    for (uint64_t i = 0; i < 3; ++i) {
+      const uint64_t t = (1000 + 1000 * i) * kUs;
+      b.Host(1, t, 10 + i, ProfileBuilder::Launch(k, 5 * kUs));
+      Event e = MpiCall(b, "AllReduce", 1 << 20, i, -1);
+      e.mutable_coll()->set_lib(LIB_NCCL);
+      e.mutable_coll()->set_corr(10 + i);
+      b.Host(1, t + 1 * kUs, 0, e);
+    }
+    b.Close(false);
+  }
+  auto s = BuildSummary({dir + "/rank0.pb"}, ReportOptions(), "");
+  REQUIRE(s.ok());
+  const Json& row = (*s)["collectives"]["ops"][0];
+  INFO(row.dump());
+  CHECK(row["count"] == 3);
+  CHECK(row["untimed"] == 3);
+  CHECK(row["time_ms"] == 0.0);
+}
+
 // A grouped ncclSend + ncclRecv (sendrecv_perf's exchange) share one 1000 us kernel: each row's
 // time is its half (the totals count the kernel once), but each transfer ran the whole kernel,
 // so its mean and bandwidth use 1000 us, as nccl-tests reports them.

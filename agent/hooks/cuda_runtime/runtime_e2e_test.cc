@@ -138,6 +138,7 @@ struct Profile : analyzer::Visitor {
   std::vector<StackDef> stacks;
   std::map<uint32_t, uint64_t> drops;  // Drops records: thread -> last cumulative count
   uint64_t footer_dropped = 0;
+  std::string footer_reason;
 
   void OnHeader(const Header& h) override {
     header = h;
@@ -158,7 +159,10 @@ struct Profile : analyzer::Visitor {
     }
     if (r.has_stack()) stacks.push_back(r.stack());
     if (r.has_drops()) drops[r.drops().thread()] = r.drops().count();
-    if (r.has_footer()) footer_dropped = r.footer().dropped();
+    if (r.has_footer()) {
+      footer_dropped = r.footer().dropped();
+      footer_reason = r.footer().reason();
+    }
   }
   std::string Str(uint32_t id) const {
     auto it = strings.find(id);
@@ -228,7 +232,7 @@ struct Scenario {
         << "^long_kernel 300\n^after_probe_kernel 2000\n"
         << "^after_read_kernel 2000\n^burst_kernel 200\n"
         << "^worker_wait_kernel 50000\n^tail_first_kernel 5000\n^tail_kernel 2000\n"
-        << "^sync_sets_kernel 2000\n";
+        << "^sync_sets_kernel 2000\n^before_term_kernel 500\n";
     run = Run(dir, "GPUSIM_COSTS=" + dir + "/costs.txt GPUSIM_TRUTH=" + dir +
                        "/truth.json PROFAGENT_OUTPUT=" + dir + "/prof LD_PRELOAD=" +
                        AgentPath() + " " + env,
@@ -1433,6 +1437,24 @@ TEST_CASE("Synchronous calls that do not wait: their full device time, in both m
     if (std::string(mode) == "cupti" && CuptiUnavailable(s.prof)) continue;
     REQUIRE(s.prof.dev.size() == 5);
     CheckDeviceDurations(s, false);
+  }
+}
+
+// SIGTERM soon after the last kernels (within CUPTI's 200 ms flush period): the writer has
+// CUPTI's flusher thread deliver the buffers before the footer, so every kernel has its device
+// time (before, CUPTI mode lost them all). The process still dies of the signal.
+TEST_CASE("SIGTERM right after GPU work: the kernels' device records are in the file") {
+  for (const char* mode : {"cupti", "events"}) {
+    INFO(mode);
+    Scenario s((std::string("sigterm_") + mode).c_str(),
+               std::string("PROFAGENT_GPU_TIMING=") + mode, kPkg + "rt_sigterm");
+    CHECK(s.run.code == 128 + SIGTERM);
+    CHECK(s.run.out == "errors=0\n");
+    REQUIRE(s.loaded);
+    if (std::string(mode) == "cupti" && CuptiUnavailable(s.prof)) continue;
+    CHECK(s.prof.Kind(EV_LAUNCH).size() == 20);
+    CHECK(s.prof.dev.size() == 20);
+    CHECK(s.prof.footer_reason == "signal 15 (SIGTERM)");
   }
 }
 

@@ -803,13 +803,29 @@ void TakeClockSample() {
   if (&RecordDeviceClockSync != nullptr) RecordDeviceClockSync(dev, m0 + (m1 - m0) / 2, m1 - m0);
 }
 
+// Signal flushes (SetSignalFlush): asked for by number, done when the flusher has flushed
+// since. A fatal signal stops the flusher's periodic work only once its own flush is done.
+std::atomic<uint64_t> g_urgent_asked{0}, g_urgent_done{0};
+void AskUrgentFlush() { g_urgent_asked.fetch_add(1, std::memory_order_acq_rel); }
+bool UrgentFlushDone() {
+  return g_urgent_done.load(std::memory_order_acquire) >=
+         g_urgent_asked.load(std::memory_order_acquire);
+}
+
 void FlusherLoop() {
   HookGuard guard;
   while (!g_flusher_stop.load(std::memory_order_relaxed)) {
-    for (int i = 0; i < 20 && !g_flusher_stop.load(std::memory_order_relaxed); ++i)
-      usleep(10000);
+    uint64_t asked = 0;
+    for (int i = 0; i < 40 && !g_flusher_stop.load(std::memory_order_relaxed); ++i) {
+      asked = g_urgent_asked.load(std::memory_order_acquire);
+      if (asked > g_urgent_done.load(std::memory_order_relaxed)) break;
+      usleep(5000);
+    }
     if (g_flusher_stop.load()) break;
     FlushCupti();
+    if (asked > g_urgent_done.load(std::memory_order_relaxed)) {
+      g_urgent_done.store(asked, std::memory_order_release);
+    }
   }
 }
 
@@ -818,6 +834,7 @@ void AfterForkChild() {
   // thread (CUPTI's buffer thread, the flusher) may have held the lock at the fork: the child's
   // copy would stay locked forever, and its exit path takes it.
   internal::g_active.store(false, std::memory_order_relaxed);
+  SetSignalFlush(nullptr, nullptr);  // no flusher thread here
   new (&Mu()) std::mutex();
 }
 
@@ -1056,6 +1073,8 @@ bool StartCupti(const std::string& explicit_path, const void* cudart_symbol,
         Log(1,
             "CUPTI: cannot start the flusher thread (thread limit?): device records arrive "
             "when CUPTI's buffers fill and at exit");
+      } else {
+        SetSignalFlush(AskUrgentFlush, UrgentFlushDone);
       }
     }
   }
