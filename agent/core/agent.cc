@@ -177,10 +177,30 @@ void AtExit() { internal::StopWriter("exit"); }
 
 }  // namespace
 
+namespace internal {
+std::atomic<uint64_t> g_paused_at{0};
+}  // namespace internal
+
+namespace {
+// Recording was all on and `now` it is not (schedule or capture range): remember when.
+void NotePause(uint8_t was, uint64_t now) {
+  if (was == internal::kRecAll &&
+      internal::g_recording.load(std::memory_order_relaxed) != internal::kRecAll) {
+    internal::g_paused_at.store(now, std::memory_order_relaxed);
+  }
+}
+}  // namespace
+
 void SetScheduleActive(bool active) {
   G().schedule_active.store(active, std::memory_order_relaxed);
-  if (active) internal::g_recording.fetch_or(internal::kRecActive, std::memory_order_relaxed);
-  else internal::g_recording.fetch_and(uint8_t(~internal::kRecActive), std::memory_order_relaxed);
+  if (active) {
+    internal::g_recording.fetch_or(internal::kRecActive, std::memory_order_relaxed);
+  } else {
+    const uint64_t now = Now();
+    NotePause(
+        internal::g_recording.fetch_and(uint8_t(~internal::kRecActive), std::memory_order_relaxed),
+        now);
+  }
 }
 
 namespace {
@@ -193,6 +213,7 @@ void SetCaptureRangeActive(bool inside) {
   const uint64_t now = Now();
   uint8_t was = inside ? internal::g_recording.fetch_or(internal::kRecRange)
                        : internal::g_recording.fetch_and(uint8_t(~internal::kRecRange));
+  if (!inside) NotePause(was, now);
   if (((was & internal::kRecRange) != 0) != inside) {
     g_range_changed.store(now, std::memory_order_relaxed);
     Log(2, "capture range: %s", inside ? "cudaProfilerStart, recording" : "cudaProfilerStop, paused");

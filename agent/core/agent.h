@@ -49,6 +49,17 @@ inline bool Recording() {
   return internal::g_recording.load(std::memory_order_relaxed) == internal::kRecAll;
 }
 
+namespace internal {
+extern std::atomic<uint64_t> g_paused_at;  // Now() when the schedule or capture range last paused
+}  // namespace internal
+
+// True when recording is on now or was on at some time since `t0` (Now() ticks): a range that
+// began while paused and ended after recording resumed, or began while recording and ended
+// after a pause, overlaps what was recorded and is recorded whole.
+inline bool RecordingSince(uint64_t t0) {
+  return Recording() || internal::g_paused_at.load(std::memory_order_relaxed) > t0;
+}
+
 // True once the agent initialized successfully, whatever the schedule and the capture range:
 // allocations and frees are recorded outside them too, so that the memory counter and the
 // peak stay right and a free finds its allocation's size.

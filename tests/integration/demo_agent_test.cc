@@ -324,8 +324,11 @@ TEST_CASE("the CI gate on real profiles: slower GEMMs fail it, the same profile 
   INFO(worse.out);
   CHECK(worse.code == 1);
   CHECK(worse.out.find("stats.step_latency_ms") != std::string::npos);
-  // The reverse direction is an improvement, never a failure.
-  Result better = Run(diff + dir + "/slow/summary.json " + dir + "/base/summary.json");
+  // The reverse direction is an improvement, never a failure. (Engine buckets are host time in
+  // NVTX ranges, which the load of a machine running other tests moves between two profiles
+  // taken seconds apart: the GEMMs made slower are GPU time, so those buckets are left out.)
+  Result better = Run(diff + "--metric-threshold '*buckets_engine_avg_ms*=1000' " + dir +
+                      "/slow/summary.json " + dir + "/base/summary.json");
   INFO(better.out);
   CHECK(better.code == 0);
 }

@@ -268,6 +268,7 @@ TEST_CASE("the schedule records only the active steps, and KV reduction is confi
   RunDemo(dir, "PROFAGENT_SCHEDULE=wait=1,warmup=1,active=2,repeat=1 PROFAGENT_KV_REDUCE=max");
   const Parsed p = ParseFile(OnlyPbFile(dir));
   std::vector<uint64_t> step_index;
+  std::set<std::string> ranges;
   int samplers = 0;
   for (const auto& ev : p.events) {
     if (ev.e.kind() == profagent::EV_STEP) {
@@ -275,10 +276,18 @@ TEST_CASE("the schedule records only the active steps, and KV reduction is confi
       CHECK(ev.e.step().kv() == 300);
     }
     if (ev.e.kind() == profagent::EV_NVTX_RANGE && p.S(ev.e.name()) == "sampler") ++samplers;
+    if (ev.e.kind() == profagent::EV_NVTX_RANGE) ranges.insert(p.S(ev.e.name()));
   }
   // Steps 0 (wait) and 1 (warm-up) are skipped, 2 and 3 recorded, then the schedule is done.
   CHECK(step_index == std::vector<uint64_t>{2, 3});
   CHECK(samplers == 2);
+  // The run range, opened before the schedule's first active step and closed after its last,
+  // holds recorded steps: it is recorded (ops.csv paths and runs need it). Ranges wholly
+  // outside the active steps (before: outer, inner; after: the domain's range) are not.
+  CHECK(ranges.count("run label=demo") == 1);
+  CHECK(ranges.count("outer") == 0);
+  CHECK(ranges.count("inner") == 0);
+  CHECK(ranges.count("layer 3") == 0);
 }
 
 TEST_CASE("PROFAGENT_ENABLE=0: no injection, no file, same program output") {

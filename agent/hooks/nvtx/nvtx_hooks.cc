@@ -346,7 +346,7 @@ inline uint64_t ModelStart(const OpenRange& r) {
 // A range ended at t1: record it (when this is the outermost hook and recording is on) and let
 // the model see it.
 inline void EndRange(const OpenRange& r, uint64_t t1, uint32_t depth, bool outermost) {
-  if (outermost && Recording()) EmitRange(EvType::kNvtxRange, r, t1, depth);
+  if (outermost && RecordingSince(r.t0)) EmitRange(EvType::kNvtxRange, r, t1, depth);
   try {
     model::OnNvtxRangeEnd(r.t0, t1, r.text(), r.len, r.cookie);
   } catch (...) {

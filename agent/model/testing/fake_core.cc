@@ -13,6 +13,7 @@ namespace internal {
 bool g_use_tsc = false;
 // No rings: every Emit takes EmitSlow below, which captures the event.
 std::atomic<uint8_t> g_recording{kRecAll};
+std::atomic<uint64_t> g_paused_at{0};
 __thread Ring* t_ring = nullptr;
 }  // namespace internal
 
