@@ -40,6 +40,55 @@ void EmitMarker(uint64_t v) {
   REQUIRE(Emit(e));
 }
 
+// Forks a child that allocates all the time (a tokenizer's loop): it sets `handler` for SIGTERM
+// (nullptr: the default action), starts the agent, calls `setup` (when given), records marker
+// `first`, flushes, then mallocs and frees forever, above the per-thread cache's sizes (which
+// take no lock: the arena's lock is held much of the time), recording marker `tick` (when not 0)
+// every 4096 rounds. Returns once the child is in its loop.
+pid_t ForkAllocatingChild(void (*handler)(int), void (*setup)(), uint64_t first, uint64_t tick) {
+  int ready[2];
+  REQUIRE(pipe(ready) == 0);
+  pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    close(ready[0]);
+    if (handler != nullptr) {
+      struct sigaction sa;
+      memset(&sa, 0, sizeof(sa));
+      sa.sa_handler = handler;
+      sigaction(SIGTERM, &sa, nullptr);
+    }
+    if (profagent_init() != 1) _exit(97);
+    if (setup != nullptr) setup();
+    EmitMarker(first);
+    Flush(1000);
+    (void)!write(ready[1], "r", 1);
+    for (uint64_t i = 0;; ++i) {
+      void* volatile p = malloc(2048 + i % 60000);
+      free(p);
+      if (tick != 0 && i % 4096 == 0) EmitMarker(tick);
+      if (p == nullptr) break;
+    }
+    _exit(96);
+  }
+  close(ready[1]);
+  char c;
+  REQUIRE(read(ready[0], &c, 1) == 1);
+  close(ready[0]);
+  return child;
+}
+
+// Waits up to `ms` for `child`; kills it and returns false if it is still running.
+bool WaitChild(pid_t child, int ms, int* status) {
+  for (int waited_ms = 0; waited_ms < ms; waited_ms += 5) {
+    if (waitpid(child, status, WNOHANG) == child) return true;
+    usleep(5000);
+  }
+  kill(child, SIGKILL);
+  waitpid(child, status, 0);
+  return false;
+}
+
 // (Runs first: the test process itself never starts the agent here, each child does.)
 // SIGTERM to a process whose main thread allocates all the time (a tokenizer's loop): the
 // handler may interrupt malloc, so it must not allocate (nor join, nor lock): the process dies
@@ -50,41 +99,11 @@ TEST_CASE("SIGTERM during malloc: no deadlock, the file is finished", "[fork]") 
   signal(SIGTERM, SIG_DFL);
   for (int round = 0; round < 12; ++round) {
     INFO("round " << round);
-    int ready[2];
-    REQUIRE(pipe(ready) == 0);
-    pid_t child = fork();
-    REQUIRE(child >= 0);
-    if (child == 0) {
-      close(ready[0]);
-      if (profagent_init() != 1) _exit(97);
-      EmitMarker(7);
-      Flush(1000);
-      (void)!write(ready[1], "r", 1);
-      for (uint64_t i = 0;; ++i) {
-        // malloc and free all the time, above the per-thread cache's sizes (which take no
-        // lock): the arena's lock is held much of the time.
-        void* volatile p = malloc(2048 + i % 60000);
-        free(p);
-        if (i % 4096 == 0) EmitMarker(8);
-        if (p == nullptr) break;
-      }
-      _exit(96);
-    }
-    close(ready[1]);
-    char c;
-    REQUIRE(read(ready[0], &c, 1) == 1);
-    close(ready[0]);
+    const pid_t child = ForkAllocatingChild(nullptr, nullptr, 7, 8);
     usleep(useconds_t(1000 + round * 1700));
     kill(child, SIGTERM);
     int status = 0;
-    pid_t got = 0;
-    for (int waited_ms = 0; waited_ms < 5000 && got == 0; waited_ms += 5) {
-      got = waitpid(child, &status, WNOHANG);
-      if (got == 0) usleep(5000);
-    }
-    if (got == 0) {
-      kill(child, SIGKILL);
-      waitpid(child, &status, 0);
+    if (!WaitChild(child, 5000, &status)) {
       FAIL("the process did not die of SIGTERM within 5 s (deadlocked in its handler)");
     }
     CHECK(WIFSIGNALED(status));
@@ -101,17 +120,6 @@ TEST_CASE("SIGTERM during malloc: no deadlock, the file is finished", "[fork]") 
   CHECK(finished == 12);
 }
 
-// Waits up to `ms` for `child`; kills it and returns false if it is still running.
-bool WaitChild(pid_t child, int ms, int* status) {
-  for (int waited_ms = 0; waited_ms < ms; waited_ms += 5) {
-    if (waitpid(child, status, WNOHANG) == child) return true;
-    usleep(5000);
-  }
-  kill(child, SIGKILL);
-  waitpid(child, status, 0);
-  return false;
-}
-
 // An application whose own SIGTERM handler ends the process with _exit (a C++ server's usual
 // shutdown). The handler may interrupt the main thread inside malloc, and the agent's _exit
 // hook then runs the shutdown hooks (the CUPTI flush) on that thread. Here a hook that never
@@ -120,33 +128,14 @@ bool WaitChild(pid_t child, int ms, int* status) {
 TEST_CASE("_exit from a signal handler: a stuck shutdown hook cannot hang the exit", "[fork]") {
   std::string dir = testing::MakeTempDir("exithang");
   setenv("PROFAGENT_OUTPUT", dir.c_str(), 1);
-  int ready[2];
-  REQUIRE(pipe(ready) == 0);
-  pid_t child = fork();
-  REQUIRE(child >= 0);
-  if (child == 0) {
-    close(ready[0]);
-    struct sigaction sa;
-    memset(&sa, 0, sizeof(sa));
-    sa.sa_handler = [](int) { _exit(5); };
-    sigaction(SIGTERM, &sa, nullptr);
-    if (profagent_init() != 1) _exit(97);
-    AtShutdown([] {
-      for (;;) pause();  // (SIGTERM is blocked in its own handler: this never returns)
-    });
-    EmitMarker(9);
-    (void)!write(ready[1], "r", 1);
-    for (uint64_t i = 0;; ++i) {
-      void* volatile p = malloc(2048 + i % 60000);
-      free(p);
-      if (p == nullptr) break;
-    }
-    _exit(96);
-  }
-  close(ready[1]);
-  char c;
-  REQUIRE(read(ready[0], &c, 1) == 1);
-  close(ready[0]);
+  const pid_t child = ForkAllocatingChild(
+      [](int) { _exit(5); },
+      [] {
+        AtShutdown([] {
+          for (;;) pause();  // (SIGTERM is blocked in its own handler: this never returns)
+        });
+      },
+      9, 0);
   usleep(20000);
   kill(child, SIGTERM);
   int status = 0;
@@ -170,32 +159,7 @@ TEST_CASE("_exit from a signal handler during malloc: status kept, file finished
   setenv("PROFAGENT_OUTPUT", dir.c_str(), 1);
   for (int round = 0; round < 8; ++round) {
     INFO("round " << round);
-    int ready[2];
-    REQUIRE(pipe(ready) == 0);
-    pid_t child = fork();
-    REQUIRE(child >= 0);
-    if (child == 0) {
-      close(ready[0]);
-      struct sigaction sa;
-      memset(&sa, 0, sizeof(sa));
-      sa.sa_handler = [](int) { _exit(6); };
-      sigaction(SIGTERM, &sa, nullptr);
-      if (profagent_init() != 1) _exit(97);
-      EmitMarker(10);
-      Flush(1000);
-      (void)!write(ready[1], "r", 1);
-      for (uint64_t i = 0;; ++i) {
-        void* volatile p = malloc(2048 + i % 60000);
-        free(p);
-        if (i % 4096 == 0) EmitMarker(11);
-        if (p == nullptr) break;
-      }
-      _exit(96);
-    }
-    close(ready[1]);
-    char c;
-    REQUIRE(read(ready[0], &c, 1) == 1);
-    close(ready[0]);
+    const pid_t child = ForkAllocatingChild([](int) { _exit(6); }, nullptr, 10, 11);
     usleep(useconds_t(1000 + round * 2300));
     kill(child, SIGTERM);
     int status = 0;

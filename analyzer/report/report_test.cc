@@ -1306,6 +1306,20 @@ TEST_CASE("collectives: an NCCL call finds its kernel when the device record cam
   CHECK(row["mean_us"] == 400.0);
 }
 
+// `n` ncclAllReduce calls of 1 MiB, one every 1000 us from 1000 us, each with the launch of its
+// kernel (correlation 10 + i) just before it on thread 1.
+void WriteNcclAllReduces(ProfileBuilder* b, uint64_t n) {
+  const uint32_t k = b->Str("ncclDevKernel_AllReduce_Sum_f32_RING_LL");
+  for (uint64_t i = 0; i < n; ++i) {
+    const uint64_t t = (1000 + 1000 * i) * kUs;
+    b->Host(1, t, 10 + i, ProfileBuilder::Launch(k, 5 * kUs));
+    Event e = MpiCall(*b, "AllReduce", 1 << 20, i, -1);
+    e.mutable_coll()->set_lib(LIB_NCCL);
+    e.mutable_coll()->set_corr(10 + i);
+    b->Host(1, t + 1 * kUs, 0, e);
+  }
+}
+
 // Three AllReduce calls enqueued, the third hung (its communicator aborted): no kernel ever ran
 // for it. With CUPTI timing it is untimed (no time, no arrival), not a call as long as its
 // enqueue; the two that ran keep their kernels' time.
@@ -1315,15 +1329,7 @@ TEST_CASE("collectives: an NCCL call whose kernel never ran is untimed") {
     ProfileBuilder b(dir + "/rank" + std::to_string(r) + ".pb");
     b.WriteHeader(r, 2, "h", GPU_TIMING_CUPTI);
     WriteTwoRankComm(&b, r, LIB_NCCL, "nccl-clique");
-    const uint32_t k = b.Str("ncclDevKernel_AllReduce_Sum_f32_RING_LL");
-    for (uint64_t i = 0; i < 3; ++i) {
-      const uint64_t t = (1000 + 1000 * i) * kUs;
-      b.Host(1, t, 10 + i, ProfileBuilder::Launch(k, 5 * kUs));
-      Event e = MpiCall(b, "AllReduce", 1 << 20, i, -1);
-      e.mutable_coll()->set_lib(LIB_NCCL);
-      e.mutable_coll()->set_corr(10 + i);
-      b.Host(1, t + 1 * kUs, 0, e);
-    }
+    WriteNcclAllReduces(&b, 3);
     b.Flush();
     // Rank 1 reaches the two kernels that ran 100 us later.
     for (uint64_t i = 0; i < 2; ++i) {
@@ -1355,15 +1361,7 @@ TEST_CASE("collectives: NCCL calls of a file with no device record at all are un
   {
     ProfileBuilder b(dir + "/rank0.pb");
     b.WriteHeader(0, 1, "h", GPU_TIMING_CUPTI);
-    const uint32_t k = b.Str("ncclDevKernel_AllReduce_Sum_f32_RING_LL");
-    for (uint64_t i = 0; i < 3; ++i) {
-      const uint64_t t = (1000 + 1000 * i) * kUs;
-      b.Host(1, t, 10 + i, ProfileBuilder::Launch(k, 5 * kUs));
-      Event e = MpiCall(b, "AllReduce", 1 << 20, i, -1);
-      e.mutable_coll()->set_lib(LIB_NCCL);
-      e.mutable_coll()->set_corr(10 + i);
-      b.Host(1, t + 1 * kUs, 0, e);
-    }
+    WriteNcclAllReduces(&b, 3);
     b.Close(false);
   }
   auto s = BuildSummary({dir + "/rank0.pb"}, ReportOptions(), "");

@@ -36,16 +36,11 @@ class RequestTable {
     if (handle <= kBusy) return PutResult::kFull;
     const size_t home = Home(handle);
     if (live_.load(std::memory_order_relaxed) != 0) {
-      for (size_t n = 0; n < kProbe; ++n) {
-        Slot& s = slots_[(home + n) & (kSlots - 1)];
-        uint64_t k = handle;
-        if (s.key.load(std::memory_order_relaxed) == handle &&
-            s.key.compare_exchange_strong(k, kBusy, std::memory_order_acquire)) {
-          *evicted = s.value;
-          s.value = value;
-          s.key.store(handle, std::memory_order_release);
-          return PutResult::kReplaced;
-        }
+      if (Slot* s = Hold(handle)) {
+        *evicted = s->value;
+        s->value = value;
+        s->key.store(handle, std::memory_order_release);
+        return PutResult::kReplaced;
       }
     }
     for (size_t n = 0; n < kProbe; ++n) {
@@ -64,38 +59,22 @@ class RequestTable {
 
   // Removes `handle` and copies its value to *out. False when not stored.
   bool Take(uint64_t handle, V* out) {
-    if (handle <= kBusy) return false;
-    const size_t home = Home(handle);
-    for (size_t n = 0; n < kProbe; ++n) {
-      Slot& s = slots_[(home + n) & (kSlots - 1)];
-      uint64_t k = handle;
-      if (s.key.load(std::memory_order_relaxed) == handle &&
-          s.key.compare_exchange_strong(k, kBusy, std::memory_order_acquire)) {
-        *out = s.value;
-        live_.fetch_sub(1, std::memory_order_relaxed);
-        s.key.store(kEmpty, std::memory_order_release);
-        return true;
-      }
-    }
-    return false;
+    Slot* s = Hold(handle);
+    if (s == nullptr) return false;
+    *out = s->value;
+    live_.fetch_sub(1, std::memory_order_relaxed);
+    s->key.store(kEmpty, std::memory_order_release);
+    return true;
   }
 
   // Calls fn(&value) on the entry of `handle` while holding it. False when not stored.
   template <typename Fn>
   bool Update(uint64_t handle, Fn fn) {
-    if (handle <= kBusy) return false;
-    const size_t home = Home(handle);
-    for (size_t n = 0; n < kProbe; ++n) {
-      Slot& s = slots_[(home + n) & (kSlots - 1)];
-      uint64_t k = handle;
-      if (s.key.load(std::memory_order_relaxed) == handle &&
-          s.key.compare_exchange_strong(k, kBusy, std::memory_order_acquire)) {
-        fn(&s.value);
-        s.key.store(handle, std::memory_order_release);
-        return true;
-      }
-    }
-    return false;
+    Slot* s = Hold(handle);
+    if (s == nullptr) return false;
+    fn(&s->value);
+    s->key.store(handle, std::memory_order_release);
+    return true;
   }
 
   // Takes every stored entry, calling fn(handle, value) for each. Returns how many.
@@ -126,6 +105,22 @@ class RequestTable {
     std::atomic<uint64_t> key{kEmpty};
     V value{};
   };
+
+  // The slot of `handle`, marked busy (the caller stores its key back, or kEmpty); nullptr
+  // when not stored.
+  Slot* Hold(uint64_t handle) {
+    if (handle <= kBusy) return nullptr;
+    const size_t home = Home(handle);
+    for (size_t n = 0; n < kProbe; ++n) {
+      Slot& s = slots_[(home + n) & (kSlots - 1)];
+      uint64_t k = handle;
+      if (s.key.load(std::memory_order_relaxed) == handle &&
+          s.key.compare_exchange_strong(k, kBusy, std::memory_order_acquire)) {
+        return &s;
+      }
+    }
+    return nullptr;
+  }
 
   static size_t Home(uint64_t handle) {
     return static_cast<size_t>((handle * 0x9E3779B97F4A7C15ull) >> 40) & (kSlots - 1);
