@@ -62,7 +62,7 @@ struct WriterState {
   std::atomic<uint64_t> progress{0};
   // An exit hook (_exit, exec, quick_exit) is finishing the file (FinishBeforeExit): the writer
   // does the last drain and the footer itself, and watches the shutdown hooks meanwhile.
-  std::atomic<uint64_t> exit_armed_ns{0};
+  std::atomic<bool> exit_armed{false};
   const char* exit_reason = "_exit";
   int exit_status = 0;
   bool exit_may_exit = false;  // the process may end if the hooks hang (not for exec)
@@ -1171,7 +1171,7 @@ void* WriterMain(void*) {
       w->signal_stop.store(-1);
       if (FinishAfterSignal(w, sig)) break;
     }
-    if (w->exit_armed_ns.load(std::memory_order_acquire) != 0) {
+    if (w->exit_armed.load(std::memory_order_acquire)) {
       if (stop) {  // the exit hook's shutdown hooks returned: the last drain, here
         Pass(w, true);
         FinishFile(w, w->exit_reason);
@@ -1259,6 +1259,26 @@ bool FinishFromSignal(int sig, int timeout_ms) {
 }
 
 namespace {
+// Both ends of a shutdown (StopWriter, FinishBeforeExit), once shutting_down is set: no new host
+// events (threads still launching while the process exits would add launches whose device
+// records come after the hooks' CUPTI flush), the shutdown hooks, then `closing`. Allocates
+// nothing: FinishBeforeExit may run in a signal handler that interrupted malloc.
+void RunShutdownHooks() {
+  auto& g = G();
+  g_recording.fetch_and(uint8_t(~kRecEnabled), std::memory_order_relaxed);
+  void (*fns[32])() = {};
+  size_t n = 0;
+  {
+    std::lock_guard<std::mutex> lock(g.mu);
+    for (auto fn : g.shutdown_fns) {
+      if (n < 32) fns[n++] = fn;
+    }
+  }
+  for (size_t i = 0; i < n; ++i) fns[i]();
+  std::lock_guard<std::mutex> lock(g.mu);  // no registration is half done
+  g.closing.store(true);
+}
+
 // Waits, without allocating or locking, until the file is finished or the writer stops making
 // progress for kExitHooksStallNs.
 void WaitFileFinished(WriterState* w) {
@@ -1289,26 +1309,13 @@ void FinishBeforeExit(const char* reason, int status, bool may_exit) {
     WaitFileFinished(w);
     return;
   }
-  g_recording.fetch_and(uint8_t(~kRecEnabled), std::memory_order_relaxed);
   w->exit_reason = reason;
   w->exit_status = status;
   w->exit_may_exit = may_exit;
-  w->exit_armed_ns.store(MonotonicNs(), std::memory_order_release);
+  w->exit_armed.store(true, std::memory_order_release);
   // The shutdown hooks run here (the CUPTI flush must come from an application thread, and may
   // need the writer to drain meanwhile); nothing else on this thread allocates or joins.
-  void (*fns[16])() = {};
-  size_t n = 0;
-  {
-    std::lock_guard<std::mutex> lock(g.mu);
-    for (auto fn : g.shutdown_fns) {
-      if (n < 16) fns[n++] = fn;
-    }
-  }
-  for (size_t i = 0; i < n; ++i) fns[i]();
-  {
-    std::lock_guard<std::mutex> lock(g.mu);  // no registration is half done
-    g.closing.store(true);
-  }
+  RunShutdownHooks();
   w->stop.store(true);
   sem_post(&w->wake_sem);
   WaitFileFinished(w);
@@ -1317,20 +1324,7 @@ void FinishBeforeExit(const char* reason, int status, bool may_exit) {
 void StopWriter(const char* reason) {
   auto& g = G();
   if (g.shutting_down.exchange(true)) return;
-  // No new host events from here: threads still launching while the process exits would add
-  // launches whose device records come after the shutdown hooks' CUPTI flush (launches without
-  // kernels). Device records of what was recorded still arrive.
-  g_recording.fetch_and(uint8_t(~kRecEnabled), std::memory_order_relaxed);
-  std::vector<void (*)()> fns;
-  {
-    std::lock_guard<std::mutex> lock(g.mu);
-    fns = g.shutdown_fns;
-  }
-  for (auto fn : fns) fn();
-  {
-    std::lock_guard<std::mutex> lock(g.mu);  // no registration is half done
-    g.closing.store(true);
-  }
+  RunShutdownHooks();  // (device records of what was recorded still arrive)
   WriterState* w = W();
   if (w->thread_started) {
     if (pthread_equal(pthread_self(), w->thread)) {
@@ -1359,7 +1353,7 @@ void WriterAfterForkChild() {
   w->wake.store(false);
   w->stop.store(false);
   w->signal_stop.store(0);
-  w->exit_armed_ns.store(0);
+  w->exit_armed.store(false);
   w->thread_started = false;
   w->stopped.store(false);
   w->fd = -1;

@@ -329,8 +329,7 @@ class FileConverter : public ViewVisitor {
         }
         // The memory a cudaDeviceReset released (its API is the reset's): the counter only,
         // the reset has its own slice.
-        if (kind == EV_FREE && (e.api != 0 || e.name != 0) &&
-            StringName(e.api != 0 ? e.api : e.name).str == "cudaDeviceReset") {
+        if (kind == EV_FREE && reset_api_ != 0 && (e.api != 0 ? e.api : e.name) == reset_api_) {
           return;
         }
         break;
@@ -683,6 +682,7 @@ class FileConverter : public ViewVisitor {
       string_store_.push_back(Demangle(value));
       const std::string& s = string_store_.back();
       names_[id] = Name{s.empty() ? 0 : id, s};
+      if (s == "cudaDeviceReset") reset_api_ = id;
     } else {
       big_strings_[id] = Demangle(value);
     }
@@ -718,6 +718,8 @@ class FileConverter : public ViewVisitor {
     auto ins = synth_.emplace(s, iid);
     return Name{iid, ins.first->first};
   }
+
+  uint32_t reset_api_ = 0;  // string id of "cudaDeviceReset" (its implied frees: no slice)
 
   Name StringName(uint32_t id) {
     if (__builtin_expect(id < names_.size() && names_[id].iid != 0, 1)) return names_[id];

@@ -837,10 +837,9 @@ class FileAnalysis : public ViewVisitor {
   int ApiEngineBucket(uint32_t name);
   // A free the agent recorded for memory a cudaDeviceReset released (its API is the reset's).
   bool ImpliedFree(const EventView& e) const {
-    if (e.kind != EV_FREE) return false;
-    const uint32_t api = ApiNameId(e);
-    return api != 0 && api < strings_.size() && strings_[api] == "cudaDeviceReset";
+    return e.kind == EV_FREE && reset_api_ != 0 && ApiNameId(e) == reset_api_;
   }
+  uint32_t reset_api_ = 0;  // string id of "cudaDeviceReset", 0 = none yet
   Sweep& SweepOf(uint32_t thread);
   void Advance(Sweep* w, uint64_t t);
   void Pop(Sweep* w);
@@ -1058,6 +1057,7 @@ void FileAnalysis::OnString(uint32_t id, const std::string& value) {
   ++strings_defined_;
   if (id >= strings_.size()) strings_.resize(id + 1);
   strings_[id] = value;
+  if (value == "cudaDeviceReset") reset_api_ = id;
 }
 
 void FileAnalysis::OnOther(const Record& r) {
