@@ -491,6 +491,7 @@ void BatchDecoder::ResetEvent() {
   e_.busy_ns = 0;
   e_.source_graph = 0;
   e_.start_end = false;
+  e_.graph_node = e_.source_graph_node = 0;
   e_.coll = absl::string_view();
   e_.step = absl::string_view();
   e_rare_ = false;
@@ -594,7 +595,7 @@ bool BatchDecoder::DecodeEvent(absl::string_view bytes, int64_t* dt, int64_t* dc
     }
     // Every other known field is a varint; a known field with another wire type is skipped as
     // unknown, as the protobuf parser does.
-    if (wt != 0 || field == 0 || field > 37) {
+    if (wt != 0 || field == 0 || field > 39) {
       if (field == 0 || !f.Skip(tag, kItemDepth)) return false;
       continue;
     }
@@ -637,6 +638,8 @@ bool BatchDecoder::DecodeEvent(absl::string_view bytes, int64_t* dt, int64_t* dc
           case 35: e_.busy_ns = x; break;
           case 36: e_.source_graph = x; break;
           case 37: e_.start_end = x != 0; break;
+          case 38: e_.graph_node = x; break;
+          case 39: e_.source_graph_node = x; break;
           default: break;  // 25, 28, 29 with a varint wire type: unknown
         }
         break;
@@ -681,7 +684,7 @@ bool BatchDecoder::DecodeOp(absl::string_view bytes, int64_t* dt, int64_t* dcorr
                             uint64_t* dur) {
   op_.kind = DOP_KERNEL;
   op_.name = op_.stream = op_.copy_kind = op_.context = 0;
-  op_.bytes = op_.graph = op_.raw_start = 0;
+  op_.bytes = op_.graph = op_.raw_start = op_.graph_node = 0;
   op_.grid[0] = op_.grid[1] = op_.grid[2] = 0;
   op_.block[0] = op_.block[1] = op_.block[2] = 0;
   WireReader f(bytes);
@@ -712,7 +715,7 @@ bool BatchDecoder::DecodeOp(absl::string_view bytes, int64_t* dt, int64_t* dcorr
     uint64_t tag;
     if (!f.Tag(&tag)) return false;
     const uint32_t field = uint32_t(tag >> 3), wt = uint32_t(tag & 7);
-    if (wt != 0 || field == 0 || field > 17) {
+    if (wt != 0 || field == 0 || field > 18) {
       if (field == 0 || !f.Skip(tag, kItemDepth)) return false;
       continue;
     }
@@ -735,6 +738,7 @@ bool BatchDecoder::DecodeOp(absl::string_view bytes, int64_t* dt, int64_t* dcorr
       case 15: op_.block[2] = uint32_t(x); break;
       case 16: op_.context = uint32_t(x); break;
       case 17: op_.raw_start = x; break;
+      case 18: op_.graph_node = x; break;
     }
   }
   return true;

@@ -157,6 +157,7 @@ struct EventView {
   uint64_t calls = 1, busy_ns = 0;
   uint64_t source_graph = 0;  // cudaGraphInstantiate*: the graph instantiated (Event.source_graph)
   bool start_end = false;     // NVTX range from nvtxRangeStart/End (Event.start_end)
+  uint64_t graph_node = 0, source_graph_node = 0;  // EV_GRAPH_NODE
   absl::string_view coll, step;  // serialized Collective / StepInfo; empty when absent
 };
 
@@ -167,6 +168,7 @@ struct OpView {
   DeviceOpKind kind = DOP_KERNEL;
   uint32_t name = 0, stream = 0, copy_kind = 0, context = 0;
   uint64_t bytes = 0, graph = 0, raw_start = 0;
+  uint64_t graph_node = 0;  // the graph node that ran it (DeviceOp.graph_node), 0 = none
   uint32_t grid[3] = {0, 0, 0}, block[3] = {0, 0, 0};
 };
 

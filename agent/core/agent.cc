@@ -410,7 +410,8 @@ void CountUpstreamDrops(uint64_t n) {
   if (n > 0) G().upstream_drops.fetch_add(n, std::memory_order_relaxed);
 }
 
-bool EmitWithBytes(const RawEvent& e, const void* data, size_t n) {
+namespace {
+bool PushWithBytes(const RawEvent& e, const void* data, size_t n, bool wait) {
   ThreadState* ts = t_state;
   if (__builtin_expect(ts == nullptr, 0)) {
     ts = SlowThreadState();
@@ -421,7 +422,16 @@ bool EmitWithBytes(const RawEvent& e, const void* data, size_t n) {
   RawEvent head = e;
   head.extra = extra;
   if (__builtin_expect(ts->ring->TryPushWithBytes(head, data, n, extra), 1)) return true;
-  return PushSlow(ts, head, data, n, extra);
+  return PushSlow(ts, head, data, n, extra, wait);
+}
+}  // namespace
+
+bool EmitWithBytes(const RawEvent& e, const void* data, size_t n) {
+  return PushWithBytes(e, data, n, /*wait=*/false);
+}
+
+bool EmitWaitWithBytes(const RawEvent& e, const void* data, size_t n) {
+  return PushWithBytes(e, data, n, /*wait=*/true);
 }
 
 namespace internal {

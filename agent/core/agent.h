@@ -97,6 +97,8 @@ inline bool Emit(const RawEvent& e) {
 // writer runs). For threads that are not the application's and whose records come in bursts,
 // such as CUPTI's buffer-completion thread (thousands of device records per buffer).
 bool EmitWait(const RawEvent& e);
+// EmitWait with `n` bytes of `data` in continuation slots (e.extra is set here), as EmitWithBytes.
+bool EmitWaitWithBytes(const RawEvent& e, const void* data, size_t n);
 
 // Records lost before they reached the agent (CUPTI's count of activity records it dropped for
 // lack of buffer space). Written as a Drops record (thread 0) and counted in the footer's total,

@@ -36,6 +36,7 @@ enum class EvType : uint8_t {
   kGroup = 16,
   kComm = 17,
   kMarker = 18,
+  kGraphNode = 19,    // gen.a = node id, gen.b = id of the node it copies (0 = a new node)
   // Internal kinds (not EventKind values):
   kDeviceOp = 64,     // device activity (payload.dev), t0/t1 already host-monotonic ns
   kStack = 65,        // host stack: `extra` slots hold aux frames (uint64 ip each)
@@ -160,6 +161,8 @@ struct GenericPayload {  // kApi, kSync, kStream, kEvent, kGroup, kComm, kMarker
   uint32_t corr;
 };
 
+// kDeviceOp of a graph node (CUPTI graphNodeId non-zero): extra == 1 and the next slot starts
+// with the node id (uint64_t); DeviceOp.graph_node.
 struct DevicePayload {   // kDeviceOp: t0/t1 are host-monotonic ns (kFlagTimeNs)
   uint32_t name;         // kernel name string id
   uint32_t corr;

@@ -201,6 +201,19 @@ TEST_CASE("every event kind round-trips through a file", "[roundtrip]") {
   l3.t0 = ns(30000);
   l3.t1 = ns(31000);
   REQUIRE(Emit(l3));
+  // 11. a graph node copied from another, and a device op of it (node id in a continuation slot)
+  RawEvent gn{};
+  gn.type = EvType::kGraphNode;
+  gn.flags = kFlagTimeNs;
+  gn.t0 = gn.t1 = ns(32000);
+  gn.gen.a = 0x100000005ull;
+  gn.gen.b = 3;
+  REQUIRE(Emit(gn));
+  RawEvent gd = d;
+  gd.dev.corr = 45;
+  gd.dev.graph = 9;
+  const uint64_t node = 0x100000005ull;
+  REQUIRE(EmitWaitWithBytes(gd, &node, sizeof(node)));
 
   profagent_shutdown("test");
   auto files = testing::ListDir(dir);
@@ -222,7 +235,7 @@ TEST_CASE("every event kind round-trips through a file", "[roundtrip]") {
   CHECK(col.header.config().at("PROFAGENT_OUTPUT") == dir);
   CHECK(col.header.argv_size() >= 1);
 
-  REQUIRE(col.events.size() == 9);
+  REQUIRE(col.events.size() == 10);
   const Seen& e1 = col.events[0];
   CHECK(e1.ev.kind() == EV_LAUNCH);
   CHECK(e1.he.start_ns == ns(1000));
@@ -301,8 +314,18 @@ TEST_CASE("every event kind round-trips through a file", "[roundtrip]") {
   const Seen& e9 = col.events[8];
   CHECK(e9.he.corr == 44);
   CHECK(e9.ev.stack() != 0);
+  const Seen& e10 = col.events[9];
+  CHECK(e10.ev.kind() == EV_GRAPH_NODE);
+  CHECK(e10.ev.graph_node() == 0x100000005ull);
+  CHECK(e10.ev.source_graph_node() == 3);
+  CHECK(e10.he.start_ns == ns(32000));
 
-  REQUIRE(col.ops.size() == 1);
+  REQUIRE(col.ops.size() == 2);
+  CHECK(col.ops[0].second.graph_node() == 0);
+  CHECK(col.ops[1].first.corr == 45);
+  CHECK(col.ops[1].second.graph() == 9);
+  CHECK(col.ops[1].second.graph_node() == 0x100000005ull);
+  CHECK(col.ops[1].second.grid_y() == 2);
   CHECK(col.ops[0].first.start_ns == ns(4000));
   CHECK(col.ops[0].first.end_ns == ns(4800));
   CHECK(col.ops[0].first.corr == 42);

@@ -8,7 +8,8 @@ namespace profagent {
 
 constexpr char kAgentVersion[] = "0.1.0";
 constexpr uint16_t kSchemaMajor = 1;
-constexpr uint16_t kSchemaMinor = 2;  // 1.1: Header.launch_api_sample; 1.2: Collective.wait_ns
+constexpr uint16_t kSchemaMinor = 3;  // 1.1: Header.launch_api_sample; 1.2: Collective.wait_ns;
+                                       // 1.3: EV_GRAPH_NODE, DeviceOp.graph_node
 
 }  // namespace profagent
 

@@ -788,6 +788,10 @@ void EncodeEvent(WriterState* w, BatchBuilder* b, const RawEvent& e, const uint8
       m.Msg(29, s);
       break;
     }
+    case EvType::kGraphNode:
+      m.U64(38, e.gen.a);
+      m.U64(39, e.gen.b);
+      break;
     default: {  // kApi, kSync, kStream, kEvent, kGroup, kComm, kMarker
       const GenericPayload& gp = e.gen;
       m.U64(4, gp.name != 0 ? gp.name : api_sid);
@@ -823,7 +827,8 @@ struct DeviceBuilder {
   bool any = false;
 };
 
-void EncodeDeviceOp(WriterState* w, DeviceBuilder* d, const RawEvent& e) {
+void EncodeDeviceOp(WriterState* w, DeviceBuilder* d, const RawEvent& e, const uint8_t* extra,
+                    size_t extra_len) {
   const DevicePayload& p = e.dev;
   uint64_t t0 = (e.flags & kFlagTimeNs) ? e.t0 : TicksToNs(e.t0);
   uint64_t t1 = (e.flags & kFlagTimeNs) ? e.t1 : TicksToNs(e.t1);
@@ -855,6 +860,11 @@ void EncodeDeviceOp(WriterState* w, DeviceBuilder* d, const RawEvent& e) {
   } else {
     m.U64(7, p.bytes);
     m.U64(8, p.copy_kind);
+  }
+  if (extra_len >= sizeof(uint64_t)) {  // the graph node (event.h)
+    uint64_t node;
+    memcpy(&node, extra, sizeof(node));
+    m.U64(18, node);
   }
   m.EndMsg(start);
   ++w->records;
@@ -907,7 +917,7 @@ uint64_t DrainRing(WriterState* w, ThreadState* ts, BatchBuilder* b,
       extra_len = w->bytes_tmp.size();
     }
     if (e.type == EvType::kDeviceOp) {
-      EncodeDeviceOp(w, &(*devs)[e.dev.device], e);
+      EncodeDeviceOp(w, &(*devs)[e.dev.device], e, extra, extra_len);
     } else if (e.type == EvType::kStack) {
       size_t n = extra_len / sizeof(uint64_t);
       const uint64_t* ips = reinterpret_cast<const uint64_t*>(extra);

@@ -921,6 +921,44 @@ TEST_CASE("failed and captured calls start no flow") {
   CHECK(launches == 3);  // all three drawn
 }
 
+// CUDA-event timing times a graph launch as one unnamed op: it is drawn as "cudaGraphLaunch",
+// as ops.csv names it. A graph node record (EV_GRAPH_NODE) is bookkeeping: nothing is drawn.
+TEST_CASE("an events-mode graph launch op is named cudaGraphLaunch; graph nodes draw nothing") {
+  const std::string dir = TmpDir();
+  {
+    ProfileWriter w(dir + "/rank0.pb");
+    REQUIRE(w.ok());
+    w.Header(50, "h", 0, 0, 0);
+    w.String(1, "cudaGraphLaunch");
+    Record r;
+    EventBatch* b = r.mutable_batch();
+    b->set_base_ns(1000);
+    Event* node = AddEvent(b, 0, 0, EV_GRAPH_NODE, 0);
+    node->set_graph_node(5);
+    AddEvent(b, 100, 100, EV_GRAPH_LAUNCH, 1)->set_graph(0xabc);  // correlation 1
+    w.Write(r);
+    r.Clear();
+    DeviceBatch* d = r.mutable_device();
+    d->set_base_ns(1500);
+    d->set_corr_base(0);
+    DeviceOp* op = d->add_ops();
+    op->set_dur(400);
+    op->set_kind(DOP_OTHER);
+    op->set_stream(3);
+    op->set_graph(0xabc);
+    w.Write(r);
+  }
+  std::ostringstream out, err;
+  REQUIRE(RunPerfettoCommand(dir + "/rank0.pb", "", "perfetto", out, err) == 0);
+  Replay r = ReplayTrace(ParseTrace(dir + "/rank0.pftrace"));
+  CHECK(r.events == std::vector<std::string>{
+                        "slice [GPU 0 stream 3] depth=0 ts=1500 dur=400 \"cudaGraphLaunch\" "
+                        "correlation=1 graph=0xabc flow_out",
+                        "slice [thread 0] depth=0 ts=1100 dur=100 \"cudaGraphLaunch\" "
+                        "correlation=1 graph=0xabc flow_out",
+                    });
+}
+
 TEST_CASE("a graph launch's flow passes through every node it ran, in time order") {
   const std::string dir = TmpDir();
   {

@@ -531,6 +531,7 @@ struct PendingOp {
   int kind;
   uint32_t grid[3], block[3];
   bool coll = false;  // the kernel of an NCCL call (its launch event may never come: events mode)
+  uint64_t graph_node = 0;  // the graph node that ran it (OpView.graph_node), 0 = none
 };
 
 struct KernelAgg {
@@ -889,6 +890,18 @@ class FileAnalysis : public ViewVisitor {
   // (the same, CSV-escaped).
   std::vector<std::string> paths_, csv_paths_;
   absl::flat_hash_map<std::pair<int32_t, uint32_t>, int32_t> path_index_;
+  // Graph nodes (EV_GRAPH_NODE) by id: the NVTX context of the call that made the node (a copy
+  // has its original's), which the ops a graph launch runs take instead of the launch's.
+  struct NodeContext {
+    int16_t model = -1;  // as OpenRange.model
+    int32_t path = -1;   // ops.csv path id, -1 = none or not needed
+  };
+  absl::flat_hash_map<uint64_t, NodeContext> graph_nodes_;
+  void GraphNode(const EventView& e);
+  // ops.csv path of a graph node's op: the launch's path, "(graph)", the node's (by id pair).
+  absl::flat_hash_map<std::pair<int32_t, int32_t>, int32_t> graph_paths_;
+  absl::flat_hash_map<std::string, int32_t> node_path_index_;  // a node's path -> path id
+  int32_t GraphPath(int32_t launch_path, int32_t node_path);
   // Path labels of step/run ranges (their first word), keyed from kFrameLabelKey up.
   static constexpr uint32_t kFrameLabelKey = 1u << 31;
   absl::flat_hash_map<std::string, uint32_t> frame_label_;
@@ -1131,6 +1144,7 @@ int FileAnalysis::ApiEngineBucket(uint32_t name) {
 }
 
 void FileAnalysis::Host1(const EventView& e) {
+  if (e.kind == EV_GRAPH_NODE) return;  // bookkeeping, recorded outside the schedule too
   t0_ = std::min(t0_, e.start_ns);
   t1_ = std::max(t1_, e.end_ns);
   if (e.kind == EV_COLLECTIVE && !e.captured) {
@@ -1399,6 +1413,8 @@ absl::Status FileAnalysis::Pass2(const std::string& csv_part) {
   std::vector<std::string>().swap(paths_);
   std::vector<std::string>().swap(csv_paths_);
   path_index_.clear();
+  graph_paths_.clear();
+  node_path_index_.clear();
   stacks_.clear();
   if (csv_.is_open() && !csv_.Close() && s.ok()) {
     s = absl::InternalError(absl::StrCat(csv_part, ": write failed: ", strerror(errno)));
@@ -1620,6 +1636,10 @@ const std::string& FileAnalysis::CsvName(uint32_t name_id, int bucket) {
 
 void FileAnalysis::Host2(const EventView& e) {
   const int kind = e.kind;
+  if (kind == EV_GRAPH_NODE) {
+    GraphNode(e);
+    return;
+  }
   if (kind == EV_API) GraphApi(e);
   if (kind == EV_GRAPH_LAUNCH && !e.captured && e.ret == 0 && e.corr != 0 && !host_mode_) {
     auto x = exec_calls_.find(e.graph);
@@ -1839,6 +1859,7 @@ void FileAnalysis::OnOp(const OpView& d) {
   }
   PendingOp op{d.start_ns, d.end_ns, d.name, d.stream, d.copy_kind, d.device, d.kind,
                {d.grid[0], d.grid[1], d.grid[2]}, {d.block[0], d.block[1], d.block[2]}};
+  op.graph_node = d.graph_node;
   if (!coll_by_corr_.empty()) {
     auto c = coll_by_corr_.find(d.corr);
     if (c != coll_by_corr_.end()) {
@@ -1947,6 +1968,13 @@ void FileAnalysis::JoinLaunch(uint64_t corr, const PendingLaunch& l) {
 
 void FileAnalysis::Emit(const PendingOp& op, const PendingLaunch* l) {
   const uint64_t dur = op.end > op.start ? op.end - op.start : 0;
+  // An op a graph launch ran: the call that made its node (captured, or added by hand) says
+  // where in the code it comes from, as a launch does for its kernel.
+  const NodeContext* node = nullptr;
+  if (op.graph_node != 0 && l != nullptr && l->graph && !graph_nodes_.empty()) {
+    auto it = graph_nodes_.find(op.graph_node);
+    if (it != graph_nodes_.end()) node = &it->second;
+  }
   int bucket;
   if (op.kind == DOP_MEMCPY || op.kind == DOP_MEMSET) {
     bucket = ctx_->Bucket(MemcpyBucket(op.kind == DOP_MEMSET, op.copy_kind));
@@ -1957,7 +1985,9 @@ void FileAnalysis::Emit(const PendingOp& op, const PendingLaunch* l) {
     bucket = l != nullptr && l->name != 0 && !l->graph ? KernelBucket(l->name) : -1;
     if (bucket < 0 && op.name != 0) bucket = KernelBucket(op.name);
     if (bucket < 0 || bucket == ctx_->gemm) {
-      bucket = l != nullptr && l->nvtx_model >= 0 ? l->nvtx_model : ctx_->others;
+      bucket = node != nullptr && node->model >= 0  ? node->model
+               : l != nullptr && l->nvtx_model >= 0 ? l->nvtx_model
+                                                    : ctx_->others;
     }
   }
   uint32_t name_id = op.name != 0 ? op.name : l != nullptr ? l->name : 0;
@@ -2013,7 +2043,11 @@ void FileAnalysis::Emit(const PendingOp& op, const PendingLaunch* l) {
   if (csv_.is_open()) {
     const std::string& csv_name = CsvName(name_id, bucket);
     const std::string* csv_path = nullptr;
-    if (l != nullptr && l->path >= 0) csv_path = &csv_paths_[l->path];
+    if (node != nullptr && node->path >= 0) {
+      csv_path = &csv_paths_[GraphPath(l->path, node->path)];
+    } else if (l != nullptr && l->path >= 0) {
+      csv_path = &csv_paths_[l->path];
+    }
     // 15 fields of at most 20 digits (or 3 x 11 for grid/block) besides the strings.
     char* p = csv_.Reserve(512 + csv_name.size() + bname.size() +
                            (csv_path != nullptr ? csv_path->size() : 0));
@@ -2187,6 +2221,60 @@ uint32_t FileAnalysis::UidIndex(const std::string& uid) {
     comm_uids_.push_back(uid);
   }
   return u->second;
+}
+
+// A graph node made (EV_GRAPH_NODE): a new one takes the NVTX context of its thread then (for a
+// captured call, the call's); a copy (instantiation, cudaGraphClone) its original's. Ids are
+// unique in a process; a copy of a node the file does not have has no context.
+void FileAnalysis::GraphNode(const EventView& e) {
+  if (e.graph_node == 0) return;
+  if (e.source_graph_node != 0) {
+    auto src = graph_nodes_.find(e.source_graph_node);
+    if (src == graph_nodes_.end()) {
+      graph_nodes_.erase(e.graph_node);
+      return;
+    }
+    const NodeContext c = src->second;
+    graph_nodes_[e.graph_node] = c;
+    return;
+  }
+  NodeContext c;
+  if (const OpenRange* in = Innermost(e.thread, e.start_ns)) {
+    c.model = in->model;
+    // Its ops.csv path leaves out step and run ranges: the ops are in the steps that launch
+    // them, not in the one that captured them.
+    if (csv_.is_open()) {
+      std::string p;
+      for (const OpenRange& o : cached_sweep_->stack) {
+        if (o.r.frame) continue;
+        const std::string& label = Str(o.r.name);
+        absl::StrAppend(&p, p.empty() ? "" : "/", label.empty() ? "?" : label);
+      }
+      if (!p.empty()) {
+        auto it = node_path_index_.find(p);
+        if (it == node_path_index_.end()) {
+          it = node_path_index_.emplace(p, int32_t(paths_.size())).first;
+          csv_paths_.push_back(CsvField(p));
+          paths_.push_back(std::move(p));
+        }
+        c.path = it->second;
+      }
+    }
+  }
+  graph_nodes_.emplace(e.graph_node, c);
+}
+
+int32_t FileAnalysis::GraphPath(int32_t launch_path, int32_t node_path) {
+  auto it = graph_paths_.find({launch_path, node_path});
+  if (it != graph_paths_.end()) return it->second;
+  std::string p = launch_path >= 0
+                      ? absl::StrCat(paths_[launch_path], "/(graph)/", paths_[node_path])
+                      : absl::StrCat("(graph)/", paths_[node_path]);
+  const int32_t id = int32_t(paths_.size());
+  csv_paths_.push_back(CsvField(p));
+  paths_.push_back(std::move(p));
+  graph_paths_.emplace(std::make_pair(launch_path, node_path), id);
+  return id;
 }
 
 // Stream capture and instantiation (event.h / profagent.proto, Event.source_graph): which

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <map>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -94,7 +95,7 @@ class StatsVisitor : public Visitor {
   void OnString(uint32_t, const std::string&) override { ++strings; }
   void OnHostEvent(const HostEvent& e) override {
     ++host_kinds[EventKind_Name(e.ev->kind())];
-    Span(e.start_ns, e.end_ns);
+    if (e.ev->kind() != EV_GRAPH_NODE) Span(e.start_ns, e.end_ns);  // bookkeeping, any time
   }
   void OnDeviceOp(const DeviceOpEvent& d) override {
     ++dev_kinds[DeviceOpKind_Name(d.op->kind())];
@@ -250,6 +251,15 @@ std::string RenderMarkdown(const Json& s) {
                       F(k["p99_us"]), " | ", Pct(k["share"]), " |\n");
     }
     md += "\n";
+    // Under CUDA-event timing a graph launch is one op: its kernels are not broken down.
+    for (const Json& k : s["kernels"]) {
+      if (absl::StartsWith(k["name"].get<std::string>(), "cudaGraphLaunch")) {
+        md +=
+            "`cudaGraphLaunch` rows are whole graph launches (CUDA-event timing times a graph "
+            "as one op); CUPTI timing reports each kernel a graph runs.\n\n";
+        break;
+      }
+    }
   }
 
   md += "## Collectives\n\n";

@@ -1748,6 +1748,121 @@ TEST_CASE("graph launches: every node counted in either record order; one latenc
   CHECK(rows.size() == 7);
 }
 
+// A kernel a graph launch runs was launched, in the code, where its node was captured: the node
+// (EV_GRAPH_NODE, DeviceOp.graph_node) gives it the NVTX range of its captured call, through
+// the copy instantiation made. A node made outside any model range, a copy of a node the file
+// does not have, and an op without a node keep the launch's context.
+TEST_CASE("graph nodes: a replayed kernel takes the NVTX range its node was captured in") {
+  const std::string dir = TmpDir("graph_node_context");
+  {
+    ProfileBuilder b(dir + "/rank0.pb");
+    b.WriteHeader(0, 1, "h", GPU_TIMING_CUPTI);
+    const uint32_t capture = b.Str("capture"), qkv = b.Str("qkv_proj"), o = b.Str("o_proj");
+    const uint32_t step = b.Str("step tokens=4"), decode = b.Str("decode");
+    const uint32_t gemm = b.Str("sm90_xmma_gemm_f16f16"), g = b.Str("cudaGraphLaunch");
+    auto node = [](uint64_t id, uint64_t source) {
+      Event e;
+      e.set_kind(EV_GRAPH_NODE);
+      e.set_graph_node(id);
+      e.set_source_graph_node(source);
+      return e;
+    };
+    b.Host(1, 0, 0, ProfileBuilder::Nvtx(capture, 100 * kUs, 0));
+    b.Host(1, 10 * kUs, 0, ProfileBuilder::Nvtx(qkv, 10 * kUs, 1));
+    Event captured = ProfileBuilder::Launch(gemm, 2 * kUs);
+    captured.set_captured(true);
+    b.Host(1, 11 * kUs, 1, captured);
+    b.Host(1, 12 * kUs, 0, node(1, 0));  // inside the captured call's range
+    b.Host(1, 30 * kUs, 0, ProfileBuilder::Nvtx(o, 10 * kUs, 1));
+    b.Host(1, 31 * kUs, 2, captured);
+    b.Host(1, 32 * kUs, 0, node(2, 0));
+    b.Host(1, 50 * kUs, 0, node(3, 0));  // in "capture" only: no model range
+    // Instantiation copies the nodes; kernels name the copies.
+    b.Host(1, 200 * kUs, 0, node(11, 1));
+    b.Host(1, 201 * kUs, 0, node(12, 2));
+    b.Host(1, 202 * kUs, 0, node(13, 3));
+    b.Host(1, 203 * kUs, 0, node(14, 99));  // a copy of a node not in the file
+    b.Host(1, 300 * kUs, 0, ProfileBuilder::Nvtx(step, 300 * kUs, 0));
+    b.Host(1, 300 * kUs, 0, ProfileBuilder::Nvtx(decode, 290 * kUs, 1));
+    Event gl;
+    gl.set_kind(EV_GRAPH_LAUNCH);
+    gl.set_name(g);
+    gl.set_dur(5 * kUs);
+    gl.set_graph(0xabc);
+    b.Host(1, 310 * kUs, 3, gl);
+    b.Flush();
+    const uint64_t nodes[] = {11, 12, 13, 14, 0};
+    for (int i = 0; i < 5; ++i) {
+      DeviceOp op = Kernel(10 * kUs);
+      op.set_name(gemm);
+      op.set_graph(7);
+      op.set_graph_node(nodes[i]);
+      b.Device(0, (320 + 20 * i) * kUs, 3, op);
+    }
+    b.Close(true);
+  }
+  std::string printed;
+  REQUIRE(RunReport(dir, dir, ReportOptions(), &printed).ok());
+  auto s = BuildSummary({dir + "/rank0.pb"}, ReportOptions(), "");
+  REQUIRE(s.ok());
+  std::map<std::string, int64_t> count_by_bucket;
+  for (const auto& k : (*s)["kernels"]) {
+    count_by_bucket[k["bucket"].get<std::string>()] += k["count"].get<int64_t>();
+  }
+  CHECK(count_by_bucket ==
+        std::map<std::string, int64_t>{{"attn.qkv_proj", 1}, {"attn.o_proj", 1}, {"others", 3}});
+  const Json& model = (*s)["buckets_model_avg_ms"];
+  CHECK(model["attn.qkv_proj"]["ms"].get<double>() == Approx(0.010));
+  CHECK(model["attn.o_proj"]["ms"].get<double>() == Approx(0.010));
+  CHECK(model["others"]["ms"].get<double>() == Approx(0.030));
+  // The metadata is no host call and does not stretch the profile's span.
+  for (const auto& a : (*s)["host"]["api"]) {
+    CHECK(a["name"].get<std::string>().find("GRAPH_NODE") == std::string::npos);
+  }
+  std::vector<std::string> rows =
+      absl::StrSplit(ReadAll(dir + "/ops.csv"), '\n', absl::SkipEmpty());
+  REQUIRE(rows.size() == 6);
+  std::vector<std::string> paths;
+  for (size_t i = 1; i < rows.size(); ++i) {
+    std::vector<std::string> f = absl::StrSplit(rows[i], ',');
+    REQUIRE(f.size() >= 16);
+    paths.push_back(f[15]);
+  }
+  CHECK(paths == std::vector<std::string>{
+                     "step/decode/(graph)/capture/qkv_proj", "step/decode/(graph)/capture/o_proj",
+                     "step/decode/(graph)/capture", "step/decode", "step/decode"});
+}
+
+// CUDA-event timing: a graph launch is one op, named by its call; report.md says so.
+TEST_CASE("events timing: a graph launch is one kernel row, and report.md says why") {
+  const std::string dir = TmpDir("graph_events");
+  {
+    ProfileBuilder b(dir + "/rank0.pb");
+    b.WriteHeader(0, 1, "h", GPU_TIMING_EVENTS);
+    Event gl;
+    gl.set_kind(EV_GRAPH_LAUNCH);
+    gl.set_name(b.Str("cudaGraphLaunch"));
+    gl.set_dur(5 * kUs);
+    gl.set_graph(0xabc);
+    b.Host(1, 100 * kUs, 1, gl);
+    b.Flush();
+    DeviceOp op;
+    op.set_kind(DOP_OTHER);
+    op.set_dur(50 * kUs);
+    op.set_graph(0xabc);
+    b.Device(0, 110 * kUs, 1, op);
+    b.Close(true);
+  }
+  std::string printed;
+  REQUIRE(RunReport(dir, dir, ReportOptions(), &printed).ok());
+  auto s = BuildSummary({dir + "/rank0.pb"}, ReportOptions(), "");
+  REQUIRE(s.ok());
+  REQUIRE((*s)["kernels"].size() == 1);
+  CHECK((*s)["kernels"][0]["name"] == "cudaGraphLaunch");
+  CHECK(ReadAll(dir + "/report.md").find("`cudaGraphLaunch` rows are whole graph launches") !=
+        std::string::npos);
+}
+
 // A launch whose call failed ran nothing: a warning of its own, not "without device activity".
 // A process that launched nothing (a CPU-only MPI rank) gets no "no device activity" warning,
 // and a row of nonblocking calls none of which was seen completing has no mean (null, not 0).

@@ -14,14 +14,16 @@
 //   graph. The snapshot is the graph's nodes in a topological order (among the nodes whose
 //   dependencies are all placed, the one created first; so a captured graph runs in capture
 //   order), child graphs inlined at their node's place. A cycle fails with
-//   cudaErrorInvalidValue.
+//   cudaErrorInvalidValue. Like CUDA's, each node of the snapshot is a clone with an id of its
+//   own (what CUPTI reports as graphNodeId), reported with graph node events (CREATED, then
+//   CLONED from the graph's node; gpusim_internal.h), as are the nodes graphs get and clone.
 // - cudaGraphLaunch enqueues that order serially on the launch stream: each node starts after
 //   the previous one ended, which satisfies every dependency but runs independent branches one
 //   after the other (real hardware may overlap them). Every op carries the executable graph's id
-//   (the id of the graph it was instantiated from), its node's id and the launch's correlation
-//   id. A launch on another stream than the previous launch of the same executable graph waits
-//   for that launch, as CUDA orders launches of one cudaGraphExec_t. Event record nodes record
-//   their event on the launch stream; event wait nodes wait for the event's latest record.
+//   (the id of the graph it was instantiated from), its exec node's id and the launch's
+//   correlation id. A launch on another stream than the previous launch of the same executable
+//   graph waits for that launch, as CUDA orders launches of one cudaGraphExec_t. Event record nodes
+//   record their event on the launch stream; event wait nodes wait for the event's latest record.
 // - cudaGraphExecUpdate succeeds when the graph has the executable graph's topology (same node
 //   count, node types in creation order, the same dependencies, child graphs alike, memcpy
 //   directions unchanged) and then takes every node's parameters from it; otherwise it returns
@@ -210,16 +212,15 @@ cudaError_t EventWork(cudaGraphNodeType type, cudaEvent_t event, NodeWork* w) {
 
 // ---- Graph algorithms (GraphMutex() held) ---------------------------------------------------
 
-// A deep copy of `src`: new nodes (cloned_from set), the same edges, child graphs cloned.
+// A deep copy of `src`: new nodes (cloned_from set, a CLONED event each), the same edges,
+// child graphs cloned.
 Graph* CloneLocked(const Graph* src) {
   Graph* c = gpusim::CreateGraphLocked(false);
   std::unordered_map<const GraphNode*, GraphNode*> copies;
   for (GraphNode* n : src->nodes) {
     NodeWork w = n->work;
     if (w.child != nullptr) w.child = CloneLocked(w.child);
-    GraphNode* m = gpusim::AddNodeLocked(c, std::move(w), {}, nullptr);
-    m->cloned_from = n;
-    copies[n] = m;
+    copies[n] = gpusim::AddNodeLocked(c, std::move(w), {}, nullptr, /*cloned_from=*/n);
   }
   for (GraphNode* n : src->nodes) {
     GraphNode* m = copies[n];
@@ -275,6 +276,7 @@ bool FlattenLocked(const Graph* g, bool top, std::vector<ExecNode>* out) {
     }
     ExecNode x;
     x.origin = top ? n : nullptr;
+    x.source = n;
     x.work = n->work;
     out->push_back(std::move(x));
   }
@@ -484,20 +486,25 @@ cudaError_t InstantiateImpl(const ApiInfo& info, cudaGraphExec_t* exec, cudaGrap
   ApiCall api(info, params);
   if (result != nullptr) *result = cudaGraphInstantiateError;
   if (exec == nullptr) return api.Return(cudaErrorInvalidValue);
-  std::lock_guard<std::mutex> lock(gpusim::GraphMutex());
-  Graph* g = AsGraph(graph);
-  if (!gpusim::IsLiveGraphLocked(g, false)) return api.Return(cudaErrorInvalidValue);
-  std::vector<ExecNode> launch;
-  if (!FlattenLocked(g, true, &launch)) {
-    if (result != nullptr) *result = cudaGraphInstantiateInvalidStructure;
-    return api.Return(cudaErrorInvalidValue);
+  {
+    std::lock_guard<std::mutex> lock(gpusim::GraphMutex());
+    Graph* g = AsGraph(graph);
+    if (!gpusim::IsLiveGraphLocked(g, false)) return api.Return(cudaErrorInvalidValue);
+    std::vector<ExecNode> launch;
+    if (!FlattenLocked(g, true, &launch)) {
+      if (result != nullptr) *result = cudaGraphInstantiateInvalidStructure;
+      return api.Return(cudaErrorInvalidValue);
+    }
+    Graph* e = gpusim::CreateGraphLocked(/*exec=*/true);
+    e->id = g->id;  // ops of a launch carry the id of the graph they were instantiated from
+    e->launch = std::move(launch);
+    // Every exec node is a copy of its graph's node with an id of its own, which the ops of
+    // launches carry (CREATED + CLONED events, delivered by api.Return below).
+    for (ExecNode& x : e->launch) gpusim::AddExecNodeLocked(e, g, &x);
+    e->shape = ShapeLocked(g);
+    e->flags = flags;
+    *exec = reinterpret_cast<cudaGraphExec_t>(e);
   }
-  Graph* e = gpusim::CreateGraphLocked(/*exec=*/true);
-  e->id = g->id;  // ops of a launch carry the id of the graph they were instantiated from
-  e->launch = std::move(launch);
-  e->shape = ShapeLocked(g);
-  e->flags = flags;
-  *exec = reinterpret_cast<cudaGraphExec_t>(e);
   if (result != nullptr) *result = cudaGraphInstantiateSuccess;
   return api.Return(cudaSuccess);
 }
@@ -733,11 +740,13 @@ cudaError_t cudaGraphClone(cudaGraph_t* clone, cudaGraph_t original) {
   const cudaGraphClone_v10000_params prm{clone, original};
   ApiCall api(kInfo, &prm);
   if (clone == nullptr) return api.Return(cudaErrorInvalidValue);
-  std::lock_guard<std::mutex> lock(gpusim::GraphMutex());
-  Graph* g = AsGraph(original);
-  if (!gpusim::IsLiveGraphLocked(g, false)) return api.Return(cudaErrorInvalidValue);
-  *clone = reinterpret_cast<cudaGraph_t>(CloneLocked(g));
-  return api.Return(cudaSuccess);
+  {
+    std::lock_guard<std::mutex> lock(gpusim::GraphMutex());
+    Graph* g = AsGraph(original);
+    if (!gpusim::IsLiveGraphLocked(g, false)) return api.Return(cudaErrorInvalidValue);
+    *clone = reinterpret_cast<cudaGraph_t>(CloneLocked(g));
+  }
+  return api.Return(cudaSuccess);  // delivers the CLONED events with no lock held
 }
 
 cudaError_t cudaGraphNodeFindInClone(cudaGraphNode_t* node, cudaGraphNode_t original,
@@ -863,8 +872,12 @@ cudaError_t cudaGraphAddChildGraphNode(cudaGraphNode_t* node, cudaGraph_t graph,
                                        cudaGraph_t child) {
   static const ApiInfo kInfo("cudaGraphAddChildGraphNode");
   ApiCall api(kInfo);
-  std::lock_guard<std::mutex> lock(gpusim::GraphMutex());
-  return api.Return(AddChildLocked(node, graph, deps, nullptr, num_deps, child, false));
+  cudaError_t err;
+  {
+    std::lock_guard<std::mutex> lock(gpusim::GraphMutex());
+    err = AddChildLocked(node, graph, deps, nullptr, num_deps, child, false);
+  }
+  return api.Return(err);
 }
 
 cudaError_t cudaGraphAddEventRecordNode(cudaGraphNode_t* node, cudaGraph_t graph,
@@ -893,20 +906,25 @@ cudaError_t cudaGraphAddNode(cudaGraphNode_t* node, cudaGraph_t graph,
   static const ApiInfo kInfo("cudaGraphAddNode");
   ApiCall api(kInfo);
   if (params != nullptr && params->type == cudaGraphNodeTypeGraph) {
-    std::lock_guard<std::mutex> lock(gpusim::GraphMutex());
-    return api.Return(AddChildLocked(node, graph, deps, edge_data, num_deps, params->graph.graph,
-                                     params->graph.ownership ==
-                                         cudaGraphChildGraphOwnershipMove));
+    cudaError_t err;
+    {
+      std::lock_guard<std::mutex> lock(gpusim::GraphMutex());
+      err = AddChildLocked(node, graph, deps, edge_data, num_deps, params->graph.graph,
+                           params->graph.ownership == cudaGraphChildGraphOwnershipMove);
+    }
+    return api.Return(err);
   }
   NodeWork w;
   cudaError_t err = WorkFromNodeParams(params, &w);
   if (err != cudaSuccess) return api.Return(err);
-  std::lock_guard<std::mutex> lock(gpusim::GraphMutex());
-  std::vector<GraphNode*> dep_nodes;
-  err = CheckAddLocked(node, graph, deps, num_deps, &dep_nodes);
-  if (err != cudaSuccess) return api.Return(err);
-  *node = Handle(gpusim::AddNodeLocked(AsGraph(graph), std::move(w), dep_nodes, edge_data));
-  return api.Return(cudaSuccess);
+  {
+    std::lock_guard<std::mutex> lock(gpusim::GraphMutex());
+    std::vector<GraphNode*> dep_nodes;
+    err = CheckAddLocked(node, graph, deps, num_deps, &dep_nodes);
+    if (err != cudaSuccess) return api.Return(err);
+    *node = Handle(gpusim::AddNodeLocked(AsGraph(graph), std::move(w), dep_nodes, edge_data));
+  }
+  return api.Return(cudaSuccess);  // delivers the CREATED event with no lock held
 }
 
 cudaError_t cudaGraphDestroyNode(cudaGraphNode_t node) {
@@ -1465,9 +1483,11 @@ cudaError_t cudaGraphExecUpdate(cudaGraphExec_t exec, cudaGraph_t graph,
       err = cudaErrorGraphExecUpdateFailure;
     } else {
       // Same shape, so the same launch order: entry i updates entry i, which keeps its node
-      // (for later cudaGraphExec*SetParams), its node id and its enabled state.
+      // (for later cudaGraphExec*SetParams), its exec node and id, and its enabled state.
       for (size_t i = 0; i < launch.size(); ++i) {
         launch[i].origin = e->launch[i].origin;
+        launch[i].source = e->launch[i].source;
+        launch[i].node = e->launch[i].node;
         launch[i].enabled = e->launch[i].enabled;
         launch[i].work.op.rec.graph_node_id = e->launch[i].work.op.rec.graph_node_id;
       }

@@ -650,6 +650,11 @@ TEST_CASE("sim_graph: graphs built by hand, cloned, launched, updated; captured 
     for (const TruthOp* t : l) ids.push_back(t->node);
     CHECK(ids == node_ids);
     CHECK(k1.node == first[0]->node);
+    // The id of gk_first's node in the executable graph (a copy made at instantiation, as
+    // CUPTI's graphNodeId), not that of the clone's node it was instantiated from; kept through
+    // cudaGraphExecKernelNodeSetParams and cudaGraphExecUpdate.
+    CHECK(k1.node == static_cast<int64_t>(Printed(r.out, "exec_node_first")));
+    CHECK(k1.node != static_cast<int64_t>(Printed(r.out, "clone_node_first")));
     // Grids: 64/64 (launches 1-3), 256/64 after cudaGraphExecKernelNodeSetParams (4), 64/512
     // after cudaGraphExecUpdate from the edited clone (5, 6); durations from the cost model.
     int64_t g1 = index == 3 ? 256 : 64;

@@ -3,7 +3,10 @@
 // What it implements (against the real cupti.h of CUDA 13, so records have the real layouts):
 //   * Callback API: one subscriber (cuptiSubscribe / cuptiSubscribe_v2, as the header documents:
 //     a second one gets CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED), runtime- and driver-API
-//     domains with a real CUpti_CallbackData, per-cbid and per-domain enables.
+//     domains with a real CUpti_CallbackData, per-cbid and per-domain enables; the resource
+//     domain's CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED and _CLONED (a CUpti_ResourceData whose
+//     resourceDescriptor is a CUpti_GraphData), issued where gpusim_internal.h says (inside the
+//     API call that made the node; instantiation clones every node), and cuptiGetGraphNodeId.
 //   * Activity API: tool-owned buffers (cuptiActivityRegisterCallbacks), records for KERNEL /
 //     CONCURRENT_KERNEL (CUpti_ActivityKernel10; NCCL collectives appear as their device kernels),
 //     MEMCPY (CUpti_ActivityMemcpy6), MEMSET (CUpti_ActivityMemset4), RUNTIME / DRIVER
@@ -61,6 +64,8 @@ struct SimApi {
   decltype(&gpusim_stream_id) stream_id = nullptr;
   decltype(&gpusim_now_ns) now_ns = nullptr;
   decltype(&gpusim_current_device) current_device = nullptr;
+  decltype(&gpusim_set_graph_observer) set_graph_observer = nullptr;  // NULL in older gpusims
+  decltype(&gpusim_graph_node_id) graph_node_id = nullptr;
 };
 
 std::atomic<const SimApi*> g_sim{nullptr};
@@ -86,6 +91,10 @@ const SimApi* Sim() {
   s->now_ns = reinterpret_cast<decltype(s->now_ns)>(dlsym(lib, "gpusim_now_ns"));
   s->current_device =
       reinterpret_cast<decltype(s->current_device)>(dlsym(lib, "gpusim_current_device"));
+  s->set_graph_observer =
+      reinterpret_cast<decltype(s->set_graph_observer)>(dlsym(lib, "gpusim_set_graph_observer"));
+  s->graph_node_id =
+      reinterpret_cast<decltype(s->graph_node_id)>(dlsym(lib, "gpusim_graph_node_id"));
   const SimApi* expected = nullptr;
   if (!g_sim.compare_exchange_strong(expected, s)) {
     delete s;
@@ -628,6 +637,34 @@ void OnOp(void* /*user*/, const GpusimOpRecord* rec) {
   }
 }
 
+// A graph node event of the simulator: a resource-domain callback when its cbid is enabled.
+// Called on the thread of the API call that made the node, between its enter and exit.
+void OnGraphNode(void* /*user*/, const GpusimGraphNodeEvent* ev) {
+  if (ev->what != CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED &&
+      ev->what != CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED) {
+    return;
+  }
+  CUpti_Subscriber_st* sub = g_subscriber.load(std::memory_order_acquire);
+  if (sub == nullptr ||
+      !sub->enabled[CUPTI_CB_DOMAIN_RESOURCE][ev->what].load(std::memory_order_relaxed)) {
+    return;
+  }
+  CUpti_GraphData graph;
+  memset(&graph, 0, sizeof(graph));
+  graph.graph = static_cast<CUgraph>(ev->graph);
+  graph.originalGraph = static_cast<CUgraph>(ev->original_graph);
+  graph.node = static_cast<CUgraphNode>(ev->node);
+  graph.originalNode = static_cast<CUgraphNode>(ev->original_node);
+  graph.nodeType = static_cast<CUgraphNodeType>(ev->node_type);
+  graph.graphExec = static_cast<CUgraphExec>(ev->graph_exec);
+  CUpti_ResourceData data;
+  memset(&data, 0, sizeof(data));
+  data.context = ContextFor(CurrentDevice());
+  data.resourceDescriptor = &graph;
+  sub->callback(sub->userdata, CUPTI_CB_DOMAIN_RESOURCE, static_cast<CUpti_CallbackId>(ev->what),
+                &data);
+}
+
 // Installs or removes the observer as subscribers and activity kinds come and go.
 CUptiResult UpdateObserver() {
   const SimApi* sim = Sim();
@@ -638,11 +675,15 @@ CUptiResult UpdateObserver() {
     });
     return CUPTI_ERROR_NOT_INITIALIZED;
   }
-  bool want = g_subscriber.load() != nullptr || AnyActivityEnabled();
-  if (want) {
+  bool subscribed = g_subscriber.load() != nullptr;
+  if (subscribed || AnyActivityEnabled()) {
     sim->set_observer(&OnApi, &OnOp, nullptr);
   } else {
     sim->set_observer(nullptr, nullptr, nullptr);
+  }
+  // Graph node events only feed resource callbacks: observed while there is a subscriber.
+  if (sim->set_graph_observer != nullptr) {
+    sim->set_graph_observer(subscribed ? &OnGraphNode : nullptr, nullptr);
   }
   return CUPTI_SUCCESS;
 }
@@ -777,12 +818,12 @@ CUptiResult cuptiGetTimestamp(uint64_t* timestamp) {
 // ---- Callback API ----
 
 CUptiResult cuptiSupportedDomains(size_t* domain_count, CUpti_DomainTable* domain_table) {
-  static CUpti_CallbackDomain domains[] = {CUPTI_CB_DOMAIN_DRIVER_API,
-                                           CUPTI_CB_DOMAIN_RUNTIME_API};
+  static CUpti_CallbackDomain domains[] = {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_CB_DOMAIN_RUNTIME_API,
+                                           CUPTI_CB_DOMAIN_RESOURCE};
   if (domain_count == nullptr || domain_table == nullptr) {
     return Ret(CUPTI_ERROR_INVALID_PARAMETER);
   }
-  *domain_count = 2;
+  *domain_count = sizeof(domains) / sizeof(domains[0]);
   *domain_table = domains;
   return CUPTI_SUCCESS;
 }
@@ -922,6 +963,18 @@ CUptiResult cuptiGetStreamIdEx(CUcontext /*context*/, CUstream stream, uint8_t p
 
 CUptiResult cuptiGetStreamId(CUcontext context, CUstream stream, uint32_t* stream_id) {
   return cuptiGetStreamIdEx(context, stream, 0, stream_id);
+}
+
+// Any node handle the simulator handed out: graph nodes (also of destroyed graphs) and the
+// exec nodes of resource callbacks; their id is the graphNodeId of the records of their work.
+CUptiResult cuptiGetGraphNodeId(CUgraphNode node, uint64_t* node_id) {
+  if (node == nullptr || node_id == nullptr) return Ret(CUPTI_ERROR_INVALID_PARAMETER);
+  const SimApi* sim = Sim();
+  if (sim == nullptr || sim->graph_node_id == nullptr) return Ret(CUPTI_ERROR_NOT_INITIALIZED);
+  uint64_t id = sim->graph_node_id(node);
+  if (id == 0) return Ret(CUPTI_ERROR_INVALID_PARAMETER);  // not a node handle
+  *node_id = id;
+  return CUPTI_SUCCESS;
 }
 
 CUptiResult cuptiGetNumContexts(CUdevice /*device*/, uint32_t* num) {

@@ -313,3 +313,451 @@ TEST_CASE("an unimplemented CUPTI function says so once and returns NOT_SUPPORTE
   REQUIRE(first != std::string::npos);
   CHECK(r.err.find(msg, first + 1) == std::string::npos);
 }
+
+// ---- Graph node resource callbacks (testdata/cupti_graph_client.cu) ----------------------------
+
+namespace {
+
+struct GraphCall {  // a CB line
+  size_t line;
+  std::string phase;
+  bool enter;
+  int domain;
+  uint32_t cbid, corr;
+  std::string func, symbol;
+};
+
+struct NodeEvent {  // a RES line
+  size_t line;
+  std::string phase;
+  uint32_t cbid;
+  int encl_domain;
+  uint32_t encl_cbid, encl_corr;
+  std::string encl_func;
+  std::string graph, original_graph, node, original_node, exec;  // pointers, "0" for NULL
+  int type;
+  uint64_t id, original_id;
+  uint32_t context_id;
+};
+
+struct GraphRecord {  // KERNEL / MEMCPY / MEMSET lines
+  std::string type;
+  uint32_t corr, graph_id;
+  uint64_t node_id;
+  std::string name;  // kernels
+};
+
+struct GraphClient {
+  std::vector<GraphCall> calls;
+  std::vector<NodeEvent> events;
+  std::vector<GraphRecord> records;
+  std::map<std::string, std::string> handles;  // HANDLE <label> <pointer>
+  std::map<std::string, uint64_t> node_ids;    // NODEID <label> <id>
+  std::map<std::string, std::string> results;  // RESULT <what> <code>
+
+  std::vector<NodeEvent> In(const std::string& phase) const {
+    std::vector<NodeEvent> v;
+    for (const NodeEvent& e : events) {
+      if (e.phase == phase) v.push_back(e);
+    }
+    return v;
+  }
+  // Correlation ids of the calls of `func` entered in `phase`, in order.
+  std::vector<uint32_t> Corrs(const std::string& phase, const std::string& func) const {
+    std::vector<uint32_t> v;
+    for (const GraphCall& c : calls) {
+      if (c.phase == phase && c.enter && c.func == func) v.push_back(c.corr);
+    }
+    return v;
+  }
+  const GraphCall* Enter(int domain, uint32_t corr) const {
+    for (const GraphCall& c : calls) {
+      if (c.enter && c.domain == domain && c.corr == corr) return &c;
+    }
+    return nullptr;
+  }
+  const GraphCall* Exit(int domain, uint32_t corr) const {
+    for (const GraphCall& c : calls) {
+      if (!c.enter && c.domain == domain && c.corr == corr) return &c;
+    }
+    return nullptr;
+  }
+};
+
+GraphClient RunGraphClient(const std::string& mode, const std::string& truth_path,
+                           gpusim_test::RunResult* run) {
+  *run = RunProgram("cupti_graph_client", {mode}, {"GPUSIM_TRUTH=" + truth_path});
+  GraphClient g;
+  std::string phase = "setup";
+  std::vector<std::string> lines = Lines(run->out);
+  for (size_t i = 0; i < lines.size(); ++i) {
+    std::vector<std::string> f = Fields(lines[i]);
+    if (f.empty()) continue;
+    const std::string& t = f[0];
+    if (t == "MARK") {
+      phase = f.at(1);
+    } else if (t == "CB") {
+      g.calls.push_back(GraphCall{i, phase, f.at(1) == "enter", std::stoi(f.at(2)),
+                                  static_cast<uint32_t>(std::stoul(f.at(3))),
+                                  static_cast<uint32_t>(std::stoul(f.at(4))), f.at(5), f.at(6)});
+    } else if (t == "RES") {
+      NodeEvent e;
+      e.line = i;
+      e.phase = phase;
+      e.cbid = static_cast<uint32_t>(std::stoul(f.at(1)));
+      e.encl_domain = std::stoi(f.at(2));
+      e.encl_cbid = static_cast<uint32_t>(std::stoul(f.at(3)));
+      e.encl_corr = static_cast<uint32_t>(std::stoul(f.at(4)));
+      e.encl_func = f.at(5);
+      e.graph = f.at(6);
+      e.original_graph = f.at(7);
+      e.node = f.at(8);
+      e.original_node = f.at(9);
+      e.type = std::stoi(f.at(10));
+      e.exec = f.at(11);
+      e.id = std::stoull(f.at(12));
+      e.original_id = std::stoull(f.at(13));
+      e.context_id = static_cast<uint32_t>(std::stoul(f.at(14)));
+      g.events.push_back(e);
+    } else if (t == "KERNEL" || t == "MEMCPY" || t == "MEMSET") {
+      g.records.push_back(GraphRecord{t, static_cast<uint32_t>(std::stoul(f.at(1))),
+                                      static_cast<uint32_t>(std::stoul(f.at(2))),
+                                      std::stoull(f.at(3)), f.at(4)});
+    } else if (t == "HANDLE") {
+      g.handles[f.at(1)] = f.at(2);
+    } else if (t == "NODEID") {
+      g.node_ids[f.at(1)] = std::stoull(f.at(2));
+    } else if (t == "RESULT") {
+      g.results[f.at(1)] = f.at(2);
+    }
+  }
+  return g;
+}
+
+// The event was issued inside the API call it names: that call's enter callback (same domain,
+// cbid, function) came before it and its exit callback after it, on the same thread.
+void CheckInsideCall(const GraphClient& g, const NodeEvent& e, const std::string& func) {
+  INFO("event on line " << e.line << " in " << e.encl_func);
+  CHECK(e.encl_func == func);
+  const GraphCall* enter = g.Enter(e.encl_domain, e.encl_corr);
+  const GraphCall* exit = g.Exit(e.encl_domain, e.encl_corr);
+  REQUIRE(enter != nullptr);
+  REQUIRE(exit != nullptr);
+  CHECK(enter->func == func);
+  CHECK(enter->cbid == e.encl_cbid);
+  CHECK(enter->line < e.line);
+  CHECK(exit->line > e.line);
+}
+
+// The CREATED + CLONED pairs of one instantiation of `graph` into `exec`, from the nodes with
+// ids `original_ids` (in launch order), made inside `func`. Returns exec node id -> original id.
+std::map<uint64_t, uint64_t> CheckInstantiation(const GraphClient& g, const std::string& phase,
+                                                const std::string& func, const std::string& graph,
+                                                const std::string& exec,
+                                                const std::vector<uint64_t>& original_ids) {
+  std::vector<NodeEvent> ev = g.In(phase);
+  INFO("phase " << phase);
+  REQUIRE(ev.size() == 2 * original_ids.size());
+  std::map<uint64_t, uint64_t> original_of;
+  for (size_t i = 0; i < original_ids.size(); ++i) {
+    const NodeEvent& created = ev[2 * i];
+    const NodeEvent& cloned = ev[2 * i + 1];
+    CHECK(created.cbid == 13);  // CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED
+    CHECK(cloned.cbid == 20);   // CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED
+    CheckInsideCall(g, created, func);
+    CheckInsideCall(g, cloned, func);
+    CHECK(created.encl_corr == cloned.encl_corr);
+    CHECK(created.graph == graph);
+    CHECK(cloned.graph == graph);
+    CHECK(created.exec == exec);
+    CHECK(cloned.exec == exec);
+    CHECK(created.node == cloned.node);
+    CHECK(created.id == cloned.id);
+    CHECK(created.original_node == "0");
+    CHECK(created.original_id == 0);
+    CHECK(cloned.original_graph == graph);
+    CHECK(cloned.original_id == original_ids[i]);
+    CHECK(created.type == cloned.type);
+    CHECK(cloned.id != 0);
+    CHECK(std::find(original_ids.begin(), original_ids.end(), cloned.id) == original_ids.end());
+    original_of[cloned.id] = cloned.original_id;
+  }
+  CHECK(original_of.size() == original_ids.size());  // exec ids distinct
+  return original_of;
+}
+
+}  // namespace
+
+TEST_CASE("graph nodes: created in the call that made them, cloned at instantiation", "[cupti]") {
+  std::string truth_path = gpusim_test::TempPath("truth_graph_nodes");
+  gpusim_test::RunResult r;
+  GraphClient g = RunGraphClient("cbids", truth_path, &r);
+  INFO("stdout: " << r.out << "\nstderr: " << r.err);
+  REQUIRE(r.exit_code == 0);
+  REQUIRE(g.results["enable_created"] == "0");
+  REQUIRE(g.results["enable_cloned"] == "0");
+  REQUIRE(g.results["flush"] == "0");
+  std::vector<JsonLine> truth = gpusim_test::ReadTruth(truth_path);
+
+  // (a) Capture: one CREATED per node, inside the runtime call that made it (its enter before,
+  // its exit after), with the capture graph, the node type and distinct ids.
+  std::vector<NodeEvent> captured = g.In("capture");
+  REQUIRE(captured.size() == 4);
+  const std::vector<std::string> funcs = {"__cudaLaunchKernel", "cudaLaunchKernel",
+                                          "cudaLaunchKernelExC", "cudaMemcpyAsync"};
+  const std::vector<std::string> kernels = {"2kAEPf", "2kBEPf", "2kCEPf", ""};
+  std::map<uint64_t, std::string> made_by;  // node id -> symbol of the launch (or the function)
+  std::vector<uint64_t> graph_ids;
+  std::set<std::string> graph_nodes;
+  for (size_t i = 0; i < captured.size(); ++i) {
+    const NodeEvent& e = captured[i];
+    CHECK(e.cbid == 13);
+    CHECK(e.encl_domain == 2);
+    CheckInsideCall(g, e, funcs[i]);
+    CHECK(e.graph == g.handles.at("graph"));
+    CHECK(e.original_graph == "0");
+    CHECK(e.original_node == "0");
+    CHECK(e.exec == "0");
+    CHECK(e.type == (i < 3 ? 0 : 1));  // CU_GRAPH_NODE_TYPE_KERNEL, _MEMCPY
+    CHECK(e.context_id == 1);          // the fake context of device 0
+    CHECK(e.id != 0);
+    const GraphCall* enter = g.Enter(2, e.encl_corr);
+    REQUIRE(enter != nullptr);
+    if (i < 3) {
+      CHECK(enter->symbol.size() > kernels[i].size());
+      CHECK(enter->symbol.compare(enter->symbol.size() - kernels[i].size(), kernels[i].size(),
+                                  kernels[i]) == 0);
+    }
+    made_by[e.id] = i < 3 ? enter->symbol : enter->func;
+    graph_ids.push_back(e.id);
+    graph_nodes.insert(e.node);
+  }
+  CHECK(made_by.size() == 4);
+  CHECK(graph_nodes.size() == 4);
+  // The launch entry points' cbids (runtime domain).
+  CHECK(captured[1].encl_cbid == 211);  // cudaLaunchKernel_v7000
+  CHECK(captured[2].encl_cbid == 430);  // cudaLaunchKernelExC_v11060
+  CHECK(captured[3].encl_cbid == 41);   // cudaMemcpyAsync_v3020
+
+  // (b) Instantiation: CREATED then CLONED for each node, new ids, originals = the graph's.
+  std::map<uint64_t, uint64_t> exec_original =
+      CheckInstantiation(g, "instantiate", "cudaGraphInstantiate", g.handles.at("graph"),
+                         g.handles.at("exec"), graph_ids);
+
+  // (c) Two launches: every record carries an exec node id; the kernel named K has the exec
+  // node whose original was created by the launch of K; the copy the one of cudaMemcpyAsync.
+  std::vector<uint32_t> launches = g.Corrs("launch", "cudaGraphLaunch");
+  REQUIRE(launches.size() == 2);
+  CHECK(g.In("launch").empty());
+  std::map<uint32_t, std::set<uint64_t>> ids_per_launch;
+  int kernel_records = 0, copy_records = 0;
+  for (const GraphRecord& rec : g.records) {
+    if (rec.corr != launches[0] && rec.corr != launches[1]) continue;
+    INFO(rec.type << " " << rec.name << " node " << rec.node_id);
+    CHECK(rec.graph_id != 0);
+    REQUIRE(exec_original.count(rec.node_id) == 1);
+    ids_per_launch[rec.corr].insert(rec.node_id);
+    const std::string& maker = made_by.at(exec_original.at(rec.node_id));
+    if (rec.type == "KERNEL") {
+      ++kernel_records;
+      CHECK(maker == rec.name);
+    } else {
+      ++copy_records;
+      CHECK(rec.type == "MEMCPY");
+      CHECK(maker == "cudaMemcpyAsync");
+    }
+  }
+  CHECK(kernel_records == 6);
+  CHECK(copy_records == 2);
+  CHECK(ids_per_launch[launches[0]].size() == 4);
+  CHECK(ids_per_launch[launches[1]] == ids_per_launch[launches[0]]);
+  // The ground truth carries the same node ids as the records.
+  std::set<std::pair<uint32_t, uint64_t>> truth_nodes, record_nodes;
+  for (const JsonLine& t : truth) {
+    uint32_t corr = static_cast<uint32_t>(U64(t, "corr"));
+    if (corr == launches[0] || corr == launches[1]) truth_nodes.insert({corr, U64(t, "node")});
+  }
+  for (const GraphRecord& rec : g.records) {
+    if (rec.corr == launches[0] || rec.corr == launches[1]) {
+      record_nodes.insert({rec.corr, rec.node_id});
+    }
+  }
+  CHECK(truth_nodes.size() == 8);
+  CHECK(truth_nodes == record_nodes);
+
+  // (d) cudaGraphClone: a CLONED per node (no CREATED), from the captured graph's nodes; the
+  // clone's executable graph chains exec node -> clone node -> captured node.
+  std::vector<NodeEvent> cloned = g.In("clone");
+  REQUIRE(cloned.size() == 4);
+  std::map<uint64_t, uint64_t> clone_original;
+  std::vector<uint64_t> clone_ids;
+  for (size_t i = 0; i < cloned.size(); ++i) {
+    const NodeEvent& e = cloned[i];
+    CHECK(e.cbid == 20);
+    CheckInsideCall(g, e, "cudaGraphClone");
+    CHECK(e.graph == g.handles.at("clone"));
+    CHECK(e.original_graph == g.handles.at("graph"));
+    CHECK(e.original_id == graph_ids[i]);
+    CHECK(e.type == captured[i].type);
+    CHECK(e.original_node == captured[i].node);
+    CHECK(e.exec == "0");
+    CHECK(made_by.count(e.id) == 0);
+    CHECK(exec_original.count(e.id) == 0);
+    clone_original[e.id] = e.original_id;
+    clone_ids.push_back(e.id);
+  }
+  CHECK(clone_original.size() == 4);
+  std::map<uint64_t, uint64_t> clone_exec_original =
+      CheckInstantiation(g, "instantiate_clone", "cudaGraphInstantiate", g.handles.at("clone"),
+                         g.handles.at("clone_exec"), clone_ids);
+  std::vector<uint32_t> clone_launch = g.Corrs("launch_clone", "cudaGraphLaunch");
+  REQUIRE(clone_launch.size() == 1);
+  int clone_records = 0;
+  for (const GraphRecord& rec : g.records) {
+    if (rec.corr != clone_launch[0]) continue;
+    ++clone_records;
+    REQUIRE(clone_exec_original.count(rec.node_id) == 1);
+    uint64_t in_clone = clone_exec_original.at(rec.node_id);
+    REQUIRE(clone_original.count(in_clone) == 1);
+    const std::string& maker = made_by.at(clone_original.at(in_clone));
+    CHECK(maker == (rec.type == "KERNEL" ? rec.name : std::string("cudaMemcpyAsync")));
+  }
+  CHECK(clone_records == 4);
+
+  // (e) A graph built by hand: CREATED inside cudaGraphAddKernelNode / AddMemsetNode with the
+  // handles they returned; records of its launch carry the exec nodes cloned from them.
+  std::vector<NodeEvent> manual = g.In("manual");
+  REQUIRE(manual.size() == 4);  // the kernel, the memset, two empty nodes of the cyclic graph
+  CHECK(manual[0].cbid == 13);
+  CheckInsideCall(g, manual[0], "cudaGraphAddKernelNode");
+  CHECK(manual[0].graph == g.handles.at("manual"));
+  CHECK(manual[0].node == g.handles.at("manual_kernel"));
+  CHECK(manual[0].id == g.node_ids.at("manual_kernel"));
+  CHECK(manual[0].type == 0);
+  CHECK(manual[1].cbid == 13);
+  CheckInsideCall(g, manual[1], "cudaGraphAddMemsetNode");
+  CHECK(manual[1].node == g.handles.at("manual_memset"));
+  CHECK(manual[1].id == g.node_ids.at("manual_memset"));
+  CHECK(manual[1].type == 2);  // CU_GRAPH_NODE_TYPE_MEMSET
+  for (int i = 2; i < 4; ++i) {
+    CheckInsideCall(g, manual[i], "cudaGraphAddEmptyNode");
+    CHECK(manual[i].type == 5);  // CU_GRAPH_NODE_TYPE_EMPTY
+    CHECK(manual[i].graph != g.handles.at("manual"));
+  }
+  std::map<uint64_t, uint64_t> manual_original = CheckInstantiation(
+      g, "instantiate_manual", "cudaGraphInstantiateWithFlags", g.handles.at("manual"),
+      g.handles.at("manual_exec"), {manual[0].id, manual[1].id});
+  std::vector<uint32_t> manual_launch = g.Corrs("launch_manual", "cudaGraphLaunch");
+  REQUIRE(manual_launch.size() == 1);
+  int manual_records = 0;
+  for (const GraphRecord& rec : g.records) {
+    if (rec.corr != manual_launch[0]) continue;
+    ++manual_records;
+    REQUIRE(manual_original.count(rec.node_id) == 1);
+    if (rec.type == "KERNEL") {
+      CHECK(rec.name.find("2kDEPf") != std::string::npos);
+      CHECK(manual_original.at(rec.node_id) == g.node_ids.at("manual_kernel"));
+    } else {
+      CHECK(rec.type == "MEMSET");
+      CHECK(manual_original.at(rec.node_id) == g.node_ids.at("manual_memset"));
+    }
+  }
+  CHECK(manual_records == 2);
+  // A failed instantiation (a cycle) issues nothing.
+  CHECK(g.results["instantiate_cycle"] == "1");  // cudaErrorInvalidValue
+  CHECK(g.In("failed_instantiate").empty());
+
+  // Capture of a memset, a host function and a kernel on a forked stream: three nodes (the
+  // event records and waits make edges, not nodes).
+  std::vector<NodeEvent> misc = g.In("misc");
+  REQUIRE(misc.size() == 3);
+  CheckInsideCall(g, misc[0], "cudaMemsetAsync");
+  CheckInsideCall(g, misc[1], "cudaLaunchHostFunc");
+  CheckInsideCall(g, misc[2], "cudaLaunchCooperativeKernel");
+  CHECK(misc[0].type == 2);
+  CHECK(misc[1].type == 3);  // CU_GRAPH_NODE_TYPE_HOST
+  CHECK(misc[2].type == 0);
+  for (const NodeEvent& e : misc) CHECK(e.graph == g.handles.at("misc"));
+
+  // NCCL: the captured collective's node is made inside its cuLaunchKernelEx (driver domain);
+  // the kernel record of the graph launch carries the exec node cloned from it.
+  std::vector<NodeEvent> nccl = g.In("nccl");
+  REQUIRE(nccl.size() == 1);
+  CHECK(nccl[0].encl_domain == 1);
+  CHECK(nccl[0].encl_cbid == 652);  // cuLaunchKernelEx
+  CheckInsideCall(g, nccl[0], "cuLaunchKernelEx");
+  CHECK(nccl[0].graph == g.handles.at("nccl_graph"));
+  CHECK(nccl[0].type == 0);
+  std::vector<NodeEvent> nccl_inst = g.In("instantiate_nccl");
+  REQUIRE(nccl_inst.size() == 2);
+  CHECK(nccl_inst[1].original_id == nccl[0].id);
+  std::vector<uint32_t> nccl_launch = g.Corrs("launch_nccl", "cudaGraphLaunch");
+  REQUIRE(nccl_launch.size() == 1);
+  int nccl_records = 0;
+  for (const GraphRecord& rec : g.records) {
+    if (rec.corr != nccl_launch[0]) continue;
+    ++nccl_records;
+    CHECK(rec.name == "ncclDevKernel_AllReduce_Sum_f32_RING_LL");
+    CHECK(rec.node_id == nccl_inst[1].id);
+  }
+  CHECK(nccl_records == 1);
+
+  // cuptiGetGraphNodeId: NULL arguments and non-node pointers are refused; an id outlives its
+  // graph.
+  CHECK(g.results["nodeid_null_node"] == "1");  // CUPTI_ERROR_INVALID_PARAMETER
+  CHECK(g.results["nodeid_null_out"] == "1");
+  CHECK(g.results["nodeid_not_a_node"] == "1");
+  CHECK(g.node_ids.at("manual_kernel_after_destroy") == g.node_ids.at("manual_kernel"));
+  // Every id handed out is unique.
+  std::set<uint64_t> all_ids;
+  size_t new_nodes = 0;
+  for (const NodeEvent& e : g.events) {
+    if (e.cbid == 20 && e.exec == "0") ++new_nodes, all_ids.insert(e.id);  // cudaGraphClone
+    if (e.cbid == 13) ++new_nodes, all_ids.insert(e.id);
+  }
+  CHECK(all_ids.size() == new_nodes);
+  CHECK(new_nodes == 4 + 4 + 4 + 4 + 4 + 2 + 3 + 1 + 1);
+}
+
+TEST_CASE("graph node callbacks are delivered only for the enabled cbids", "[cupti]") {
+  gpusim_test::RunResult r_all, r_domain, r_created, r_off;
+  GraphClient all = RunGraphClient("cbids", gpusim_test::TempPath("truth_cbids"), &r_all);
+  GraphClient domain = RunGraphClient("domain", gpusim_test::TempPath("truth_domain"), &r_domain);
+  GraphClient created =
+      RunGraphClient("created", gpusim_test::TempPath("truth_created"), &r_created);
+  GraphClient off = RunGraphClient("off", gpusim_test::TempPath("truth_off"), &r_off);
+  INFO("stderr: " << r_all.err << r_domain.err << r_created.err << r_off.err);
+  REQUIRE(r_all.exit_code == 0);
+  REQUIRE(r_domain.exit_code == 0);
+  REQUIRE(r_created.exit_code == 0);
+  REQUIRE(r_off.exit_code == 0);
+  auto shape = [](const GraphClient& c, int only_cbid) {
+    std::vector<std::string> v;
+    for (const NodeEvent& e : c.events) {
+      if (only_cbid == 0 || static_cast<int>(e.cbid) == only_cbid) {
+        v.push_back(e.phase + " " + std::to_string(e.cbid) + " " + e.encl_func + " " +
+                    std::to_string(e.type));
+      }
+    }
+    return v;
+  };
+  size_t all_created = shape(all, 13).size();
+  size_t all_cloned = shape(all, 20).size();
+  CHECK(all_created == 23);
+  CHECK(all_cloned == 15);
+  // The whole resource domain: the same callbacks as the two cbids.
+  CHECK(domain.results["enable_domain"] == "0");
+  CHECK(shape(domain, 0) == shape(all, 0));
+  // Only GRAPHNODE_CREATED enabled: exactly the CREATED callbacks.
+  CHECK(created.results["enable_created"] == "0");
+  CHECK(shape(created, 0) == shape(all, 13));
+  // None enabled: no resource callback, though API callbacks and graph records still come.
+  CHECK(off.events.empty());
+  CHECK(off.calls.size() == all.calls.size());
+  CHECK(off.calls.size() >= 100);
+  int graph_kernels = 0;
+  for (const GraphRecord& rec : off.records) {
+    if (rec.type == "KERNEL" && rec.graph_id != 0 && rec.node_id != 0) ++graph_kernels;
+  }
+  CHECK(graph_kernels == 11);
+}

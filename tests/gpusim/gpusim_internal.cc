@@ -60,6 +60,7 @@ int gpusim_stream_enqueue_graphable(gpusim_stream_t stream, const GpusimOpRecord
   op->free_arg = free_arg;
   op->clone_arg = clone_arg;
   gpusim::Enqueue(s, op);
+  gpusim::FlushGraphNodeEvents();  // the node a capture made of it, inside the caller's call
   return cudaSuccess;
 }
 
@@ -80,5 +81,11 @@ uint64_t gpusim_now_ns(void) { return gpusim::NowNs(); }
 void gpusim_truth_write(const char* json_object) { gpusim::TruthWrite(json_object); }
 
 int gpusim_current_device(void) { return gpusim::CurrentDevice(); }
+
+void gpusim_set_graph_observer(GpusimGraphNodeCallback cb, void* user) {
+  gpusim::SetGraphObserver(cb, user);
+}
+
+uint64_t gpusim_graph_node_id(const void* node) { return gpusim::GraphNodeId(node); }
 
 }  // extern "C"

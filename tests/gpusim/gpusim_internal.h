@@ -135,6 +135,50 @@ void gpusim_truth_write(const char* json_object);
 // The current device of the calling thread.
 int gpusim_current_device(void);
 
+// ---- Graph node events (what CUPTI reports as CUPTI_CB_DOMAIN_RESOURCE callbacks) ----------
+//
+// Values equal CUPTI's CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED / _CLONED.
+enum { GPUSIM_GRAPHNODE_CREATED = 13, GPUSIM_GRAPHNODE_CLONED = 20 };
+
+// One graph node event, valid during the callback only. The handles are the runtime's
+// (cudaGraph_t, cudaGraphNode_t, cudaGraphExec_t: the same pointers as CUgraph, CUgraphNode,
+// CUgraphExec); NULL where not applicable.
+typedef struct GpusimGraphNodeEvent {
+  int what;                   // GPUSIM_GRAPHNODE_CREATED or GPUSIM_GRAPHNODE_CLONED
+  void* graph;                // the graph `node` belongs to (exec nodes: the graph instantiated)
+  void* original_graph;       // CLONED: the graph of `original_node`; else NULL
+  void* node;                 // the new node
+  void* original_node;        // CLONED: the node `node` was copied from; else NULL
+  int node_type;              // cudaGraphNodeType of `node` (= CUgraphNodeType)
+  void* graph_exec;           // nodes of an executable graph: that cudaGraphExec_t; else NULL
+  uint64_t node_id;           // gpusim_graph_node_id(node)
+  uint64_t original_node_id;  // CLONED: gpusim_graph_node_id(original_node); else 0
+} GpusimGraphNodeEvent;
+typedef void (*GpusimGraphNodeCallback)(void* user, const GpusimGraphNodeEvent* ev);
+
+// Installs (or, with NULL, removes) the single graph node observer (the simulated CUPTI). It is
+// called on the thread of the API call that made the node, while that call runs (after its API
+// enter callback, before its exit callback), with no simulator lock held:
+// - CREATED for every node a graph gets: each node stream capture adds (kernels of every launch
+//   entry point, copies, sets, host functions, captured frees, NCCL's graphable ops inside their
+//   cuLaunchKernelEx driver call; captured event records and waits add edges, no node), and
+//   each node of cudaGraphAdd*Node / cudaGraphAddNode (graph, node, node_type).
+// - CLONED for every node cudaGraphClone copies (graph = the clone, original_* = the source),
+//   and for the nodes of the copy cudaGraphAddChildGraphNode (or cudaGraphAddNode without
+//   ownership move) makes of a child graph; then CREATED for the child graph node itself.
+// - cudaGraphInstantiate (all variants): each node of the executable graph gets a new id; in
+//   launch order, CREATED (graph = the graph instantiated, node = the exec node, graph_exec) then
+//   CLONED (original_node = the node it was instantiated from, inside a child graph for the
+//   nodes of child graphs, which are flattened; child graph nodes themselves have no exec
+//   node). Ops of that exec's launches carry the exec node's id as graph_node_id.
+//   cudaGraphExecUpdate and cudaGraphExec*SetParams keep the exec node ids. A failed call issues
+//   nothing.
+void gpusim_set_graph_observer(GpusimGraphNodeCallback cb, void* user);
+
+// The unique id (never 0) of a node handle the simulator handed out (graph nodes, also after
+// their graph was destroyed, and exec nodes of graph node events); 0 for anything else.
+uint64_t gpusim_graph_node_id(const void* node);
+
 #ifdef __cplusplus
 }
 #endif

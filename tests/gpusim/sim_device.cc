@@ -52,6 +52,15 @@ struct State {
   std::mutex graph_mu;  // GraphMutex(): graphs, nodes and everything in them
   std::unordered_set<const Graph*> graphs;
   std::unordered_set<const GraphNode*> nodes;
+  // Every node handle ever handed out (graph and exec nodes; never freed), for
+  // gpusim_graph_node_id. Its lock is a leaf, taken with or without graph_mu.
+  std::shared_mutex node_ids_mu;
+  std::unordered_set<const GraphNode*> node_ids;
+  struct GraphObserver {
+    GpusimGraphNodeCallback cb;
+    void* user;
+  };
+  std::atomic<const GraphObserver*> graph_observer{nullptr};
 
   std::mutex alloc_mu;
   std::map<uintptr_t, Allocation> allocations;
@@ -842,8 +851,39 @@ void DestroyGraph(Graph* g) {
 
 uint32_t NextGraphNodeId() { return S().next_node_id.fetch_add(1); }
 
+namespace {
+
+// Graph node events queued by this thread (GraphMutex() held), delivered by
+// FlushGraphNodeEvents once the locks are released.
+thread_local std::vector<GpusimGraphNodeEvent> t_graph_events;
+
+void RegisterNodeId(const GraphNode* n) {
+  std::unique_lock<std::shared_mutex> lock(S().node_ids_mu);
+  S().node_ids.insert(n);
+}
+
+void QueueGraphNodeEvent(int what, const Graph* graph, const GraphNode* node,
+                         const GraphNode* original, const Graph* exec) {
+  if (S().graph_observer.load(std::memory_order_acquire) == nullptr) return;
+  GpusimGraphNodeEvent ev = {};
+  ev.what = what;
+  ev.graph = const_cast<Graph*>(graph);
+  ev.node = const_cast<GraphNode*>(node);
+  ev.node_type = static_cast<int>(node->work.type);
+  ev.graph_exec = const_cast<Graph*>(exec);
+  ev.node_id = node->id;
+  if (what == GPUSIM_GRAPHNODE_CLONED) {
+    ev.original_graph = original->graph;
+    ev.original_node = const_cast<GraphNode*>(original);
+    ev.original_node_id = original->id;
+  }
+  t_graph_events.push_back(ev);
+}
+
+}  // namespace
+
 GraphNode* AddNodeLocked(Graph* g, NodeWork work, const std::vector<GraphNode*>& deps,
-                         const cudaGraphEdgeData* edge_data) {
+                         const cudaGraphEdgeData* edge_data, const GraphNode* cloned_from) {
   GraphNode* n = new GraphNode();
   n->graph = g;
   n->id = NextGraphNodeId();
@@ -853,9 +893,51 @@ GraphNode* AddNodeLocked(Graph* g, NodeWork work, const std::vector<GraphNode*>&
   n->edge_data.resize(deps.size());
   if (edge_data != nullptr) n->edge_data.assign(edge_data, edge_data + deps.size());
   if (n->work.child != nullptr) n->work.child->owner = n;
+  n->cloned_from = cloned_from;
   g->nodes.push_back(n);
   S().nodes.insert(n);
+  RegisterNodeId(n);
+  if (cloned_from != nullptr) {
+    QueueGraphNodeEvent(GPUSIM_GRAPHNODE_CLONED, g, n, cloned_from, nullptr);
+  } else {
+    QueueGraphNodeEvent(GPUSIM_GRAPHNODE_CREATED, g, n, nullptr, nullptr);
+  }
   return n;
+}
+
+void AddExecNodeLocked(Graph* exec, const Graph* graph, ExecNode* x) {
+  GraphNode* n = new GraphNode();
+  n->graph = exec;
+  n->id = NextGraphNodeId();
+  n->work.type = x->work.type;  // the work itself stays in the ExecNode
+  n->cloned_from = x->source;
+  x->node = n;
+  x->work.op.rec.graph_node_id = n->id;
+  RegisterNodeId(n);
+  QueueGraphNodeEvent(GPUSIM_GRAPHNODE_CREATED, graph, n, nullptr, exec);
+  QueueGraphNodeEvent(GPUSIM_GRAPHNODE_CLONED, graph, n, x->source, exec);
+}
+
+void SetGraphObserver(GpusimGraphNodeCallback cb, void* user) {
+  // The previous observer is leaked on purpose: another thread may still be using it.
+  const State::GraphObserver* obs = nullptr;
+  if (cb != nullptr) obs = new State::GraphObserver{cb, user};
+  S().graph_observer.store(obs, std::memory_order_release);
+}
+
+uint64_t GraphNodeId(const void* node) {
+  const GraphNode* n = static_cast<const GraphNode*>(node);
+  std::shared_lock<std::shared_mutex> lock(S().node_ids_mu);
+  return S().node_ids.count(n) != 0 ? n->id : 0;
+}
+
+void FlushGraphNodeEvents() {
+  if (__builtin_expect(t_graph_events.empty(), 1)) return;
+  std::vector<GpusimGraphNodeEvent> events;
+  events.swap(t_graph_events);
+  const State::GraphObserver* obs = S().graph_observer.load(std::memory_order_acquire);
+  if (obs == nullptr) return;
+  for (const GpusimGraphNodeEvent& ev : events) obs->cb(obs->user, &ev);
 }
 
 void DestroyNodeLocked(GraphNode* n) {

@@ -165,7 +165,11 @@ struct Event {
 // cudaGraphExec_t is a Graph with `exec` set that holds a snapshot taken at instantiation: its
 // nodes' work flattened (child graphs inlined) in a topological order, which cudaGraphLaunch
 // enqueues serially on the launch stream. Everything in Graph, GraphNode and ExecNode is guarded
-// by GraphMutex(), a leaf lock (nothing else is acquired while it is held).
+// by GraphMutex(); while it is held only the node id registry's lock (a leaf) is acquired.
+//
+// Graph node events (gpusim_set_graph_observer): AddNodeLocked and AddExecNodeLocked queue them
+// on the calling thread; FlushGraphNodeEvents, called with no lock held (ApiCall::Return before
+// the exit callback, and the gpusim_stream_enqueue* exports), delivers them.
 
 // What a node does: its type, the Op it enqueues (kernel, memcpy, memset, host) and its
 // parameters as the application gave them (returned by the cudaGraph*NodeGetParams functions).
@@ -184,16 +188,21 @@ struct NodeWork {
 // graph) leaves the live set, so later calls with its handle fail with cudaErrorInvalidValue.
 struct GraphNode {
   Graph* graph = nullptr;  // the graph it belongs to (fixed)
-  uint32_t id = 0;         // graph_node_id of the ops it enqueues (CUPTI's graphNodeId)
+  // The node's unique id (gpusim_graph_node_id). An exec node's id is the graph_node_id of the
+  // ops it enqueues (CUPTI's graphNodeId).
+  uint32_t id = 0;
   NodeWork work;
   std::vector<GraphNode*> deps;             // incoming edges, in the order they were added
   std::vector<cudaGraphEdgeData> edge_data;  // parallel to deps
-  const GraphNode* cloned_from = nullptr;  // cudaGraphClone: the node copied (compared only)
+  // The node copied: cudaGraphClone, child graphs cloned in, exec nodes (compared only).
+  const GraphNode* cloned_from = nullptr;
 };
 
 // One unit of an executable graph, in launch order.
 struct ExecNode {
   const GraphNode* origin = nullptr;  // top-level node instantiated from (nullptr inside a child)
+  const GraphNode* source = nullptr;  // node instantiated from (also inside a child graph)
+  GraphNode* node = nullptr;  // the exec node (AddExecNodeLocked): not a live node of any graph
   NodeWork work;                      // work.child is unused: child graphs are inlined
   bool enabled = true;                // cudaGraphNodeSetEnabled
 };
@@ -323,9 +332,14 @@ void DestroyGraph(Graph* g);
 void DestroyGraphLocked(Graph* g);
 uint32_t NextGraphNodeId();
 // With GraphMutex() held: appends a node with `work` and these dependencies (live nodes of `g`,
-// no duplicates: the caller checks) to `g`; returns its handle. `edge_data` may be null.
+// no duplicates: the caller checks) to `g`; returns its handle. `edge_data` may be null. Queues
+// a graph node event: CLONED from `cloned_from` if given, else CREATED.
 GraphNode* AddNodeLocked(Graph* g, NodeWork work, const std::vector<GraphNode*>& deps,
-                         const cudaGraphEdgeData* edge_data);
+                         const cudaGraphEdgeData* edge_data,
+                         const GraphNode* cloned_from = nullptr);
+// With GraphMutex() held: gives `x` (an entry of exec->launch, instantiated from `graph`) its
+// exec node with a new id (also set as x->work's graph_node_id) and queues CREATED and CLONED.
+void AddExecNodeLocked(Graph* exec, const Graph* graph, ExecNode* x);
 // With GraphMutex() held: removes `n` from its graph and from its dependents' edges.
 void DestroyNodeLocked(GraphNode* n);
 // The node a captured op becomes (type and parameters derived from the op).
@@ -358,6 +372,12 @@ const Observer* CurrentObserver();
 void SetObserver(GpusimApiCallback api_cb, GpusimOpCallback op_cb, void* user);
 uint32_t NextCorrelationId();
 
+// The graph node observer (gpusim_set_graph_observer) and the node id registry.
+void SetGraphObserver(GpusimGraphNodeCallback cb, void* user);
+uint64_t GraphNodeId(const void* node);
+// Delivers the graph node events the calling thread queued. No simulator lock may be held.
+void FlushGraphNodeEvents();
+
 // The CUPTI runtime callback id of a runtime function name (highest version), or 0.
 int RuntimeCbid(const char* func_name);
 
@@ -387,6 +407,7 @@ class ApiCall {
   void set_symbol(const char* symbol) { symbol_ = symbol; }
   cudaError_t Return(cudaError_t err) {
     SetError(err);
+    FlushGraphNodeEvents();  // nodes this call made, before its exit callback
     if (observer_ != nullptr) Exit(err);
     return err;
   }

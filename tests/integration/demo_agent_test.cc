@@ -276,6 +276,74 @@ TEST_CASE("demo under the agent, CUPTI timing, against the truth", "[demo][agent
   CheckSingleRank("cupti");
 }
 
+// Decode replayed from CUDA graphs (vLLM's and TensorRT-LLM's usual mode): each replayed GEMM
+// is in the projection bucket of the NVTX range it was captured in, as the same GEMM launched
+// eagerly (prefill) is. Truth: every forward launches its GEMMs in one order on one stream
+// (qkv_proj, o_proj, gate_up_proj, down_proj per layer, then lm_head), so the k-th GEMM the
+// simulator ran, by start, is the (k mod 4L+1)-th of a forward.
+TEST_CASE("demo with CUDA-graph decode, CUPTI: replayed GEMMs in their captured ranges",
+          "[demo][agent][graph]") {
+  const std::string sim = Abs("tests/gpusim");
+  const std::string dir = TmpDir("demo_graph");
+  const std::string env = "GPUSIM_COSTS=" + Abs("kernels/gpusim_costs.txt") +
+                          " GPUSIM_TRUTH=" + dir + "/truth.%p.jsonl LD_LIBRARY_PATH=" + sim + " ";
+  Result prof = Run(env + "PROFAGENT_GPU_TIMING=cupti PROFAGENT_OUTPUT=" + dir +
+                    "/prof LD_PRELOAD=" + Abs("agent/libprofagent.so") + " " +
+                    Abs("kernels/inference") + kFlags + " --graph");
+  INFO(prof.out);
+  REQUIRE(prof.code == 0);
+  const std::vector<std::string> order = {"attn.qkv_proj", "attn.o_proj", "mlp.gate_up_proj",
+                                          "mlp.down_proj"};
+  const size_t per_forward = 2 * order.size() + 1;  // --layers 2, then lm_head
+  std::vector<std::pair<uint64_t, uint64_t>> gemms;
+  bool in_graph = false;
+  for (const json& t : ReadTruth(dir)) {
+    if (t["op"] == "kernel" && Short(t["name"]) == "gemm_kernel") {
+      gemms.emplace_back(t["start_ns"].get<uint64_t>(), t["end_ns"].get<uint64_t>());
+      in_graph |= t.value("graph", 0) != 0;
+    }
+  }
+  REQUIRE(in_graph);  // the decode GEMMs did run from graphs
+  REQUIRE(gemms.size() % per_forward == 0);
+  std::sort(gemms.begin(), gemms.end());
+  std::map<std::string, double> truth_ms;
+  for (size_t k = 0; k < gemms.size(); ++k) {
+    const size_t i = k % per_forward;
+    const std::string bucket = i + 1 == per_forward ? "lm_head" : order[i % order.size()];
+    truth_ms[bucket] += double(gemms[k].second - gemms[k].first) / 1e6;
+  }
+  Result rep = Run(Abs("analyzer/profanalyze") + " report " + dir + "/prof -o " + dir + "/rep");
+  INFO(rep.out);
+  REQUIRE(rep.code == 0);
+  std::ifstream in(dir + "/rep/summary.json");
+  json sum = json::parse(in);
+  std::map<std::string, double> rep_ms;
+  for (const json& k : sum["kernels"]) {
+    if (Short(k["name"]) == "gemm_kernel") rep_ms[k["bucket"]] += k["total_ms"].get<double>();
+  }
+  CHECK(rep_ms.count("others") == 0);
+  REQUIRE(rep_ms.size() == truth_ms.size());
+  for (const auto& kv : truth_ms) {
+    INFO("bucket " << kv.first << " truth ms " << kv.second << " report ms " << rep_ms[kv.first]);
+    CHECK(std::fabs(rep_ms[kv.first] - kv.second) <= 0.02 * kv.second);
+  }
+  // ops.csv names where a replayed GEMM was captured, under the step that launched it.
+  std::ifstream csv(dir + "/rep/ops.csv");
+  std::string line;
+  size_t replayed = 0;
+  while (std::getline(csv, line)) {
+    if (line.find("/(graph)/") == std::string::npos) continue;
+    ++replayed;
+    if (line.find("gemm_kernel") != std::string::npos &&
+        line.find(",attn.qkv_proj,") != std::string::npos) {
+      CHECK(line.find("/decode/(graph)/") != std::string::npos);
+      CHECK(line.find("graph.capture/") != std::string::npos);
+      CHECK(line.substr(line.size() - 8) == "qkv_proj");
+    }
+  }
+  CHECK(replayed > 0);
+}
+
 TEST_CASE("the CI gate on real profiles: slower GEMMs fail it, the same profile passes",
           "[demo][agent][diff]") {
   const std::string sim = Abs("tests/gpusim");

@@ -385,6 +385,63 @@ void CheckAllocations(const Profile& p) {
 
 const std::string kWorkloadOut = "checksums 64512 129024 193536\nhost[0]=1 errors=0\n";
 
+// Graph nodes (EV_GRAPH_NODE, DeviceOp.graph_node): every op a graph launch ran names its node;
+// the node leads, through the copies instantiation (and cudaGraphClone) made, to the node made
+// first, on the thread that made it. Returns, per op (in s.prof.dev order; null for ops outside
+// graphs), that node's record. `copies` is how many copies each op's node is from its original.
+std::vector<const HostEv*> ResolveGraphNodes(const Scenario& s, size_t copies) {
+  std::map<uint64_t, const HostEv*> nodes;
+  for (auto* n : s.prof.Kind(EV_GRAPH_NODE)) {
+    INFO("node " << n->ev.graph_node());
+    CHECK(n->ev.graph_node() != 0);
+    CHECK(nodes.emplace(n->ev.graph_node(), n).second);  // ids are unique
+  }
+  std::vector<const HostEv*> made(s.prof.dev.size(), nullptr);
+  for (size_t i = 0; i < s.prof.dev.size(); ++i) {
+    const DevOp& d = s.prof.dev[i];
+    if (d.op.graph() == 0) {
+      CHECK(d.op.graph_node() == 0);
+      continue;
+    }
+    INFO("op " << s.prof.Str(d.op.name()) << " node " << d.op.graph_node());
+    auto it = nodes.find(d.op.graph_node());
+    REQUIRE(it != nodes.end());
+    size_t hops = 0;
+    while (it->second->ev.source_graph_node() != 0) {
+      ++hops;
+      it = nodes.find(it->second->ev.source_graph_node());
+      REQUIRE(it != nodes.end());
+    }
+    CHECK(hops == copies);
+    made[i] = it->second;
+  }
+  return made;
+}
+
+// Nodes made by stream capture: each graph kernel's node was made inside the captured launch of
+// that kernel, on its thread (the call whose NVTX context the report gives the kernel).
+void CheckCapturedNodes(const Scenario& s, size_t copies) {
+  std::vector<const HostEv*> made = ResolveGraphNodes(s, copies);
+  size_t kernels = 0;
+  for (size_t i = 0; i < s.prof.dev.size(); ++i) {
+    const DevOp& d = s.prof.dev[i];
+    if (made[i] == nullptr || d.op.kind() != DOP_KERNEL) continue;
+    ++kernels;
+    INFO("kernel " << s.prof.Str(d.op.name()));
+    // The thread's last captured launch begun before the node was made (a launch whose end
+    // was not read, PROFAGENT_LAUNCH_API_SAMPLE, has end == start).
+    const HostEv* in = nullptr;
+    for (auto* l : s.prof.Kind(EV_LAUNCH)) {
+      if (!l->ev.captured() || l->thread != made[i]->thread || l->start > made[i]->start) continue;
+      if (in == nullptr || l->start > in->start) in = l;
+    }
+    REQUIRE(in != nullptr);
+    CHECK(s.prof.Str(in->ev.name()) == s.prof.Str(d.op.name()));
+    if (in->end > in->start) CHECK(made[i]->start <= in->end);
+  }
+  CHECK(kernels > 0);
+}
+
 TEST_CASE("CUPTI mode: every kernel, copy and set once, with device times from CUPTI") {
   Scenario s("cupti", "PROFAGENT_GPU_TIMING=cupti", kPkg + "rt_workload");
   REQUIRE(s.run.code == 0);
@@ -415,6 +472,7 @@ TEST_CASE("CUPTI mode: every kernel, copy and set once, with device times from C
     }
   }
   CHECK(graph_kernels == 6);
+  CheckCapturedNodes(s, /*copies=*/1);  // captured, then instantiated
   CheckCopiesCorrelated(s);
   // Launches from several threads.
   std::set<uint32_t> threads;
@@ -743,6 +801,26 @@ TEST_CASE("A graph built by hand: CUPTI reports each node once, attributed to it
   CHECK(copies == 8);
   CHECK(sets == 4);
   CheckDeviceDurations(s, /*include_graph_kernels=*/true);
+  // Nodes added by hand, in the order set, up, fill, reduce, down, host; each op names the
+  // copy instantiation made of its node.
+  std::vector<const HostEv*> made = ResolveGraphNodes(s, /*copies=*/1);
+  std::vector<uint64_t> order;
+  for (auto* n : s.prof.Kind(EV_GRAPH_NODE)) {
+    if (n->ev.source_graph_node() == 0) order.push_back(n->ev.graph_node());
+  }
+  REQUIRE(order.size() == 6);
+  for (size_t i = 0; i < made.size(); ++i) {
+    const DevOp& d = s.prof.dev[i];
+    if (made[i] == nullptr) continue;
+    const std::string name = s.prof.Str(d.op.name());
+    const size_t want = d.op.kind() == DOP_MEMSET                            ? 0
+                        : d.op.kind() == DOP_MEMCPY && d.op.copy_kind() == 1 ? 1
+                        : name.find("graph_fill_kernel") == 0                ? 2
+                        : name.find("graph_reduce_kernel") == 0              ? 3
+                                                                             : 4;
+    INFO("op " << name << " kind " << d.op.kind());
+    CHECK(made[i]->ev.graph_node() == order[want]);
+  }
   // The changed grid took effect in the last launch: the profile says so too.
   int wide = 0;
   for (auto& d : s.prof.dev) wide += d.op.kind() == DOP_KERNEL && d.op.grid_x() == 32;
@@ -913,6 +991,7 @@ TEST_CASE("Runtime calls no interposer sees (a static runtime): CUDA injection +
   for (auto* l : s.prof.Kind(EV_LAUNCH)) captured += l->ev.captured();
   CHECK(captured == 1);
   CHECK(s.prof.Kind(EV_GRAPH_LAUNCH).size() == 2);
+  CheckCapturedNodes(s, /*copies=*/1);  // the exec's nodes, copies of the captured graph's
   for (auto* g : s.prof.Kind(EV_GRAPH_LAUNCH)) CHECK(g->ev.graph() == exec);
   // Captures and graph upkeep are API records (not copies) naming their handles.
   std::map<std::string, std::vector<const HostEv*>> api;

@@ -117,6 +117,22 @@ bool Convert(const CUpti_Activity* rec, const ClockMap& clock, InternFn intern, 
 }
 }  // namespace
 
+uint64_t GraphNodeOf(const CUpti_Activity* rec) {
+  switch (rec->kind) {
+    case CUPTI_ACTIVITY_KIND_KERNEL:
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+      return reinterpret_cast<const CUpti_ActivityKernel10*>(rec)->graphNodeId;
+    case CUPTI_ACTIVITY_KIND_MEMCPY:
+      return reinterpret_cast<const CUpti_ActivityMemcpy6*>(rec)->graphNodeId;
+    case CUPTI_ACTIVITY_KIND_MEMCPY2:
+      return reinterpret_cast<const CUpti_ActivityMemcpyPtoP4*>(rec)->graphNodeId;
+    case CUPTI_ACTIVITY_KIND_MEMSET:
+      return reinterpret_cast<const CUpti_ActivityMemset4*>(rec)->graphNodeId;
+    default:
+      return 0;
+  }
+}
+
 bool ActivityToEvent(const CUpti_Activity* rec, const ClockMap& clock, InternFn intern,
                      RawEvent* out, bool* untimed) {
   if (untimed != nullptr) *untimed = false;

@@ -49,6 +49,10 @@ using InternFn = uint32_t (*)(const char* name);
 bool ActivityToEvent(const CUpti_Activity* rec, const ClockMap& clock, InternFn intern,
                      RawEvent* out, bool* untimed = nullptr);
 
+// The graph node that ran a kernel, copy or set a graph launch made (graphNodeId), 0 = none or a
+// kind without one.
+uint64_t GraphNodeOf(const CUpti_Activity* rec);
+
 // Which CUPTI correlation ids belong to calls made while the agent was recording. The schedule
 // (PROFAGENT_SCHEDULE) and the capture range (PROFAGENT_CAPTURE) switch recording off for whole
 // stretches of steps, but CUPTI keeps delivering activity records for every kernel, copy and

@@ -53,6 +53,7 @@ struct CuptiApi {
   decltype(&cuptiGetTimestamp) get_timestamp = nullptr;
   decltype(&cuptiGetResultString) result_string = nullptr;
   decltype(&cuptiGetDeviceId) get_device_id = nullptr;
+  decltype(&cuptiGetGraphNodeId) get_graph_node_id = nullptr;
 };
 
 // Everything used from the buffer callbacks and the shutdown flush is trivially destructible or
@@ -152,7 +153,12 @@ void CUPTIAPI BufferCompleted(CUcontext ctx, uint32_t stream_id, uint8_t* buffer
       }
       if (e.dev.kind == 0 && e.dev.graph == 0) g_kernel_records.fetch_add(1);
       if (Gate().Recorded(e.dev.corr)) {
-        EmitWait(e);
+        const uint64_t node = GraphNodeOf(rec);
+        if (node != 0) {
+          EmitWaitWithBytes(e, &node, sizeof(node));
+        } else {
+          EmitWait(e);
+        }
       } else {
         ++g_skipped;
       }
@@ -703,8 +709,56 @@ void CountRuntimeLaunch(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
   }
 }
 
+bool IsInstantiate(uint32_t cbid) {
+  return cbid == CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiate_v10000 ||
+         cbid == CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiate_v12000 ||
+         cbid == CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiateWithFlags_v11040 ||
+         cbid == CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiateWithParams_v12000 ||
+         cbid == CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiateWithParams_ptsz_v12000;
+}
+
+// A graph node made (EV_GRAPH_NODE): by stream capture, inside the captured call, whose NVTX
+// context the analyzer gives the kernels the node runs at each launch; by cudaGraphAdd*Node; or
+// as a copy of another (cudaGraphClone, and instantiation, whose exec nodes are what activity
+// records name). Recorded whatever the schedule, like allocations: a graph captured while not
+// recording runs in recorded steps.
+void GraphNodeCallback(CUpti_CallbackId cbid, const void* data) {
+  if (cbid != CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED &&
+      cbid != CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED) {
+    return;
+  }
+  if (g_api.get_graph_node_id == nullptr || data == nullptr || !RecordingMemory()) return;
+  const auto* gd = static_cast<const CUpti_GraphData*>(
+      static_cast<const CUpti_ResourceData*>(data)->resourceDescriptor);
+  if (gd == nullptr || gd->node == nullptr) return;
+  const ThreadState& ts = t_state;
+  // A node instantiation makes is a copy, which its CLONED callback names.
+  if (cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED && ts.rt_cb_depth > 0 &&
+      IsInstantiate(ts.rt_cbid)) {
+    return;
+  }
+  uint64_t id = 0, source = 0;
+  if (g_api.get_graph_node_id(gd->node, &id) != CUPTI_SUCCESS || id == 0) return;
+  if (cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED &&
+      (gd->originalNode == nullptr ||
+       g_api.get_graph_node_id(gd->originalNode, &source) != CUPTI_SUCCESS || source == 0)) {
+    return;
+  }
+  HookGuard g;
+  RawEvent e{};
+  e.type = EvType::kGraphNode;
+  e.t0 = e.t1 = Now();
+  e.gen.a = id;
+  e.gen.b = source;
+  Emit(e);
+}
+
 void CUPTIAPI ApiCallback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                           const void* data) {
+  if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
+    GraphNodeCallback(cbid, data);
+    return;
+  }
   if (domain != CUPTI_CB_DOMAIN_RUNTIME_API && domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
   const auto* cb = static_cast<const CUpti_CallbackData*>(data);
   ThreadState& ts = t_state;
@@ -712,6 +766,7 @@ void CUPTIAPI ApiCallback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId c
   if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
     if (enter) {
       if (ts.rt_cb_depth++ == 0) {
+        ts.rt_cbid = cbid;
         ts.api_corr = cb->correlationId;
         Gate().Note(cb->correlationId, Recording());
         ts.rt_t0 = Now();
@@ -853,6 +908,7 @@ bool StartLocked(const std::string& explicit_path, const void* cudart_symbol,
   Sym(lib, "cuptiGetTimestamp", &a.get_timestamp);
   Sym(lib, "cuptiActivityGetNumDroppedRecords", &a.num_dropped);
   Sym(lib, "cuptiGetDeviceId", &a.get_device_id);
+  Sym(lib, "cuptiGetGraphNodeId", &a.get_graph_node_id);
   bool ok = Sym(lib, "cuptiSubscribe", &a.subscribe) &&
             Sym(lib, "cuptiUnsubscribe", &a.unsubscribe) &&
             Sym(lib, "cuptiEnableCallback", &a.enable_callback) &&
@@ -1029,6 +1085,15 @@ bool StartLocked(const std::string& explicit_path, const void* cudart_symbol,
   for (CUpti_CallbackId id : kDriver) {
     r = a.enable_callback(1, g_subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id);
     if (r != CUPTI_SUCCESS) return fail("cuptiEnableCallback(driver)", r);
+  }
+  // Graph nodes (EV_GRAPH_NODE): without them, a kernel a graph runs is known by its launch
+  // only, not by the call that captured it. A CUPTI that refuses loses that alone.
+  if (a.get_graph_node_id != nullptr &&
+      (a.enable_callback(1, g_subscriber, CUPTI_CB_DOMAIN_RESOURCE,
+                         CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED) != CUPTI_SUCCESS ||
+       a.enable_callback(1, g_subscriber, CUPTI_CB_DOMAIN_RESOURCE,
+                         CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED) != CUPTI_SUCCESS)) {
+    g_api.get_graph_node_id = nullptr;
   }
   TakeClockSample();
   *reason = "CUPTI activity records (" + how + ")";

@@ -32,6 +32,7 @@ struct ThreadState {
   uint32_t api_corr;     // correlation id of the current runtime call (set at callback enter)
   uint16_t in_runtime;   // > 0 while an agent runtime interposer runs the real function
   uint16_t rt_cb_depth;  // > 0 between a runtime API callback's enter and exit
+  uint32_t rt_cbid;      // callback id of the outermost runtime call (valid while rt_cb_depth > 0)
   uint64_t rt_t0;        // enter time (ticks) of a runtime call recorded from callbacks
   uint64_t drv_t0;       // enter time (ticks) of a driver launch recorded from callbacks
 };

@@ -5,9 +5,12 @@
 // itself checks what the API returns, that bytes really moved, and what gpusim's observer
 // interface (gpusim_internal.h, used by the simulated CUPTI) saw: every graph call reported at
 // enter and exit with its CUPTI runtime cbid, every op of a launch with the graph's id, its
-// node's id and the cudaGraphLaunch's correlation id. Prints one "ok <check>" line per passed
-// check, "FAIL <check>: ..." otherwise, "host_node_runs <n>" and "failures <n>"; exit code =
-// number of failures.
+// node's id and the cudaGraphLaunch's correlation id; and the graph node events
+// (gpusim_set_graph_observer): instantiation gives every node a copy with an id of its own
+// (child graphs flattened), a child graph is cloned in. Prints one "ok <check>" line per passed
+// check, "FAIL <check>: ..." otherwise, "host_node_runs <n>", "exec_node_first <id>" and
+// "clone_node_first <id>" (the ids of gk_first's node in the executable graph and in the graph it
+// was instantiated from) and "failures <n>"; exit code = number of failures.
 //
 // Kernels (their names are unique so the test finds them in the truth):
 // - main graph, 6 launches: gk_first and gk_second, grid 64 (launches 1-3), gk_first grid 256
@@ -68,6 +71,7 @@ struct OpRec {
 static std::mutex g_mu;
 static std::vector<ApiRec> g_api;
 static std::vector<OpRec> g_ops;
+static std::vector<GpusimGraphNodeEvent> g_node_events;
 
 static void OnApi(void*, int domain, int is_exit, int cbid, const char* func, const char*,
                   uint32_t corr, const void*, const void* ret) {
@@ -79,6 +83,23 @@ static void OnApi(void*, int domain, int is_exit, int cbid, const char* func, co
 static void OnOp(void*, const GpusimOpRecord* rec) {
   std::lock_guard<std::mutex> lock(g_mu);
   g_ops.push_back(OpRec{rec->kind, rec->correlation_id, rec->graph_id, rec->graph_node_id});
+}
+
+static void OnGraphNode(void*, const GpusimGraphNodeEvent* ev) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  g_node_events.push_back(*ev);
+}
+
+// The CLONED events of the instantiation of `exec`: original node -> exec node id.
+static std::map<const void*, uint64_t> ExecNodesOf(cudaGraphExec_t exec) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  std::map<const void*, uint64_t> m;
+  for (const GpusimGraphNodeEvent& ev : g_node_events) {
+    if (ev.what == GPUSIM_GRAPHNODE_CLONED && ev.graph_exec == exec) {
+      m[ev.original_node] = ev.node_id;
+    }
+  }
+  return m;
 }
 
 static void Check(bool ok, const char* what, const char* detail = "") {
@@ -152,6 +173,12 @@ int main() {
       dlsym(RTLD_DEFAULT, "gpusim_set_observer"));
   Check(set_observer != nullptr, "observer_interface");
   if (set_observer != nullptr) set_observer(OnApi, OnOp, nullptr);
+  auto set_graph_observer = reinterpret_cast<decltype(&gpusim_set_graph_observer)>(
+      dlsym(RTLD_DEFAULT, "gpusim_set_graph_observer"));
+  auto graph_node_id = reinterpret_cast<decltype(&gpusim_graph_node_id)>(
+      dlsym(RTLD_DEFAULT, "gpusim_graph_node_id"));
+  Check(set_graph_observer != nullptr && graph_node_id != nullptr, "graph_observer_interface");
+  if (set_graph_observer != nullptr) set_graph_observer(OnGraphNode, nullptr);
   cudaStream_t s1, s2;
   CheckCall(cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking), "stream_s1");
   CheckCall(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking), "stream_s2");
@@ -306,6 +333,23 @@ int main() {
 
   cudaGraphExec_t exec;
   CheckCall(cudaGraphInstantiate(&exec, clone, 0), "instantiate");
+  // Each of the clone's 7 nodes has its exec node, with a new id.
+  {
+    std::map<const void*, uint64_t> exec_nodes = ExecNodesOf(exec);
+    cudaGraphNode_t clone_nodes[7];
+    size_t clone_count = 7;
+    cudaGraphGetNodes(clone, clone_nodes, &clone_count);
+    bool all = exec_nodes.size() == 7 && clone_count == 7;
+    std::set<uint64_t> ids;
+    for (size_t i = 0; all && i < clone_count; ++i) {
+      auto it = exec_nodes.find(clone_nodes[i]);
+      all = it != exec_nodes.end() && it->second != graph_node_id(clone_nodes[i]);
+      if (all) ids.insert(it->second);
+    }
+    Check(all && ids.size() == 7, "instantiate_clones_every_node");
+    printf("exec_node_first %llu\n", static_cast<unsigned long long>(exec_nodes[c.first]));
+    printf("clone_node_first %llu\n", static_cast<unsigned long long>(graph_node_id(c.first)));
+  }
   for (int launch = 1; launch <= 3; ++launch) {
     for (int i = 0; i < kN; ++i) h_in[i] = static_cast<float>(launch * 10000 + i);
     CheckCall(cudaGraphLaunch(exec, s1), "launch");
@@ -424,8 +468,38 @@ int main() {
   Check(owned != child && CountNodes(owned) == 3, "child_is_a_copy");
   cudaGraphNodeGetType(p_child, &type);
   Check(type == cudaGraphNodeTypeGraph, "type_graph");
+  // The child was cloned in: a CLONED event per node of the copy (from the child's nodes), then
+  // the CREATED of the child graph node.
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    size_t n = g_node_events.size();
+    bool ok = n >= 5;
+    const void* originals[] = {ch_set, ch_a, ch_b};
+    for (int i = 0; ok && i < 3; ++i) {
+      const GpusimGraphNodeEvent& ev = g_node_events[n - 5 + i];
+      ok = ev.what == GPUSIM_GRAPHNODE_CLONED && ev.graph == owned && ev.original_graph == child &&
+           ev.original_node == originals[i];
+    }
+    const GpusimGraphNodeEvent& added = g_node_events[n - 2];
+    ok = ok && added.what == GPUSIM_GRAPHNODE_CREATED && added.node == p_child &&
+         added.graph == parent && added.node_type == cudaGraphNodeTypeGraph;
+    const GpusimGraphNodeEvent& record = g_node_events[n - 1];
+    ok = ok && record.node == p_record && record.node_type == cudaGraphNodeTypeEventRecord;
+    Check(ok, "child_graph_cloned_in_events");
+  }
   cudaGraphExec_t parent_exec;
   CheckCall(cudaGraphInstantiate(&parent_exec, parent, 0), "instantiate_parent");
+  // The executable graph's nodes: the root, the child's three (flattened), the record node.
+  {
+    std::map<const void*, uint64_t> exec_nodes = ExecNodesOf(parent_exec);
+    cudaGraphNode_t owned_nodes[3];
+    size_t owned_count = 3;
+    cudaGraphGetNodes(owned, owned_nodes, &owned_count);
+    bool ok = exec_nodes.size() == 5 && owned_count == 3 && exec_nodes.count(p_root) == 1 &&
+              exec_nodes.count(p_record) == 1 && exec_nodes.count(p_child) == 0;
+    for (size_t i = 0; ok && i < owned_count; ++i) ok = exec_nodes.count(owned_nodes[i]) == 1;
+    Check(ok, "instantiate_flattens_child_graph_nodes");
+  }
   CheckCall(cudaGraphLaunch(parent_exec, s2), "launch_parent");
   CheckCall(cudaStreamWaitEvent(s1, done, 0), "wait_record_node");
   gk_after<<<1, 32, 0, s1>>>();
