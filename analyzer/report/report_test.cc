@@ -47,6 +47,19 @@ std::string ReadAll(const std::string& path) {
   return ss.str();
 }
 
+// The data rows of DIR/ops.csv, split at every ',' (for files whose fields are not quoted), each
+// checked to have all 16 columns.
+std::vector<std::vector<std::string>> OpsRows(const std::string& dir) {
+  std::vector<std::string> lines =
+      absl::StrSplit(ReadAll(dir + "/ops.csv"), '\n', absl::SkipEmpty());
+  std::vector<std::vector<std::string>> rows;
+  for (size_t i = 1; i < lines.size(); ++i) {
+    rows.push_back(absl::StrSplit(lines[i], ','));
+    REQUIRE(rows.back().size() >= 16);
+  }
+  return rows;
+}
+
 Event Coll(ProfileBuilder& b, uint64_t dur, uint64_t comm, uint64_t seq) {
   Event e;
   e.set_kind(EV_COLLECTIVE);
@@ -1540,15 +1553,8 @@ TEST_CASE("nested steps: an op after the inner step ends belongs to the enclosin
   CHECK(s["stats"]["tokens_per_s"] == 4000.0);
   CHECK(s["buckets_model_avg_ms"]["norm"]["ms"] == 0.025);    // 50 us over 2 steps
   CHECK(s["buckets_model_avg_ms"]["mlp.act"]["ms"] == 0.05);  // 100 us over 2 steps
-  std::vector<std::string> rows = absl::StrSplit(ReadAll(dir + "/ops.csv"), '\n',
-                                                 absl::SkipEmpty());
-  REQUIRE(rows.size() == 3);
   std::vector<std::string> steps;
-  for (size_t i = 1; i < rows.size(); ++i) {
-    std::vector<std::string> f = absl::StrSplit(rows[i], ',');
-    REQUIRE(f.size() >= 15);
-    steps.push_back(f[14]);
-  }
+  for (const auto& f : OpsRows(dir)) steps.push_back(f[14]);
   CHECK(steps == std::vector<std::string>{"1", "0"});  // steps by start: verify 0, draft 1
 }
 
@@ -1632,15 +1638,8 @@ TEST_CASE("ops.csv NVTX path: overlapping start/end ranges, an ended one is not 
   }
   std::string printed;
   REQUIRE(RunReport(dir, dir, ReportOptions(), &printed).ok());
-  std::vector<std::string> rows =
-      absl::StrSplit(ReadAll(dir + "/ops.csv"), '\n', absl::SkipEmpty());
-  REQUIRE(rows.size() == 3);
   std::vector<std::string> paths;
-  for (size_t i = 1; i < rows.size(); ++i) {
-    std::vector<std::string> f = absl::StrSplit(rows[i], ',');
-    REQUIRE(f.size() >= 16);
-    paths.push_back(f[15]);
-  }
+  for (const auto& f : OpsRows(dir)) paths.push_back(f[15]);
   CHECK(paths == std::vector<std::string>{"step", "step/work"});
 }
 
@@ -1678,13 +1677,8 @@ TEST_CASE("ops.csv: an NCCL kernel timed with CUDA events is joined to its call"
   }
   std::string printed;
   REQUIRE(RunReport(dir, dir, ReportOptions(), &printed).ok());
-  std::vector<std::string> rows =
-      absl::StrSplit(ReadAll(dir + "/ops.csv"), '\n', absl::SkipEmpty());
-  REQUIRE(rows.size() == 3);
   std::vector<std::string> got;
-  for (size_t i = 1; i < rows.size(); ++i) {
-    std::vector<std::string> f = absl::StrSplit(rows[i], ',');
-    REQUIRE(f.size() >= 16);
+  for (const auto& f : OpsRows(dir)) {
     // launch_ns, api_dur_ns, start_ns, launch_to_start_ns, step, nvtx_path
     got.push_back(absl::StrJoin({f[8], f[9], f[10], f[13], f[14], f[15]}, ","));
   }
@@ -1819,15 +1813,8 @@ TEST_CASE("graph nodes: a replayed kernel takes the NVTX range its node was capt
   for (const auto& a : (*s)["host"]["api"]) {
     CHECK(a["name"].get<std::string>().find("GRAPH_NODE") == std::string::npos);
   }
-  std::vector<std::string> rows =
-      absl::StrSplit(ReadAll(dir + "/ops.csv"), '\n', absl::SkipEmpty());
-  REQUIRE(rows.size() == 6);
   std::vector<std::string> paths;
-  for (size_t i = 1; i < rows.size(); ++i) {
-    std::vector<std::string> f = absl::StrSplit(rows[i], ',');
-    REQUIRE(f.size() >= 16);
-    paths.push_back(f[15]);
-  }
+  for (const auto& f : OpsRows(dir)) paths.push_back(f[15]);
   CHECK(paths == std::vector<std::string>{
                      "step/decode/(graph)/capture/qkv_proj", "step/decode/(graph)/capture/o_proj",
                      "step/decode/(graph)/capture", "step/decode", "step/decode"});
