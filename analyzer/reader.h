@@ -161,6 +161,13 @@ struct EventView {
   absl::string_view coll, step;  // serialized Collective / StepInfo; empty when absent
 };
 
+// What an EV_ALLOC/EV_FREE allocates or frees, unique among the live allocations of a process:
+// the pointer, or for physical memory of the driver's virtual memory management (MEM_VMM) its
+// handle, kept apart from pointers (user-space addresses never have the top bit set).
+inline uint64_t MemoryKey(const EventView& e) {
+  return e.copy_kind == MEM_VMM ? (e.ptr | (1ull << 63)) : e.ptr;
+}
+
 // A device op as ScanFile hands it out (absolute times and correlation id).
 struct OpView {
   uint32_t device = 0;

@@ -36,7 +36,8 @@ enum class EvType : uint8_t {
   kGroup = 16,
   kComm = 17,
   kMarker = 18,
-  kGraphNode = 19,    // gen.a = node id, gen.b = id of the node it copies (0 = a new node)
+  kGraphNode = 19,    // gen.a = node id, gen.b = id of the node it copies (0 = a new node);
+                      // a new node's NVTX context (model::ThreadNvtxContext) in `extra` slots
   // Internal kinds (not EventKind values):
   kDeviceOp = 64,     // device activity (payload.dev), t0/t1 already host-monotonic ns
   kStack = 65,        // host stack: `extra` slots hold aux frames (uint64 ip each)

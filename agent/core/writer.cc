@@ -789,6 +789,10 @@ void EncodeEvent(WriterState* w, BatchBuilder* b, const RawEvent& e, const uint8
       break;
     }
     case EvType::kGraphNode:
+      if (extra_len > 0) {  // its NVTX context (model::ThreadNvtxContext)
+        size_t len = strnlen(reinterpret_cast<const char*>(extra), extra_len);
+        m.U64(4, InternString(std::string(reinterpret_cast<const char*>(extra), len)));
+      }
       m.U64(38, e.gen.a);
       m.U64(39, e.gen.b);
       break;

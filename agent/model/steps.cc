@@ -189,6 +189,19 @@ void OnHostSync(uint64_t /*t0*/, uint64_t t1, uint64_t stream) {
 
 void SetOpenRangeFlusher(void (*fn)()) { g_flusher.store(fn, std::memory_order_release); }
 
+namespace {
+std::atomic<size_t (*)(char*, size_t)> g_thread_context{nullptr};
+}  // namespace
+
+void SetThreadNvtxContext(size_t (*fn)(char* out, size_t cap)) {
+  g_thread_context.store(fn, std::memory_order_release);
+}
+
+size_t ThreadNvtxContext(char* out, size_t cap) {
+  auto fn = g_thread_context.load(std::memory_order_acquire);
+  return fn != nullptr ? fn(out, cap) : 0;
+}
+
 void Shutdown() {
   if (g_shutdown_done.exchange(true)) return;  // the core and the NVTX surface may both call it
   if (auto fn = g_flusher.load(std::memory_order_acquire)) fn();

@@ -63,6 +63,16 @@ void Shutdown();
 // The NVTX surface registers the function that emits its still-open ranges (kNvtxPush).
 void SetOpenRangeFlusher(void (*fn)());
 
+// The NVTX context of the calling thread: its open push/pop ranges, outermost first, as their
+// messages separated by kContextSeparator, each cut at kContextSegmentBytes, at most `cap` bytes
+// in all (whole segments only). Returns the bytes written (0: no open range, or no NVTX surface).
+// Recorded with the graph nodes a thread makes (EV_GRAPH_NODE), whatever the schedule: a graph
+// captured before recording began runs in recorded steps. The NVTX surface registers it.
+constexpr char kContextSeparator = '\x1f';
+constexpr size_t kContextSegmentBytes = 128;
+size_t ThreadNvtxContext(char* out, size_t cap);
+void SetThreadNvtxContext(size_t (*fn)(char* out, size_t cap));
+
 // Counters, for tests and the shutdown note.
 struct Stats {
   uint64_t steps = 0;        // step boundaries seen (recorded or not)

@@ -313,9 +313,9 @@ class FileConverter : public ViewVisitor {
         uint64_t bytes = e.bytes;
         uint32_t device = e.device;
         if (kind == EV_ALLOC) {
-          if (e.ret == 0 && e.ptr != 0) live_[e.ptr] = LiveAlloc{bytes, e.device};
+          if (e.ret == 0 && e.ptr != 0) live_[MemoryKey(e)] = LiveAlloc{bytes, e.device};
         } else {
-          auto it = live_.find(e.ptr);
+          auto it = live_.find(MemoryKey(e));
           if (it != live_.end()) {
             if (bytes == 0) bytes = it->second.bytes;
             device = it->second.device;  // freed where it was allocated, whatever is current

@@ -600,7 +600,6 @@ struct CommInfo {
 };
 
 struct MemDev {
-  absl::flat_hash_map<uint64_t, uint64_t> live;
   uint64_t cur = 0, peak = 0, peak_at = 0, allocs = 0, frees = 0, alloc_bytes = 0;
 };
 
@@ -638,25 +637,39 @@ class MemTimeline {
 
  private:
   void Apply(const MemEvent& e) {
-    MemDev& m = (*devs_)[e.device];
     if (e.alloc) {
+      MemDev& m = (*devs_)[e.device];
       ++m.allocs;
       m.alloc_bytes += e.bytes;
       m.cur += e.bytes;
-      m.live[e.ptr] += e.bytes;
+      Live& l = live_[e.ptr];
+      l.bytes += e.bytes;
+      l.device = e.device;
       if (m.cur > m.peak) {
         m.peak = m.cur;
         m.peak_at = e.t;
       }
     } else {
+      // Freed from the device it was allocated on, whichever device was current at the free.
+      auto it = live_.find(e.ptr);
+      uint64_t b = e.bytes;
+      uint32_t device = e.device;
+      if (it != live_.end()) {
+        b = it->second.bytes;
+        device = it->second.device;
+        live_.erase(it);
+      }
+      MemDev& m = (*devs_)[device];
       ++m.frees;
-      auto it = m.live.find(e.ptr);
-      uint64_t b = it != m.live.end() ? it->second : e.bytes;
-      if (it != m.live.end()) m.live.erase(it);
       m.cur = m.cur >= b ? m.cur - b : 0;
     }
   }
 
+  struct Live {
+    uint64_t bytes = 0;
+    uint32_t device = 0;
+  };
+  absl::flat_hash_map<uint64_t, Live> live_;  // by MemoryKey
   std::map<uint32_t, MemDev>* devs_;
   std::priority_queue<MemEvent, std::vector<MemEvent>, std::greater<MemEvent>> pending_;
   uint64_t newest_ = 0;
@@ -892,12 +905,17 @@ class FileAnalysis : public ViewVisitor {
   absl::flat_hash_map<std::pair<int32_t, uint32_t>, int32_t> path_index_;
   // Graph nodes (EV_GRAPH_NODE) by id: the NVTX context of the call that made the node (a copy
   // has its original's), which the ops a graph launch runs take instead of the launch's.
+  // Collected in pass 1 (a copy may be written before its original: another thread's batch),
+  // resolved when pass 2 begins.
   struct NodeContext {
     int16_t model = -1;  // as OpenRange.model
     int32_t path = -1;   // ops.csv path id, -1 = none or not needed
   };
   absl::flat_hash_map<uint64_t, NodeContext> graph_nodes_;
-  void GraphNode(const EventView& e);
+  absl::flat_hash_map<uint64_t, uint32_t> node_made_;    // new node -> its context string id
+  absl::flat_hash_map<uint64_t, uint64_t> node_source_;  // copy -> the node it copies
+  void ResolveGraphNodes();
+  NodeContext ContextOf(uint32_t context);
   // ops.csv path of a graph node's op: the launch's path, "(graph)", the node's (by id pair).
   absl::flat_hash_map<std::pair<int32_t, int32_t>, int32_t> graph_paths_;
   absl::flat_hash_map<std::string, int32_t> node_path_index_;  // a node's path -> path id
@@ -1144,7 +1162,15 @@ int FileAnalysis::ApiEngineBucket(uint32_t name) {
 }
 
 void FileAnalysis::Host1(const EventView& e) {
-  if (e.kind == EV_GRAPH_NODE) return;  // bookkeeping, recorded outside the schedule too
+  if (e.kind == EV_GRAPH_NODE) {  // bookkeeping, recorded outside the schedule too: no span
+    if (e.graph_node == 0) return;
+    if (e.source_graph_node != 0) {
+      node_source_[e.graph_node] = e.source_graph_node;
+    } else {
+      node_made_[e.graph_node] = e.name;
+    }
+    return;
+  }
   t0_ = std::min(t0_, e.start_ns);
   t1_ = std::max(t1_, e.end_ns);
   if (e.kind == EV_COLLECTIVE && !e.captured) {
@@ -1400,6 +1426,7 @@ absl::Status FileAnalysis::Pass2(const std::string& csv_part) {
     // Every part has the header; the merge keeps the first part's only.
     csv_.Commit(PutStr(csv_.Reserve(sizeof(kCsvHeader)), kCsvHeader));
   }
+  ResolveGraphNodes();
   FileSummary again;
   absl::Status s = ScanFile(path_, this, &again);
   if (s.ok()) {
@@ -1636,10 +1663,7 @@ const std::string& FileAnalysis::CsvName(uint32_t name_id, int bucket) {
 
 void FileAnalysis::Host2(const EventView& e) {
   const int kind = e.kind;
-  if (kind == EV_GRAPH_NODE) {
-    GraphNode(e);
-    return;
-  }
+  if (kind == EV_GRAPH_NODE) return;  // pass 1 took it
   if (kind == EV_API) GraphApi(e);
   if (kind == EV_GRAPH_LAUNCH && !e.captured && e.ret == 0 && e.corr != 0 && !host_mode_) {
     auto x = exec_calls_.find(e.graph);
@@ -1694,7 +1718,7 @@ void FileAnalysis::Host2(const EventView& e) {
       // Device memory only (pinned and registered host memory is the host's), and only what a
       // call did allocate or free: a failed call changed nothing.
       if (e.ret != 0 || e.copy_kind == MEM_HOST_PINNED) break;
-      mem_timeline_.Add(MemEvent{e.start_ns, e.ptr, e.bytes, e.device, kind == EV_ALLOC});
+      mem_timeline_.Add(MemEvent{e.start_ns, MemoryKey(e), e.bytes, e.device, kind == EV_ALLOC});
       break;
     }
     case EV_COLLECTIVE: {
@@ -1990,7 +2014,10 @@ void FileAnalysis::Emit(const PendingOp& op, const PendingLaunch* l) {
                                                     : ctx_->others;
     }
   }
-  uint32_t name_id = op.name != 0 ? op.name : l != nullptr ? l->name : 0;
+  // An unnamed op is named by its launch; a copy or set a graph ran, by its bucket (the graph
+  // launch's name is the whole graph's, as under CUDA-event timing).
+  const bool by_launch = l != nullptr && (!l->graph || op.kind == DOP_OTHER);
+  uint32_t name_id = op.name != 0 ? op.name : by_launch ? l->name : 0;
   const std::string& bname = ctx_->buckets[bucket];
   KernelAgg& k = Kernel((uint64_t(name_id) << 16) | uint64_t(bucket));
   k.d.Add(double(dur));
@@ -2223,45 +2250,64 @@ uint32_t FileAnalysis::UidIndex(const std::string& uid) {
   return u->second;
 }
 
-// A graph node made (EV_GRAPH_NODE): a new one takes the NVTX context of its thread then (for a
-// captured call, the call's); a copy (instantiation, cudaGraphClone) its original's. Ids are
-// unique in a process; a copy of a node the file does not have has no context.
-void FileAnalysis::GraphNode(const EventView& e) {
-  if (e.graph_node == 0) return;
-  if (e.source_graph_node != 0) {
-    auto src = graph_nodes_.find(e.source_graph_node);
-    if (src == graph_nodes_.end()) {
-      graph_nodes_.erase(e.graph_node);
-      return;
-    }
-    const NodeContext c = src->second;
-    graph_nodes_[e.graph_node] = c;
+// Graph nodes (EV_GRAPH_NODE): each node, through the copies, to the context its original was
+// made in. A copy of a node the file does not have (or a chain longer than any real one) has
+// none: its ops keep their launch's.
+void FileAnalysis::ResolveGraphNodes() {
+  if (node_made_.empty()) {
+    absl::flat_hash_map<uint64_t, uint64_t>().swap(node_source_);
     return;
   }
-  NodeContext c;
-  if (const OpenRange* in = Innermost(e.thread, e.start_ns)) {
-    c.model = in->model;
-    // Its ops.csv path leaves out step and run ranges: the ops are in the steps that launch
-    // them, not in the one that captured them.
-    if (csv_.is_open()) {
-      std::string p;
-      for (const OpenRange& o : cached_sweep_->stack) {
-        if (o.r.frame) continue;
-        const std::string& label = Str(o.r.name);
-        absl::StrAppend(&p, p.empty() ? "" : "/", label.empty() ? "?" : label);
+  absl::flat_hash_map<uint32_t, NodeContext> by_context;
+  auto context = [&](uint32_t c) {
+    auto it = by_context.find(c);
+    if (it == by_context.end()) it = by_context.emplace(c, ContextOf(c)).first;
+    return it->second;
+  };
+  for (const auto& m : node_made_) graph_nodes_[m.first] = context(m.second);
+  for (const auto& c : node_source_) {
+    uint64_t at = c.second;
+    for (int hops = 0; hops < 64; ++hops) {
+      auto made = node_made_.find(at);
+      if (made != node_made_.end()) {
+        graph_nodes_[c.first] = context(made->second);
+        break;
       }
-      if (!p.empty()) {
-        auto it = node_path_index_.find(p);
-        if (it == node_path_index_.end()) {
-          it = node_path_index_.emplace(p, int32_t(paths_.size())).first;
-          csv_paths_.push_back(CsvField(p));
-          paths_.push_back(std::move(p));
-        }
-        c.path = it->second;
-      }
+      auto next = node_source_.find(at);
+      if (next == node_source_.end()) break;
+      at = next->second;
     }
   }
-  graph_nodes_.emplace(e.graph_node, c);
+  absl::flat_hash_map<uint64_t, uint32_t>().swap(node_made_);
+  absl::flat_hash_map<uint64_t, uint64_t>().swap(node_source_);
+}
+
+// A node's NVTX context (Event.name of EV_GRAPH_NODE: range messages, outermost first, joined
+// by '\x1f'): the model bucket of its innermost model-mapped range, and its ops.csv path, step
+// and run ranges left out (the ops are in the steps that launch them, not the one that
+// captured them).
+FileAnalysis::NodeContext FileAnalysis::ContextOf(uint32_t context) {
+  NodeContext c;
+  if (context == 0 || context >= strings_.size()) return c;
+  std::vector<absl::string_view> segments = absl::StrSplit(Str(context), '\x1f');
+  std::string path;
+  for (absl::string_view seg : segments) {
+    const std::string msg(seg);
+    if (SearchPrefix(msg, ctx_->step_re) || SearchPrefix(msg, ctx_->run_re)) continue;
+    const std::string b = ctx_->rules.Match(RuleScope::kModel, RuleTarget::kNvtx, msg);
+    if (!b.empty() && ctx_->Bucket(b) >= 0) c.model = int16_t(ctx_->Bucket(b));  // innermost
+    absl::StrAppend(&path, path.empty() ? "" : "/", msg.empty() ? "?" : msg);
+  }
+  if (csv_.is_open() && !path.empty()) {
+    auto it = node_path_index_.find(path);
+    if (it == node_path_index_.end()) {
+      it = node_path_index_.emplace(path, int32_t(paths_.size())).first;
+      csv_paths_.push_back(CsvField(path));
+      paths_.push_back(std::move(path));
+    }
+    c.path = it->second;
+  }
+  return c;
 }
 
 int32_t FileAnalysis::GraphPath(int32_t launch_path, int32_t node_path) {

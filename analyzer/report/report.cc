@@ -252,8 +252,9 @@ std::string RenderMarkdown(const Json& s) {
     }
     md += "\n";
     // Under CUDA-event timing a graph launch is one op: its kernels are not broken down.
+    const bool events = s["meta"]["gpu_timing"] == "events" || s["meta"]["gpu_timing"] == "mixed";
     for (const Json& k : s["kernels"]) {
-      if (absl::StartsWith(k["name"].get<std::string>(), "cudaGraphLaunch")) {
+      if (events && absl::StartsWith(k["name"].get<std::string>(), "cudaGraphLaunch")) {
         md +=
             "`cudaGraphLaunch` rows are whole graph launches (CUDA-event timing times a graph "
             "as one op); CUPTI timing reports each kernel a graph runs.\n\n";

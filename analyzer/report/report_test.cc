@@ -730,6 +730,49 @@ TEST_CASE("memory: device allocations that succeeded, per device; host memory an
   CHECK(devs[1]["final_bytes"] == 4 << 20);
 }
 
+// Physical memory of the driver's virtual memory management (cuMemCreate/cuMemRelease, MemKind
+// MEM_VMM) is known by its handle, which may equal some allocation's address: the two are kept
+// apart. A free counts on the device of what it frees, whichever device its call named (a
+// cuMemRelease or a cudaFree made while another device was current).
+TEST_CASE("memory: VMM handles apart from pointers; frees count on their allocation's device") {
+  const std::string dir = TmpDir("memory_vmm");
+  {
+    ProfileBuilder b(dir + "/rank0.pb");
+    b.WriteHeader(0, 1, "h0", GPU_TIMING_CUPTI);
+    uint64_t t = 0;
+    auto mem = [&](EventKind kind, uint64_t ptr, uint64_t bytes, uint32_t mkind, uint32_t dev) {
+      Event e;
+      e.set_kind(kind);
+      e.set_dur(kUs);
+      e.set_ptr(ptr);
+      e.set_bytes(bytes);
+      e.set_copy_kind(mkind);
+      e.set_device(dev);
+      b.Host(1, t += 10 * kUs, 0, e);
+    };
+    mem(EV_ALLOC, 0x5000, 1 << 20, MEM_DEVICE, 0);
+    mem(EV_ALLOC, 0x5000, 2 << 20, MEM_VMM, 1);  // handle 0x5000 on device 1
+    mem(EV_ALLOC, 0x6000, 4 << 20, MEM_VMM, 1);
+    mem(EV_FREE, 0x5000, 0, MEM_VMM, 0);     // released while device 0 was current
+    mem(EV_FREE, 0x5000, 0, MEM_DEVICE, 1);  // and the cudaFree while device 1 was
+    b.Close(true);
+  }
+  auto s = BuildSummary({dir + "/rank0.pb"}, ReportOptions(), "");
+  REQUIRE(s.ok());
+  const auto& devs = (*s)["memory"]["devices"];
+  REQUIRE(devs.size() == 2);
+  CHECK(devs[0]["device"] == 0);
+  CHECK(devs[0]["allocs"] == 1);
+  CHECK(devs[0]["frees"] == 1);
+  CHECK(devs[0]["peak_bytes"] == 1 << 20);
+  CHECK(devs[0]["final_bytes"] == 0);
+  CHECK(devs[1]["device"] == 1);
+  CHECK(devs[1]["allocs"] == 2);
+  CHECK(devs[1]["frees"] == 1);
+  CHECK(devs[1]["peak_bytes"] == 6 << 20);
+  CHECK(devs[1]["final_bytes"] == 4 << 20);
+}
+
 // A free on one thread between two allocations on another: the file holds the allocating
 // thread's batch first (the writer drains one ring at a time), but the peak is in time order.
 TEST_CASE("memory: allocations and frees from several threads count in time order") {
@@ -1743,39 +1786,42 @@ TEST_CASE("graph launches: every node counted in either record order; one latenc
 }
 
 // A kernel a graph launch runs was launched, in the code, where its node was captured: the node
-// (EV_GRAPH_NODE, DeviceOp.graph_node) gives it the NVTX range of its captured call, through
-// the copy instantiation made. A node made outside any model range, a copy of a node the file
-// does not have, and an op without a node keep the launch's context.
+// (EV_GRAPH_NODE, DeviceOp.graph_node) carries the NVTX context it was made in (recorded whether
+// or not those ranges were), and the copies instantiation made lead to it, even when the
+// instantiating thread's records come first in the file. A node made outside any model range,
+// a copy of a node the file does not have, and an op without a node keep the launch's context.
 TEST_CASE("graph nodes: a replayed kernel takes the NVTX range its node was captured in") {
   const std::string dir = TmpDir("graph_node_context");
   {
     ProfileBuilder b(dir + "/rank0.pb");
     b.WriteHeader(0, 1, "h", GPU_TIMING_CUPTI);
-    const uint32_t capture = b.Str("capture"), qkv = b.Str("qkv_proj"), o = b.Str("o_proj");
     const uint32_t step = b.Str("step tokens=4"), decode = b.Str("decode");
     const uint32_t gemm = b.Str("sm90_xmma_gemm_f16f16"), g = b.Str("cudaGraphLaunch");
-    auto node = [](uint64_t id, uint64_t source) {
+    auto node = [](uint64_t id, uint64_t source, uint32_t context) {
       Event e;
       e.set_kind(EV_GRAPH_NODE);
       e.set_graph_node(id);
       e.set_source_graph_node(source);
+      e.set_name(context);
       return e;
     };
-    b.Host(1, 0, 0, ProfileBuilder::Nvtx(capture, 100 * kUs, 0));
-    b.Host(1, 10 * kUs, 0, ProfileBuilder::Nvtx(qkv, 10 * kUs, 1));
+    // Instantiation on thread 2 copies the nodes; its batch is in the file first.
+    b.Host(2, 200 * kUs, 0, node(11, 1, 0));
+    b.Host(2, 201 * kUs, 0, node(12, 2, 0));
+    b.Host(2, 202 * kUs, 0, node(13, 3, 0));
+    b.Host(2, 203 * kUs, 0, node(14, 99, 0));  // a copy of a node not in the file
+    b.Flush();
+    // The capture on thread 1, inside ranges that were not recorded (a paused schedule).
     Event captured = ProfileBuilder::Launch(gemm, 2 * kUs);
     captured.set_captured(true);
     b.Host(1, 11 * kUs, 1, captured);
-    b.Host(1, 12 * kUs, 0, node(1, 0));  // inside the captured call's range
-    b.Host(1, 30 * kUs, 0, ProfileBuilder::Nvtx(o, 10 * kUs, 1));
+    b.Host(1, 12 * kUs, 0,
+           node(1, 0,
+                b.Str("run warmup=1\x1f"
+                      "capture\x1fqkv_proj")));
     b.Host(1, 31 * kUs, 2, captured);
-    b.Host(1, 32 * kUs, 0, node(2, 0));
-    b.Host(1, 50 * kUs, 0, node(3, 0));  // in "capture" only: no model range
-    // Instantiation copies the nodes; kernels name the copies.
-    b.Host(1, 200 * kUs, 0, node(11, 1));
-    b.Host(1, 201 * kUs, 0, node(12, 2));
-    b.Host(1, 202 * kUs, 0, node(13, 3));
-    b.Host(1, 203 * kUs, 0, node(14, 99));  // a copy of a node not in the file
+    b.Host(1, 32 * kUs, 0, node(2, 0, b.Str("capture\x1fo_proj")));
+    b.Host(1, 50 * kUs, 0, node(3, 0, b.Str("capture")));  // no model range
     b.Host(1, 300 * kUs, 0, ProfileBuilder::Nvtx(step, 300 * kUs, 0));
     b.Host(1, 300 * kUs, 0, ProfileBuilder::Nvtx(decode, 290 * kUs, 1));
     Event gl;

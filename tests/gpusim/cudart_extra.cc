@@ -1,7 +1,8 @@
 // Runtime functions that real programs call for hints and set-up, where the simulator has
 // nothing to model: managed-memory advice and prefetch, cache configuration, device choice,
 // driver entry points. They validate their arguments like the runtime and otherwise succeed (the
-// driver entry points fail as documented, see below), so third-party programs that use them run
+// driver entry points find the simulated driver's memory functions, cudart_driver.cc, and fail
+// as documented for every other symbol, see below), so third-party programs that use them run
 // on gpusim instead of stopping at cudaErrorNotSupported. Each reports itself to the observer and
 // records its error as the thread's last, like every entry point.
 #include <cuda_runtime_api.h>
@@ -46,14 +47,20 @@ cudaError_t AttachImpl(const ApiInfo& info, cudaStream_t stream, void* ptr, size
   return api.Return(cudaSuccess);
 }
 
-// The simulator has no driver library to look symbols up in: every lookup fails with
-// cudaErrorNotSupported, *funcPtr set to NULL and *driverStatus to
-// cudaDriverEntryPointSymbolNotFound, which callers that probe optional driver features take as
-// "not available" and fall back. Bad arguments are cudaErrorInvalidValue, as is a CUDA version
-// above the driver's (ByVersion).
+// There is no driver library to look symbols up in: the simulated driver's functions
+// (gpusim::DriverEntryPoint: cuMemCreate, cuMemAlloc, ... see cudart_driver.cc) are found, with
+// cudaSuccess and *driverStatus = cudaDriverEntryPointSuccess, for any version up to the
+// runtime's (a version below the one cuda.h's ABI of the symbol needs, e.g. cuMemAlloc's _v2
+// from 3.2, gets the same function). cuMemAllocAsync and cuMemFreeAsync come in their
+// per-thread-default-stream form (_ptsz) with cudaEnablePerThreadDefaultStream, or with
+// cudaEnableDefault through the _ptsz entry points (what a --default-stream per-thread build
+// calls). Every other lookup fails with cudaErrorNotSupported, *funcPtr set to NULL and
+// *driverStatus to cudaDriverEntryPointSymbolNotFound, which callers that probe optional driver
+// features take as "not available" and fall back. Bad arguments are cudaErrorInvalidValue, as
+// is a CUDA version above the driver's (ByVersion).
 cudaError_t DriverEntryPointImpl(const ApiInfo& info, const void* params, const char* symbol,
                                  void** func, unsigned version, unsigned long long flags,
-                                 cudaDriverEntryPointQueryResult* status) {
+                                 cudaDriverEntryPointQueryResult* status, bool pt) {
   ApiCall api(info, params, symbol);
   if (symbol == nullptr || func == nullptr ||
       (flags & ~static_cast<unsigned long long>(cudaEnableLegacyStream |
@@ -61,7 +68,13 @@ cudaError_t DriverEntryPointImpl(const ApiInfo& info, const void* params, const 
       version > CUDART_VERSION) {
     return api.Return(cudaErrorInvalidValue);
   }
-  *func = nullptr;
+  const bool per_thread =
+      (flags & cudaEnablePerThreadDefaultStream) != 0 || (flags == cudaEnableDefault && pt);
+  *func = gpusim::DriverEntryPoint(symbol, per_thread);
+  if (*func != nullptr) {
+    if (status != nullptr) *status = cudaDriverEntryPointSuccess;
+    return api.Return(cudaSuccess);
+  }
   if (status != nullptr) *status = cudaDriverEntryPointSymbolNotFound;
   return api.Return(cudaErrorNotSupported);
 }
@@ -137,7 +150,7 @@ cudaError_t cudaGetDriverEntryPoint(const char* symbol, void** funcPtr, unsigned
                                     cudaDriverEntryPointQueryResult* driverStatus) {
   static const ApiInfo kInfo("cudaGetDriverEntryPoint");
   cudaGetDriverEntryPoint_v11030_params params{symbol, funcPtr, flags, driverStatus};
-  return DriverEntryPointImpl(kInfo, &params, symbol, funcPtr, 0, flags, driverStatus);
+  return DriverEntryPointImpl(kInfo, &params, symbol, funcPtr, 0, flags, driverStatus, false);
 }
 
 cudaError_t cudaGetDriverEntryPoint_ptsz(const char* symbol, void** funcPtr,
@@ -145,7 +158,7 @@ cudaError_t cudaGetDriverEntryPoint_ptsz(const char* symbol, void** funcPtr,
                                          cudaDriverEntryPointQueryResult* driverStatus) {
   static const ApiInfo kInfo("cudaGetDriverEntryPoint_ptsz");
   cudaGetDriverEntryPoint_v11030_params params{symbol, funcPtr, flags, driverStatus};
-  return DriverEntryPointImpl(kInfo, &params, symbol, funcPtr, 0, flags, driverStatus);
+  return DriverEntryPointImpl(kInfo, &params, symbol, funcPtr, 0, flags, driverStatus, true);
 }
 
 cudaError_t cudaGetDriverEntryPointByVersion(const char* symbol, void** funcPtr,
@@ -154,8 +167,8 @@ cudaError_t cudaGetDriverEntryPointByVersion(const char* symbol, void** funcPtr,
   static const ApiInfo kInfo("cudaGetDriverEntryPointByVersion");
   cudaGetDriverEntryPointByVersion_v12050_params params{symbol, funcPtr, cudaVersion, flags,
                                                         driverStatus};
-  return DriverEntryPointImpl(kInfo, &params, symbol, funcPtr, cudaVersion, flags,
-                              driverStatus);
+  return DriverEntryPointImpl(kInfo, &params, symbol, funcPtr, cudaVersion, flags, driverStatus,
+                              false);
 }
 
 cudaError_t cudaGetDriverEntryPointByVersion_ptsz(const char* symbol, void** funcPtr,
@@ -165,8 +178,8 @@ cudaError_t cudaGetDriverEntryPointByVersion_ptsz(const char* symbol, void** fun
   static const ApiInfo kInfo("cudaGetDriverEntryPointByVersion_ptsz");
   cudaGetDriverEntryPointByVersion_v12050_params params{symbol, funcPtr, cudaVersion, flags,
                                                         driverStatus};
-  return DriverEntryPointImpl(kInfo, &params, symbol, funcPtr, cudaVersion, flags,
-                              driverStatus);
+  return DriverEntryPointImpl(kInfo, &params, symbol, funcPtr, cudaVersion, flags, driverStatus,
+                              true);
 }
 
 }  // extern "C"

@@ -138,7 +138,7 @@ cudaMemcpyKind SymbolCopyKind(cudaMemcpyKind kind, const void* other, bool to_sy
   if (kind != cudaMemcpyDefault) return kind;
   gpusim::Allocation a;
   bool found = gpusim::FindAllocation(other, nullptr, &a);
-  if (found && (a.kind == gpusim::MemKind::kDevice || a.kind == gpusim::MemKind::kManaged)) {
+  if (found && gpusim::OnDevice(a.kind)) {
     return cudaMemcpyDeviceToDevice;
   }
   return to_symbol ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost;

@@ -37,7 +37,27 @@ void* AlignedAlloc(size_t size) {
 // Page-locked or managed host memory, which the device accesses directly.
 bool IsPinned(const void* p) {
   gpusim::Allocation a;
-  return gpusim::FindAllocation(p, nullptr, &a) && a.kind != gpusim::MemKind::kDevice;
+  return gpusim::FindAllocation(p, nullptr, &a) && a.kind != gpusim::MemKind::kDevice &&
+         a.kind != gpusim::MemKind::kMapped;
+}
+
+// The bytes from the first to the last one a copy or set touches on one side.
+size_t Span(const Op& op, size_t pitch, size_t ysize) {
+  return ((op.depth - 1) * ysize + (op.height - 1)) * pitch + op.width;
+}
+
+// Memory reserved with the driver's cuMemAddressReserve is usable where it is mapped and
+// accessible (cuMemSetAccess); a copy or set touching the rest fails with
+// cudaErrorInvalidValue (the device would fault; here the host would).
+cudaError_t CheckMapped(const Op& op) {
+  if (!gpusim::VmmAccessible(op.dst, Span(op, op.dpitch, op.dysize), /*write=*/true)) {
+    return cudaErrorInvalidValue;
+  }
+  if (op.action == Op::kCopy &&
+      !gpusim::VmmAccessible(op.src, Span(op, op.spitch, op.sysize), /*write=*/false)) {
+    return cudaErrorInvalidValue;
+  }
+  return cudaSuccess;
 }
 
 bool ValidKind(int kind) { return kind >= cudaMemcpyHostToHost && kind <= cudaMemcpyDefault; }
@@ -92,7 +112,13 @@ cudaError_t Copy(ApiCall& api, void* dst, size_t dpitch, const void* src, size_t
   }
   Stream* s = gpusim::ResolveStream(stream, per_thread);
   if (s == nullptr) return cudaErrorInvalidResourceHandle;
-  EnqueueCopy(NewCopyOp(api.corr(), dst, dpitch, src, spitch, width, height, kind), s, sync);
+  Op* op = NewCopyOp(api.corr(), dst, dpitch, src, spitch, width, height, kind);
+  cudaError_t err = CheckMapped(*op);
+  if (err != cudaSuccess) {
+    delete op;
+    return err;
+  }
+  EnqueueCopy(op, s, sync);
   return cudaSuccess;
 }
 
@@ -106,6 +132,7 @@ cudaError_t Copy3D(ApiCall& api, const char* name, gpusim::UnsupportedOnce* unsu
   cudaError_t err = gpusim::InitCopyOpFromParms(op, *p);
   Stream* s = err == cudaSuccess ? gpusim::ResolveStream(stream, per_thread) : nullptr;
   if (err == cudaSuccess && s == nullptr) err = cudaErrorInvalidResourceHandle;
+  if (err == cudaSuccess && op->rec.bytes != 0) err = CheckMapped(*op);
   if (err != cudaSuccess || op->rec.bytes == 0) {
     delete op;
     if (err != cudaErrorNotSupported) return err;
@@ -133,7 +160,13 @@ cudaError_t Set(ApiCall& api, void* dst, size_t pitch, int value, size_t width, 
   if (dst == nullptr || pitch < width) return cudaErrorInvalidValue;
   Stream* s = gpusim::ResolveStream(stream, per_thread);
   if (s == nullptr) return cudaErrorInvalidResourceHandle;
-  EnqueueSet(NewSetOp(api.corr(), dst, pitch, value, width, height), s, dst, sync);
+  Op* op = NewSetOp(api.corr(), dst, pitch, value, width, height);
+  cudaError_t err = CheckMapped(*op);
+  if (err != cudaSuccess) {
+    delete op;
+    return err;
+  }
+  EnqueueSet(op, s, dst, sync);
   return cudaSuccess;
 }
 
@@ -152,6 +185,11 @@ cudaError_t Set3D(ApiCall& api, const cudaPitchedPtr& p, int value, const cudaEx
   gpusim::InitSetOp3D(op, p.ptr, e.height * e.depth > 1 ? p.pitch : e.width,
                       e.depth > 1 ? p.ysize : e.height, value, e.width, e.height, e.depth);
   op->rec.correlation_id = api.corr();
+  cudaError_t err = CheckMapped(*op);
+  if (err != cudaSuccess) {
+    delete op;
+    return err;
+  }
   EnqueueSet(op, s, p.ptr, sync);
   return cudaSuccess;
 }
@@ -268,6 +306,37 @@ cudaError_t MemsetImpl(const ApiInfo& info, void* dst, size_t pitch, int value, 
 
 }  // namespace
 
+namespace gpusim {
+
+cudaError_t DeviceMalloc(size_t size, void** out) {
+  int device = CurrentDevice();
+  if (size > kDeviceMemoryBytes - DeviceBytesInUse(device)) {
+    *out = nullptr;
+    return cudaErrorMemoryAllocation;
+  }
+  void* p = AlignedAlloc(size);
+  if (p == nullptr) return cudaErrorMemoryAllocation;
+  TrackAllocation(p, size, MemKind::kDevice, device);
+  *out = p;
+  return cudaSuccess;
+}
+
+cudaError_t DeviceFree(void* p) {
+  if (p == nullptr) return cudaSuccess;
+  // cudaFree synchronizes the device before releasing memory, as on hardware. An allocation
+  // from a pool goes back to it.
+  SynchronizeDevice(CurrentDevice());
+  if (PoolFreeNow(p)) {
+    ReleaseAfterSynchronize();
+    return cudaSuccess;
+  }
+  if (!UntrackAllocation(p, /*device_kinds=*/true)) return cudaErrorInvalidValue;
+  free(p);
+  return cudaSuccess;
+}
+
+}  // namespace gpusim
+
 extern "C" {
 
 // ---- Memory ---------------------------------------------------------------------------------
@@ -277,16 +346,7 @@ cudaError_t cudaMalloc(void** dev_ptr, size_t size) {
   cudaMalloc_v3020_params params{dev_ptr, size};
   ApiCall api(kInfo, &params);
   if (dev_ptr == nullptr) return api.Return(cudaErrorInvalidValue);
-  int device = gpusim::CurrentDevice();
-  if (size > gpusim::kDeviceMemoryBytes - gpusim::DeviceBytesInUse(device)) {
-    *dev_ptr = nullptr;
-    return api.Return(cudaErrorMemoryAllocation);
-  }
-  void* p = AlignedAlloc(size);
-  if (p == nullptr) return api.Return(cudaErrorMemoryAllocation);
-  gpusim::TrackAllocation(p, size, gpusim::MemKind::kDevice, device);
-  *dev_ptr = p;
-  return api.Return(cudaSuccess);
+  return api.Return(gpusim::DeviceMalloc(size, dev_ptr));
 }
 
 cudaError_t cudaMallocManaged(void** dev_ptr, size_t size, unsigned int flags) {
@@ -324,19 +384,7 @@ cudaError_t cudaFree(void* dev_ptr) {
   static const ApiInfo kInfo("cudaFree");
   cudaFree_v3020_params params{dev_ptr};
   ApiCall api(kInfo, &params);
-  if (dev_ptr == nullptr) return api.Return(cudaSuccess);
-  // cudaFree synchronizes the device before releasing memory, as on hardware. An allocation
-  // from a pool goes back to it.
-  gpusim::SynchronizeDevice(gpusim::CurrentDevice());
-  if (gpusim::PoolFreeNow(dev_ptr)) {
-    gpusim::ReleaseAfterSynchronize();
-    return api.Return(cudaSuccess);
-  }
-  if (!gpusim::UntrackAllocation(dev_ptr, /*device_kinds=*/true)) {
-    return api.Return(cudaErrorInvalidValue);
-  }
-  free(dev_ptr);
-  return api.Return(cudaSuccess);
+  return api.Return(gpusim::DeviceFree(dev_ptr));
 }
 
 cudaError_t cudaMallocHost(void** ptr, size_t size) {
@@ -436,13 +484,16 @@ cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes* attr, const v
     return api.Return(cudaSuccess);
   }
   switch (a.kind) {
-    case gpusim::MemKind::kDevice: attr->type = cudaMemoryTypeDevice; break;
+    case gpusim::MemKind::kDevice:
+    case gpusim::MemKind::kMapped:
+      attr->type = cudaMemoryTypeDevice;
+      break;
     case gpusim::MemKind::kManaged: attr->type = cudaMemoryTypeManaged; break;
     default: attr->type = cudaMemoryTypeHost; break;
   }
   attr->device = a.device;
   attr->devicePointer = const_cast<void*>(ptr);
-  if (a.kind != gpusim::MemKind::kDevice) attr->hostPointer = const_cast<void*>(ptr);
+  if (attr->type != cudaMemoryTypeDevice) attr->hostPointer = const_cast<void*>(ptr);
   return api.Return(cudaSuccess);
 }
 

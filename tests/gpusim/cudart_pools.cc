@@ -39,10 +39,10 @@ cudaError_t MallocImpl(const ApiInfo& info, void** ptr, size_t size, bool from_p
   if (ptr == nullptr || (from_pool && pool == nullptr)) {
     return api.Return(cudaErrorInvalidValue);
   }
+  if (!from_pool) return api.Return(gpusim::MallocAsyncOn(size, stream, pt, ptr));
   Stream* s = gpusim::ResolveStream(stream, pt);
   if (s == nullptr) return api.Return(cudaErrorInvalidResourceHandle);
-  MemPool* from = from_pool ? AsPool(pool) : gpusim::CurrentDevicePool(s->device);
-  return api.Return(gpusim::PoolAllocate(from, size, s, ptr));
+  return api.Return(gpusim::PoolAllocate(AsPool(pool), size, s, ptr));
 }
 
 // cudaFreeAsync: a pool allocation goes back to its pool; memory from cudaMalloc is freed when
@@ -50,20 +50,34 @@ cudaError_t MallocImpl(const ApiInfo& info, void** ptr, size_t size, bool from_p
 cudaError_t FreeImpl(const ApiInfo& info, void* ptr, cudaStream_t stream, bool pt) {
   cudaFreeAsync_v11020_params params{ptr, stream};
   ApiCall api(info, &params);
-  Stream* s = gpusim::ResolveStream(stream, pt);
-  if (s == nullptr) return api.Return(cudaErrorInvalidResourceHandle);
-  if (ptr == nullptr) return api.Return(cudaSuccess);
-  if (gpusim::PoolFreeAsync(ptr, s, api.corr())) return api.Return(cudaSuccess);
-  if (!gpusim::UntrackAllocation(ptr, true)) return api.Return(cudaErrorInvalidValue);
-  gpusim::Op* op = new gpusim::Op();
-  op->action = gpusim::Op::kFreeMemory;
-  op->dst = ptr;
-  op->rec.correlation_id = api.corr();
-  gpusim::Enqueue(s, op);
-  return api.Return(cudaSuccess);
+  return api.Return(gpusim::FreeAsyncOn(ptr, stream, pt, api.corr()));
 }
 
 }  // namespace
+
+namespace gpusim {
+
+cudaError_t MallocAsyncOn(size_t size, cudaStream_t stream, bool per_thread, void** out) {
+  Stream* s = ResolveStream(stream, per_thread);
+  if (s == nullptr) return cudaErrorInvalidResourceHandle;
+  return PoolAllocate(CurrentDevicePool(s->device), size, s, out);
+}
+
+cudaError_t FreeAsyncOn(void* p, cudaStream_t stream, bool per_thread, uint32_t corr) {
+  Stream* s = ResolveStream(stream, per_thread);
+  if (s == nullptr) return cudaErrorInvalidResourceHandle;
+  if (p == nullptr) return cudaSuccess;
+  if (PoolFreeAsync(p, s, corr)) return cudaSuccess;
+  if (!UntrackAllocation(p, true)) return cudaErrorInvalidValue;
+  Op* op = new Op();
+  op->action = Op::kFreeMemory;
+  op->dst = p;
+  op->rec.correlation_id = corr;
+  Enqueue(s, op);
+  return cudaSuccess;
+}
+
+}  // namespace gpusim
 
 extern "C" {
 

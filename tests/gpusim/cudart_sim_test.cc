@@ -581,6 +581,69 @@ TEST_CASE("sim_pools built with --default-stream per-thread (_ptds / _ptsz entry
   CheckPoolsScenario("tests/gpusim/sim_pools_ptsz", /*legacy=*/false);
 }
 
+// The checks of sim_vmm: the driver's memory functions through cudaGetDriverEntryPoint.
+// `per_thread`: the --default-stream per-thread build, whose default lookups give the _ptsz
+// forms of the stream-ordered functions.
+void CheckVmmScenario(const std::string& program, bool per_thread) {
+  std::string truth = TmpDir() + "/truth_vmm.jsonl";
+  remove(truth.c_str());
+  RunResult r = Run(program, {}, {"GPUSIM_DEVICES=2", "GPUSIM_TRUTH=" + truth});
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("FAIL") == std::string::npos);
+  CHECK(r.out.find("failures 0") != std::string::npos);
+  CHECK(r.err.empty());  // nothing unsupported on the way
+  CHECK(Printed(r.out, "granularity_minimum") == 2 << 20);
+  CHECK(Printed(r.out, "granularity_recommended") == 2 << 20);
+  // One enter and one exit callback per driver call (the program compares each pair with the
+  // call: cbid, name, params, CUresult).
+  double calls = Printed(r.out, "driver_calls");
+  CHECK(calls >= 90);
+  CHECK(Printed(r.out, "driver_callbacks") == 2 * calls);
+  // Successful cuMemCreate calls of 2 MiB as their params show them: four on device 0, one on
+  // device 1.
+  CHECK(Printed(r.out, "creates_device0") == 4);
+  CHECK(Printed(r.out, "creates_device1") == 1);
+  // Five stream-ordered allocations through the default lookup, one through the other form.
+  CHECK(Printed(r.out, "calls_cuMemAllocAsync") == (per_thread ? 1 : 5));
+  CHECK(Printed(r.out, "calls_cuMemAllocAsync_ptsz") == (per_thread ? 5 : 1));
+
+  // What the device did with the mapped memory: the kernel launched on it, the 4 MiB copied in
+  // (cudaMemcpyDefault resolved as host to device), the 4 KiB set, the copy out; a device to
+  // device copy from it; device 1's mapping used from device 1. No allocation lines.
+  std::vector<TruthOp> ops = ReadTruth(truth);
+  CheckStreamsSerial(ops);
+  const TruthOp& fill = Kernel(ops, "vmm_fill_kernel");
+  CHECK(fill.grid == std::vector<int64_t>{64, 1, 1});
+  CHECK(fill.block == std::vector<int64_t>{256, 1, 1});
+  const TruthOp& in = One(ops, "memcpy", "HtoD", 4 << 20);
+  const TruthOp& set = One(ops, "memset", "", 4096);
+  const TruthOp& dtod = One(ops, "memcpy", "DtoD", 1 << 20);
+  CHECK(fill.corr < in.corr);
+  CHECK(in.corr < set.corr);
+  CHECK(set.corr < dtod.corr);
+  CHECK(in.start_ns >= fill.end_ns);
+  int out_copies = 0, host_to_host = 0;
+  for (const TruthOp& t : ops) {
+    out_copies += t.op == "memcpy" && t.kind == "DtoH" && t.bytes == 4 << 20;  // + cuMemAlloc's
+    host_to_host += t.op == "memcpy" && t.kind == "HtoH";
+    CHECK((t.op == "kernel" || t.op == "memcpy" || t.op == "memset"));
+  }
+  CHECK(out_copies == 2);
+  CHECK(host_to_host == 0);
+  CHECK(One(ops, "memcpy", "HtoD", 8).device == 1);
+  CHECK(One(ops, "memcpy", "DtoH", 8).device == 1);
+  CHECK(ops.size() == 15);
+}
+
+TEST_CASE("sim_vmm: driver memory functions through cudaGetDriverEntryPoint, VMM, callbacks") {
+  CheckVmmScenario("tests/gpusim/sim_vmm", /*per_thread=*/false);
+}
+
+TEST_CASE("sim_vmm built with --default-stream per-thread (_ptsz lookups)") {
+  CheckVmmScenario("tests/gpusim/sim_vmm_ptsz", /*per_thread=*/true);
+}
+
 TEST_CASE("sim_graph: graphs built by hand, cloned, launched, updated; captured graph updated") {
   std::string costs = TmpDir() + "/graph_costs.txt", truth = TmpDir() + "/truth_graph.jsonl";
   WriteFile(costs, "^gk_long 2000\n^gk_ 100 + 0.001*threads\n");

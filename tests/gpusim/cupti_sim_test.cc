@@ -761,3 +761,104 @@ TEST_CASE("graph node callbacks are delivered only for the enabled cbids", "[cup
   }
   CHECK(graph_kernels == 11);
 }
+
+// testdata/cupti_vmm_client.cu: the driver's memory functions, reached through
+// cudaGetDriverEntryPoint, seen by a CUPTI subscriber with driver callbacks enabled for
+// cuMemCreate, cuMemRelease, cuMemAlloc_v2 and cuMemFree_v2.
+TEST_CASE("driver memory calls: one callback pair each, with params and return code", "[cupti]") {
+  auto r = RunProgram("cupti_vmm_client", {}, {"GPUSIM_DEVICES=2"});
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  std::vector<std::vector<std::string>> cbs, calls, apis;
+  std::map<std::string, std::string> results;
+  for (const std::string& line : Lines(r.out)) {
+    std::vector<std::string> f = Fields(line);
+    if (f.empty()) continue;
+    if (f[0] == "CB") cbs.push_back(f);
+    if (f[0] == "CALL") calls.push_back(f);
+    if (f[0] == "API") apis.push_back(f);
+    if (f[0] == "RESULT" && f.size() == 3) results[f[1]] = f[2];
+    CHECK(f[0] != "OTHER");  // no callback that was not enabled (runtime, cuMemMap, ...)
+  }
+  for (const char* what : {"lookups", "subscribe", "enable_callbacks", "register",
+                           "activity_driver", "vmm", "flush"}) {
+    INFO(what);
+    CHECK(results[what] == "0");
+  }
+  // The calls, as the program made them: function, CUresult.
+  const std::vector<std::pair<std::string, int>> kWant = {
+      {"cuMemCreate", 0},   {"cuMemCreate", 0},   {"cuMemCreate", 0},
+      {"cuMemCreate", 1},   {"cuMemCreate", 101},  // size not a granule; device 7
+      {"cuMemRelease", 0},  {"cuMemRelease", 0},  {"cuMemRelease", 0},
+      {"cuMemRelease", 1},                                              // released twice
+      {"cuMemAlloc_v2", 0}, {"cuMemFree_v2", 0},  {"cuMemFree_v2", 1},  // freed twice
+      {"cuMemAlloc_v2", 0}, {"cuMemFree_v2", 0},                        // on device 1
+  };
+  REQUIRE(calls.size() == kWant.size());
+  REQUIRE(cbs.size() == 2 * calls.size());
+  const std::map<std::string, int> kCbid = {
+      {"cuMemCreate", 549}, {"cuMemRelease", 550}, {"cuMemAlloc_v2", 243}, {"cuMemFree_v2", 245}};
+  std::set<std::string> handles, corrs;
+  for (size_t i = 0; i < calls.size(); ++i) {
+    const auto& call = calls[i];     // CALL <function> <ret> <value> <size> <device>
+    const auto& enter = cbs[2 * i];  // CB <site> <cbid> <corr> <function> <size> <device> ...
+    const auto& exit = cbs[2 * i + 1];
+    INFO("call " << i << ": " << call.at(1));
+    CHECK(call.at(1) == kWant[i].first);
+    CHECK(std::stoi(call.at(2)) == kWant[i].second);
+    CHECK(enter.at(1) == "enter");
+    CHECK(exit.at(1) == "exit");
+    CHECK(std::stoi(enter.at(2)) == kCbid.at(call.at(1)));
+    CHECK(exit.at(2) == enter.at(2));
+    CHECK(enter.at(3) == exit.at(3));  // correlation id
+    CHECK(corrs.insert(enter.at(3)).second);
+    CHECK(enter.at(4) == call.at(1));  // functionName as CUPTI spells it
+    CHECK(exit.at(4) == call.at(1));
+    CHECK(exit.at(8) == call.at(2));  // the CUresult at exit
+    CHECK(enter.at(8) == "-1");
+    const std::string& f = call.at(1);
+    if (f == "cuMemCreate" || f == "cuMemAlloc_v2") {
+      // size, and the device: prop->location.id / the callback context's device.
+      CHECK(enter.at(5) == call.at(4));
+      CHECK(exit.at(5) == call.at(4));
+      CHECK(enter.at(6) == call.at(5));
+      CHECK(exit.at(6) == call.at(5));
+      // *handle / *dptr at a successful exit: what the call returned.
+      if (call.at(2) == "0") {
+        CHECK(exit.at(7) == call.at(3));
+        CHECK(call.at(3) != "0");
+      } else {
+        CHECK(exit.at(7) == "0");
+      }
+      if (f == "cuMemCreate" && call.at(2) == "0") CHECK(handles.insert(call.at(3)).second);
+    } else {
+      // cuMemRelease's handle / cuMemFree_v2's pointer, at enter and exit.
+      CHECK(enter.at(7) == call.at(3));
+      CHECK(exit.at(7) == call.at(3));
+      if (f == "cuMemFree_v2") CHECK(enter.at(6) == call.at(5));
+    }
+  }
+  CHECK(handles.size() == 3);
+  // Sizes and devices as the workload chose them.
+  CHECK(calls[0].at(4) == "2097152");
+  CHECK(calls[2].at(5) == "1");
+  CHECK(calls[3].at(4) == "1048576");
+  CHECK(calls[4].at(5) == "7");
+  CHECK(calls[9].at(4) == "4194304");
+  CHECK(calls[12].at(4) == "1048576");
+  CHECK(calls[12].at(5) == "1");
+  // The releases name the handles cuMemCreate returned, in order; the first one twice.
+  CHECK(calls[5].at(3) == calls[0].at(3));
+  CHECK(calls[6].at(3) == calls[1].at(3));
+  CHECK(calls[7].at(3) == calls[2].at(3));
+  CHECK(calls[8].at(3) == calls[0].at(3));
+  // Driver API activity records: every driver call (also those without callbacks: reserve, 3
+  // maps, set access, unmap, address free), each with its return value.
+  CHECK(apis.size() == calls.size() + 7);
+  std::map<std::string, std::string> api_ret;
+  for (const auto& a : apis) api_ret[a.at(2)] = a.at(3);
+  for (size_t i = 0; i < calls.size(); ++i) {
+    INFO("call " << i);
+    CHECK(api_ret[cbs[2 * i].at(3)] == calls[i].at(2));
+  }
+}

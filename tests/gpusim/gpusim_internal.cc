@@ -6,11 +6,12 @@
 
 namespace {
 // Argument-less ApiInfo for driver calls: the callback gets the caller's cbid and name.
+// `result`: the call's CUresult (exit only).
 void DriverCallback(int is_exit, int cbid, const char* func_name, const char* symbol_name,
-                    uint32_t corr, const void* params) {
+                    uint32_t corr, const void* params, int result) {
   const gpusim::Observer* obs = gpusim::CurrentObserver();
   if (obs == nullptr || obs->api_cb == nullptr) return;
-  int ret = 0;  // CUDA_SUCCESS
+  int ret = result;
   obs->api_cb(obs->user, GPUSIM_DOMAIN_DRIVER, is_exit, cbid, func_name, symbol_name, corr,
               params, is_exit ? &ret : nullptr);
 }
@@ -27,13 +28,18 @@ uint32_t gpusim_next_correlation_id(void) { return gpusim::NextCorrelationId(); 
 uint32_t gpusim_driver_call_begin(int cbid, const char* func_name, const char* symbol_name,
                                   const void* params) {
   uint32_t corr = gpusim::NextCorrelationId();
-  DriverCallback(0, cbid, func_name, symbol_name, corr, params);
+  DriverCallback(0, cbid, func_name, symbol_name, corr, params, 0);
   return corr;
 }
 
 void gpusim_driver_call_end(int cbid, const char* func_name, const char* symbol_name,
                             uint32_t correlation_id, const void* params) {
-  DriverCallback(1, cbid, func_name, symbol_name, correlation_id, params);
+  DriverCallback(1, cbid, func_name, symbol_name, correlation_id, params, 0);
+}
+
+void gpusim_driver_call_end_result(int cbid, const char* func_name, const char* symbol_name,
+                                   uint32_t correlation_id, const void* params, int result) {
+  DriverCallback(1, cbid, func_name, symbol_name, correlation_id, params, result);
 }
 
 int gpusim_stream_enqueue(gpusim_stream_t stream, const GpusimOpRecord* tmpl,

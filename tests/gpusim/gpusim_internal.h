@@ -69,9 +69,12 @@ enum { GPUSIM_DOMAIN_DRIVER = 1, GPUSIM_DOMAIN_RUNTIME = 2 };
 // cudaEventRecord, cudaEventSynchronize, cudaLaunchHostFunc, cudaGraphLaunch, the 3D copies
 // and sets, cudaMalloc3D, the memory pool and stream attribute functions, the hints
 // (prefetch, advise, ...) and driver entry point lookups; NULL elsewhere), and of simulated
-// "driver" calls (e.g. the kernel launch NCCL does inside ncclAllReduce). `cbid` is the CUPTI callback id of the function in that domain
-// (cupti_runtime_cbid.h / cupti_driver_cbid.h), `params` points to the function's parameter
-// struct (or NULL where the simulator has none), `ret` to its return value (valid at exit).
+// "driver" calls (e.g. the kernel launch NCCL does inside ncclAllReduce, and the driver entry
+// points cudaGetDriverEntryPoint returns). `cbid` is the CUPTI callback id of the function in
+// that domain (cupti_runtime_cbid.h / cupti_driver_cbid.h), `params` points to the function's
+// parameter struct (or NULL where the simulator has none), `ret` to its return value as an int
+// (a cudaError_t in the runtime domain, a CUresult in the driver domain; valid at exit, NULL at
+// enter).
 typedef void (*GpusimApiCallback)(void* user, int domain, int is_exit, int cbid,
                                   const char* func_name, const char* symbol_name,
                                   uint32_t correlation_id, const void* params, const void* ret);
@@ -90,8 +93,19 @@ uint32_t gpusim_next_correlation_id(void);
 // or NULL.
 uint32_t gpusim_driver_call_begin(int cbid, const char* func_name, const char* symbol_name,
                                   const void* params);
+// The exit callback of a driver call that succeeded: its `ret` points to CUDA_SUCCESS (0).
 void gpusim_driver_call_end(int cbid, const char* func_name, const char* symbol_name,
                             uint32_t correlation_id, const void* params);
+// (libcudart, additive) The exit callback of a driver call that returned `result` (a CUresult):
+// the API callback's `ret` points to an int holding it (what CUPTI hands out as the exit's
+// functionReturnValue, a CUresult*), valid during the callback. gpusim_driver_call_end is this
+// with result 0. The simulated driver entry points of libcudart (cudaGetDriverEntryPoint:
+// cuMemCreate, cuMemAlloc, ...) report themselves through these two functions on the calling
+// thread, symbol_name NULL, params = their generated_cuda_meta.h struct (cuMemCreate_params,
+// cuMemAlloc_v2_params, ...), filled with the call's arguments, so output pointers (*handle,
+// *dptr) hold the result at exit.
+void gpusim_driver_call_end_result(int cbid, const char* func_name, const char* symbol_name,
+                                   uint32_t correlation_id, const void* params, int result);
 
 // Enqueues a custom operation on `stream` (NULL = legacy default stream). When the stream
 // worker reaches it, it sets rec->start_ns, calls run(arg, rec) which blocks for as long as the

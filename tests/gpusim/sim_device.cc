@@ -64,7 +64,8 @@ struct State {
 
   std::mutex alloc_mu;
   std::map<uintptr_t, Allocation> allocations;
-  size_t device_bytes[kMaxDevices] = {};  // device + managed bytes in `allocations`
+  // device + managed bytes in `allocations`, plus cuMemCreate's physical memory
+  size_t device_bytes[kMaxDevices] = {};
   std::unordered_map<const void*, size_t> symbols;
 
   std::atomic<uint32_t> next_stream_id{kFirstStreamId};
@@ -1043,11 +1044,26 @@ bool UntrackAllocation(void* p, bool device_kinds) {
   State& st = S();
   std::lock_guard<std::mutex> lock(st.alloc_mu);
   auto it = st.allocations.find(reinterpret_cast<uintptr_t>(p));
-  if (it == st.allocations.end()) return false;
+  if (it == st.allocations.end() || it->second.kind == MemKind::kMapped) return false;
   if (IsDeviceKind(it->second.kind) != device_kinds) return false;
   if (device_kinds) st.device_bytes[it->second.device] -= it->second.size;
   st.allocations.erase(it);
   return true;
+}
+
+bool UntrackMapping(void* p) {
+  State& st = S();
+  std::lock_guard<std::mutex> lock(st.alloc_mu);
+  auto it = st.allocations.find(reinterpret_cast<uintptr_t>(p));
+  if (it == st.allocations.end() || it->second.kind != MemKind::kMapped) return false;
+  st.allocations.erase(it);
+  return true;
+}
+
+void AddDeviceBytes(int device, int64_t delta) {
+  if (device < 0 || device >= kMaxDevices) return;
+  std::lock_guard<std::mutex> lock(S().alloc_mu);
+  S().device_bytes[device] += static_cast<size_t>(delta);  // modular: a negative delta subtracts
 }
 
 bool FindAllocation(const void* p, void** base, Allocation* out) {
@@ -1072,7 +1088,7 @@ int ResolveCopyKind(const void* dst, const void* src, int kind) {
   if (kind != cudaMemcpyDefault) return kind;
   auto on_device = [](const void* p) {
     Allocation a;
-    return FindAllocation(p, nullptr, &a) && IsDeviceKind(a.kind);
+    return FindAllocation(p, nullptr, &a) && OnDevice(a.kind);
   };
   bool d = on_device(dst), s = on_device(src);
   if (d && s) return cudaMemcpyDeviceToDevice;

@@ -231,7 +231,15 @@ struct Graph {
 };
 
 // What an allocation is, for cudaMemcpyDefault, cudaPointerGetAttributes and cudaFree checks.
-enum class MemKind { kDevice, kHost, kManaged, kRegistered };
+// kMapped: a range mapped with the driver's cuMemMap (cudart_driver.cc), device memory of the
+// physical allocation's device; its memory belongs to that allocation (the runtime never frees
+// it: cudaFree and cudaFreeHost refuse it, cudaDeviceReset keeps it) and its bytes are counted
+// by cuMemCreate (AddDeviceBytes), not by TrackAllocation.
+enum class MemKind { kDevice, kHost, kManaged, kRegistered, kMapped };
+// Memory the device accesses as its own (cudaMemcpyDefault resolves it as device memory).
+inline bool OnDevice(MemKind kind) {
+  return kind == MemKind::kDevice || kind == MemKind::kManaged || kind == MemKind::kMapped;
+}
 
 struct Allocation {
   size_t size;
@@ -349,13 +357,44 @@ NodeWork WorkFromCapturedOp(const Op& op);
 
 void TrackAllocation(void* p, size_t size, MemKind kind, int device, bool pooled = false,
                      unsigned host_flags = 0);
-// Removes an allocation that starts exactly at p; false if there is none of an accepted kind.
+// Removes an allocation that starts exactly at p; false if there is none of an accepted kind
+// (device_kinds: device or managed memory, else pinned or registered host memory; never a
+// kMapped range).
 bool UntrackAllocation(void* p, bool device_kinds);
+// Removes the kMapped range that starts exactly at p; false if there is none.
+bool UntrackMapping(void* p);
+// Device memory held outside the allocation table (cuMemCreate's physical allocations): counted
+// as in use by cudaMemGetInfo and the out-of-memory checks. `delta` may be negative.
+void AddDeviceBytes(int device, int64_t delta);
 // The allocation containing p, if any.
 bool FindAllocation(const void* p, void** base, Allocation* out);
 size_t DeviceBytesInUse(int device);
 // The effective cudaMemcpyKind of a copy (resolves cudaMemcpyDefault from the pointers).
 int ResolveCopyKind(const void* dst, const void* src, int kind);
+
+// Allocation and free shared by the runtime's entry points and the simulated driver's
+// (cudart_driver.cc), without API callbacks or last-error bookkeeping.
+// cudaMalloc on the current device: cudaErrorMemoryAllocation beyond the device's memory.
+cudaError_t DeviceMalloc(size_t size, void** out);
+// cudaFree (NULL succeeds): synchronizes the current device, then frees memory of cudaMalloc
+// (and pitched) or gives a pool allocation back; cudaErrorInvalidValue for anything else.
+cudaError_t DeviceFree(void* p);
+// cudaMallocAsync: from the current pool of the stream's device (`per_thread`: the _ptsz
+// meaning of stream 0).
+cudaError_t MallocAsyncOn(size_t size, cudaStream_t stream, bool per_thread, void** out);
+// cudaFreeAsync; `corr` is the correlation id of the call (on the free op it enqueues).
+cudaError_t FreeAsyncOn(void* p, cudaStream_t stream, bool per_thread, uint32_t corr);
+
+// ---- Simulated driver entry points (cudart_driver.cc) ---------------------------------------
+
+// The function cudaGetDriverEntryPoint* returns for a driver symbol ("cuMemCreate"), or nullptr
+// when the simulator has none. `per_thread`: the per-thread-default-stream variant of the
+// stream-ordered functions (cuMemAllocAsync_ptsz, ...).
+void* DriverEntryPoint(const char* symbol, bool per_thread);
+// Whether [p, p + bytes) may be read (write: written) by a copy or set: true unless it touches
+// an address range reserved with cuMemAddressReserve where some byte is not mapped or not
+// accessible (cuMemSetAccess) that way. Cheap when nothing is reserved.
+bool VmmAccessible(const void* p, size_t bytes, bool write);
 
 // __device__ variables (from __cudaRegisterVar): their host shadow is their device storage.
 void RegisterSymbol(const void* host_var, size_t size);

@@ -7,9 +7,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -19,6 +18,7 @@
 #include <vector>
 
 #include "analyzer/reader.h"
+#include "analyzer/report/analysis.h"
 
 namespace profagent {
 namespace {
@@ -825,6 +825,42 @@ TEST_CASE("A graph built by hand: CUPTI reports each node once, attributed to it
   int wide = 0;
   for (auto& d : s.prof.dev) wide += d.op.kind() == DOP_KERNEL && d.op.grid_x() == 32;
   CHECK(wide == 1);
+}
+
+// Driver-API memory reached through cudaGetDriverEntryPoint (PyTorch's expandable segments):
+// under CUPTI, cuMemCreate/cuMemRelease are allocations of MemKind MEM_VMM keyed by their handle
+// on the device they were made on, cuMemAlloc/cuMemFree plain device ones; the report's peak
+// counts them with the cudaMalloc: 1 + 2 + 2 + 4 MiB.
+TEST_CASE("Driver-API memory (cuMemCreate, cuMemAlloc) is in the memory counter under CUPTI") {
+  Scenario s("vmm", "PROFAGENT_GPU_TIMING=cupti", kPkg + "rt_vmm");
+  REQUIRE(s.run.code == 0);
+  unsigned long long h0 = 0, h1 = 0, d = 0;
+  REQUIRE(sscanf(s.run.out.c_str(), "handles %llx %llx alloc %llx", &h0, &h1, &d) == 3);
+  REQUIRE(s.loaded);
+  if (CuptiUnavailable(s.prof)) return;
+  std::multiset<std::tuple<std::string, uint64_t, uint64_t, uint32_t>> allocs, frees;
+  for (auto* a : s.prof.Kind(EV_ALLOC)) {
+    allocs.emplace(s.prof.Str(a->ev.name()), a->ev.ptr(), a->ev.bytes(), a->ev.copy_kind());
+  }
+  for (auto* f : s.prof.Kind(EV_FREE)) {
+    frees.emplace(s.prof.Str(f->ev.name()), f->ev.ptr(), 0, f->ev.copy_kind());
+  }
+  CHECK(allocs.count({"cuMemCreate", h0, 2 << 20, MEM_VMM}) == 1);
+  CHECK(allocs.count({"cuMemCreate", h1, 2 << 20, MEM_VMM}) == 1);
+  CHECK(allocs.count({"cuMemAlloc_v2", d, 4 << 20, MEM_DEVICE}) == 1);
+  CHECK(allocs.size() == 4);  // and the cudaMalloc
+  CHECK(frees.count({"cuMemRelease", h0, 0, MEM_VMM}) == 1);
+  CHECK(frees.count({"cuMemRelease", h1, 0, MEM_VMM}) == 1);
+  CHECK(frees.count({"cuMemFree_v2", d, 0, MEM_DEVICE}) == 1);
+  CHECK(frees.size() == 4);
+  auto files = analyzer::ListProfileFiles(s.dir + "/prof");
+  REQUIRE(files.ok());
+  auto sum = analyzer::BuildSummary(*files, analyzer::ReportOptions(), "");
+  REQUIRE(sum.ok());
+  const auto& devs = (*sum)["memory"]["devices"];
+  REQUIRE(devs.size() == 1);
+  CHECK(devs[0]["peak_bytes"] == 9 << 20);
+  CHECK(devs[0]["final_bytes"] == 0);
 }
 
 TEST_CASE("A graph built by hand under CUDA events and host timing: one entry per launch") {

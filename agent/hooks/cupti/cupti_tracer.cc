@@ -625,6 +625,108 @@ void RecordRuntimeFromCallback(CUpti_CallbackId cbid, const CUpti_CallbackData* 
   Emit(e);
 }
 
+// Driver-API memory: cuMemCreate/cuMemRelease (physical memory of virtual memory management:
+// PyTorch's expandable segments, vLLM's CuMemAllocator, ncclMemAlloc, reached through
+// cudaGetDriverEntryPoint, which no interposer sees) and cuMemAlloc/cuMemFree and their
+// stream-ordered forms (Triton, CuPy, driver-API programs). Profagent.MemKind values.
+bool IsDriverMemory(CUpti_CallbackId cbid) {
+  switch (cbid) {
+    case CUPTI_DRIVER_TRACE_CBID_cuMemCreate:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemRelease:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocManaged:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync_ptsz:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz:
+      return true;
+    default:
+      return false;
+  }
+}
+
+constexpr uint32_t kMemDevice = 0, kMemHost = 1, kMemManaged = 2, kMemAsync = 3, kMemVmm = 4;
+
+void RecordDriverMemory(CUpti_CallbackId cbid, const CUpti_CallbackData* cb, uint64_t t0,
+                        uint64_t t1) {
+  const void* p = cb->functionParams;
+  if (p == nullptr) return;
+  RawEvent e;
+  std::memset(&e, 0, sizeof(e));
+  e.t0 = t0;
+  e.t1 = t1;
+  e.api = ApiIdFor(cb->functionName);
+  if (cb->functionReturnValue) e.ret = *static_cast<const int*>(cb->functionReturnValue);
+  bool device_known = false;
+  // The allocating calls' parameters begin (CUdeviceptr* dptr, size_t bytesize), the freeing
+  // calls' (CUdeviceptr dptr): cuMemAlloc_v2_params, cuMemAllocAsync_params, ...
+  switch (cbid) {
+    case CUPTI_DRIVER_TRACE_CBID_cuMemCreate: {
+      auto* a = static_cast<const cuMemCreate_params*>(p);
+      e.type = EvType::kAlloc;
+      e.mem.bytes = a->size;
+      if (e.ret == 0 && a->handle != nullptr) e.mem.ptr = uint64_t(*a->handle);
+      e.mem.kind = kMemHost;  // host-located physical memory: not the device's
+      if (a->prop != nullptr && a->prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE) {
+        e.mem.kind = kMemVmm;
+        e.mem.device = uint32_t(a->prop->location.id);
+        device_known = true;
+      }
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemRelease: {
+      auto* a = static_cast<const cuMemRelease_params*>(p);
+      if (a->handle == 0) return;
+      e.type = EvType::kFree;
+      e.mem.ptr = uint64_t(a->handle);
+      e.mem.kind = kMemVmm;
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz: {
+      auto* a = static_cast<const cuMemFreeAsync_params*>(p);
+      if (a->dptr == 0) return;
+      e.type = EvType::kFree;
+      e.mem.ptr = uint64_t(a->dptr);
+      e.mem.kind = kMemDevice;
+      if (cbid != CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2) {
+        e.mem.kind = kMemAsync;
+        e.mem.stream = reinterpret_cast<uint64_t>(a->hStream);
+      }
+      break;
+    }
+    default: {  // the allocating calls
+      auto* a = static_cast<const cuMemAlloc_v2_params*>(p);
+      e.type = EvType::kAlloc;
+      e.mem.bytes = a->bytesize;
+      if (e.ret == 0 && a->dptr != nullptr) e.mem.ptr = uint64_t(*a->dptr);
+      e.mem.kind = cbid == CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2       ? kMemDevice
+                   : cbid == CUPTI_DRIVER_TRACE_CBID_cuMemAllocManaged ? kMemManaged
+                                                                       : kMemAsync;
+      if (cbid == CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync ||
+          cbid == CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz) {
+        e.mem.stream =
+            reinterpret_cast<uint64_t>(static_cast<const cuMemAllocAsync_params*>(p)->hStream);
+      } else if (cbid != CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2 &&
+                 cbid != CUPTI_DRIVER_TRACE_CBID_cuMemAllocManaged) {
+        e.mem.stream = reinterpret_cast<uint64_t>(
+            static_cast<const cuMemAllocFromPoolAsync_params*>(p)->hStream);
+      }
+      break;
+    }
+  }
+  uint32_t device = 0;
+  if (!device_known && cb->context != nullptr && g_api.get_device_id != nullptr &&
+      g_api.get_device_id(cb->context, &device) == CUPTI_SUCCESS) {
+    e.mem.device = device;
+  }
+  Emit(e);
+}
+
 void RecordDriverLaunch(CUpti_CallbackId cbid, const CUpti_CallbackData* cb, uint64_t t0,
                         uint64_t t1) {
   RawEvent e;
@@ -750,7 +852,14 @@ void GraphNodeCallback(CUpti_CallbackId cbid, const void* data) {
   e.t0 = e.t1 = Now();
   e.gen.a = id;
   e.gen.b = source;
-  Emit(e);
+  // A new node: the NVTX context it was made in, whether or not those ranges are recorded.
+  char context[1024];
+  const size_t n = source == 0 ? model::ThreadNvtxContext(context, sizeof(context)) : 0;
+  if (n > 0) {
+    EmitWithBytes(e, context, n);
+  } else {
+    Emit(e);
+  }
 }
 
 void CUPTIAPI ApiCallback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
@@ -783,7 +892,19 @@ void CUPTIAPI ApiCallback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId c
     }
     return;
   }
-  // Driver-API launch (only launch cbids are enabled in this domain).
+  if (IsDriverMemory(cbid)) {
+    // A call of the application's (a runtime call's own driver calls are recorded as that call).
+    if (ts.rt_cb_depth != 0 || ts.in_runtime != 0 || HookGuard::Active()) return;
+    if (enter) {
+      ts.drv_t0 = Now();
+    } else if (RecordingMemory()) {
+      const uint64_t t1 = Now();
+      HookGuard g;
+      RecordDriverMemory(cbid, cb, ts.drv_t0, t1);
+    }
+    return;
+  }
+  // Driver-API launch (the other cbids enabled in this domain).
   if (enter) {
     ts.drv_t0 = Now();
     if (ts.rt_cb_depth == 0) Gate().Note(cb->correlationId, Recording());
@@ -1085,6 +1206,23 @@ bool StartLocked(const std::string& explicit_path, const void* cudart_symbol,
   for (CUpti_CallbackId id : kDriver) {
     r = a.enable_callback(1, g_subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id);
     if (r != CUPTI_SUCCESS) return fail("cuptiEnableCallback(driver)", r);
+  }
+  // Driver-API memory (RecordDriverMemory): a CUPTI that does not know a call loses it alone.
+  static const CUpti_CallbackId kDriverMemory[] = {
+      CUPTI_DRIVER_TRACE_CBID_cuMemCreate,
+      CUPTI_DRIVER_TRACE_CBID_cuMemRelease,
+      CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2,
+      CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2,
+      CUPTI_DRIVER_TRACE_CBID_cuMemAllocManaged,
+      CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync,
+      CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz,
+      CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync,
+      CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync_ptsz,
+      CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync,
+      CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz,
+  };
+  for (CUpti_CallbackId id : kDriverMemory) {
+    a.enable_callback(1, g_subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id);
   }
   // Graph nodes (EV_GRAPH_NODE): without them, a kernel a graph runs is known by its launch
   // only, not by the call that captured it. A CUPTI that refuses loses that alone.

@@ -581,12 +581,35 @@ bool AgentEnabled() {
   return profagent_init() != 0;
 }
 
+// model::ThreadNvtxContext: the thread's open push/pop ranges (any domain), outermost first.
+size_t ThreadContext(char* out, size_t cap) {
+  const ThreadStack* s = t_stack;
+  if (s == nullptr || cap == 0) return 0;
+  const OpenRange* entries = s->entries.load(std::memory_order_relaxed);
+  auto seg = [&](int i) { return std::min<size_t>(entries[i].len, model::kContextSegmentBytes); };
+  // The innermost ranges decide: when all do not fit, the outermost are left out.
+  int first = s->depth;
+  size_t total = 0;
+  while (first > 0 && total + seg(first - 1) + (total > 0 ? 1 : 0) <= cap) {
+    total += seg(first - 1) + (total > 0 ? 1 : 0);
+    --first;
+  }
+  size_t n = 0;
+  for (int i = first; i < s->depth; ++i) {
+    if (n > 0) out[n++] = model::kContextSeparator;
+    std::memcpy(out + n, entries[i].text(), seg(i));
+    n += seg(i);
+  }
+  return n;
+}
+
 __attribute__((constructor)) void NvtxSurfaceLoad() {
   if (pthread_key_create(&g_exit_key, &ReleaseStack) == 0) {
     g_exit_key_ok.store(true, std::memory_order_release);
   }
   InstallEnv();
   model::SetOpenRangeFlusher(&FlushOpenRanges);
+  model::SetThreadNvtxContext(&ThreadContext);
   AtShutdown(&model::Shutdown);  // idempotent: harmless if the core calls it as well
 }
 

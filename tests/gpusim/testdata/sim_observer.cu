@@ -88,8 +88,10 @@ int main() {
   auto enqueue = Sym<decltype(&gpusim_stream_enqueue)>("gpusim_stream_enqueue");
   auto drv_begin = Sym<decltype(&gpusim_driver_call_begin)>("gpusim_driver_call_begin");
   auto drv_end = Sym<decltype(&gpusim_driver_call_end)>("gpusim_driver_call_end");
+  auto drv_end_result =
+      Sym<decltype(&gpusim_driver_call_end_result)>("gpusim_driver_call_end_result");
   auto now_ns = Sym<decltype(&gpusim_now_ns)>("gpusim_now_ns");
-  Check(set_observer && stream_id && enqueue && drv_begin && drv_end && now_ns,
+  Check(set_observer && stream_id && enqueue && drv_begin && drv_end && drv_end_result && now_ns,
         "internal_symbols_exported");
   if (failures) return failures;
 
@@ -113,6 +115,9 @@ int main() {
   int runs = 0;
   int rc = enqueue(reinterpret_cast<gpusim_stream_t>(s), &tmpl, RunCustom, &runs, FreeCustom);
   drv_end(17, "cuLaunchKernelEx", "ncclDevKernel_AllReduce_Sum_f32", drv_corr, nullptr);
+  // A driver call that fails: its CUresult (2, CUDA_ERROR_OUT_OF_MEMORY) reaches the exit.
+  uint32_t failed_corr = drv_begin(549, "cuMemCreate", nullptr, nullptr);
+  drv_end_result(549, "cuMemCreate", nullptr, failed_corr, nullptr, 2);
   cudaStreamSynchronize(s);
   set_observer(nullptr, nullptr, nullptr);
   observed_kernel<<<1, 32, 0, s>>>(d);  // not observed
@@ -172,6 +177,15 @@ int main() {
                  a.func == "cudaStreamSynchronize";
   }
   Check(sync_seen, "sync_call_reported");
+  int driver_rets = 0;
+  for (const ApiRec& a : g_api) {
+    if (a.domain != GPUSIM_DOMAIN_DRIVER) continue;
+    driver_rets += a.is_exit == 0          ? a.ret == -1  // no return value at enter
+                   : a.corr == drv_corr    ? a.ret == 0
+                   : a.corr == failed_corr ? a.ret == 2 && a.cbid == 549
+                                           : 0;
+  }
+  Check(driver_rets == 4, "driver_call_return_values_at_exit");
   Check(stream_id(nullptr) == 0, "legacy_stream_id_is_0");
   cudaFree(d);
   cudaStreamDestroy(s);

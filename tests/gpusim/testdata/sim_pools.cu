@@ -606,14 +606,15 @@ static void Hints() {
   cudaDriverEntryPointQueryResult status = cudaDriverEntryPointSuccess;
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"  // still what many programs call
-  Check(cudaGetDriverEntryPoint("cuMemAlloc", &fn, cudaEnableDefault, &status) ==
+  // A driver function the simulator does not have (its memory functions are found: sim_vmm).
+  Check(cudaGetDriverEntryPoint("cuGraphicsGLRegisterBuffer", &fn, cudaEnableDefault, &status) ==
                 cudaErrorNotSupported &&
             fn == nullptr && status == cudaDriverEntryPointSymbolNotFound,
         "driver_entry_point_not_found");
 #pragma GCC diagnostic pop
   status = cudaDriverEntryPointSuccess;
-  Check(cudaGetDriverEntryPointByVersion("cuMemAlloc", &fn, 12000, cudaEnableDefault,
-                                         &status) == cudaErrorNotSupported &&
+  Check(cudaGetDriverEntryPointByVersion("cuGraphicsGLRegisterBuffer", &fn, 12000,
+                                         cudaEnableDefault, &status) == cudaErrorNotSupported &&
             status == cudaDriverEntryPointSymbolNotFound,
         "driver_entry_point_by_version_not_found");
   Check(cudaGetDriverEntryPointByVersion("cuMemAlloc", &fn, 99000, cudaEnableDefault,
