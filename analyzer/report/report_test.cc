@@ -47,6 +47,31 @@ std::string ReadAll(const std::string& path) {
   return ss.str();
 }
 
+// An allocation or free (EV_ALLOC/EV_FREE) of 1 us, as the agent records them.
+Event Mem(EventKind kind, uint64_t ptr, uint64_t bytes, uint32_t mkind, uint32_t dev,
+          int32_t ret = 0) {
+  Event e;
+  e.set_kind(kind);
+  e.set_dur(1000);
+  e.set_ptr(ptr);
+  e.set_bytes(bytes);
+  e.set_copy_kind(mkind);
+  e.set_device(dev);
+  e.set_ret(ret);
+  return e;
+}
+
+// summary.memory.devices as rows {device, allocs, frees, peak_bytes, final_bytes}.
+std::vector<std::vector<int64_t>> MemoryRows(const Json& s) {
+  std::vector<std::vector<int64_t>> rows;
+  for (const Json& d : s["memory"]["devices"]) {
+    rows.push_back({d["device"].get<int64_t>(), d["allocs"].get<int64_t>(),
+                    d["frees"].get<int64_t>(), d["peak_bytes"].get<int64_t>(),
+                    d["final_bytes"].get<int64_t>()});
+  }
+  return rows;
+}
+
 // The data rows of DIR/ops.csv, split at every ',' (for files whose fields are not quoted), each
 // checked to have all 16 columns.
 std::vector<std::vector<std::string>> OpsRows(const std::string& dir) {
@@ -695,15 +720,7 @@ TEST_CASE("memory: device allocations that succeeded, per device; host memory an
     uint64_t t = 0;
     auto mem = [&](EventKind kind, uint64_t ptr, uint64_t bytes, uint32_t mkind, uint32_t dev,
                    int32_t ret) {
-      Event e;
-      e.set_kind(kind);
-      e.set_dur(kUs);
-      e.set_ptr(ptr);
-      e.set_bytes(bytes);
-      e.set_copy_kind(mkind);
-      e.set_device(dev);
-      e.set_ret(ret);
-      b.Host(1, t += 10 * kUs, 0, e);
+      b.Host(1, t += 10 * kUs, 0, Mem(kind, ptr, bytes, mkind, dev, ret));
     };
     mem(EV_ALLOC, 0x1000, 1 << 20, MEM_DEVICE, 0, 0);
     mem(EV_ALLOC, 0, 1ull << 50, MEM_DEVICE, 0, 2);  // cudaErrorMemoryAllocation
@@ -718,16 +735,8 @@ TEST_CASE("memory: device allocations that succeeded, per device; host memory an
   }
   auto s = BuildSummary({dir + "/rank0.pb"}, ReportOptions(), "");
   REQUIRE(s.ok());
-  const auto& devs = (*s)["memory"]["devices"];
-  REQUIRE(devs.size() == 2);
-  CHECK(devs[0]["device"] == 0);
-  CHECK(devs[0]["allocs"] == 2);
-  CHECK(devs[0]["frees"] == 2);
-  CHECK(devs[0]["peak_bytes"] == 3 << 20);
-  CHECK(devs[0]["final_bytes"] == 0);
-  CHECK(devs[1]["device"] == 1);
-  CHECK(devs[1]["peak_bytes"] == 4 << 20);
-  CHECK(devs[1]["final_bytes"] == 4 << 20);
+  CHECK(MemoryRows(*s) ==
+        std::vector<std::vector<int64_t>>{{0, 2, 2, 3 << 20, 0}, {1, 1, 0, 4 << 20, 4 << 20}});
 }
 
 // Physical memory of the driver's virtual memory management (cuMemCreate/cuMemRelease, MemKind
@@ -741,14 +750,7 @@ TEST_CASE("memory: VMM handles apart from pointers; frees count on their allocat
     b.WriteHeader(0, 1, "h0", GPU_TIMING_CUPTI);
     uint64_t t = 0;
     auto mem = [&](EventKind kind, uint64_t ptr, uint64_t bytes, uint32_t mkind, uint32_t dev) {
-      Event e;
-      e.set_kind(kind);
-      e.set_dur(kUs);
-      e.set_ptr(ptr);
-      e.set_bytes(bytes);
-      e.set_copy_kind(mkind);
-      e.set_device(dev);
-      b.Host(1, t += 10 * kUs, 0, e);
+      b.Host(1, t += 10 * kUs, 0, Mem(kind, ptr, bytes, mkind, dev));
     };
     mem(EV_ALLOC, 0x5000, 1 << 20, MEM_DEVICE, 0);
     mem(EV_ALLOC, 0x5000, 2 << 20, MEM_VMM, 1);  // handle 0x5000 on device 1
@@ -759,18 +761,8 @@ TEST_CASE("memory: VMM handles apart from pointers; frees count on their allocat
   }
   auto s = BuildSummary({dir + "/rank0.pb"}, ReportOptions(), "");
   REQUIRE(s.ok());
-  const auto& devs = (*s)["memory"]["devices"];
-  REQUIRE(devs.size() == 2);
-  CHECK(devs[0]["device"] == 0);
-  CHECK(devs[0]["allocs"] == 1);
-  CHECK(devs[0]["frees"] == 1);
-  CHECK(devs[0]["peak_bytes"] == 1 << 20);
-  CHECK(devs[0]["final_bytes"] == 0);
-  CHECK(devs[1]["device"] == 1);
-  CHECK(devs[1]["allocs"] == 2);
-  CHECK(devs[1]["frees"] == 1);
-  CHECK(devs[1]["peak_bytes"] == 6 << 20);
-  CHECK(devs[1]["final_bytes"] == 4 << 20);
+  CHECK(MemoryRows(*s) ==
+        std::vector<std::vector<int64_t>>{{0, 1, 1, 1 << 20, 0}, {1, 2, 1, 6 << 20, 4 << 20}});
 }
 
 // A free on one thread between two allocations on another: the file holds the allocating
