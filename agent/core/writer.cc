@@ -622,6 +622,12 @@ bool HasCorr(EvType t) {
          t == EvType::kGraphLaunch;
 }
 
+// The text in an event's continuation slots (up to its NUL padding), interned.
+uint32_t InternExtra(const uint8_t* extra, size_t extra_len) {
+  const char* text = reinterpret_cast<const char*>(extra);
+  return InternString(std::string(text, strnlen(text, extra_len)));
+}
+
 void EncodeEvent(WriterState* w, BatchBuilder* b, const RawEvent& e, const uint8_t* extra,
                  size_t extra_len, uint32_t stack_id) {
   const bool ns = (e.flags & kFlagTimeNs) != 0;
@@ -712,10 +718,7 @@ void EncodeEvent(WriterState* w, BatchBuilder* b, const RawEvent& e, const uint8
     case EvType::kNvtxPush: {
       const NvtxPayload& n = e.nvtx;
       uint32_t msg = n.name;
-      if (msg == 0 && extra_len > 0) {
-        size_t len = strnlen(reinterpret_cast<const char*>(extra), extra_len);
-        msg = InternString(std::string(reinterpret_cast<const char*>(extra), len));
-      }
+      if (msg == 0 && extra_len > 0) msg = InternExtra(extra, extra_len);
       m.U64(4, msg);
       m.U64(21, n.domain);
       m.U64(22, n.category);
@@ -789,10 +792,8 @@ void EncodeEvent(WriterState* w, BatchBuilder* b, const RawEvent& e, const uint8
       break;
     }
     case EvType::kGraphNode:
-      if (extra_len > 0) {  // its NVTX context (model::ThreadNvtxContext)
-        size_t len = strnlen(reinterpret_cast<const char*>(extra), extra_len);
-        m.U64(4, InternString(std::string(reinterpret_cast<const char*>(extra), len)));
-      }
+      // A new node's NVTX context (model::ThreadNvtxContext).
+      if (extra_len > 0) m.U64(4, InternExtra(extra, extra_len));
       m.U64(38, e.gen.a);
       m.U64(39, e.gen.b);
       break;

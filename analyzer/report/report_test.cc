@@ -47,6 +47,14 @@ std::string ReadAll(const std::string& path) {
   return ss.str();
 }
 
+// Whether one of the summary's warnings contains `text`.
+bool HasWarning(const Json& s, const std::string& text) {
+  for (const Json& w : s["meta"]["warnings"]) {
+    if (w.get<std::string>().find(text) != std::string::npos) return true;
+  }
+  return false;
+}
+
 // An allocation or free (EV_ALLOC/EV_FREE) of 1 us, as the agent records them.
 Event Mem(EventKind kind, uint64_t ptr, uint64_t bytes, uint32_t mkind, uint32_t dev,
           int32_t ret = 0) {
@@ -492,11 +500,7 @@ TEST_CASE("host timing mode uses launch API times and says so") {
   REQUIRE(s.ok());
   CHECK((*s)["meta"]["gpu_timing"] == "host");
   CHECK((*s)["buckets_model_avg_ms"]["norm"]["ms"] == 0.03);
-  bool warned = false;
-  for (const auto& w : (*s)["meta"]["warnings"]) {
-    warned |= w.get<std::string>().find("host launch API times") != std::string::npos;
-  }
-  CHECK(warned);
+  CHECK(HasWarning(*s, "host launch API times"));
 }
 
 // Host timing with launch API times sampled 1 in N: an untimed launch counts as the mean of its
@@ -533,11 +537,7 @@ TEST_CASE("host timing: an untimed launch counts as its own kernel's timed mean"
   CHECK(total_us["vllm::rms_norm_kernel"] == Approx(60));
   CHECK(total_us["gemm_kernel"] == Approx(30));
   CHECK(total_us["vllm::act_and_mul_kernel"] == Approx(20));
-  bool warned = false;
-  for (const auto& w : (*s)["meta"]["warnings"]) {
-    warned |= w.get<std::string>().find("2 of 6 launches timed") != std::string::npos;
-  }
-  CHECK(warned);
+  CHECK(HasWarning(*s, "2 of 6 launches timed"));
 }
 
 // Launch API durations timed on 1 in N launches (Header.launch_api_sample): 4 launches of a
@@ -1552,11 +1552,7 @@ TEST_CASE("runs_aggregate leaves out runs without a recorded step") {
   CHECK(agg["metrics"]["steps"]["std"] == 0.0);
   CHECK(agg["metrics"]["tokens"]["mean"] == 40.0);
   CHECK(agg["metrics"]["step_latency_ms.mean"]["mean"] == 1.25);
-  bool warned = false;
-  for (const Json& w : s["meta"]["warnings"]) {
-    warned |= w.get<std::string>().find("no recorded step") != std::string::npos;
-  }
-  CHECK(warned);
+  CHECK(HasWarning(s, "no recorded step"));
 }
 
 // Speculative decoding: a draft step [100, 300) us nested in its verify step [0, 1000). The
@@ -2024,11 +2020,7 @@ TEST_CASE("host timing with launches timed 1 in N: untimed kernels count as the 
   auto s = BuildSummary({dir + "/rank0.pb"}, ReportOptions(), "");
   REQUIRE(s.ok());
   CHECK((*s)["buckets_model_avg_ms"]["norm"]["ms"] == 0.032);  // 4 x 8 us
-  bool warned = false;
-  for (const auto& w : (*s)["meta"]["warnings"]) {
-    warned |= w.get<std::string>().find("1 of 4 launches timed") != std::string::npos;
-  }
-  CHECK(warned);
+  CHECK(HasWarning(*s, "1 of 4 launches timed"));
 }
 
 // ----- bad input -----
@@ -2300,11 +2292,7 @@ TEST_CASE("a truncated file is a warning and its complete prefix is used") {
   REQUIRE(s.ok());
   CHECK((*s)["stats"]["steps"] == 9);
   CHECK((*s)["meta"]["files"][0]["truncated"] == true);
-  bool warned = false;
-  for (const auto& w : (*s)["meta"]["warnings"]) {
-    warned |= w.get<std::string>().find("truncated") != std::string::npos;
-  }
-  CHECK(warned);
+  CHECK(HasWarning(*s, "truncated"));
   auto st = RunStats(t + "/rank0.pb");
   REQUIRE(st.ok());
   CHECK(st->find("TRUNCATED") != std::string::npos);

@@ -413,15 +413,21 @@ bool FillCopyFromCallback(CUpti_CallbackId cbid, const void* p, RawEvent* e) {
   }
 }
 
-// A runtime call that did not pass through an agent interposer: record it from its callback.
-void RecordRuntimeFromCallback(CUpti_CallbackId cbid, const CUpti_CallbackData* cb, uint64_t t0,
-                               uint64_t t1) {
+// The event of a call seen from its callbacks: its times, API and return code; the rest zero.
+RawEvent CallEvent(const CUpti_CallbackData* cb, uint64_t t0, uint64_t t1) {
   RawEvent e;
   std::memset(&e, 0, sizeof(e));
   e.t0 = t0;
   e.t1 = t1;
   e.api = ApiIdFor(cb->functionName);
   if (cb->functionReturnValue) e.ret = *static_cast<const int*>(cb->functionReturnValue);
+  return e;
+}
+
+// A runtime call that did not pass through an agent interposer: record it from its callback.
+void RecordRuntimeFromCallback(CUpti_CallbackId cbid, const CUpti_CallbackData* cb, uint64_t t0,
+                               uint64_t t1) {
+  RawEvent e = CallEvent(cb, t0, t1);
   const void* p = cb->functionParams;
   uint32_t corr = cb->correlationId;
   switch (cbid) {
@@ -654,12 +660,7 @@ void RecordDriverMemory(CUpti_CallbackId cbid, const CUpti_CallbackData* cb, uin
                         uint64_t t1) {
   const void* p = cb->functionParams;
   if (p == nullptr) return;
-  RawEvent e;
-  std::memset(&e, 0, sizeof(e));
-  e.t0 = t0;
-  e.t1 = t1;
-  e.api = ApiIdFor(cb->functionName);
-  if (cb->functionReturnValue) e.ret = *static_cast<const int*>(cb->functionReturnValue);
+  RawEvent e = CallEvent(cb, t0, t1);
   bool device_known = false;
   // The allocating calls' parameters begin (CUdeviceptr* dptr, size_t bytesize), the freeing
   // calls' (CUdeviceptr dptr): cuMemAlloc_v2_params, cuMemAllocAsync_params, ...
@@ -729,13 +730,8 @@ void RecordDriverMemory(CUpti_CallbackId cbid, const CUpti_CallbackData* cb, uin
 
 void RecordDriverLaunch(CUpti_CallbackId cbid, const CUpti_CallbackData* cb, uint64_t t0,
                         uint64_t t1) {
-  RawEvent e;
-  std::memset(&e, 0, sizeof(e));
-  e.t0 = t0;
-  e.t1 = t1;
+  RawEvent e = CallEvent(cb, t0, t1);
   e.type = EvType::kLaunch;
-  e.api = ApiIdFor(cb->functionName);
-  if (cb->functionReturnValue) e.ret = *static_cast<const int*>(cb->functionReturnValue);
   const void* p = cb->functionParams;
   const void* f = nullptr;
   if (p && (cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx ||
