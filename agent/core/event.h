@@ -108,6 +108,8 @@ constexpr uint32_t kNvtxStartEnd = 0xffffffffu;
 // binary 0010, so keys do not collide with their low 32 bits.
 constexpr uint64_t kPerThreadStreamHandle = 0x2;
 inline uint32_t PerThreadStreamKey(uint32_t tid) { return (tid << 4) | 0x2; }
+// cudaStreamLegacy (handle 0x1): the legacy default stream, written as handle 0.
+constexpr uint64_t kLegacyStreamHandle = 0x1;
 
 struct CollPayload {     // kCollective
   uint64_t comm;         // communicator handle (ncclComm_t / MPI_Comm) as an integer

@@ -509,6 +509,9 @@ uint32_t ApiStringId(WriterState* w, uint16_t api) {
 uint32_t StreamIndexSlow(WriterState* w, uint64_t handle);
 uint32_t StreamIndex(WriterState* w, uint64_t handle) {
   handle = uint32_t(handle);
+  // cudaStreamLegacy is the legacy default stream, as 0 is (outside _ptsz/_ptds calls, whose 0
+  // the hooks made cudaStreamPerThread already).
+  if (handle == kLegacyStreamHandle) handle = 0;
   // Host events on the per-thread default stream: the stream of the thread being drained.
   if (handle == kPerThreadStreamHandle) handle = PerThreadStreamKey(uint32_t(w->drain_tid));
   if (handle == w->last_stream && w->last_stream_idx != 0) return w->last_stream_idx;

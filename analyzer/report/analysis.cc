@@ -490,6 +490,9 @@ struct PendingLaunch {
   bool graph;
   bool timed;  // the call's end was read (see LaunchTimed)
   bool coll = false;       // an NCCL call whose kernel the agent timed with CUDA events
+  // A batch copy (cudaMemcpyBatchAsync, cudaMemcpy3DBatchAsync): one call, a device op per copy
+  // under CUPTI. Kept for all of them like a graph launch, but no graph.
+  bool multi = false;
   uint64_t first_start = UINT64_MAX;  // a graph launch: its earliest node's start so far
   bool call_start = true;  // `start` is the launching call's (ops.csv launch_ns)
   uint32_t grid[3] = {0, 0, 0}, block[3] = {0, 0, 0};
@@ -879,6 +882,9 @@ class FileAnalysis : public ViewVisitor {
   int Holding(int i, uint64_t t, const std::vector<int>& parent) const;
   KernelAgg& Kernel(uint64_t key);
   const std::string& CsvName(uint32_t name_id, int bucket);
+  // Whether the API named by string id `api` is a batch copy (cudaMemcpyBatchAsync, ...).
+  bool IsBatchCopy(uint32_t api);
+  absl::flat_hash_map<uint32_t, bool> batch_apis_;
 
   int pass_ = 1;
   std::vector<std::string> strings_;
@@ -1300,9 +1306,10 @@ void FileAnalysis::Finish1() {
   for (size_t i = 0; i < runs_.size(); ++i) {
     if (int(i) < opt.warmup_runs) runs_[i].warmup = true;
   }
-  // A step's run: the innermost run whose window holds the step's start, marked by the step's
-  // own thread if that thread marked runs (threads that serve requests concurrently each mark
-  // their own runs and steps), else by any thread (runs marked by a driver thread).
+  // A step's run: the innermost run whose window holds the step's start (else its end, below),
+  // marked by the step's own thread if that thread marked runs (threads that serve requests
+  // concurrently each mark their own runs and steps), else by any thread (runs marked by a driver
+  // thread).
   absl::flat_hash_map<uint32_t, std::vector<int>> runs_by_thread;
   for (size_t i = 0; i < runs_.size(); ++i) runs_by_thread[runs_[i].thread].push_back(int(i));
   auto innermost = [&](const std::vector<int>* own, uint64_t t) {
@@ -1322,7 +1329,15 @@ void FileAnalysis::Finish1() {
   };
   for (StepRec& s : steps_) {
     auto own = runs_by_thread.find(s.thread);
-    s.run = innermost(own != runs_by_thread.end() ? &own->second : nullptr, s.start);
+    const std::vector<int>* runs = own != runs_by_thread.end() ? &own->second : nullptr;
+    s.run = innermost(runs, s.start);
+    // A step that does not end in that run (or starts in none) was opened ahead of its run, on
+    // another thread (a scheduler one step ahead of the executor that ends it, as a start/end
+    // range belongs to the thread that ends it): the run holding its end.
+    if (s.run == 0 || runs_[s.run - 1].end < s.end) {
+      const int at_end = innermost(runs, s.end);
+      if (at_end != 0) s.run = at_end;
+    }
     s.excluded = s.warmup || (s.run > 0 && runs_[s.run - 1].warmup);
   }
   steps_by_thread_.clear();
@@ -1639,6 +1654,14 @@ void FileAnalysis::FinishSweeps() {
   }
 }
 
+bool FileAnalysis::IsBatchCopy(uint32_t api) {
+  auto it = batch_apis_.find(api);
+  if (it == batch_apis_.end()) {
+    it = batch_apis_.emplace(api, absl::StrContains(Str(api), "BatchAsync")).first;
+  }
+  return it->second;
+}
+
 const std::string& FileAnalysis::CsvName(uint32_t name_id, int bucket) {
   if (name_id == 0) {  // unnamed (copies): named by the bucket
     if (csv_buckets_.empty()) {
@@ -1690,6 +1713,7 @@ void FileAnalysis::Host2(const EventView& e) {
       }
       PendingLaunch l = LaunchOf(e);
       l.graph = kind == EV_GRAPH_LAUNCH;
+      l.multi = kind == EV_MEMCPY && IsBatchCopy(e.name);
       l.timed = LaunchTimed(kind, e.start_ns, e.end_ns);
       std::copy(e.grid, e.grid + 3, l.grid);  // ScanFile already undid the value-1 encoding
       std::copy(e.block, e.block + 3, l.block);
@@ -1915,7 +1939,7 @@ void FileAnalysis::OnOp(const OpView& d) {
   }
   if (PendingLaunch* l = pending_launch_.Find(d.corr)) {
     Emit(op, l);
-    if (l->graph) {
+    if (l->graph || l->multi) {
       l->first_start = std::min(l->first_start, op.start);
     } else {
       pending_launch_.Erase(d.corr);
@@ -1980,7 +2004,7 @@ void FileAnalysis::JoinLaunch(uint64_t corr, const PendingLaunch& l) {
         pending_more_.erase(more);
       }
     }
-    if (l.graph) {
+    if (l.graph || l.multi) {
       PendingLaunch g = l;
       g.first_start = first_start;
       pending_launch_.Put(corr, g);
@@ -2065,7 +2089,7 @@ void FileAnalysis::Emit(const PendingOp& op, const PendingLaunch* l) {
     l2s = SignedDiff(op.start, l->end);
     // A graph launch counts once, from its earliest node (Finish2): its later nodes start as
     // late as the graph's earlier work takes, which is no launch latency.
-    if (l2s >= 0 && !l->graph) launch_to_start_.Add(double(l2s));
+    if (l2s >= 0 && !l->graph && !l->multi) launch_to_start_.Add(double(l2s));
   }
   if (csv_.is_open()) {
     const std::string& csv_name = CsvName(name_id, bucket);
@@ -2445,8 +2469,9 @@ void FileAnalysis::Finish2() {
     if (!p.second.coll) ++unmatched_ops_;
   }
   pending_launch_.ForEach([&](uint64_t, const PendingLaunch& l) {
-    if (!l.graph && !l.coll) ++unmatched_launches_;  // (a kernel-less call: see below)
-    if (l.graph && l.timed && l.first_start != UINT64_MAX && l.first_start >= l.end) {
+    const bool kept = l.graph || (l.multi && l.first_start != UINT64_MAX);
+    if (!kept && !l.coll) ++unmatched_launches_;  // (a kernel-less call: see below)
+    if ((l.graph || l.multi) && l.timed && l.first_start != UINT64_MAX && l.first_start >= l.end) {
       launch_to_start_.Add(double(l.first_start - l.end));
     }
   });
@@ -3479,9 +3504,12 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
     return a.timed == 0 ? 0.0 : double(a.ns) * double(a.count) / double(a.timed);
   };
   std::vector<std::pair<std::string, ApiAcc>> apis(api_by_name.begin(), api_by_name.end());
+  // By total time; APIs with no timed call (launches sampled 1 in N, rarely called) by calls.
   std::sort(apis.begin(), apis.end(), [&](const auto& a, const auto& b) {
     const double ta = total_ns(a.second), tb = total_ns(b.second);
-    return ta != tb ? ta > tb : a.first < b.first;
+    if (ta != tb) return ta > tb;
+    if (a.second.count != b.second.count) return a.second.count > b.second.count;
+    return a.first < b.first;
   });
   Json japi = Json::array();
   for (const auto& a : apis) {

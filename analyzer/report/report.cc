@@ -359,11 +359,15 @@ std::string RenderMarkdown(const Json& s) {
     md += "| host API | calls | timed | total ms | mean us |\n|---|---:|---:|---:|---:|\n";
     size_t n = 0;
     bool sampled = false;
+    constexpr size_t kApiRows = 15;
     for (const Json& a : h["api"]) {
       sampled |= a["timed"] != a["count"];
-      if (++n > 15) continue;
+      if (++n > kApiRows) continue;
       absl::StrAppend(&md, "| ", Cell(a["name"].get<std::string>()), " | ", F(a["count"]), " | ",
                       F(a["timed"]), " | ", F(a["total_ms"]), " | ", F(a["mean_us"]), " |\n");
+    }
+    if (n > kApiRows) {
+      absl::StrAppend(&md, "| (", n - kApiRows, " more APIs: summary.json `host.api`) | | | | |\n");
     }
     md += "\n";
     if (sampled) {

@@ -667,6 +667,45 @@ TEST_CASE("the host API table names copies, sets and allocations by the API call
   CHECK(api["cudaMemcpy"] == std::make_pair(1, 5.0));
 }
 
+// More APIs than report.md's table shows: it says how many more (before, rows beyond 15 vanished
+// silently), and APIs without a timed call (launches sampled 1 in N) rank by calls among
+// themselves, so the engine's launch API is not the first left out.
+TEST_CASE("the host API table says what it leaves out; untimed APIs rank by calls") {
+  const std::string dir = TmpDir("apirows");
+  {
+    ProfileBuilder b(dir + "/rank0.pb");
+    b.WriteHeader(0, 1, "h0", GPU_TIMING_CUPTI);
+    uint64_t t = 0;
+    for (int i = 0; i < 15; ++i) {  // 15 timed APIs
+      Event e;
+      e.set_kind(EV_API);
+      e.set_name(b.Str(absl::StrCat("cudaApi", 10 + i)));
+      e.set_dur(uint64_t(i + 1) * kUs);
+      b.Host(1, t += 10 * kUs, 0, e);
+    }
+    // Launches whose end was not read (dur 0): 2 through one API, 40 through another.
+    const uint32_t k = b.Str("some_kernel");
+    for (int i = 0; i < 42; ++i) {
+      Event l = ProfileBuilder::Launch(k, 0);
+      l.set_api(b.Str(i < 2 ? "cudaLaunchKernelExC" : "cudaLaunchKernel"));
+      b.Host(1, t += 10 * kUs, uint64_t(i + 1), l);
+    }
+    b.Close(true);
+  }
+  auto s = BuildSummary({dir + "/rank0.pb"}, ReportOptions(), "");
+  REQUIRE(s.ok());
+  const Json& api = (*s)["host"]["api"];
+  REQUIRE(api.size() == 17);
+  CHECK(api[15]["name"] == "cudaLaunchKernel");
+  CHECK(api[16]["name"] == "cudaLaunchKernelExC");
+  std::string printed;
+  REQUIRE(RunReport(dir, dir, ReportOptions(), &printed).ok());
+  const std::string md = ReadAll(dir + "/report.md");
+  CHECK(md.find("| (2 more APIs: summary.json `host.api`) |") != std::string::npos);
+  CHECK(md.find("| cudaApi24 |") != std::string::npos);
+  CHECK(md.find("| cudaLaunchKernel |") == std::string::npos);
+}
+
 // A cudaDeviceReset that released two allocations: the agent records the reset and a free per
 // allocation, under the reset's API. The table counts one reset call (before: 3, with the
 // reset's time thrice); the memory is freed all the same.
@@ -1511,6 +1550,44 @@ TEST_CASE("runs and steps of concurrent threads: each step in its own thread's r
   CHECK(steps == std::multiset<std::string>{"0", "1", "2", "3", "4", "5", "6", "7"});
 }
 
+// TensorRT-LLM's executor pattern: a scheduler thread opens each step (a start/end range) one
+// step ahead, the executor thread ends it and marks the runs. A step opened before the
+// executor's run began, or while its previous run was still open, belongs to the run it ends in
+// (before: step 0 fell in no run and counted as measured, step 2 in the warm-up run).
+TEST_CASE("a step opened ahead of its run by another thread belongs to the run it ends in") {
+  const std::string dir = TmpDir("ahead_runs");
+  {
+    ProfileBuilder b(dir + "/rank0.pb");
+    b.WriteHeader(0, 1, "h0", GPU_TIMING_CUPTI);
+    const uint32_t warm = b.Str("run label=warm warmup=1"), serve = b.Str("run label=serve");
+    const uint32_t small = b.Str("step tokens=1"), big = b.Str("step tokens=256");
+    b.Host(2, 100 * kUs, 0, ProfileBuilder::Nvtx(warm, 200 * kUs, 0));   // 100-300
+    b.Host(2, 310 * kUs, 0, ProfileBuilder::Nvtx(serve, 690 * kUs, 0));  // 310-1000
+    auto step = [&](uint32_t name, uint64_t start, uint64_t end) {
+      Event e = ProfileBuilder::Nvtx(name, (end - start) * kUs, 0);
+      e.clear_depth();
+      e.set_start_end(true);
+      b.Host(2, start * kUs, 0, e);  // recorded on the ending (executor) thread
+    };
+    step(small, 50, 150);   // opened before any run: warm
+    step(small, 200, 280);  // warm
+    step(big, 250, 400);    // opened during warm, ends in serve: serve
+    step(small, 400, 500);  // serve
+    b.Close(true);
+  }
+  std::string printed;
+  REQUIRE(RunReport(dir, dir, ReportOptions(), &printed).ok());
+  std::ifstream in(dir + "/summary.json");
+  Json s = Json::parse(in);
+  REQUIRE(s["runs"].size() == 2);
+  CHECK(s["runs"][0]["stats"]["steps"] == 2);
+  CHECK(s["runs"][0]["stats"]["tokens"] == 2);
+  CHECK(s["runs"][1]["stats"]["steps"] == 2);
+  CHECK(s["runs"][1]["stats"]["tokens"] == 257);
+  CHECK(s["stats"]["steps"] == 2);  // the warm-up run's steps excluded
+  CHECK(s["stats"]["tokens"] == 257);
+}
+
 // Three runs, the last one wholly outside the schedule's active steps (no step recorded): it is
 // listed under runs, but runs_aggregate averages the two with steps (4 steps each, not 2.67),
 // counts the empty one apart and says so.
@@ -1771,6 +1848,64 @@ TEST_CASE("graph launches: every node counted in either record order; one latenc
   std::vector<std::string> rows =
       absl::StrSplit(ReadAll(dir + "/ops.csv"), '\n', absl::SkipEmpty());
   CHECK(rows.size() == 7);
+}
+
+// A batch copy (cudaMemcpyBatchAsync) is one call whose copies CUPTI reports as a device op
+// each, all with the call's correlation id: every op joins the call, whether the ops or the call
+// come first in the file, and the call's launch-to-start latency counts once, to its first copy
+// (before, only one op joined the call and the others were "device ops without a launch").
+TEST_CASE("batch copies: every copy joins its call in either record order; one latency per call") {
+  const std::string dir = TmpDir("batch_copies");
+  {
+    ProfileBuilder b(dir + "/rank0.pb");
+    b.WriteHeader(0, 1, "h", GPU_TIMING_CUPTI);
+    const uint32_t batch = b.Str("cudaMemcpyBatchAsync");
+    auto copy = [](uint32_t kind) {
+      DeviceOp op;
+      op.set_kind(DOP_MEMCPY);
+      op.set_dur(10 * kUs);
+      op.set_copy_kind(kind);
+      op.set_bytes(4096);
+      return op;
+    };
+    // Batch 1: its copies first in the file, out of start order.
+    for (uint64_t start : {130, 110, 150}) b.Device(0, start * kUs, 1, copy(1));
+    b.Flush();
+    Event call;
+    call.set_kind(EV_MEMCPY);
+    call.set_name(batch);
+    call.set_dur(5 * kUs);
+    call.set_bytes(3 * 4096);
+    call.set_copy_kind(4);          // cudaMemcpyDefault
+    b.Host(1, 100 * kUs, 1, call);  // returns at 105: 5 us to the first copy
+    b.Host(1, 300 * kUs, 2, call);  // batch 2, the call first: returns at 305
+    b.Flush();
+    for (uint64_t start : {320, 340}) b.Device(0, start * kUs, 2, copy(2));
+    b.Close(true);
+  }
+  std::string printed;
+  REQUIRE(RunReport(dir, dir, ReportOptions(), &printed).ok());
+  auto s = BuildSummary({dir + "/rank0.pb"}, ReportOptions(), "");
+  REQUIRE(s.ok());
+  const Json& l2s = (*s)["host"]["launch_to_start_us"];
+  CHECK(l2s["count"] == 2);
+  CHECK(l2s["min"] == 5.0);
+  CHECK(l2s["max"] == 15.0);
+  for (const auto& w : (*s)["meta"]["warnings"]) {
+    CHECK(w.get<std::string>().find("without") == std::string::npos);  // all joined
+  }
+  std::vector<std::string> rows =
+      absl::StrSplit(ReadAll(dir + "/ops.csv"), '\n', absl::SkipEmpty());
+  REQUIRE(rows.size() == 6);
+  std::map<std::string, int> buckets;
+  for (size_t i = 1; i < rows.size(); ++i) {
+    // Every row has its call's launch time (launch_ns), so it was joined to it.
+    std::vector<std::string> cols = absl::StrSplit(rows[i], ',');
+    REQUIRE(cols.size() > 8);
+    CHECK(!cols[8].empty());
+    buckets[cols[3]]++;
+  }
+  CHECK(buckets == std::map<std::string, int>{{"memcpy.h2d", 3}, {"memcpy.d2h", 2}});
 }
 
 // A kernel a graph launch runs was launched, in the code, where its node was captured: the node

@@ -31,8 +31,8 @@
 //
 // Not simulated (generated stubs: "gpusim: <function> is not supported"): memory allocation and
 // free nodes added by hand, external semaphore nodes, conditional nodes, kernel node attributes,
-// cudaGraphExecChildGraphNodeSetParams, user objects. Memcpy
-// nodes with a CUDA array return cudaErrorNotSupported with a one-time message.
+// cudaGraphExecChildGraphNodeSetParams, user objects. Memcpy nodes take CUDA arrays like
+// cudaMemcpy3D (InitCopyOpFromParms).
 #include <cuda_runtime_api.h>
 #include <generated_cuda_runtime_api_meta.h>
 
@@ -96,18 +96,13 @@ cudaError_t KernelWork(const cudaKernelNodeParams* p, NodeWork* w) {
   return cudaSuccess;
 }
 
-// A memcpy node copies extent.depth slices of extent.height rows of extent.width bytes between
-// pitched pointers (slices ysize rows apart), validated like cudaMemcpy3D. CUDA arrays are not
-// simulated.
+// A memcpy node copies extent.depth slices of extent.height rows of extent.width elements
+// between pitched pointers (slices ysize rows apart) and CUDA arrays, validated like
+// cudaMemcpy3D.
 cudaError_t MemcpyWork(const cudaMemcpy3DParms* p, NodeWork* w) {
-  static gpusim::UnsupportedOnce unsupported;
   if (p == nullptr) return cudaErrorInvalidValue;
   Op op;
   cudaError_t err = gpusim::InitCopyOpFromParms(&op, *p);
-  if (err == cudaErrorNotSupported) {
-    return static_cast<cudaError_t>(
-        gpusim::ReportUnsupported("a graph memcpy node with a CUDA array", &unsupported));
-  }
   if (err != cudaSuccess) return err;
   w->type = cudaGraphNodeTypeMemcpy;
   w->op = std::move(op);
@@ -304,7 +299,10 @@ std::vector<NodeShape> ShapeLocked(const Graph* g) {
     s.type = n->work.type;
     for (const GraphNode* d : n->deps) s.deps.push_back(index[d]);
     std::sort(s.deps.begin(), s.deps.end());
-    s.copy_kind = n->work.type == cudaGraphNodeTypeMemcpy ? n->work.op.rec.copy_kind : -1;
+    // The memory types of a memcpy node: its direction and which sides are arrays.
+    s.copy_kind = n->work.type == cudaGraphNodeTypeMemcpy
+                      ? n->work.op.rec.copy_kind | static_cast<int>(n->work.op.rec.copy_arrays << 8)
+                      : -1;
     if (n->work.child != nullptr) s.child = EncodeShape(ShapeLocked(n->work.child));
     shape.push_back(std::move(s));
   }
@@ -409,7 +407,8 @@ cudaError_t SetExecNodeWork(cudaGraphExec_t exec, cudaGraphNode_t node, cudaErro
     if (x.origin != n) continue;
     if (x.work.type != work.type) return cudaErrorInvalidValue;
     if (work.type == cudaGraphNodeTypeMemcpy &&
-        x.work.op.rec.copy_kind != work.op.rec.copy_kind) {
+        (x.work.op.rec.copy_kind != work.op.rec.copy_kind ||
+         x.work.op.rec.copy_arrays != work.op.rec.copy_arrays)) {
       return cudaErrorInvalidValue;
     }
     work.op.rec.graph_node_id = x.work.op.rec.graph_node_id;

@@ -1,20 +1,18 @@
 // CUDA runtime entry points of gpusim's libcudart.so.13 for memory: allocations (device
 // memory is host memory, tracked so that cudaFree of an unknown pointer fails and
-// cudaMemcpyDefault resolves), copies and sets (1D, 2D, and 3D between pitched pointers).
-// Asynchronous ones move their bytes when the stream reaches them; synchronous copies wait for
-// completion, except device to device ones (cudaMemset too, like CUDA's, is asynchronous to the
-// host for device memory). The
-// stream-ordered allocator (cudaMallocAsync, pools) is in cudart_pools.cc. CUDA arrays are not
-// simulated: 3D copies from or to one return cudaErrorNotSupported with a one-time message,
-// and the array functions are the generated stubs.
+// cudaMemcpyDefault resolves), copies and sets (1D, 2D, and 3D between pitched pointers; to,
+// from and between CUDA arrays; batches). Asynchronous ones move their bytes when the stream
+// reaches them; synchronous copies wait for completion, except device to device ones (an array
+// is device memory; cudaMemset too, like CUDA's, is asynchronous to the host for device memory).
+// The stream-ordered allocator (cudaMallocAsync, pools) is in cudart_pools.cc, the allocation
+// of CUDA arrays in cudart_arrays.cc.
 #include <cuda_runtime_api.h>
 #include <generated_cuda_runtime_api_meta.h>
 
 #include <cstdlib>
 #include <cstring>
-#include <string>
+#include <vector>
 
-#include "tests/gpusim/cudart_unsupported.h"
 #include "tests/gpusim/sim_device.h"
 #include "tests/gpusim/sim_pool.h"
 
@@ -77,20 +75,26 @@ Op* NewSetOp(uint32_t corr, void* dst, size_t pitch, int value, size_t width, si
   return op;
 }
 
+// Takes the source bytes of the copy `op` now (packed into op->staging): the worker copies
+// them from there.
+void StageSource(Op* op) {
+  size_t width = op->width;
+  op->staging.resize(width * op->height * op->depth);
+  char* out = op->staging.data();
+  for (size_t z = 0; z < op->depth; ++z) {
+    const char* slice = static_cast<const char*>(op->src) + z * op->spitch * op->sysize;
+    for (size_t row = 0; row < op->height; ++row, out += width) {
+      memcpy(out, slice + row * op->spitch, width);
+    }
+  }
+}
+
 // Enqueues the copy `op` (owned) on stream `s`; `sync` waits for it (cudaMemcpy semantics).
 void EnqueueCopy(Op* op, Stream* s, bool sync) {
   // CUDA's documented behaviour with pageable host memory: an async HtoD copy has taken its
   // source bytes (staged) when the call returns; an async DtoH copy returns once complete.
   if (!sync && op->rec.copy_kind == cudaMemcpyHostToDevice && !IsPinned(op->src)) {
-    size_t width = op->width;
-    op->staging.resize(width * op->height * op->depth);
-    char* out = op->staging.data();
-    for (size_t z = 0; z < op->depth; ++z) {
-      const char* slice = static_cast<const char*>(op->src) + z * op->spitch * op->sysize;
-      for (size_t row = 0; row < op->height; ++row, out += width) {
-        memcpy(out, slice + row * op->spitch, width);
-      }
-    }
+    StageSource(op);
   }
   if (op->rec.copy_kind == cudaMemcpyDeviceToHost && !IsPinned(op->dst)) sync = true;
   // "For transfers from device memory to device memory, no host-side synchronization is
@@ -122,10 +126,9 @@ cudaError_t Copy(ApiCall& api, void* dst, size_t dpitch, const void* src, size_t
   return cudaSuccess;
 }
 
-// cudaMemcpy3D(Async) and, with the devices checked by the caller, cudaMemcpy3DPeer(Async).
-// A CUDA array is reported once per entry point (`unsupported`).
-cudaError_t Copy3D(ApiCall& api, const char* name, gpusim::UnsupportedOnce* unsupported,
-                   const cudaMemcpy3DParms* p, cudaStream_t stream, bool per_thread,
+// cudaMemcpy3D(Async), the copies to, from and between CUDA arrays, and, with the devices
+// checked by the caller, cudaMemcpy3DPeer(Async).
+cudaError_t Copy3D(ApiCall& api, const cudaMemcpy3DParms* p, cudaStream_t stream, bool per_thread,
                    bool sync) {
   if (p == nullptr) return cudaErrorInvalidValue;
   Op* op = new Op();
@@ -135,13 +138,310 @@ cudaError_t Copy3D(ApiCall& api, const char* name, gpusim::UnsupportedOnce* unsu
   if (err == cudaSuccess && op->rec.bytes != 0) err = CheckMapped(*op);
   if (err != cudaSuccess || op->rec.bytes == 0) {
     delete op;
-    if (err != cudaErrorNotSupported) return err;
-    std::string what = std::string(name) + " with a CUDA array";
-    return static_cast<cudaError_t>(gpusim::ReportUnsupported(what.c_str(), unsupported));
+    return err;
   }
   op->rec.correlation_id = api.corr();
   EnqueueCopy(op, s, sync);
   return cudaSuccess;
+}
+
+// ---- Copies with CUDA arrays ----------------------------------------------------------------
+
+// The element size of a live array; 0 for anything else.
+size_t ElementOf(const void* array) {
+  gpusim::CudaArray a;
+  return gpusim::FindArray(array, &a) ? a.element_size : 0;
+}
+
+// One side of a 1D or 2D array copy: an array with offsets (x in bytes, y in rows), or a
+// pointer with its pitch.
+struct Side2D {
+  cudaArray_const_t array = nullptr;
+  size_t x = 0, y = 0;
+  void* ptr = nullptr;
+  size_t pitch = 0;
+};
+
+// cudaMemcpy2DToArray(Async), cudaMemcpy2DFromArray(Async), cudaMemcpy2DArrayToArray: `height`
+// rows of `width` bytes. As the runtime does, the copy becomes a cudaMemcpy3DParms in the
+// array's elements (offsets and width must be whole elements); a pitch below the width is
+// cudaErrorInvalidPitchValue.
+cudaError_t Copy2DArray(ApiCall& api, const Side2D& dst, const Side2D& src, size_t width,
+                        size_t height, int kind, cudaStream_t stream, bool pt, bool sync) {
+  if (!ValidKind(kind)) return cudaErrorInvalidMemcpyDirection;
+  if (width == 0 || height == 0) return cudaSuccess;
+  size_t element = 0;
+  for (const Side2D* side : {&dst, &src}) {
+    if (side->array == nullptr) {
+      if (side->ptr == nullptr) return cudaErrorInvalidValue;
+      if (side->pitch < width) return cudaErrorInvalidPitchValue;
+      continue;
+    }
+    size_t e = ElementOf(side->array);
+    if (e == 0 || (element != 0 && e != element) || side->x % e != 0) {
+      return cudaErrorInvalidValue;
+    }
+    element = e;
+  }
+  if (width % element != 0) return cudaErrorInvalidValue;
+  cudaMemcpy3DParms p = {};
+  auto fill = [&](const Side2D& side, cudaArray_t* array, cudaPos* pos, cudaPitchedPtr* ptr) {
+    if (side.array != nullptr) {
+      *array = const_cast<cudaArray_t>(side.array);
+      *pos = cudaPos{side.x / element, side.y, 0};
+    } else {
+      *ptr = cudaPitchedPtr{side.ptr, side.pitch, width, height};
+    }
+  };
+  fill(dst, &p.dstArray, &p.dstPos, &p.dstPtr);
+  fill(src, &p.srcArray, &p.srcPos, &p.srcPtr);
+  p.extent = cudaExtent{width / element, height, 1};
+  p.kind = static_cast<cudaMemcpyKind>(kind);
+  return Copy3D(api, &p, stream, pt, sync);
+}
+
+// Whether a pointer side of an array copy is device memory: where `kind` puts it, or for
+// cudaMemcpyDefault, where the pointer is.
+bool PointerOnDevice(const void* p, int kind, bool is_src) {
+  if (kind == cudaMemcpyDefault) {
+    gpusim::Allocation a;
+    return gpusim::FindAllocation(p, nullptr, &a) && gpusim::OnDevice(a.kind);
+  }
+  return is_src ? kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice
+                : kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice;
+}
+
+// The box (position and extent in elements) that `count` bytes from byte (x, y) of array `a`
+// cover: part of one row, whole rows of one slice, or whole slices. False when the span starts
+// inside a row and runs past its end.
+bool SpanBox(const gpusim::CudaArray& a, size_t x, size_t y, size_t count, cudaPos* pos,
+             cudaExtent* e) {
+  const size_t row = a.row_bytes(), e_size = a.element_size;
+  *pos = cudaPos{x / e_size, y % a.height, y / a.height};
+  if (x + count <= row) {
+    *e = cudaExtent{count / e_size, 1, 1};
+  } else if (x == 0 && count % row == 0 && pos->y + count / row <= a.height) {
+    *e = cudaExtent{a.width, count / row, 1};
+  } else if (x == 0 && pos->y == 0 && count % (row * a.height) == 0) {
+    *e = cudaExtent{a.width, a.height, count / (row * a.height)};
+  } else {
+    return false;
+  }
+  return true;
+}
+
+// cudaMemcpyToArray(Async), cudaMemcpyFromArray(Async), cudaMemcpyArrayToArray (deprecated):
+// `count` bytes from byte x (a whole element) of row y of the array on, running on through the
+// following rows of the packed array, as one copy. A captured one reads back as the box it
+// covers when it covers one (SpanBox).
+cudaError_t Copy1DArray(ApiCall& api, const Side2D& dst, const Side2D& src, size_t count, int kind,
+                        cudaStream_t stream, bool pt, bool sync) {
+  if (!ValidKind(kind)) return cudaErrorInvalidMemcpyDirection;
+  if (count == 0) return cudaSuccess;
+  char* addr[2] = {nullptr, nullptr};  // dst, src
+  bool device[2] = {true, true};
+  gpusim::CudaArray arrays[2] = {};
+  size_t element = 0;
+  const Side2D* sides[2] = {&dst, &src};
+  for (int i = 0; i < 2; ++i) {
+    const Side2D& side = *sides[i];
+    if (side.array == nullptr) {
+      if (side.ptr == nullptr) return cudaErrorInvalidValue;
+      addr[i] = static_cast<char*>(side.ptr);
+      device[i] = PointerOnDevice(side.ptr, kind, i == 1);
+      continue;
+    }
+    gpusim::CudaArray& a = arrays[i];
+    if (!gpusim::FindArray(side.array, &a) || (element != 0 && a.element_size != element)) {
+      return cudaErrorInvalidValue;
+    }
+    element = a.element_size;
+    const size_t offset = side.y * a.row_bytes() + side.x;
+    if (side.x % element != 0 || side.x >= a.row_bytes() || side.y >= a.height * a.depth ||
+        count > a.bytes() - offset) {
+      return cudaErrorInvalidValue;
+    }
+    addr[i] = a.data + offset;
+  }
+  if (count % element != 0) return cudaErrorInvalidValue;
+  const int copy_kind = device[1] ? (device[0] ? cudaMemcpyDeviceToDevice : cudaMemcpyDeviceToHost)
+                                  : cudaMemcpyHostToDevice;
+  Stream* s = gpusim::ResolveStream(stream, pt);
+  if (s == nullptr) return cudaErrorInvalidResourceHandle;
+  Op* op = NewCopyOp(api.corr(), addr[0], count, addr[1], count, count, 1, copy_kind);
+  op->rec.copy_arrays = (src.array != nullptr ? uint32_t{GPUSIM_COPY_SRC_ARRAY} : 0u) |
+                        (dst.array != nullptr ? uint32_t{GPUSIM_COPY_DST_ARRAY} : 0u);
+  // The box form for a captured copy's node, when both array sides cover the same box.
+  cudaMemcpy3DParms p = {};
+  bool box = true;
+  bool have_extent = false;
+  for (int i = 0; i < 2 && box; ++i) {
+    if (sides[i]->array == nullptr) continue;
+    cudaPos pos;
+    cudaExtent e;
+    box = SpanBox(arrays[i], sides[i]->x, sides[i]->y, count, &pos, &e);
+    if (box && have_extent &&
+        (e.width != p.extent.width || e.height != p.extent.height || e.depth != p.extent.depth)) {
+      box = false;
+    }
+    p.extent = e;
+    have_extent = true;
+    (i == 0 ? p.dstArray : p.srcArray) = const_cast<cudaArray_t>(sides[i]->array);
+    (i == 0 ? p.dstPos : p.srcPos) = pos;
+  }
+  if (box) {
+    const size_t row = p.extent.width * element;
+    for (int i = 0; i < 2; ++i) {
+      if (sides[i]->array != nullptr) continue;
+      (i == 0 ? p.dstPtr : p.srcPtr) = cudaPitchedPtr{sides[i]->ptr, row, row, p.extent.height};
+    }
+    p.kind = static_cast<cudaMemcpyKind>(kind);
+    op->array_copy = p;
+  }
+  EnqueueCopy(op, s, sync);
+  return cudaSuccess;
+}
+
+// ---- Batch copies (CUDA 12.8) -----------------------------------------------------------------
+
+bool ValidAccessOrder(cudaMemcpySrcAccessOrder o) {
+  return o == cudaMemcpySrcAccessOrderStream || o == cudaMemcpySrcAccessOrderDuringApiCall ||
+         o == cudaMemcpySrcAccessOrderAny;
+}
+constexpr unsigned kBatchCopyFlags = cudaMemcpyFlagPreferOverlapWithCompute;
+
+// The stream of a batch: a live stream other than the legacy default stream ("must not be
+// legacy NULL stream").
+cudaError_t BatchStream(cudaStream_t stream, bool pt, Stream** out) {
+  Stream* s = gpusim::ResolveStream(stream, pt);
+  if (s == nullptr) return cudaErrorInvalidResourceHandle;
+  if (s->legacy) return cudaErrorInvalidValue;
+  *out = s;
+  return cudaSuccess;
+}
+
+// Enqueues the copies of a validated batch in order, without waiting (a batch is asynchronous);
+// frees them all instead when `err` is set. Each copy is an op of its own: one ground-truth
+// line and one CUPTI memcpy record each, all with the batch call's correlation id.
+cudaError_t FinishBatch(std::vector<Op*>* ops, Stream* s, cudaError_t err) {
+  for (Op* op : *ops) {
+    if (err != cudaSuccess) {
+      delete op;
+    } else {
+      gpusim::Enqueue(s, op);
+    }
+  }
+  return err;
+}
+
+// cudaMemcpyBatchAsync: count copies between pointers (the direction from where they are), with
+// attrs[k] applying to copies attrsIdxs[k] .. attrsIdxs[k + 1] - 1. A source accessed
+// "during the API call" is taken when the call returns; the others are read in stream order.
+cudaError_t MemcpyBatch(ApiCall& api, void* const* dsts, const void* const* srcs,
+                        const size_t* sizes, size_t count, const cudaMemcpyAttributes* attrs,
+                        const size_t* idxs, size_t num_attrs, cudaStream_t stream, bool pt) {
+  if (count == 0 || dsts == nullptr || srcs == nullptr || sizes == nullptr || attrs == nullptr ||
+      idxs == nullptr || num_attrs == 0 || num_attrs > count) {
+    return cudaErrorInvalidValue;
+  }
+  for (size_t k = 0; k < num_attrs; ++k) {
+    if ((k == 0 ? idxs[0] != 0 : idxs[k] <= idxs[k - 1]) || idxs[k] >= count ||
+        !ValidAccessOrder(attrs[k].srcAccessOrder) || (attrs[k].flags & ~kBatchCopyFlags) != 0) {
+      return cudaErrorInvalidValue;
+    }
+  }
+  Stream* s = nullptr;
+  cudaError_t err = BatchStream(stream, pt, &s);
+  if (err != cudaSuccess) return err;
+  std::vector<Op*> ops;
+  size_t k = 0;
+  for (size_t i = 0; i < count && err == cudaSuccess; ++i) {
+    while (k + 1 < num_attrs && idxs[k + 1] <= i) ++k;
+    if (sizes[i] == 0) continue;  // nothing to move
+    if (dsts[i] == nullptr || srcs[i] == nullptr) {
+      err = cudaErrorInvalidValue;
+      break;
+    }
+    Op* op =
+        NewCopyOp(api.corr(), dsts[i], sizes[i], srcs[i], sizes[i], sizes[i], 1, cudaMemcpyDefault);
+    ops.push_back(op);
+    err = CheckMapped(*op);
+    if (err == cudaSuccess && attrs[k].srcAccessOrder == cudaMemcpySrcAccessOrderDuringApiCall) {
+      StageSource(op);
+    }
+  }
+  return FinishBatch(&ops, s, err);
+}
+
+// One operand of a cudaMemcpy3DBatchOp as cudaMemcpy3DParms fields: a pointer (rows of
+// rowLength elements, layers of layerHeight rows; 0 = packed to the extent) or an array with
+// an offset in elements.
+cudaError_t BatchOperand(const cudaMemcpy3DOperand& o, size_t element, const cudaExtent& e,
+                         cudaArray_t* array, cudaPos* pos, cudaPitchedPtr* ptr) {
+  if (o.type == cudaMemcpyOperandTypePointer) {
+    const auto& p = o.op.ptr;
+    if (p.ptr == nullptr || (p.rowLength != 0 && p.rowLength < e.width) ||
+        (p.layerHeight != 0 && p.layerHeight < e.height)) {
+      return cudaErrorInvalidValue;
+    }
+    const size_t row = p.rowLength != 0 ? p.rowLength : e.width;
+    *ptr = cudaPitchedPtr{p.ptr, row * element, e.width * element,
+                          p.layerHeight != 0 ? p.layerHeight : e.height};
+    return cudaSuccess;
+  }
+  if (o.type == cudaMemcpyOperandTypeArray) {
+    if (o.op.array.array == nullptr) return cudaErrorInvalidValue;
+    *array = o.op.array.array;
+    *pos = cudaPos{o.op.array.offset.x, o.op.array.offset.y, o.op.array.offset.z};
+    return cudaSuccess;
+  }
+  return cudaErrorInvalidValue;
+}
+
+// cudaMemcpy3DBatchAsync: numOps 3D copies between pointers and arrays (extents in elements: the
+// array's, or bytes between pointers), the direction from where the operands are.
+cudaError_t Memcpy3DBatch(ApiCall& api, size_t num_ops, const cudaMemcpy3DBatchOp* list,
+                          unsigned long long flags, cudaStream_t stream, bool pt) {
+  if (num_ops == 0 || list == nullptr || flags != 0) return cudaErrorInvalidValue;
+  Stream* s = nullptr;
+  cudaError_t err = BatchStream(stream, pt, &s);
+  if (err != cudaSuccess) return err;
+  std::vector<Op*> ops;
+  for (size_t i = 0; i < num_ops && err == cudaSuccess; ++i) {
+    const cudaMemcpy3DBatchOp& b = list[i];
+    if (b.extent.width == 0 || b.extent.height == 0 || b.extent.depth == 0 ||
+        !ValidAccessOrder(b.srcAccessOrder) || (b.flags & ~kBatchCopyFlags) != 0) {
+      err = cudaErrorInvalidValue;
+      break;
+    }
+    size_t element = 1;  // a byte between pointers; else the array's element
+    for (const cudaMemcpy3DOperand* o : {&b.src, &b.dst}) {
+      if (o->type == cudaMemcpyOperandTypeArray && o->op.array.array != nullptr) {
+        element = ElementOf(o->op.array.array);
+      }
+    }
+    if (element == 0) {
+      err = cudaErrorInvalidValue;
+      break;
+    }
+    cudaMemcpy3DParms p = {};
+    p.extent = b.extent;
+    p.kind = cudaMemcpyDefault;
+    err = BatchOperand(b.src, element, b.extent, &p.srcArray, &p.srcPos, &p.srcPtr);
+    if (err == cudaSuccess) {
+      err = BatchOperand(b.dst, element, b.extent, &p.dstArray, &p.dstPos, &p.dstPtr);
+    }
+    if (err != cudaSuccess) break;
+    Op* op = new Op();
+    ops.push_back(op);
+    err = gpusim::InitCopyOpFromParms(op, p);
+    if (err == cudaSuccess) err = CheckMapped(*op);
+    op->rec.correlation_id = api.corr();
+    if (err == cudaSuccess && b.srcAccessOrder == cudaMemcpySrcAccessOrderDuringApiCall) {
+      StageSource(op);
+    }
+  }
+  return FinishBatch(&ops, s, err);
 }
 
 // A synchronous set (cudaMemset, not ...Async) returns before the device is done unless it
@@ -257,17 +557,14 @@ cudaError_t FromSymbolImpl(const ApiInfo& info, void* dst, const void* symbol, s
 
 cudaError_t Memcpy3DImpl(const ApiInfo& info, const cudaMemcpy3DParms* p, cudaStream_t stream,
                          bool pt, bool sync) {
-  static gpusim::UnsupportedOnce unsupported[4];  // per entry point: sync/async x plain/pt
   cudaMemcpy3DAsync_v3020_params params{p, stream};  // cudaMemcpy3D's is a prefix
   ApiCall api(info, &params);
-  return api.Return(Copy3D(api, info.name, &unsupported[(sync ? 0 : 2) + (pt ? 1 : 0)], p,
-                           stream, pt, sync));
+  return api.Return(Copy3D(api, p, stream, pt, sync));
 }
 
-// A peer copy is a device-to-device copy between pitched pointers of two devices.
+// A peer copy is a device-to-device copy between pitched pointers (or arrays) of two devices.
 cudaError_t Memcpy3DPeerImpl(const ApiInfo& info, const cudaMemcpy3DPeerParms* p,
                              cudaStream_t stream, bool pt, bool sync) {
-  static gpusim::UnsupportedOnce unsupported[4];
   cudaMemcpy3DPeerAsync_v4000_params params{p, stream};
   ApiCall api(info, &params);
   if (p == nullptr) return api.Return(cudaErrorInvalidValue);
@@ -284,8 +581,111 @@ cudaError_t Memcpy3DPeerImpl(const ApiInfo& info, const cudaMemcpy3DPeerParms* p
   q.dstPtr = p->dstPtr;
   q.extent = p->extent;
   q.kind = cudaMemcpyDeviceToDevice;
-  return api.Return(Copy3D(api, info.name, &unsupported[(sync ? 0 : 2) + (pt ? 1 : 0)], &q,
-                           stream, pt, sync));
+  return api.Return(Copy3D(api, &q, stream, pt, sync));
+}
+
+// The copies with CUDA arrays. The synchronous calls' params are a prefix of the asynchronous
+// ones'.
+cudaError_t ToArrayImpl(const ApiInfo& info, cudaArray_t dst, size_t w, size_t h, const void* src,
+                        size_t spitch, size_t width, size_t height, cudaMemcpyKind kind,
+                        cudaStream_t stream, bool pt, bool sync) {
+  cudaMemcpy2DToArrayAsync_v3020_params params{dst, w, h, src, spitch, width, height, kind, stream};
+  ApiCall api(info, &params);
+  Side2D d, s;
+  d.array = dst;
+  d.x = w;
+  d.y = h;
+  s.ptr = const_cast<void*>(src);
+  s.pitch = spitch;
+  return api.Return(Copy2DArray(api, d, s, width, height, kind, stream, pt, sync));
+}
+
+cudaError_t FromArrayImpl(const ApiInfo& info, void* dst, size_t dpitch, cudaArray_const_t src,
+                          size_t w, size_t h, size_t width, size_t height, cudaMemcpyKind kind,
+                          cudaStream_t stream, bool pt, bool sync) {
+  cudaMemcpy2DFromArrayAsync_v3020_params params{dst,   dpitch, src,  w,     h,
+                                                 width, height, kind, stream};
+  ApiCall api(info, &params);
+  Side2D d, s;
+  d.ptr = dst;
+  d.pitch = dpitch;
+  s.array = src;
+  s.x = w;
+  s.y = h;
+  return api.Return(Copy2DArray(api, d, s, width, height, kind, stream, pt, sync));
+}
+
+cudaError_t ArrayToArrayImpl(const ApiInfo& info, cudaArray_t dst, size_t w_dst, size_t h_dst,
+                             cudaArray_const_t src, size_t w_src, size_t h_src, size_t width,
+                             size_t height, cudaMemcpyKind kind, bool pt) {
+  cudaMemcpy2DArrayToArray_v3020_params params{dst,   w_dst, h_dst,  src, w_src,
+                                               h_src, width, height, kind};
+  ApiCall api(info, &params);
+  Side2D d, s;
+  d.array = dst;
+  d.x = w_dst;
+  d.y = h_dst;
+  s.array = src;
+  s.x = w_src;
+  s.y = h_src;
+  return api.Return(Copy2DArray(api, d, s, width, height, kind, nullptr, pt, true));
+}
+
+cudaError_t ToArray1DImpl(const ApiInfo& info, cudaArray_t dst, size_t w, size_t h, const void* src,
+                          size_t count, cudaMemcpyKind kind, cudaStream_t stream, bool pt,
+                          bool sync) {
+  cudaMemcpyToArrayAsync_v3020_params params{dst, w, h, src, count, kind, stream};
+  ApiCall api(info, &params);
+  Side2D d, s;
+  d.array = dst;
+  d.x = w;
+  d.y = h;
+  s.ptr = const_cast<void*>(src);
+  return api.Return(Copy1DArray(api, d, s, count, kind, stream, pt, sync));
+}
+
+cudaError_t FromArray1DImpl(const ApiInfo& info, void* dst, cudaArray_const_t src, size_t w,
+                            size_t h, size_t count, cudaMemcpyKind kind, cudaStream_t stream,
+                            bool pt, bool sync) {
+  cudaMemcpyFromArrayAsync_v3020_params params{dst, src, w, h, count, kind, stream};
+  ApiCall api(info, &params);
+  Side2D d, s;
+  d.ptr = dst;
+  s.array = src;
+  s.x = w;
+  s.y = h;
+  return api.Return(Copy1DArray(api, d, s, count, kind, stream, pt, sync));
+}
+
+cudaError_t ArrayToArray1DImpl(const ApiInfo& info, cudaArray_t dst, size_t w_dst, size_t h_dst,
+                               cudaArray_const_t src, size_t w_src, size_t h_src, size_t count,
+                               cudaMemcpyKind kind, bool pt) {
+  cudaMemcpyArrayToArray_v3020_params params{dst, w_dst, h_dst, src, w_src, h_src, count, kind};
+  ApiCall api(info, &params);
+  Side2D d, s;
+  d.array = dst;
+  d.x = w_dst;
+  d.y = h_dst;
+  s.array = src;
+  s.x = w_src;
+  s.y = h_src;
+  return api.Return(Copy1DArray(api, d, s, count, kind, nullptr, pt, true));
+}
+
+cudaError_t BatchImpl(const ApiInfo& info, void* const* dsts, const void* const* srcs,
+                      const size_t* sizes, size_t count, cudaMemcpyAttributes* attrs, size_t* idxs,
+                      size_t num_attrs, cudaStream_t stream, bool pt) {
+  cudaMemcpyBatchAsync_v13000_params params{dsts,  srcs, sizes,     count,
+                                            attrs, idxs, num_attrs, stream};
+  ApiCall api(info, &params);
+  return api.Return(MemcpyBatch(api, dsts, srcs, sizes, count, attrs, idxs, num_attrs, stream, pt));
+}
+
+cudaError_t Batch3DImpl(const ApiInfo& info, size_t num_ops, cudaMemcpy3DBatchOp* list,
+                        unsigned long long flags, cudaStream_t stream, bool pt) {
+  cudaMemcpy3DBatchAsync_v13000_params params{num_ops, list, flags, stream};
+  ApiCall api(info, &params);
+  return api.Return(Memcpy3DBatch(api, num_ops, list, flags, stream, pt));
 }
 
 cudaError_t Memset3DImpl(const ApiInfo& info, cudaPitchedPtr p, int value, cudaExtent extent,
@@ -592,6 +992,171 @@ cudaError_t cudaMemcpy3DPeerAsync_ptsz(const struct cudaMemcpy3DPeerParms* p,
                                        cudaStream_t stream) {
   static const ApiInfo kInfo("cudaMemcpy3DPeerAsync_ptsz");
   return Memcpy3DPeerImpl(kInfo, p, stream, true, false);
+}
+
+// ---- Copies with CUDA arrays (the arrays themselves: cudart_arrays.cc) -----------------------
+
+cudaError_t cudaMemcpy2DToArray(cudaArray_t dst, size_t w_offset, size_t h_offset, const void* src,
+                                size_t spitch, size_t width, size_t height,
+                                enum cudaMemcpyKind kind) {
+  static const ApiInfo kInfo("cudaMemcpy2DToArray");
+  return ToArrayImpl(kInfo, dst, w_offset, h_offset, src, spitch, width, height, kind, nullptr,
+                     false, true);
+}
+cudaError_t cudaMemcpy2DToArray_ptds(cudaArray_t dst, size_t w_offset, size_t h_offset,
+                                     const void* src, size_t spitch, size_t width, size_t height,
+                                     enum cudaMemcpyKind kind) {
+  static const ApiInfo kInfo("cudaMemcpy2DToArray_ptds");
+  return ToArrayImpl(kInfo, dst, w_offset, h_offset, src, spitch, width, height, kind, nullptr,
+                     true, true);
+}
+cudaError_t cudaMemcpy2DToArrayAsync(cudaArray_t dst, size_t w_offset, size_t h_offset,
+                                     const void* src, size_t spitch, size_t width, size_t height,
+                                     enum cudaMemcpyKind kind, cudaStream_t stream) {
+  static const ApiInfo kInfo("cudaMemcpy2DToArrayAsync");
+  return ToArrayImpl(kInfo, dst, w_offset, h_offset, src, spitch, width, height, kind, stream,
+                     false, false);
+}
+cudaError_t cudaMemcpy2DToArrayAsync_ptsz(cudaArray_t dst, size_t w_offset, size_t h_offset,
+                                          const void* src, size_t spitch, size_t width,
+                                          size_t height, enum cudaMemcpyKind kind,
+                                          cudaStream_t stream) {
+  static const ApiInfo kInfo("cudaMemcpy2DToArrayAsync_ptsz");
+  return ToArrayImpl(kInfo, dst, w_offset, h_offset, src, spitch, width, height, kind, stream, true,
+                     false);
+}
+cudaError_t cudaMemcpy2DFromArray(void* dst, size_t dpitch, cudaArray_const_t src, size_t w_offset,
+                                  size_t h_offset, size_t width, size_t height,
+                                  enum cudaMemcpyKind kind) {
+  static const ApiInfo kInfo("cudaMemcpy2DFromArray");
+  return FromArrayImpl(kInfo, dst, dpitch, src, w_offset, h_offset, width, height, kind, nullptr,
+                       false, true);
+}
+cudaError_t cudaMemcpy2DFromArray_ptds(void* dst, size_t dpitch, cudaArray_const_t src,
+                                       size_t w_offset, size_t h_offset, size_t width,
+                                       size_t height, enum cudaMemcpyKind kind) {
+  static const ApiInfo kInfo("cudaMemcpy2DFromArray_ptds");
+  return FromArrayImpl(kInfo, dst, dpitch, src, w_offset, h_offset, width, height, kind, nullptr,
+                       true, true);
+}
+cudaError_t cudaMemcpy2DFromArrayAsync(void* dst, size_t dpitch, cudaArray_const_t src,
+                                       size_t w_offset, size_t h_offset, size_t width,
+                                       size_t height, enum cudaMemcpyKind kind,
+                                       cudaStream_t stream) {
+  static const ApiInfo kInfo("cudaMemcpy2DFromArrayAsync");
+  return FromArrayImpl(kInfo, dst, dpitch, src, w_offset, h_offset, width, height, kind, stream,
+                       false, false);
+}
+cudaError_t cudaMemcpy2DFromArrayAsync_ptsz(void* dst, size_t dpitch, cudaArray_const_t src,
+                                            size_t w_offset, size_t h_offset, size_t width,
+                                            size_t height, enum cudaMemcpyKind kind,
+                                            cudaStream_t stream) {
+  static const ApiInfo kInfo("cudaMemcpy2DFromArrayAsync_ptsz");
+  return FromArrayImpl(kInfo, dst, dpitch, src, w_offset, h_offset, width, height, kind, stream,
+                       true, false);
+}
+cudaError_t cudaMemcpy2DArrayToArray(cudaArray_t dst, size_t w_offset_dst, size_t h_offset_dst,
+                                     cudaArray_const_t src, size_t w_offset_src,
+                                     size_t h_offset_src, size_t width, size_t height,
+                                     enum cudaMemcpyKind kind) {
+  static const ApiInfo kInfo("cudaMemcpy2DArrayToArray");
+  return ArrayToArrayImpl(kInfo, dst, w_offset_dst, h_offset_dst, src, w_offset_src, h_offset_src,
+                          width, height, kind, false);
+}
+cudaError_t cudaMemcpy2DArrayToArray_ptds(cudaArray_t dst, size_t w_offset_dst, size_t h_offset_dst,
+                                          cudaArray_const_t src, size_t w_offset_src,
+                                          size_t h_offset_src, size_t width, size_t height,
+                                          enum cudaMemcpyKind kind) {
+  static const ApiInfo kInfo("cudaMemcpy2DArrayToArray_ptds");
+  return ArrayToArrayImpl(kInfo, dst, w_offset_dst, h_offset_dst, src, w_offset_src, h_offset_src,
+                          width, height, kind, true);
+}
+
+// The deprecated 1D forms (still exported by CUDA 13).
+cudaError_t cudaMemcpyToArray(cudaArray_t dst, size_t w_offset, size_t h_offset, const void* src,
+                              size_t count, enum cudaMemcpyKind kind) {
+  static const ApiInfo kInfo("cudaMemcpyToArray");
+  return ToArray1DImpl(kInfo, dst, w_offset, h_offset, src, count, kind, nullptr, false, true);
+}
+cudaError_t cudaMemcpyToArray_ptds(cudaArray_t dst, size_t w_offset, size_t h_offset,
+                                   const void* src, size_t count, enum cudaMemcpyKind kind) {
+  static const ApiInfo kInfo("cudaMemcpyToArray_ptds");
+  return ToArray1DImpl(kInfo, dst, w_offset, h_offset, src, count, kind, nullptr, true, true);
+}
+cudaError_t cudaMemcpyToArrayAsync(cudaArray_t dst, size_t w_offset, size_t h_offset,
+                                   const void* src, size_t count, enum cudaMemcpyKind kind,
+                                   cudaStream_t stream) {
+  static const ApiInfo kInfo("cudaMemcpyToArrayAsync");
+  return ToArray1DImpl(kInfo, dst, w_offset, h_offset, src, count, kind, stream, false, false);
+}
+cudaError_t cudaMemcpyToArrayAsync_ptsz(cudaArray_t dst, size_t w_offset, size_t h_offset,
+                                        const void* src, size_t count, enum cudaMemcpyKind kind,
+                                        cudaStream_t stream) {
+  static const ApiInfo kInfo("cudaMemcpyToArrayAsync_ptsz");
+  return ToArray1DImpl(kInfo, dst, w_offset, h_offset, src, count, kind, stream, true, false);
+}
+cudaError_t cudaMemcpyFromArray(void* dst, cudaArray_const_t src, size_t w_offset, size_t h_offset,
+                                size_t count, enum cudaMemcpyKind kind) {
+  static const ApiInfo kInfo("cudaMemcpyFromArray");
+  return FromArray1DImpl(kInfo, dst, src, w_offset, h_offset, count, kind, nullptr, false, true);
+}
+cudaError_t cudaMemcpyFromArray_ptds(void* dst, cudaArray_const_t src, size_t w_offset,
+                                     size_t h_offset, size_t count, enum cudaMemcpyKind kind) {
+  static const ApiInfo kInfo("cudaMemcpyFromArray_ptds");
+  return FromArray1DImpl(kInfo, dst, src, w_offset, h_offset, count, kind, nullptr, true, true);
+}
+cudaError_t cudaMemcpyFromArrayAsync(void* dst, cudaArray_const_t src, size_t w_offset,
+                                     size_t h_offset, size_t count, enum cudaMemcpyKind kind,
+                                     cudaStream_t stream) {
+  static const ApiInfo kInfo("cudaMemcpyFromArrayAsync");
+  return FromArray1DImpl(kInfo, dst, src, w_offset, h_offset, count, kind, stream, false, false);
+}
+cudaError_t cudaMemcpyFromArrayAsync_ptsz(void* dst, cudaArray_const_t src, size_t w_offset,
+                                          size_t h_offset, size_t count, enum cudaMemcpyKind kind,
+                                          cudaStream_t stream) {
+  static const ApiInfo kInfo("cudaMemcpyFromArrayAsync_ptsz");
+  return FromArray1DImpl(kInfo, dst, src, w_offset, h_offset, count, kind, stream, true, false);
+}
+cudaError_t cudaMemcpyArrayToArray(cudaArray_t dst, size_t w_offset_dst, size_t h_offset_dst,
+                                   cudaArray_const_t src, size_t w_offset_src, size_t h_offset_src,
+                                   size_t count, enum cudaMemcpyKind kind) {
+  static const ApiInfo kInfo("cudaMemcpyArrayToArray");
+  return ArrayToArray1DImpl(kInfo, dst, w_offset_dst, h_offset_dst, src, w_offset_src, h_offset_src,
+                            count, kind, false);
+}
+cudaError_t cudaMemcpyArrayToArray_ptds(cudaArray_t dst, size_t w_offset_dst, size_t h_offset_dst,
+                                        cudaArray_const_t src, size_t w_offset_src,
+                                        size_t h_offset_src, size_t count,
+                                        enum cudaMemcpyKind kind) {
+  static const ApiInfo kInfo("cudaMemcpyArrayToArray_ptds");
+  return ArrayToArray1DImpl(kInfo, dst, w_offset_dst, h_offset_dst, src, w_offset_src, h_offset_src,
+                            count, kind, true);
+}
+
+// ---- Batch copies ---------------------------------------------------------------------------
+
+cudaError_t cudaMemcpyBatchAsync(void* const* dsts, const void* const* srcs, const size_t* sizes,
+                                 size_t count, struct cudaMemcpyAttributes* attrs,
+                                 size_t* attrs_idxs, size_t num_attrs, cudaStream_t stream) {
+  static const ApiInfo kInfo("cudaMemcpyBatchAsync");  // the CUDA 13 cbid (v13000)
+  return BatchImpl(kInfo, dsts, srcs, sizes, count, attrs, attrs_idxs, num_attrs, stream, false);
+}
+cudaError_t cudaMemcpyBatchAsync_ptsz(void* const* dsts, const void* const* srcs,
+                                      const size_t* sizes, size_t count,
+                                      struct cudaMemcpyAttributes* attrs, size_t* attrs_idxs,
+                                      size_t num_attrs, cudaStream_t stream) {
+  static const ApiInfo kInfo("cudaMemcpyBatchAsync_ptsz");
+  return BatchImpl(kInfo, dsts, srcs, sizes, count, attrs, attrs_idxs, num_attrs, stream, true);
+}
+cudaError_t cudaMemcpy3DBatchAsync(size_t num_ops, struct cudaMemcpy3DBatchOp* op_list,
+                                   unsigned long long flags, cudaStream_t stream) {
+  static const ApiInfo kInfo("cudaMemcpy3DBatchAsync");
+  return Batch3DImpl(kInfo, num_ops, op_list, flags, stream, false);
+}
+cudaError_t cudaMemcpy3DBatchAsync_ptsz(size_t num_ops, struct cudaMemcpy3DBatchOp* op_list,
+                                        unsigned long long flags, cudaStream_t stream) {
+  static const ApiInfo kInfo("cudaMemcpy3DBatchAsync_ptsz");
+  return Batch3DImpl(kInfo, num_ops, op_list, flags, stream, true);
 }
 
 cudaError_t cudaMemcpyToSymbol(const void* symbol, const void* src, size_t count, size_t offset,

@@ -9,7 +9,9 @@
 //     API call that made the node; instantiation clones every node), and cuptiGetGraphNodeId.
 //   * Activity API: tool-owned buffers (cuptiActivityRegisterCallbacks), records for KERNEL /
 //     CONCURRENT_KERNEL (CUpti_ActivityKernel10; NCCL collectives appear as their device kernels),
-//     MEMCPY (CUpti_ActivityMemcpy6), MEMSET (CUpti_ActivityMemset4), RUNTIME / DRIVER
+//     MEMCPY (CUpti_ActivityMemcpy6: copies with CUDA arrays have the HTOA/ATOH/ATOA/ATOD/DTOA
+//     copy kinds and ARRAY memory kinds; each copy of a batch is a record of its own, copyCount
+//     1, with the batch call's correlation id), MEMSET (CUpti_ActivityMemset4), RUNTIME / DRIVER
 //     (CUpti_ActivityAPI) and SYNCHRONIZATION (CUpti_ActivitySynchronization2, derived from the
 //     synchronizing runtime calls). Other kinds can be enabled but produce no records.
 //   * Timestamps: without a timestamp callback, CLOCK_REALTIME ns like NVIDIA's library on Linux;
@@ -415,7 +417,20 @@ uint32_t ThreadId() {
   return static_cast<uint32_t>(pthread_self());
 }
 
-uint8_t MemcpyKind(int cuda_kind) {
+// CUPTI's copy kind of a simulated copy: its cudaMemcpyKind, or with a CUDA array on a side
+// (GpusimOpRecord::copy_arrays) HTOA, ATOH, ATOA, ATOD or DTOA.
+uint8_t MemcpyKind(int cuda_kind, uint32_t arrays) {
+  const bool src_array = (arrays & GPUSIM_COPY_SRC_ARRAY) != 0;
+  const bool dst_array = (arrays & GPUSIM_COPY_DST_ARRAY) != 0;
+  if (src_array && dst_array) return CUPTI_ACTIVITY_MEMCPY_KIND_ATOA;
+  if (src_array) {
+    return cuda_kind == cudaMemcpyDeviceToHost ? CUPTI_ACTIVITY_MEMCPY_KIND_ATOH
+                                               : CUPTI_ACTIVITY_MEMCPY_KIND_ATOD;
+  }
+  if (dst_array) {
+    return cuda_kind == cudaMemcpyHostToDevice ? CUPTI_ACTIVITY_MEMCPY_KIND_HTOA
+                                               : CUPTI_ACTIVITY_MEMCPY_KIND_DTOA;
+  }
   switch (cuda_kind) {
     case cudaMemcpyHostToHost: return CUPTI_ACTIVITY_MEMCPY_KIND_HTOH;
     case cudaMemcpyHostToDevice: return CUPTI_ACTIVITY_MEMCPY_KIND_HTOD;
@@ -594,13 +609,17 @@ void OnOp(void* /*user*/, const GpusimOpRecord* rec) {
       CUpti_ActivityMemcpy6 r;
       memset(&r, 0, sizeof(r));
       r.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
-      r.copyKind = MemcpyKind(rec->copy_kind);
+      r.copyKind = MemcpyKind(rec->copy_kind, rec->copy_arrays);
       bool src_dev = rec->copy_kind == cudaMemcpyDeviceToHost ||
                      rec->copy_kind == cudaMemcpyDeviceToDevice;
       bool dst_dev = rec->copy_kind == cudaMemcpyHostToDevice ||
                      rec->copy_kind == cudaMemcpyDeviceToDevice;
-      r.srcKind = src_dev ? CUPTI_ACTIVITY_MEMORY_KIND_DEVICE : CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE;
-      r.dstKind = dst_dev ? CUPTI_ACTIVITY_MEMORY_KIND_DEVICE : CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE;
+      r.srcKind = (rec->copy_arrays & GPUSIM_COPY_SRC_ARRAY) != 0 ? CUPTI_ACTIVITY_MEMORY_KIND_ARRAY
+                  : src_dev ? CUPTI_ACTIVITY_MEMORY_KIND_DEVICE
+                            : CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE;
+      r.dstKind = (rec->copy_arrays & GPUSIM_COPY_DST_ARRAY) != 0 ? CUPTI_ACTIVITY_MEMORY_KIND_ARRAY
+                  : dst_dev ? CUPTI_ACTIVITY_MEMORY_KIND_DEVICE
+                            : CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE;
       r.bytes = rec->bytes;
       r.start = ToCuptiTime(rec->start_ns);
       r.end = ToCuptiTime(rec->end_ns);

@@ -862,3 +862,154 @@ TEST_CASE("driver memory calls: one callback pair each, with params and return c
     CHECK(api_ret[cbs[2 * i].at(3)] == calls[i].at(2));
   }
 }
+
+// testdata/cupti_array_client.cu: copies with CUDA arrays and batch copies as a CUPTI tool sees
+// them: activity records with the array copy kinds, memory kinds and bytes, correlated to the
+// runtime call (callback and API record) that made them; one record per copy of a batch, all
+// with the batch call's correlation id; each record one ground-truth line.
+TEST_CASE("array and batch copies: copy kinds, bytes, correlation, one record per batch copy",
+          "[cupti]") {
+  std::string truth_path = gpusim_test::TempPath("truth_arrays");
+  auto r = RunProgram("cupti_array_client", {}, {"GPUSIM_TRUTH=" + truth_path});
+  INFO("stdout: " << r.out << "\nstderr: " << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.err.empty());
+  struct Rec {
+    uint32_t corr, stream;
+    uint64_t start, end, bytes, count;
+    int kind, src, dst;
+  };
+  std::vector<Rec> recs;
+  std::map<std::string, uint32_t> call;          // label -> correlation id
+  std::map<uint32_t, int> enter_cbid, exit_ret;  // correlation id -> cbid, return value
+  std::map<uint32_t, std::string> func, params;  // correlation id -> function, params digest
+  std::map<uint32_t, int> runtime_record;        // correlation id -> cbid of the API record
+  std::map<std::string, std::string> results;
+  for (const std::string& line : Lines(r.out)) {
+    std::vector<std::string> f = Fields(line);
+    if (f.empty()) continue;
+    if (f[0] == "MEMCPY") {
+      recs.push_back(Rec{static_cast<uint32_t>(std::stoul(f.at(1))),
+                         static_cast<uint32_t>(std::stoul(f.at(4))), std::stoull(f.at(2)),
+                         std::stoull(f.at(3)), std::stoull(f.at(5)), std::stoull(f.at(9)),
+                         std::stoi(f.at(6)), std::stoi(f.at(7)), std::stoi(f.at(8))});
+    } else if (f[0] == "CALL") {
+      call[f.at(1)] = static_cast<uint32_t>(std::stoul(f.at(2)));
+    } else if (f[0] == "CB") {
+      uint32_t corr = static_cast<uint32_t>(std::stoul(f.at(3)));
+      if (f.at(1) == "enter") {
+        enter_cbid[corr] = std::stoi(f.at(2));
+        func[corr] = f.at(4);
+      } else {
+        exit_ret[corr] = std::stoi(f.at(5));
+      }
+    } else if (f[0] == "P") {
+      params[static_cast<uint32_t>(std::stoul(f.at(1)))] =
+          line.substr(line.find(' ', line.find(' ', 2) + 1) + 1);
+    } else if (f[0] == "RUNTIME") {
+      runtime_record[static_cast<uint32_t>(std::stoul(f.at(2)))] = std::stoi(f.at(1));
+    } else if (f[0] == "RESULT") {
+      results[f.at(1)] = f.at(2);
+    }
+  }
+  for (const char* what : {"subscribe", "enable_runtime", "register", "activity_memcpy",
+                           "activity_runtime", "batch", "batch3d", "flush"}) {
+    INFO(what);
+    CHECK(results[what] == "0");
+  }
+  CHECK(r.out.find("DATA ok") != std::string::npos);
+
+  // CUPTI_ACTIVITY_MEMCPY_KIND_*: HTOD 1, DTOH 2, HTOA 3, ATOH 4, ATOA 5, ATOD 6, DTOA 7.
+  // CUPTI_ACTIVITY_MEMORY_KIND_*: PAGEABLE 1, DEVICE 3, ARRAY 4.
+  struct Want {
+    const char* label;
+    int cbid;                                   // CUPTI_RUNTIME_TRACE_CBID_*
+    std::vector<std::vector<int64_t>> records;  // {copyKind, bytes, srcKind, dstKind}
+  };
+  const std::vector<Want> kWant = {
+      {"2d_htoa", 34, {{3, 8192, 1, 4}}},   // cudaMemcpy2DToArray_v3020
+      {"2d_atoa", 38, {{5, 8192, 4, 4}}},   // cudaMemcpy2DArrayToArray_v3020
+      {"2d_atoh", 46, {{4, 8192, 4, 1}}},   // cudaMemcpy2DFromArrayAsync_v3020
+      {"2d_atod", 36, {{6, 1024, 4, 3}}},   // cudaMemcpy2DFromArray_v3020
+      {"2d_dtoa", 45, {{7, 1024, 3, 4}}},   // cudaMemcpy2DToArrayAsync_v3020
+      {"1d_htoa", 33, {{3, 8192, 1, 4}}},   // cudaMemcpyToArray_v3020
+      {"1d_atoa", 37, {{5, 8192, 4, 4}}},   // cudaMemcpyArrayToArray_v3020
+      {"1d_atoh", 43, {{4, 8192, 4, 1}}},   // cudaMemcpyFromArrayAsync_v3020
+      {"3d_htoa", 144, {{3, 2048, 1, 4}}},  // cudaMemcpy3D_v3020 (16 x 8 x 4 uchar4)
+      {"3d_atoh", 145, {{4, 2048, 4, 1}}},  // cudaMemcpy3DAsync_v3020
+      // cudaMemcpyBatchAsync_v13000: one record per copy, in the batch's order.
+      {"batch", 509, {{1, 4096, 1, 3}, {1, 2048, 1, 3}, {2, 4096, 3, 1}}},
+      // cudaMemcpy3DBatchAsync_v13000: a volume in, two rows of floats out to device memory.
+      {"batch3d", 511, {{3, 2048, 1, 4}, {6, 512, 4, 3}}},
+  };
+  size_t wanted = 0;
+  for (const Want& w : kWant) {
+    INFO(w.label);
+    REQUIRE(call.count(w.label) == 1);
+    uint32_t corr = call[w.label];
+    CHECK(enter_cbid[corr] == w.cbid);
+    CHECK(exit_ret[corr] == 0);
+    CHECK(runtime_record[corr] == w.cbid);  // the API record of the same call
+    std::vector<const Rec*> got;
+    for (const Rec& rec : recs) {
+      if (rec.corr == corr) got.push_back(&rec);
+    }
+    REQUIRE(got.size() == w.records.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      INFO("record " << i);
+      CHECK(got[i]->kind == w.records[i][0]);
+      CHECK(got[i]->bytes == static_cast<uint64_t>(w.records[i][1]));
+      CHECK(got[i]->src == w.records[i][2]);
+      CHECK(got[i]->dst == w.records[i][3]);
+      CHECK(got[i]->count == 1);  // copyCount: one copy per record
+      CHECK(got[i]->stream == got[0]->stream);
+    }
+    wanted += got.size();
+  }
+  // The calls' parameter structs as CUPTI hands them out.
+  CHECK(params[call["malloc_array"]] == "bits=32 width=64 height=32");
+  CHECK(params[call["2d_htoa"]] ==
+        "dst=a wOffset=0 hOffset=0 spitch=256 width=256 height=32 kind=1");
+  CHECK(params[call["2d_atoa"]] == "dst=b src=a width=256 height=32 kind=3");
+  CHECK(params[call["2d_atoh"]] == "src=b dpitch=256 width=256 height=32 kind=2");
+  CHECK(params[call["1d_htoa"]] == "dst=a count=8192 kind=1");
+  CHECK(params[call["3d_htoa"]] == "dstArray=vol extent=16x8x4");
+  CHECK(params[call["batch"]] == "count=3 bytes=10240 numAttrs=1");
+  CHECK(params[call["batch3d"]] == "numOps=2 dst0=vol");
+  CHECK(enter_cbid[call["malloc_3d_array"]] == 141);  // cudaMalloc3DArray_v3020
+  CHECK(enter_cbid[call["free_array"]] == 24);        // cudaFreeArray_v3020
+
+  // Every record is the simulator's: one truth line each (same correlation id, stream, bytes,
+  // duration, kind), start times one constant apart; nothing else was copied but the cudaMemcpy
+  // calls' own copies.
+  std::vector<JsonLine> truth = gpusim_test::ReadTruth(truth_path);
+  const std::map<int, std::string> kKind = {{1, "HtoD"}, {2, "DtoH"}, {3, "HtoA"}, {4, "AtoH"},
+                                            {5, "AtoA"}, {6, "AtoD"}, {7, "DtoA"}, {8, "DtoD"}};
+  std::vector<bool> used(recs.size(), false);
+  int64_t offset = 0;
+  bool have_offset = false;
+  size_t matched = 0;
+  for (const JsonLine& t : truth) {
+    if (t.at("op") != "memcpy") continue;
+    INFO("truth corr " << t.at("corr") << " bytes " << t.at("bytes"));
+    bool found = false;
+    for (size_t i = 0; i < recs.size() && !found; ++i) {
+      const Rec& rec = recs[i];
+      if (used[i] || rec.corr != U64(t, "corr") || rec.stream != U64(t, "stream") ||
+          rec.bytes != U64(t, "bytes")) {
+        continue;
+      }
+      used[i] = found = true;
+      CHECK(kKind.at(rec.kind) == t.at("kind"));
+      CHECK(rec.end - rec.start == U64(t, "end_ns") - U64(t, "start_ns"));
+      int64_t off = static_cast<int64_t>(rec.start) - I64(t, "start_ns");
+      if (!have_offset) offset = off;
+      have_offset = true;
+      CHECK(off == offset);
+    }
+    CHECK(found);
+    matched += found;
+  }
+  CHECK(matched == recs.size());
+  CHECK(wanted + 3 == recs.size());  // + the program's own cudaMemcpy checks (DtoH, 3 times)
+}

@@ -48,7 +48,14 @@ typedef struct GpusimOpRecord {
   int copy_kind;              // cudaMemcpyKind for memcpy
   uint32_t graph_id;          // non-zero when executed as part of a graph launch
   uint32_t graph_node_id;
+  // (libcudart, additive) memcpy: which sides are CUDA arrays (GpusimCopyArrays bits; 0 for
+  // copies between pointers). copy_kind then names the direction with an array counted as
+  // device memory: HtoA = cudaMemcpyHostToDevice + GPUSIM_COPY_DST_ARRAY, AtoH =
+  // cudaMemcpyDeviceToHost + GPUSIM_COPY_SRC_ARRAY, AtoA = cudaMemcpyDeviceToDevice + both, AtoD
+  // and DtoA = cudaMemcpyDeviceToDevice + the array's side.
+  uint32_t copy_arrays;
 } GpusimOpRecord;
+enum GpusimCopyArrays { GPUSIM_COPY_SRC_ARRAY = 1, GPUSIM_COPY_DST_ARRAY = 2 };
 // (libcudart, additive note) The op callback also receives GPUSIM_OP_EVENT records for
 // cudaEventRecord markers (name NULL, start_ns == end_ns == the event's timestamp); they have no
 // ground-truth line. Device times: an op starts when the device could start it (enqueued,
@@ -67,7 +74,8 @@ enum { GPUSIM_DOMAIN_DRIVER = 1, GPUSIM_DOMAIN_RUNTIME = 2 };
 // generated_cuda_runtime_api_meta.h for launches, cudaMemcpy(Async), cudaMemset(Async),
 // cudaMalloc(Async), cudaFree(Async), cudaStreamSynchronize, cudaStreamWaitEvent,
 // cudaEventRecord, cudaEventSynchronize, cudaLaunchHostFunc, cudaGraphLaunch, the 3D copies
-// and sets, cudaMalloc3D, the memory pool and stream attribute functions, the hints
+// and sets, cudaMalloc3D, the CUDA array functions (allocation, free, info, copies to, from
+// and between arrays) and batch copies, the memory pool and stream attribute functions, the hints
 // (prefetch, advise, ...) and driver entry point lookups; NULL elsewhere), and of simulated
 // "driver" calls (e.g. the kernel launch NCCL does inside ncclAllReduce, and the driver entry
 // points cudaGetDriverEntryPoint returns). `cbid` is the CUPTI callback id of the function in

@@ -145,7 +145,14 @@ bool IsDeviceKind(MemKind kind) { return kind == MemKind::kDevice || kind == Mem
 
 // ---- Ground truth ---------------------------------------------------------------------------
 
-const char* CopyKindName(int kind) {
+// The truth's "kind" of a copy: HtoD, DtoH, DtoD, HtoH between pointers; with a CUDA array
+// (GpusimOpRecord::copy_arrays) HtoA, AtoH, AtoA, AtoD or DtoA, as CUPTI's copy kinds name them.
+const char* CopyKindName(int kind, uint32_t arrays) {
+  const bool src_array = (arrays & GPUSIM_COPY_SRC_ARRAY) != 0;
+  const bool dst_array = (arrays & GPUSIM_COPY_DST_ARRAY) != 0;
+  if (src_array && dst_array) return "AtoA";
+  if (src_array) return kind == cudaMemcpyDeviceToHost ? "AtoH" : "AtoD";
+  if (dst_array) return kind == cudaMemcpyHostToDevice ? "HtoA" : "DtoA";
   switch (kind) {
     case cudaMemcpyHostToHost: return "HtoH";
     case cudaMemcpyHostToDevice: return "HtoD";
@@ -200,8 +207,8 @@ void WriteTruthLine(const GpusimOpRecord& r) {
              r.grid[0], r.grid[1], r.grid[2], r.block[0], r.block[1], r.block[2], r.shared_mem);
     line += buf;
   } else if (r.kind == GPUSIM_OP_MEMCPY) {
-    snprintf(buf, sizeof(buf), ",\"kind\":\"%s\",\"bytes\":%llu", CopyKindName(r.copy_kind),
-             static_cast<unsigned long long>(r.bytes));
+    snprintf(buf, sizeof(buf), ",\"kind\":\"%s\",\"bytes\":%llu",
+             CopyKindName(r.copy_kind, r.copy_arrays), static_cast<unsigned long long>(r.bytes));
     line += buf;
   } else if (r.kind == GPUSIM_OP_MEMSET) {
     snprintf(buf, sizeof(buf), ",\"bytes\":%llu", static_cast<unsigned long long>(r.bytes));
@@ -639,6 +646,7 @@ void ResetDevice(int device) {
     }
   }
   ResetPools(device);  // releases (and untracks) the pools' allocations on the device
+  ResetArrays(device);
   std::lock_guard<std::mutex> lock(st.alloc_mu);
   for (auto it = st.allocations.begin(); it != st.allocations.end();) {
     if (it->second.device == device && IsDeviceKind(it->second.kind) && !it->second.pooled) {
@@ -729,13 +737,103 @@ char* PitchedAddress(const cudaPitchedPtr& p, const cudaPos& pos) {
   return static_cast<char*>(p.ptr) + (pos.z * p.ysize + pos.y) * p.pitch + pos.x;
 }
 
+// One side of a copy with a CUDA array (InitArrayCopyOp): its first byte, row pitch, slice
+// height in rows, and whether it is device memory.
+struct CopySide {
+  char* base = nullptr;
+  size_t pitch = 0, ysize = 0;
+  bool device = false;
+};
+
+// A pointer side of a copy whose other side is an array: `width` bytes per row, positions in
+// bytes. `kind_device`: where the call's kind puts it (cudaMemcpyDefault: the pointer decides).
+cudaError_t PointerSide(const cudaPitchedPtr& ptr, const cudaPos& pos, const cudaExtent& e,
+                        size_t width, int kind, bool kind_device, CopySide* out) {
+  if (ptr.ptr == nullptr) return cudaErrorInvalidValue;
+  const size_t rows = e.height * e.depth;
+  const bool multi_row = rows > 1 || pos.y != 0 || pos.z != 0;
+  if (multi_row && (ptr.pitch < width || pos.x > ptr.pitch - width)) {
+    return cudaErrorInvalidPitchValue;
+  }
+  if (e.depth > 1 && (ptr.ysize < e.height || pos.y > ptr.ysize - e.height)) {
+    return cudaErrorInvalidValue;
+  }
+  out->base = PitchedAddress(ptr, pos);
+  out->pitch = rows > 1 ? ptr.pitch : width;
+  out->ysize = e.depth > 1 ? ptr.ysize : e.height;
+  if (kind == cudaMemcpyDefault) {
+    Allocation a;
+    out->device = FindAllocation(out->base, nullptr, &a) && OnDevice(a.kind);
+  } else {
+    out->device = kind_device;
+  }
+  return cudaSuccess;
+}
+
+// An array side: the box of `e` elements at `pos` must lie inside the array.
+cudaError_t ArraySide(const CudaArray& a, const cudaPos& pos, const cudaExtent& e, CopySide* out) {
+  if (pos.x > a.width || e.width > a.width - pos.x || pos.y > a.height ||
+      e.height > a.height - pos.y || pos.z > a.depth || e.depth > a.depth - pos.z) {
+    return cudaErrorInvalidValue;
+  }
+  out->base = a.data + ((pos.z * a.height + pos.y) * a.width + pos.x) * a.element_size;
+  out->pitch = a.row_bytes();
+  out->ysize = a.height;
+  out->device = true;
+  return cudaSuccess;
+}
+
+// InitCopyOpFromParms with a CUDA array on one side or both.
+cudaError_t InitArrayCopyOp(Op* op, const cudaMemcpy3DParms& p) {
+  if ((p.srcArray != nullptr && p.srcPtr.ptr != nullptr) ||
+      (p.dstArray != nullptr && p.dstPtr.ptr != nullptr)) {
+    return cudaErrorInvalidValue;  // "more than one non-zero source or destination"
+  }
+  CudaArray src_array = {}, dst_array = {};
+  if ((p.srcArray != nullptr && !FindArray(p.srcArray, &src_array)) ||
+      (p.dstArray != nullptr && !FindArray(p.dstArray, &dst_array))) {
+    return cudaErrorInvalidValue;
+  }
+  if (p.srcArray != nullptr && p.dstArray != nullptr &&
+      src_array.element_size != dst_array.element_size) {
+    return cudaErrorInvalidValue;
+  }
+  const size_t element = p.srcArray != nullptr ? src_array.element_size : dst_array.element_size;
+  const cudaExtent& e = p.extent;
+  const size_t width = e.width * element;  // bytes per row
+  CopySide src, dst;
+  if (e.width != 0 && e.height != 0 && e.depth != 0) {
+    // The kind's word on the pointer side: the source is device memory for DtoH and DtoD, the
+    // destination for HtoD and DtoD; what it implies for an array side is ignored.
+    const bool src_dev = p.kind == cudaMemcpyDeviceToHost || p.kind == cudaMemcpyDeviceToDevice;
+    const bool dst_dev = p.kind == cudaMemcpyHostToDevice || p.kind == cudaMemcpyDeviceToDevice;
+    cudaError_t err = p.srcArray != nullptr
+                          ? ArraySide(src_array, p.srcPos, e, &src)
+                          : PointerSide(p.srcPtr, p.srcPos, e, width, p.kind, src_dev, &src);
+    if (err != cudaSuccess) return err;
+    err = p.dstArray != nullptr ? ArraySide(dst_array, p.dstPos, e, &dst)
+                                : PointerSide(p.dstPtr, p.dstPos, e, width, p.kind, dst_dev, &dst);
+    if (err != cudaSuccess) return err;
+  } else {
+    src.device = dst.device = true;  // nothing moves: a 0-byte copy, never executed
+  }
+  const int kind = src.device ? (dst.device ? cudaMemcpyDeviceToDevice : cudaMemcpyDeviceToHost)
+                              : (dst.device ? cudaMemcpyHostToDevice : cudaMemcpyHostToHost);
+  InitCopyOp3D(op, dst.base, dst.pitch, dst.ysize, src.base, src.pitch, src.ysize, width, e.height,
+               e.depth, kind);
+  op->rec.copy_arrays = (p.srcArray != nullptr ? uint32_t{GPUSIM_COPY_SRC_ARRAY} : 0u) |
+                        (p.dstArray != nullptr ? uint32_t{GPUSIM_COPY_DST_ARRAY} : 0u);
+  op->array_copy = p;
+  return cudaSuccess;
+}
+
 }  // namespace
 
 cudaError_t InitCopyOpFromParms(Op* op, const cudaMemcpy3DParms& p) {
-  if (p.srcArray != nullptr || p.dstArray != nullptr) return cudaErrorNotSupported;
   if (p.kind < cudaMemcpyHostToHost || p.kind > cudaMemcpyDefault) {
     return cudaErrorInvalidMemcpyDirection;
   }
+  if (p.srcArray != nullptr || p.dstArray != nullptr) return InitArrayCopyOp(op, p);
   const cudaExtent& e = p.extent;
   size_t rows = e.height * e.depth;
   if (e.width != 0 && rows != 0) {
@@ -981,6 +1079,10 @@ NodeWork WorkFromCapturedOp(const Op& op) {
       break;
     case Op::kCopy:
       w.type = cudaGraphNodeTypeMemcpy;
+      if (op.array_copy.srcArray != nullptr || op.array_copy.dstArray != nullptr) {
+        w.copy = op.array_copy;  // a copy with a CUDA array reads back as the call described it
+        break;
+      }
       w.copy.srcPtr = cudaPitchedPtr{const_cast<void*>(op.src), op.spitch, op.width, op.sysize};
       w.copy.dstPtr = cudaPitchedPtr{op.dst, op.dpitch, op.width, op.dysize};
       w.copy.extent = cudaExtent{op.width, op.height, op.depth};

@@ -83,6 +83,11 @@ struct Op {
   int value = 0;
   unsigned element_size = 1;
   std::vector<char> staging;  // if not empty: the source rows (packed), taken at enqueue time
+  // kCopy with a CUDA array on a side (rec.copy_arrays != 0): the copy in cudaMemcpy3DParms
+  // terms (array handles, positions and extent in elements), what the memcpy node of a captured
+  // copy reads back. All zero when the copy has no such form (a cudaMemcpyToArray span that
+  // starts inside a row and runs past its end): the node then reads back the bytes it copies.
+  cudaMemcpy3DParms array_copy = {};
   // kFreeMemory of a pool allocation: the pool's token for this free (see sim_pool.h); 0 frees
   // `dst` with free().
   uint64_t pool_free_token = 0;
@@ -211,7 +216,7 @@ struct ExecNode {
 struct NodeShape {
   cudaGraphNodeType type;
   std::vector<size_t> deps;  // indices of the dependencies in creation order, sorted
-  int copy_kind;             // memcpy nodes: the resolved cudaMemcpyKind
+  int copy_kind;             // memcpy nodes: the resolved cudaMemcpyKind | copy_arrays << 8
   std::string child;         // child graph nodes: an encoding of the child's shape
 };
 
@@ -308,12 +313,17 @@ void InitCopyOp3D(Op* op, void* dst, size_t dpitch, size_t dysize, const void* s
                   int kind);
 void InitSetOp3D(Op* op, void* dst, size_t pitch, size_t ysize, int value, size_t width_bytes,
                  size_t height, size_t depth);
-// The copy described by a cudaMemcpy3DParms with pitched pointers (cudaMemcpy3D(Async), graph
-// memcpy nodes): extent.depth slices of extent.height rows of extent.width bytes starting at
-// srcPos/dstPos, slices ysize rows apart. Validates like the runtime: a bad kind gives
-// cudaErrorInvalidMemcpyDirection; a null pointer, or slices that overlap (ysize below the
-// rows copied), cudaErrorInvalidValue; a pitch below the row, cudaErrorInvalidPitchValue. A
-// CUDA array on either side gives cudaErrorNotSupported and the caller reports it.
+// The copy described by a cudaMemcpy3DParms (cudaMemcpy3D(Async), the 2D array copies, batch
+// copies, graph memcpy nodes): extent.depth slices of extent.height rows of extent.width
+// elements starting at srcPos/dstPos; an element is a byte unless a CUDA array takes part (then
+// the array's element; a pointer side's position stays in bytes). Pitched pointers have slices
+// ysize rows apart; an array is packed (CudaArray). Validates like the runtime: a bad kind gives
+// cudaErrorInvalidMemcpyDirection; a null pointer, both or neither of an array and a pointer on
+// one side, an unknown array, arrays of different element sizes, a box outside an array, or
+// slices that overlap (ysize below the rows copied), cudaErrorInvalidValue; a pitch below the
+// row, cudaErrorInvalidPitchValue. With an array, the kind only says where the pointer side is
+// (an array is device memory; cudaMemcpyDefault: from the pointer), as the runtime corrects it;
+// rec.copy_arrays marks the array sides and op->array_copy keeps `p`.
 cudaError_t InitCopyOpFromParms(Op* op, const cudaMemcpy3DParms& p);
 
 // ---- Events ---------------------------------------------------------------------------------
@@ -395,6 +405,25 @@ void* DriverEntryPoint(const char* symbol, bool per_thread);
 // an address range reserved with cuMemAddressReserve where some byte is not mapped or not
 // accessible (cuMemSetAccess) that way. Cheap when nothing is reserved.
 bool VmmAccessible(const void* p, size_t bytes, bool write);
+
+// ---- CUDA arrays (cudart_arrays.cc) ----------------------------------------------------------
+//
+// A cudaArray_t is a handle to host memory holding width x height x depth elements of the
+// channel format's size ((x + y + z + w) bits / 8), packed row-major: rows of width elements,
+// slices of height rows (a 1D array has height 1, a 2D one depth 1 here). Its bytes count as
+// device memory of the device that was current (AddDeviceBytes), so cudaMemGetInfo sees them.
+struct CudaArray {
+  char* data;
+  size_t element_size;          // bytes
+  size_t width, height, depth;  // in elements; at least 1 each
+  int device;
+  size_t row_bytes() const { return width * element_size; }
+  size_t bytes() const { return row_bytes() * height * depth; }
+};
+// A live array handle (also a level of a live mipmapped array); false for anything else.
+bool FindArray(const void* handle, CudaArray* out);
+// cudaDeviceReset: frees the arrays and mipmapped arrays allocated on `device`.
+void ResetArrays(int device);
 
 // __device__ variables (from __cudaRegisterVar): their host shadow is their device storage.
 void RegisterSymbol(const void* host_var, size_t size);

@@ -9,9 +9,11 @@ namespace {
 struct Interval {
   uint64_t start, end;
 };
-Interval Estimate(uint64_t ev0, uint64_t ev1, uint64_t call0, uint64_t call1, bool sync) {
+// `pre` (when the start event was recorded) unknown: taken as the call's start.
+Interval Estimate(uint64_t ev0, uint64_t ev1, uint64_t call0, uint64_t call1, bool sync,
+                  uint64_t pre = 0) {
   Interval i{0, 0};
-  EstimateInterval(ev0, ev1, call0, call1, sync, &i.start, &i.end);
+  EstimateInterval(ev0, ev1, pre, call0, call1, sync, &i.start, &i.end);
   return i;
 }
 
@@ -26,6 +28,18 @@ TEST_CASE("a start before the call moves the interval and keeps the measured dur
   const Interval i = Estimate(10000, 30000, 11600, 12000, false);
   CHECK(i.start == 11600);
   CHECK(i.end == 31600);
+}
+
+TEST_CASE("an idle stream's start event completes before the call: no error, the end kept") {
+  // Recorded at 9000 (pre), complete at once at 9300, the call from 11000: the kernel starts
+  // after the call, and the stop event's time is right (before, the end moved 1.7 us later).
+  const Interval i = Estimate(9300, 30000, 11000, 12000, false, 9000);
+  CHECK(i.start == 11000);
+  CHECK(i.end == 30000);
+  // Before its record, the start is the mapping's error: moved by as much as it is early.
+  const Interval j = Estimate(8000, 30000, 11000, 12000, false, 9000);
+  CHECK(j.start == 11000);
+  CHECK(j.end == 31000);
 }
 
 TEST_CASE("a start event recorded long before the enqueue is clamped, its end kept") {

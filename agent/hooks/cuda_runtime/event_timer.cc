@@ -62,6 +62,7 @@ struct DevicePool {
   cudaEvent_t start[kPairs];
   cudaEvent_t stop[kPairs];
   uint32_t start_epoch[kPairs];  // the reference epoch when the slot's start was recorded
+  uint64_t start_pre[kPairs];    // raw ticks (clock.h) just before the start was recorded
   MpmcQueue<int32_t, kPairs> free_slots;
   std::atomic<int> chunks{0};         // chunks of kChunk pairs made
   std::atomic<bool> grow_failed{false};
@@ -358,8 +359,8 @@ size_t PollOnce(std::vector<Pending>* inflight, std::unordered_map<const void*, 
       e.flags = kFlagTimeNs | kFlagStreamHandle;
       uint64_t ev0 = uint64_t(int64_t(ref_host_ns) + int64_t(double(from_ref) * 1e6));
       uint64_t ev1 = ev0 + uint64_t(dur > 0 ? double(dur) * 1e6 : 0.0);
-      EstimateInterval(ev0, ev1, TicksToNs(q.info.call_t0), TicksToNs(q.info.call_t1),
-                       q.info.sync_call, &e.t0, &e.t1);
+      EstimateInterval(ev0, ev1, TicksToNs(pool.start_pre[slot]), TicksToNs(q.info.call_t0),
+                       TicksToNs(q.info.call_t1), q.info.sync_call, &e.t0, &e.t1);
       DevicePayload& d = e.dev;
       d.name = q.info.kind == 0 ? NameFor(q.info.func, names) : 0;
       d.corr = q.info.corr;
@@ -579,6 +580,7 @@ int32_t BeginOn(int device, cudaStream_t stream) {
   }
   // The newest reference, recorded before this start event (published after it completed).
   p.start_epoch[ticket % kPairs] = p.epoch.load(std::memory_order_acquire);
+  p.start_pre[ticket % kPairs] = Now();
   if (r_record.get()(p.start[ticket % kPairs], stream) != cudaSuccess) {
     OwnFailure();
     p.free_slots.Push(ticket);

@@ -3,6 +3,7 @@
 #include "agent/core/agent.h"
 #include "agent/core/capture.h"
 #include "agent/hooks/cuda_runtime/real.h"
+#include "agent/hooks/cupti/mem_sizes.h"
 
 namespace profagent {
 namespace rt {
@@ -12,6 +13,7 @@ Real<decltype(&cudaPeekAtLastError)> r_peek_error("cudaPeekAtLastError");
 Real<decltype(&cudaGetLastError)> r_get_error("cudaGetLastError");
 Real<decltype(&cudaGetErrorName)> r_error_name("cudaGetErrorName");
 Real<decltype(&cudaStreamIsCapturing)> r_is_capturing("cudaStreamIsCapturing");
+Real<decltype(&cudaArrayGetInfo)> r_array_info("cudaArrayGetInfo");
 
 struct InstallQuery {
   InstallQuery() { SetCaptureQuery(&QueryStreamCapture); }
@@ -52,6 +54,20 @@ int QueryStreamCapture(uint64_t stream) {
     return -1;
   }
   return status == cudaStreamCaptureStatusNone ? 0 : 1;
+}
+
+uint32_t ArrayElementBytes(cudaArray_const_t array) {
+  auto info = r_array_info.get();
+  if (array == nullptr || info == nullptr || !NoPendingError()) return 0;
+  HookGuard guard;  // the agent's own call (CUPTI callbacks ignore it)
+  cudaChannelFormatDesc desc{};
+  cudaExtent extent{};
+  unsigned int flags = 0;
+  if (info(&desc, &extent, &flags, const_cast<cudaArray_t>(array)) != cudaSuccess) {
+    ClearOwnError();
+    return 0;
+  }
+  return FormatBytes(&desc);
 }
 
 }  // namespace rt

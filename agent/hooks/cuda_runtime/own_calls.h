@@ -25,6 +25,11 @@ std::string ErrorName(cudaError_t e);
 // query failed). Never asks about the legacy default stream. Installed at load.
 int QueryStreamCapture(uint64_t stream);
 
+// The bytes of one element of a CUDA array (its channel format's bits / 8), asked of the runtime
+// (cudaArrayGetInfo); 0 when it cannot tell (no runtime, an application error pending, a handle
+// the runtime rejects).
+uint32_t ArrayElementBytes(cudaArray_const_t array);
+
 }  // namespace rt
 }  // namespace profagent
 

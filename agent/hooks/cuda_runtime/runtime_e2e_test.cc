@@ -1414,6 +1414,113 @@ TEST_CASE("3D copies and sets: a call each, joined to its device op, in both mod
   }
 }
 
+// CUDA arrays (texture programs: cuda-samples' simpleTexture) and batch copies (CUDA 12.8):
+// array allocations count in the memory counter like cudaMalloc's; each array copy is a call
+// joined to its device op; a batch is one call with its total bytes, whose copies are a device
+// op each under CUPTI (all joined to the call: no unmatched op or launch), one op under CUDA
+// events. Before, none of them was recorded: events mode timed none of their copies, the memory
+// peak left the arrays out. The program also sets memory on the legacy stream by both names.
+TEST_CASE("CUDA arrays and batch copies: allocations, copies and device ops, in both modes") {
+  for (const char* mode : {"cupti", "events"}) {
+    INFO(mode);
+    const bool cupti = std::string(mode) == "cupti";
+    Scenario s((std::string("arrays_") + mode).c_str(), std::string("PROFAGENT_GPU_TIMING=") + mode,
+               kPkg + "rt_arrays");
+    REQUIRE(s.run.code == 0);
+    CHECK(s.run.out == "data ok\nerrors=0\n");
+    REQUIRE(s.loaded);
+    if (cupti && CuptiUnavailable(s.prof)) continue;
+    std::map<std::string, std::vector<uint64_t>> copies;  // API -> bytes, in call order
+    std::map<uint64_t, std::string> api_of;               // correlation id -> API
+    for (auto& h : s.prof.host) {
+      if (h.ev.kind() != EV_MEMCPY && h.ev.kind() != EV_MEMSET) continue;
+      const std::string api = s.prof.Str(h.ev.api() != 0 ? h.ev.api() : h.ev.name());
+      copies[api].push_back(h.ev.bytes());
+      api_of[h.corr] = api;
+    }
+    using Bytes = std::map<std::string, std::vector<uint64_t>>;
+    CHECK(copies == Bytes{{"cudaMemcpy2DToArray", {8192}},
+                          {"cudaMemcpy2DArrayToArray", {8192}},
+                          {"cudaMemcpy2DFromArrayAsync", {8192}},
+                          {"cudaMemcpy3D", {2048, 2048}},  // 16 x 8 x 4 uchar4 elements
+                          {"cudaMemsetAsync", {4096, 256, 256}},
+                          {"cudaMemcpyBatchAsync", {10240}},
+                          {"cudaMemcpy", {4096, 2048}}});
+    std::map<std::string, int> ops;  // device ops by the API of their call
+    for (auto& d : s.prof.dev) {
+      INFO("device op corr " << d.corr);
+      REQUIRE(api_of.count(d.corr) == 1);
+      ops[api_of[d.corr]]++;
+    }
+    CHECK(ops == std::map<std::string, int>{{"cudaMemcpy2DToArray", 1},
+                                            {"cudaMemcpy2DArrayToArray", 1},
+                                            {"cudaMemcpy2DFromArrayAsync", 1},
+                                            {"cudaMemcpy3D", 2},
+                                            {"cudaMemsetAsync", 3},
+                                            {"cudaMemcpyBatchAsync", cupti ? 3 : 1},
+                                            {"cudaMemcpy", 2}});
+    // Stream 0 and cudaStreamLegacy are one stream (the last two sets), for their calls and,
+    // under CUDA events, their device ops (before, two: handles 0x0 and 0x1).
+    std::vector<const HostEv*> sets;
+    for (auto& h : s.prof.host) {
+      if (h.ev.kind() == EV_MEMSET && h.ev.bytes() == 256) sets.push_back(&h);
+    }
+    REQUIRE(sets.size() == 2);
+    CHECK(sets[0]->ev.stream() == sets[1]->ev.stream());
+    if (!cupti) {
+      std::map<uint64_t, uint32_t> op_stream;
+      for (auto& d : s.prof.dev) op_stream[d.corr] = d.op.stream();
+      CHECK(op_stream[sets[0]->corr] == op_stream[sets[1]->corr]);
+    }
+    if (cupti) {
+      // Each copy of the batch is the simulator's: its bytes, the batch call's correlation id.
+      std::multiset<uint64_t> batch_truth;
+      for (auto& t : s.truth) {
+        if (t.op == "memcpy" && api_of.count(t.corr) && api_of[t.corr] == "cudaMemcpyBatchAsync") {
+          batch_truth.insert(t.bytes);
+        }
+      }
+      CHECK(batch_truth == std::multiset<uint64_t>{2048, 4096, 4096});
+    }
+    // The arrays: elements x element size, freed by cudaFreeArray with the same handle and size.
+    std::map<std::string, std::vector<uint64_t>> allocs;
+    std::map<uint64_t, uint64_t> array_bytes;
+    for (auto* a : s.prof.Kind(EV_ALLOC)) {
+      allocs[s.prof.Str(a->ev.name())].push_back(a->ev.bytes());
+      if (s.prof.Str(a->ev.name()).find("Array") != std::string::npos) {
+        CHECK(a->ev.copy_kind() == MEM_DEVICE);
+        array_bytes[a->ev.ptr()] = a->ev.bytes();
+      }
+    }
+    CHECK(allocs == Bytes{{"cudaMallocArray", {8192, 8192}},
+                          {"cudaMalloc3DArray", {2048}},
+                          {"cudaMalloc", {4096, 4096, 4096}},
+                          {"cudaHostAlloc", {4096}}});  // cuda_runtime.h's cudaMallocHost
+    int array_frees = 0;
+    for (auto* f : s.prof.Kind(EV_FREE)) {
+      if (s.prof.Str(f->ev.name()) != "cudaFreeArray") continue;
+      ++array_frees;
+      REQUIRE(array_bytes.count(f->ev.ptr()) == 1);
+      CHECK(f->ev.bytes() == array_bytes[f->ev.ptr()]);
+    }
+    CHECK(array_frees == 3);
+    // The report: every op joined (no warning about unmatched ops or launches), the device peak
+    // with the arrays (all live at once with the three buffers; pinned memory is the host's).
+    auto files = analyzer::ListProfileFiles(s.dir + "/prof");
+    REQUIRE(files.ok());
+    auto sum = analyzer::BuildSummary(*files, analyzer::ReportOptions(), "");
+    REQUIRE(sum.ok());
+    for (const auto& w : (*sum)["meta"]["warnings"]) {
+      const std::string text = w.get<std::string>();
+      CHECK(text.find("without") == std::string::npos);
+    }
+    const auto& devs = (*sum)["memory"]["devices"];
+    REQUIRE(devs.size() == 1);
+    CHECK(devs[0]["peak_bytes"] == 8192 * 2 + 2048 + 3 * 4096);
+    CHECK(devs[0]["final_bytes"] == 0);
+  }
+}
+
 // Copies and sets on a stream of device 1 while device 0 is current are device 1's ops, under
 // CUDA events as under CUPTI (before, CUDA events timed them with device 0's events and showed
 // them on device 0; on hardware that event record fails).

@@ -5,8 +5,8 @@
 #include <cuda_profiler_api.h>
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
-#include <link.h>
 #include <libunwind.h>
+#include <link.h>
 
 #include <algorithm>
 #include <atomic>
@@ -20,8 +20,10 @@
 #include "agent/hooks/cuda_runtime/alloc_table.h"
 #include "agent/hooks/cuda_runtime/event_timer.h"
 #include "agent/hooks/cuda_runtime/gpu_timing.h"
+#include "agent/hooks/cuda_runtime/own_calls.h"
 #include "agent/hooks/cuda_runtime/real.h"
 #include "agent/hooks/cupti/cupti_tracer.h"
+#include "agent/hooks/cupti/mem_sizes.h"
 #include "agent/model/steps.h"
 
 // Internal entry points of libcudart that nvcc-generated code calls (crt/host_runtime.h,
@@ -82,6 +84,21 @@ PROFAGENT_DECLARE_PT(cudaStreamBeginCaptureToGraph, _ptsz)
 PROFAGENT_DECLARE_PT(cudaGraphUpload, _ptsz)
 PROFAGENT_DECLARE_PT(cudaGraphInstantiateWithParams, _ptsz)
 PROFAGENT_DECLARE_PT(cudaMemPrefetchAsync, _ptsz)
+PROFAGENT_DECLARE_PT(cudaMemcpy2DToArray, _ptds)
+PROFAGENT_DECLARE_PT(cudaMemcpy2DFromArray, _ptds)
+PROFAGENT_DECLARE_PT(cudaMemcpy2DArrayToArray, _ptds)
+PROFAGENT_DECLARE_PT(cudaMemcpy2DToArrayAsync, _ptsz)
+PROFAGENT_DECLARE_PT(cudaMemcpy2DFromArrayAsync, _ptsz)
+PROFAGENT_DECLARE_PT(cudaMemcpy3DBatchAsync, _ptsz)
+PROFAGENT_DECLARE_PT(cudaMemcpyBatchAsync, _ptsz)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"  // the 1D array copies
+PROFAGENT_DECLARE_PT(cudaMemcpyToArray, _ptds)
+PROFAGENT_DECLARE_PT(cudaMemcpyFromArray, _ptds)
+PROFAGENT_DECLARE_PT(cudaMemcpyArrayToArray, _ptds)
+PROFAGENT_DECLARE_PT(cudaMemcpyToArrayAsync, _ptsz)
+PROFAGENT_DECLARE_PT(cudaMemcpyFromArrayAsync, _ptsz)
+#pragma GCC diagnostic pop
 #undef PROFAGENT_DECLARE_PT
 
 namespace profagent {
@@ -1172,12 +1189,19 @@ PROFAGENT_MEM_HOOK(cudaMemset2DAsync_ptsz,
                    (void* p, size_t pitch, int v, size_t w, size_t h, cudaStream_t s),
                    (p, pitch, v, w, h, s), EvType::kMemset, uint64_t(w) * h, 0, p, rt::Pt(s),
                    false)
-// 3D copies and sets: bytes = the extent's width (bytes, for linear memory) x height x depth.
+// 3D copies and sets: bytes = the extent's width x height x depth; the width is in bytes for
+// linear memory, in elements when a CUDA array takes part (the array's element size, asked of the
+// runtime; 1 if it cannot tell).
 namespace profagent {
 namespace rt {
 inline uint64_t ExtentBytes(const cudaExtent& e) { return uint64_t(e.width) * e.height * e.depth; }
-inline uint64_t Bytes3D(const cudaMemcpy3DParms* p) { return p ? ExtentBytes(p->extent) : 0; }
-inline uint64_t Bytes3D(const cudaMemcpy3DPeerParms* p) { return p ? ExtentBytes(p->extent) : 0; }
+template <typename Parms>
+inline uint64_t Bytes3D(const Parms* p) {
+  if (p == nullptr) return 0;
+  cudaArray_const_t array = p->srcArray != nullptr ? p->srcArray : p->dstArray;
+  const uint32_t element = array != nullptr ? ArrayElementBytes(array) : 1;
+  return ExtentBytes(p->extent) * (element != 0 ? element : 1);
+}
 inline uint32_t Kind3D(const cudaMemcpy3DParms* p) { return p ? uint32_t(p->kind) : 0; }
 inline void* Dst3D(const cudaMemcpy3DParms* p) { return p ? p->dstPtr.ptr : nullptr; }
 inline void* Dst3D(const cudaMemcpy3DPeerParms* p) { return p ? p->dstPtr.ptr : nullptr; }
@@ -1241,6 +1265,225 @@ PROFAGENT_MEM_HOOK(cudaMemcpyFromSymbolAsync_ptsz,
                    (void* dst, const void* sym, size_t n, size_t off, cudaMemcpyKind k,
                     cudaStream_t s),
                    (dst, sym, n, off, k, s), EvType::kMemcpy, n, k, dst, rt::Pt(s), false)
+
+// ---- CUDA arrays -------------------------------------------------------------------------------
+// Copies to, from and between arrays (texture/surface memory): bytes = width (bytes) x height, or
+// the count of the 1D forms; the array handle stands for the device address.
+PROFAGENT_MEM_HOOK(cudaMemcpy2DToArray,
+                   (cudaArray_t dst, size_t wo, size_t ho, const void* src, size_t sp, size_t w,
+                    size_t h, cudaMemcpyKind k),
+                   (dst, wo, ho, src, sp, w, h, k), EvType::kMemcpy, uint64_t(w) * h, k, dst,
+                   nullptr, true)
+PROFAGENT_MEM_HOOK(cudaMemcpy2DToArray_ptds,
+                   (cudaArray_t dst, size_t wo, size_t ho, const void* src, size_t sp, size_t w,
+                    size_t h, cudaMemcpyKind k),
+                   (dst, wo, ho, src, sp, w, h, k), EvType::kMemcpy, uint64_t(w) * h, k, dst,
+                   cudaStreamPerThread, true)
+PROFAGENT_MEM_HOOK(cudaMemcpy2DToArrayAsync,
+                   (cudaArray_t dst, size_t wo, size_t ho, const void* src, size_t sp, size_t w,
+                    size_t h, cudaMemcpyKind k, cudaStream_t s),
+                   (dst, wo, ho, src, sp, w, h, k, s), EvType::kMemcpy, uint64_t(w) * h, k, dst, s,
+                   false)
+PROFAGENT_MEM_HOOK(cudaMemcpy2DToArrayAsync_ptsz,
+                   (cudaArray_t dst, size_t wo, size_t ho, const void* src, size_t sp, size_t w,
+                    size_t h, cudaMemcpyKind k, cudaStream_t s),
+                   (dst, wo, ho, src, sp, w, h, k, s), EvType::kMemcpy, uint64_t(w) * h, k, dst,
+                   rt::Pt(s), false)
+PROFAGENT_MEM_HOOK(cudaMemcpy2DFromArray,
+                   (void* dst, size_t dp, cudaArray_const_t src, size_t wo, size_t ho, size_t w,
+                    size_t h, cudaMemcpyKind k),
+                   (dst, dp, src, wo, ho, w, h, k), EvType::kMemcpy, uint64_t(w) * h, k, dst,
+                   nullptr, true)
+PROFAGENT_MEM_HOOK(cudaMemcpy2DFromArray_ptds,
+                   (void* dst, size_t dp, cudaArray_const_t src, size_t wo, size_t ho, size_t w,
+                    size_t h, cudaMemcpyKind k),
+                   (dst, dp, src, wo, ho, w, h, k), EvType::kMemcpy, uint64_t(w) * h, k, dst,
+                   cudaStreamPerThread, true)
+PROFAGENT_MEM_HOOK(cudaMemcpy2DFromArrayAsync,
+                   (void* dst, size_t dp, cudaArray_const_t src, size_t wo, size_t ho, size_t w,
+                    size_t h, cudaMemcpyKind k, cudaStream_t s),
+                   (dst, dp, src, wo, ho, w, h, k, s), EvType::kMemcpy, uint64_t(w) * h, k, dst, s,
+                   false)
+PROFAGENT_MEM_HOOK(cudaMemcpy2DFromArrayAsync_ptsz,
+                   (void* dst, size_t dp, cudaArray_const_t src, size_t wo, size_t ho, size_t w,
+                    size_t h, cudaMemcpyKind k, cudaStream_t s),
+                   (dst, dp, src, wo, ho, w, h, k, s), EvType::kMemcpy, uint64_t(w) * h, k, dst,
+                   rt::Pt(s), false)
+PROFAGENT_MEM_HOOK(cudaMemcpy2DArrayToArray,
+                   (cudaArray_t dst, size_t dwo, size_t dho, cudaArray_const_t src, size_t swo,
+                    size_t sho, size_t w, size_t h, cudaMemcpyKind k),
+                   (dst, dwo, dho, src, swo, sho, w, h, k), EvType::kMemcpy, uint64_t(w) * h, k,
+                   dst, nullptr, true)
+PROFAGENT_MEM_HOOK(cudaMemcpy2DArrayToArray_ptds,
+                   (cudaArray_t dst, size_t dwo, size_t dho, cudaArray_const_t src, size_t swo,
+                    size_t sho, size_t w, size_t h, cudaMemcpyKind k),
+                   (dst, dwo, dho, src, swo, sho, w, h, k), EvType::kMemcpy, uint64_t(w) * h, k,
+                   dst, cudaStreamPerThread, true)
+// The 1D forms (deprecated since CUDA 10.1, still exported).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+PROFAGENT_MEM_HOOK(cudaMemcpyToArray,
+                   (cudaArray_t dst, size_t wo, size_t ho, const void* src, size_t n,
+                    cudaMemcpyKind k),
+                   (dst, wo, ho, src, n, k), EvType::kMemcpy, n, k, dst, nullptr, true)
+PROFAGENT_MEM_HOOK(cudaMemcpyToArray_ptds,
+                   (cudaArray_t dst, size_t wo, size_t ho, const void* src, size_t n,
+                    cudaMemcpyKind k),
+                   (dst, wo, ho, src, n, k), EvType::kMemcpy, n, k, dst, cudaStreamPerThread, true)
+PROFAGENT_MEM_HOOK(cudaMemcpyToArrayAsync,
+                   (cudaArray_t dst, size_t wo, size_t ho, const void* src, size_t n,
+                    cudaMemcpyKind k, cudaStream_t s),
+                   (dst, wo, ho, src, n, k, s), EvType::kMemcpy, n, k, dst, s, false)
+PROFAGENT_MEM_HOOK(cudaMemcpyToArrayAsync_ptsz,
+                   (cudaArray_t dst, size_t wo, size_t ho, const void* src, size_t n,
+                    cudaMemcpyKind k, cudaStream_t s),
+                   (dst, wo, ho, src, n, k, s), EvType::kMemcpy, n, k, dst, rt::Pt(s), false)
+PROFAGENT_MEM_HOOK(cudaMemcpyFromArray,
+                   (void* dst, cudaArray_const_t src, size_t wo, size_t ho, size_t n,
+                    cudaMemcpyKind k),
+                   (dst, src, wo, ho, n, k), EvType::kMemcpy, n, k, dst, nullptr, true)
+PROFAGENT_MEM_HOOK(cudaMemcpyFromArray_ptds,
+                   (void* dst, cudaArray_const_t src, size_t wo, size_t ho, size_t n,
+                    cudaMemcpyKind k),
+                   (dst, src, wo, ho, n, k), EvType::kMemcpy, n, k, dst, cudaStreamPerThread, true)
+PROFAGENT_MEM_HOOK(cudaMemcpyFromArrayAsync,
+                   (void* dst, cudaArray_const_t src, size_t wo, size_t ho, size_t n,
+                    cudaMemcpyKind k, cudaStream_t s),
+                   (dst, src, wo, ho, n, k, s), EvType::kMemcpy, n, k, dst, s, false)
+PROFAGENT_MEM_HOOK(cudaMemcpyFromArrayAsync_ptsz,
+                   (void* dst, cudaArray_const_t src, size_t wo, size_t ho, size_t n,
+                    cudaMemcpyKind k, cudaStream_t s),
+                   (dst, src, wo, ho, n, k, s), EvType::kMemcpy, n, k, dst, rt::Pt(s), false)
+PROFAGENT_MEM_HOOK(cudaMemcpyArrayToArray,
+                   (cudaArray_t dst, size_t dwo, size_t dho, cudaArray_const_t src, size_t swo,
+                    size_t sho, size_t n, cudaMemcpyKind k),
+                   (dst, dwo, dho, src, swo, sho, n, k), EvType::kMemcpy, n, k, dst, nullptr, true)
+PROFAGENT_MEM_HOOK(cudaMemcpyArrayToArray_ptds,
+                   (cudaArray_t dst, size_t dwo, size_t dho, cudaArray_const_t src, size_t swo,
+                    size_t sho, size_t n, cudaMemcpyKind k),
+                   (dst, dwo, dho, src, swo, sho, n, k), EvType::kMemcpy, n, k, dst,
+                   cudaStreamPerThread, true)
+#pragma GCC diagnostic pop
+
+// Array allocations: device memory of elements x the channel format's size (mem_sizes.h).
+PROFAGENT_ALLOC_HOOK(cudaMallocArray,
+                     (cudaArray_t* a, const cudaChannelFormatDesc* desc, size_t w, size_t h,
+                      unsigned int flags),
+                     (a, desc, w, h, flags), reinterpret_cast<void**>(a),
+                     profagent::ArrayBytes(desc, cudaExtent{w, h, 0}, 1, flags), rt::kMemDevice)
+PROFAGENT_ALLOC_HOOK(cudaMalloc3DArray,
+                     (cudaArray_t* a, const cudaChannelFormatDesc* desc, cudaExtent e,
+                      unsigned int flags),
+                     (a, desc, e, flags), reinterpret_cast<void**>(a),
+                     profagent::ArrayBytes(desc, e, 1, flags), rt::kMemDevice)
+PROFAGENT_ALLOC_HOOK(cudaMallocMipmappedArray,
+                     (cudaMipmappedArray_t* a, const cudaChannelFormatDesc* desc, cudaExtent e,
+                      unsigned int levels, unsigned int flags),
+                     (a, desc, e, levels, flags), reinterpret_cast<void**>(a),
+                     profagent::ArrayBytes(desc, e, levels, flags), rt::kMemDevice)
+PROFAGENT_FREE_HOOK(cudaFreeArray, (cudaArray_t a), (a), a, rt::kMemDevice, nullptr)
+PROFAGENT_FREE_HOOK(cudaFreeMipmappedArray, (cudaMipmappedArray_t a), (a), a, rt::kMemDevice,
+                    nullptr)
+
+// ---- Batch copies (CUDA 12.8) ------------------------------------------------------------------
+// One call, several copies: one event with their total bytes, kind cudaMemcpyDefault (the runtime
+// works out each copy's direction). Under CUPTI each copy has a device record of its own, all with
+// the call's correlation id; CUDA-event timing times the batch as one op.
+//
+// CUDA 13 dropped the `failIdx` argument CUDA 12.8/12.9 had before the stream (2D) or the flags
+// (3D). A program built for libcudart.so.12 calls with it: these interposers take the longer
+// argument list and forward every argument as received, so each runtime reads its own (a CUDA 13
+// caller leaves the last one undefined, which its runtime never reads); the stream recorded is
+// the one where the runtime forwarded to finds it.
+namespace profagent {
+namespace rt {
+// Whether `fn` is libcudart.so.12's (the 12.8 argument lists). Once per interposer.
+inline bool Cudart12(std::atomic<int>* cache, void* fn) {
+  int v = cache->load(std::memory_order_relaxed);
+  if (v == 0) {
+    Dl_info info;
+    v = dladdr(fn, &info) && info.dli_fname && strstr(info.dli_fname, "libcudart.so.12") ? 2 : 1;
+    cache->store(v, std::memory_order_relaxed);
+  }
+  return v == 2;
+}
+inline uint64_t BatchBytes(const size_t* sizes, size_t count) {
+  uint64_t total = 0;
+  for (size_t i = 0; sizes != nullptr && i < count && i < (1u << 20); ++i) total += sizes[i];
+  return total;
+}
+inline uint64_t Batch3DBytes(const cudaMemcpy3DBatchOp* ops, size_t count) {
+  uint64_t total = 0;
+  for (size_t i = 0; ops != nullptr && i < count && i < (1u << 20); ++i) {
+    const cudaMemcpy3DBatchOp& op = ops[i];
+    cudaArray_const_t array = op.src.type == cudaMemcpyOperandTypeArray   ? op.src.op.array.array
+                              : op.dst.type == cudaMemcpyOperandTypeArray ? op.dst.op.array.array
+                                                                          : nullptr;
+    const uint32_t element = array != nullptr ? ArrayElementBytes(array) : 1;
+    total += ExtentBytes(op.extent) * (element != 0 ? element : 1);
+  }
+  return total;
+}
+inline const void* Batch3DDst(const cudaMemcpy3DBatchOp* ops, size_t count) {
+  if (ops == nullptr || count == 0) return nullptr;
+  return ops[0].dst.type == cudaMemcpyOperandTypeArray
+             ? static_cast<const void*>(ops[0].dst.op.array.array)
+             : ops[0].dst.op.ptr.ptr;
+}
+}  // namespace rt
+}  // namespace profagent
+
+#define PROFAGENT_BATCH_HOOK(fn, c_name, stream_of)                                               \
+  DEFINE_REAL(fn)                                                                                 \
+  static std::atomic<int> abi_##fn{0};                                                            \
+  extern "C" __attribute__((visibility("default"))) cudaError_t c_name(                           \
+      void* const* dsts, const void* const* srcs, const size_t* sizes, size_t count,              \
+      cudaMemcpyAttributes* attrs, size_t* idxs, size_t num_attrs, void* a7,                      \
+      void* a8) __asm__(#fn);                                                                     \
+  cudaError_t c_name(void* const* dsts, const void* const* srcs, const size_t* sizes,             \
+                     size_t count, cudaMemcpyAttributes* attrs, size_t* idxs, size_t num_attrs,   \
+                     void* a7, void* a8) {                                                        \
+    using Full = cudaError_t (*)(void* const*, const void* const*, const size_t*, size_t,         \
+                                 cudaMemcpyAttributes*, size_t*, size_t, void*, void*);           \
+    void* f = reinterpret_cast<void*>(real_##fn.get());                                           \
+    if (f == nullptr) return rt::kNoReal;                                                         \
+    Full real = reinterpret_cast<Full>(f);                                                        \
+    HookGuard guard;                                                                              \
+    if (!guard.outermost() || !Recording()) {                                                     \
+      return real(dsts, srcs, sizes, count, attrs, idxs, num_attrs, a7, a8);                      \
+    }                                                                                             \
+    cudaStream_t s = static_cast<cudaStream_t>(rt::Cudart12(&abi_##fn, f) ? a8 : a7);             \
+    return rt::DoMem(api_##fn, EvType::kMemcpy, rt::BatchBytes(sizes, count), cudaMemcpyDefault,  \
+                     dsts != nullptr && count > 0 ? dsts[0] : nullptr, stream_of(s), false, [&] { \
+                       return real(dsts, srcs, sizes, count, attrs, idxs, num_attrs, a7, a8);     \
+                     });                                                                          \
+  }
+
+#define PROFAGENT_BATCH3D_HOOK(fn, c_name, stream_of)                                            \
+  DEFINE_REAL(fn)                                                                                \
+  static std::atomic<int> abi_##fn{0};                                                           \
+  extern "C" __attribute__((visibility("default"))) cudaError_t c_name(                          \
+      size_t count, cudaMemcpy3DBatchOp* ops, void* a2, void* a3, void* a4) __asm__(#fn);        \
+  cudaError_t c_name(size_t count, cudaMemcpy3DBatchOp* ops, void* a2, void* a3, void* a4) {     \
+    using Full = cudaError_t (*)(size_t, cudaMemcpy3DBatchOp*, void*, void*, void*);             \
+    void* f = reinterpret_cast<void*>(real_##fn.get());                                          \
+    if (f == nullptr) return rt::kNoReal;                                                        \
+    Full real = reinterpret_cast<Full>(f);                                                       \
+    HookGuard guard;                                                                             \
+    if (!guard.outermost() || !Recording()) return real(count, ops, a2, a3, a4);                 \
+    cudaStream_t s = static_cast<cudaStream_t>(rt::Cudart12(&abi_##fn, f) ? a4 : a3);            \
+    return rt::DoMem(api_##fn, EvType::kMemcpy, rt::Batch3DBytes(ops, count), cudaMemcpyDefault, \
+                     rt::Batch3DDst(ops, count), stream_of(s), false,                            \
+                     [&] { return real(count, ops, a2, a3, a4); });                              \
+  }
+
+#define PROFAGENT_SAME_STREAM(s) (s)
+PROFAGENT_BATCH_HOOK(cudaMemcpyBatchAsync, profagent_cudaMemcpyBatchAsync, PROFAGENT_SAME_STREAM)
+PROFAGENT_BATCH_HOOK(cudaMemcpyBatchAsync_ptsz, profagent_cudaMemcpyBatchAsync_ptsz, rt::Pt)
+PROFAGENT_BATCH3D_HOOK(cudaMemcpy3DBatchAsync, profagent_cudaMemcpy3DBatchAsync,
+                       PROFAGENT_SAME_STREAM)
+PROFAGENT_BATCH3D_HOOK(cudaMemcpy3DBatchAsync_ptsz, profagent_cudaMemcpy3DBatchAsync_ptsz, rt::Pt)
+#undef PROFAGENT_SAME_STREAM
 
 // Allocation: stream-ordered (per-thread default stream, pools), pitched, registered host memory.
 PROFAGENT_ALLOC_HOOK(cudaMallocAsync_ptsz, (void** p, size_t n, cudaStream_t s), (p, n, s), p, n,

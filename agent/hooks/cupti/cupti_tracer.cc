@@ -21,6 +21,7 @@
 #include "agent/core/clock.h"
 #include "agent/core/event.h"
 #include "agent/hooks/cupti/activity.h"
+#include "agent/hooks/cupti/mem_sizes.h"
 #include "agent/model/steps.h"
 
 namespace profagent {
@@ -215,6 +216,50 @@ constexpr CUpti_CallbackId kCbidLaunchKernel13Ptsz = 506;
 constexpr CUpti_CallbackId kCbidBeginCaptureToGraph = 452;
 constexpr CUpti_CallbackId kCbidBeginCaptureToGraphPtsz = 453;
 
+// Batch copies: cudaMemcpyBatchAsync and cudaMemcpy3DBatchAsync (and _ptsz) of CUDA 12.8/12.9
+// (v12080, with a `failIdx` argument) and of CUDA 13 (v13000, without). The CUDA 13 header
+// publishes only the v13000 parameter structs; the v12080 ones follow the 12.8 signatures.
+constexpr CUpti_CallbackId kCbidMemcpyBatch128 = 482;
+constexpr CUpti_CallbackId kCbidMemcpyBatch128Ptsz = 483;
+constexpr CUpti_CallbackId kCbidMemcpy3DBatch128 = 484;
+constexpr CUpti_CallbackId kCbidMemcpy3DBatch128Ptsz = 485;
+constexpr CUpti_CallbackId kCbidMemcpyBatch13 = 509;
+constexpr CUpti_CallbackId kCbidMemcpyBatch13Ptsz = 510;
+constexpr CUpti_CallbackId kCbidMemcpy3DBatch13 = 511;
+constexpr CUpti_CallbackId kCbidMemcpy3DBatch13Ptsz = 512;
+struct MemcpyBatch128Params {
+  void* const* dsts;
+  const void* const* srcs;
+  const size_t* sizes;
+  size_t count;
+  cudaMemcpyAttributes* attrs;
+  size_t* attrsIdxs;
+  size_t numAttrs;
+  size_t* failIdx;
+  cudaStream_t stream;
+};
+struct Memcpy3DBatch128Params {
+  size_t numOps;
+  cudaMemcpy3DBatchOp* opList;
+  size_t* failIdx;
+  unsigned long long flags;
+  cudaStream_t stream;
+};
+uint64_t BatchBytes(const size_t* sizes, size_t count) {
+  uint64_t total = 0;
+  for (size_t i = 0; sizes != nullptr && i < count && i < (1u << 20); ++i) total += sizes[i];
+  return total;
+}
+// The copies' extents (bytes between pointers; elements when an array takes part: the element
+// size is not asked of the runtime from a callback).
+uint64_t Batch3DExtent(const cudaMemcpy3DBatchOp* ops, size_t count) {
+  uint64_t total = 0;
+  for (size_t i = 0; ops != nullptr && i < count && i < (1u << 20); ++i) {
+    total += uint64_t(ops[i].extent.width) * ops[i].extent.height * ops[i].extent.depth;
+  }
+  return total;
+}
+
 // Capture bookkeeping (capture.h) for a runtime that no interposer sees (static cudart): every
 // one of these calls' parameter structs starts with the stream.
 void NoteCaptureFromCallback(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
@@ -408,6 +453,112 @@ bool FillCopyFromCallback(CUpti_CallbackId cbid, const void* p, RawEvent* e) {
           cbid == CUPTI_RUNTIME_TRACE_CBID_cudaMemset3DAsync_v3020 ? a->stream : ptsz(a->stream));
       return true;
     }
+    // Copies to, from and between CUDA arrays (the array handle stands for the address).
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyToArray_v3020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyToArray_ptds_v7000: {
+      auto* a = static_cast<const cudaMemcpyToArray_v3020_params*>(p);
+      set(EvType::kMemcpy, a->count, a->kind, a->dst,
+          cbid == CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyToArray_v3020 ? nullptr : pt);
+      return true;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyToArrayAsync_v3020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyToArrayAsync_ptsz_v7000: {
+      auto* a = static_cast<const cudaMemcpyToArrayAsync_v3020_params*>(p);
+      set(EvType::kMemcpy, a->count, a->kind, a->dst,
+          cbid == CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyToArrayAsync_v3020 ? a->stream
+                                                                        : ptsz(a->stream));
+      return true;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyFromArray_v3020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyFromArray_ptds_v7000: {
+      auto* a = static_cast<const cudaMemcpyFromArray_v3020_params*>(p);
+      set(EvType::kMemcpy, a->count, a->kind, a->dst,
+          cbid == CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyFromArray_v3020 ? nullptr : pt);
+      return true;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyFromArrayAsync_v3020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyFromArrayAsync_ptsz_v7000: {
+      auto* a = static_cast<const cudaMemcpyFromArrayAsync_v3020_params*>(p);
+      set(EvType::kMemcpy, a->count, a->kind, a->dst,
+          cbid == CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyFromArrayAsync_v3020 ? a->stream
+                                                                          : ptsz(a->stream));
+      return true;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyArrayToArray_v3020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyArrayToArray_ptds_v7000: {
+      auto* a = static_cast<const cudaMemcpyArrayToArray_v3020_params*>(p);
+      set(EvType::kMemcpy, a->count, a->kind, a->dst,
+          cbid == CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyArrayToArray_v3020 ? nullptr : pt);
+      return true;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DToArray_v3020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DToArray_ptds_v7000: {
+      auto* a = static_cast<const cudaMemcpy2DToArray_v3020_params*>(p);
+      set(EvType::kMemcpy, uint64_t(a->width) * a->height, a->kind, a->dst,
+          cbid == CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DToArray_v3020 ? nullptr : pt);
+      return true;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DToArrayAsync_v3020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DToArrayAsync_ptsz_v7000: {
+      auto* a = static_cast<const cudaMemcpy2DToArrayAsync_v3020_params*>(p);
+      set(EvType::kMemcpy, uint64_t(a->width) * a->height, a->kind, a->dst,
+          cbid == CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DToArrayAsync_v3020 ? a->stream
+                                                                          : ptsz(a->stream));
+      return true;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DFromArray_v3020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DFromArray_ptds_v7000: {
+      auto* a = static_cast<const cudaMemcpy2DFromArray_v3020_params*>(p);
+      set(EvType::kMemcpy, uint64_t(a->width) * a->height, a->kind, a->dst,
+          cbid == CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DFromArray_v3020 ? nullptr : pt);
+      return true;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DFromArrayAsync_v3020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DFromArrayAsync_ptsz_v7000: {
+      auto* a = static_cast<const cudaMemcpy2DFromArrayAsync_v3020_params*>(p);
+      set(EvType::kMemcpy, uint64_t(a->width) * a->height, a->kind, a->dst,
+          cbid == CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DFromArrayAsync_v3020 ? a->stream
+                                                                            : ptsz(a->stream));
+      return true;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DArrayToArray_v3020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DArrayToArray_ptds_v7000: {
+      auto* a = static_cast<const cudaMemcpy2DArrayToArray_v3020_params*>(p);
+      set(EvType::kMemcpy, uint64_t(a->width) * a->height, a->kind, a->dst,
+          cbid == CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DArrayToArray_v3020 ? nullptr : pt);
+      return true;
+    }
+    // Batch copies: their total bytes, kind cudaMemcpyDefault, the first copy's destination.
+    case kCbidMemcpyBatch128:
+    case kCbidMemcpyBatch128Ptsz: {
+      auto* a = static_cast<const MemcpyBatch128Params*>(p);
+      set(EvType::kMemcpy, BatchBytes(a->sizes, a->count), cudaMemcpyDefault,
+          a->dsts != nullptr && a->count > 0 ? a->dsts[0] : nullptr,
+          cbid == kCbidMemcpyBatch128 ? a->stream : ptsz(a->stream));
+      return true;
+    }
+    case kCbidMemcpyBatch13:
+    case kCbidMemcpyBatch13Ptsz: {
+      auto* a = static_cast<const cudaMemcpyBatchAsync_v13000_params*>(p);
+      set(EvType::kMemcpy, BatchBytes(a->sizes, a->count), cudaMemcpyDefault,
+          a->dsts != nullptr && a->count > 0 ? a->dsts[0] : nullptr,
+          cbid == kCbidMemcpyBatch13 ? a->stream : ptsz(a->stream));
+      return true;
+    }
+    case kCbidMemcpy3DBatch128:
+    case kCbidMemcpy3DBatch128Ptsz: {
+      auto* a = static_cast<const Memcpy3DBatch128Params*>(p);
+      set(EvType::kMemcpy, Batch3DExtent(a->opList, a->numOps), cudaMemcpyDefault, nullptr,
+          cbid == kCbidMemcpy3DBatch128 ? a->stream : ptsz(a->stream));
+      return true;
+    }
+    case kCbidMemcpy3DBatch13:
+    case kCbidMemcpy3DBatch13Ptsz: {
+      auto* a = static_cast<const cudaMemcpy3DBatchAsync_v13000_params*>(p);
+      set(EvType::kMemcpy, Batch3DExtent(a->opList, a->numOps), cudaMemcpyDefault, nullptr,
+          cbid == kCbidMemcpy3DBatch13 ? a->stream : ptsz(a->stream));
+      return true;
+    }
     default:
       return false;
   }
@@ -489,6 +640,36 @@ void RecordRuntimeFromCallback(CUpti_CallbackId cbid, const CUpti_CallbackData* 
                       cbid == CUPTI_RUNTIME_TRACE_CBID_cudaHostAlloc_v3020)
                        ? 1
                        : 3;
+      break;
+    }
+    // CUDA arrays: elements x the channel format's size (mem_sizes.h).
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMallocArray_v3020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMalloc3DArray_v3020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMallocMipmappedArray_v5000: {
+      e.type = EvType::kAlloc;
+      e.mem.kind = 0;
+      if (p == nullptr) break;
+      void* const* out = *static_cast<void* const* const*>(p);  // every one starts with it
+      if (e.ret == 0 && out != nullptr) e.mem.ptr = reinterpret_cast<uint64_t>(*out);
+      if (cbid == CUPTI_RUNTIME_TRACE_CBID_cudaMallocArray_v3020) {
+        auto* a = static_cast<const cudaMallocArray_v3020_params*>(p);
+        e.mem.bytes = ArrayBytes(a->desc, cudaExtent{a->width, a->height, 0}, 1, a->flags);
+      } else if (cbid == CUPTI_RUNTIME_TRACE_CBID_cudaMalloc3DArray_v3020) {
+        auto* a = static_cast<const cudaMalloc3DArray_v3020_params*>(p);
+        e.mem.bytes = ArrayBytes(a->desc, a->extent, 1, a->flags);
+      } else {
+        auto* a = static_cast<const cudaMallocMipmappedArray_v5000_params*>(p);
+        e.mem.bytes = ArrayBytes(a->desc, a->extent, a->numLevels, a->flags);
+      }
+      break;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaFreeArray_v3020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaFreeMipmappedArray_v5000: {
+      void* handle = p != nullptr ? *static_cast<void* const*>(p) : nullptr;
+      if (handle == nullptr) return;
+      e.type = EvType::kFree;
+      e.mem.ptr = reinterpret_cast<uint64_t>(handle);
+      e.mem.kind = 0;
       break;
     }
     case CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020:
@@ -1181,6 +1362,41 @@ bool StartLocked(const std::string& explicit_path, const void* cudart_symbol,
       CUPTI_RUNTIME_TRACE_CBID_cudaGraphExecNodeSetParams_v12020,
       CUPTI_RUNTIME_TRACE_CBID_cudaGraphExecDestroy_v10000,
       CUPTI_RUNTIME_TRACE_CBID_cudaGraphDestroy_v10000,
+      // CUDA arrays: allocations, frees and copies.
+      CUPTI_RUNTIME_TRACE_CBID_cudaMallocArray_v3020,
+      CUPTI_RUNTIME_TRACE_CBID_cudaMalloc3DArray_v3020,
+      CUPTI_RUNTIME_TRACE_CBID_cudaMallocMipmappedArray_v5000,
+      CUPTI_RUNTIME_TRACE_CBID_cudaFreeArray_v3020,
+      CUPTI_RUNTIME_TRACE_CBID_cudaFreeMipmappedArray_v5000,
+      CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyToArray_v3020,
+      CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyToArray_ptds_v7000,
+      CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyToArrayAsync_v3020,
+      CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyToArrayAsync_ptsz_v7000,
+      CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyFromArray_v3020,
+      CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyFromArray_ptds_v7000,
+      CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyFromArrayAsync_v3020,
+      CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyFromArrayAsync_ptsz_v7000,
+      CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyArrayToArray_v3020,
+      CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyArrayToArray_ptds_v7000,
+      CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DToArray_v3020,
+      CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DToArray_ptds_v7000,
+      CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DToArrayAsync_v3020,
+      CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DToArrayAsync_ptsz_v7000,
+      CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DFromArray_v3020,
+      CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DFromArray_ptds_v7000,
+      CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DFromArrayAsync_v3020,
+      CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DFromArrayAsync_ptsz_v7000,
+      CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DArrayToArray_v3020,
+      CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DArrayToArray_ptds_v7000,
+      // Batch copies (CUDA 12.8 and 13 forms).
+      kCbidMemcpyBatch128,
+      kCbidMemcpyBatch128Ptsz,
+      kCbidMemcpy3DBatch128,
+      kCbidMemcpy3DBatch128Ptsz,
+      kCbidMemcpyBatch13,
+      kCbidMemcpyBatch13Ptsz,
+      kCbidMemcpy3DBatch13,
+      kCbidMemcpy3DBatch13Ptsz,
   };
   for (CUpti_CallbackId id : kRuntime) {
     r = a.enable_callback(1, g_subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, id);

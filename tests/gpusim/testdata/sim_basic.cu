@@ -153,12 +153,11 @@ int main() {
         "error_strings");
   cudaGetLastError();
 
-  // Unsupported functions: cudaErrorNotSupported, reported once on stderr.
-  cudaArray_t array = nullptr;
-  cudaChannelFormatDesc desc = cudaCreateChannelDesc<float>();
-  e = cudaMallocArray(&array, &desc, 16, 16);
+  // Unsupported functions (here: IPC): cudaErrorNotSupported, reported once on stderr.
+  cudaIpcMemHandle_t ipc;
+  e = cudaIpcGetMemHandle(&ipc, d_a);
   Check(e == cudaErrorNotSupported, "unsupported_returns_801", cudaGetErrorName(e));
-  e = cudaMallocArray(&array, &desc, 16, 16);
+  e = cudaIpcGetMemHandle(&ipc, d_a);
   Check(e == cudaErrorNotSupported && cudaGetLastError() == cudaErrorNotSupported,
         "unsupported_sets_last_error");
 

@@ -294,7 +294,7 @@ int main() {
         "remove_missing_edge_refused");
 
   // Errors: a host function is not a kernel; a destroyed node is an invalid handle; a copy
-  // from a CUDA array is not simulated.
+  // from an unknown CUDA array is refused (copies with arrays: sim_arrays).
   cudaGraphNode_t bad;
   cudaKernelNodeParams not_kernel = KernelParams(reinterpret_cast<void*>(HostNode), 1, nullptr);
   Check(cudaGraphAddKernelNode(&bad, graph, nullptr, 0, &not_kernel) ==
@@ -312,8 +312,8 @@ int main() {
   from_array.dstPtr = make_cudaPitchedPtr(d_b, 64, 16, 8);
   from_array.extent = make_cudaExtent(16, 4, 2);
   from_array.kind = cudaMemcpyDeviceToDevice;
-  Check(cudaGraphAddMemcpyNode(&bad, graph, nullptr, 0, &from_array) == cudaErrorNotSupported,
-        "memcpy_from_array_not_supported");
+  Check(cudaGraphAddMemcpyNode(&bad, graph, nullptr, 0, &from_array) == cudaErrorInvalidValue,
+        "memcpy_from_unknown_array_refused");
   cudaGetLastError();
   Check(CountNodes(graph) == 7, "failed_adds_add_nothing");
 

@@ -561,14 +561,13 @@ static void Copies3D(int devices) {
   }
   Check(same, "every_byte_3d_peer");
 
-  // Errors: CUDA arrays (not simulated, reported once), a bad kind, overlapping slices.
+  // Errors: an unknown CUDA array (arrays: sim_arrays), a bad kind, overlapping slices.
   cudaMemcpy3DParms arr = {};
   arr.srcArray = reinterpret_cast<cudaArray_t>(0x1000);
   arr.dstPtr = d1;
   arr.extent = make_cudaExtent(4, 4, 1);
   arr.kind = cudaMemcpyDeviceToDevice;
-  Check(cudaMemcpy3D(&arr) == cudaErrorNotSupported && cudaMemcpy3D(&arr) == cudaErrorNotSupported,
-        "array_copy_not_supported");
+  Check(cudaMemcpy3D(&arr) == cudaErrorInvalidValue, "unknown_array_refused");
   q.kind = static_cast<cudaMemcpyKind>(7);
   Check(cudaMemcpy3DAsync(&q, s) == cudaErrorInvalidMemcpyDirection, "bad_kind");
   q.kind = cudaMemcpyDeviceToDevice;
