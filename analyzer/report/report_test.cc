@@ -1802,6 +1802,16 @@ TEST_CASE("ops.csv: an NCCL kernel timed with CUDA events is joined to its call"
 // A graph launch's nodes share its correlation id. Their records may reach the file before the
 // launch (every one must still count, not the last alone), and the launch's latency is one
 // sample, from its earliest node: later nodes wait for the graph's own work.
+// Two calls, returning at 105 and 305 us, whose device ops all joined them (no "without" warning):
+// one launch-to-start latency each, 5 and 15 us to their first op.
+void CheckTwoCallsJoined(const Json& s) {
+  const Json& l2s = s["host"]["launch_to_start_us"];
+  CHECK(l2s["count"] == 2);
+  CHECK(l2s["min"] == 5.0);
+  CHECK(l2s["max"] == 15.0);
+  CHECK(!HasWarning(s, "without"));
+}
+
 TEST_CASE("graph launches: every node counted in either record order; one latency per launch") {
   const std::string dir = TmpDir("graph_nodes");
   {
@@ -1838,16 +1848,8 @@ TEST_CASE("graph launches: every node counted in either record order; one latenc
   REQUIRE(s.ok());
   REQUIRE((*s)["kernels"].size() == 1);
   CHECK((*s)["kernels"][0]["count"] == 6);
-  const Json& l2s = (*s)["host"]["launch_to_start_us"];
-  CHECK(l2s["count"] == 2);
-  CHECK(l2s["min"] == 5.0);
-  CHECK(l2s["max"] == 15.0);
-  for (const auto& w : (*s)["meta"]["warnings"]) {
-    CHECK(w.get<std::string>().find("without") == std::string::npos);  // all joined
-  }
-  std::vector<std::string> rows =
-      absl::StrSplit(ReadAll(dir + "/ops.csv"), '\n', absl::SkipEmpty());
-  CHECK(rows.size() == 7);
+  CheckTwoCallsJoined(*s);
+  CHECK(OpsRows(dir).size() == 6);
 }
 
 // A batch copy (cudaMemcpyBatchAsync) is one call whose copies CUPTI reports as a device op
@@ -1887,22 +1889,10 @@ TEST_CASE("batch copies: every copy joins its call in either record order; one l
   REQUIRE(RunReport(dir, dir, ReportOptions(), &printed).ok());
   auto s = BuildSummary({dir + "/rank0.pb"}, ReportOptions(), "");
   REQUIRE(s.ok());
-  const Json& l2s = (*s)["host"]["launch_to_start_us"];
-  CHECK(l2s["count"] == 2);
-  CHECK(l2s["min"] == 5.0);
-  CHECK(l2s["max"] == 15.0);
-  for (const auto& w : (*s)["meta"]["warnings"]) {
-    CHECK(w.get<std::string>().find("without") == std::string::npos);  // all joined
-  }
-  std::vector<std::string> rows =
-      absl::StrSplit(ReadAll(dir + "/ops.csv"), '\n', absl::SkipEmpty());
-  REQUIRE(rows.size() == 6);
+  CheckTwoCallsJoined(*s);
   std::map<std::string, int> buckets;
-  for (size_t i = 1; i < rows.size(); ++i) {
-    // Every row has its call's launch time (launch_ns), so it was joined to it.
-    std::vector<std::string> cols = absl::StrSplit(rows[i], ',');
-    REQUIRE(cols.size() > 8);
-    CHECK(!cols[8].empty());
+  for (const auto& cols : OpsRows(dir)) {
+    CHECK(!cols[8].empty());  // launch_ns: joined to its call
     buckets[cols[3]]++;
   }
   CHECK(buckets == std::map<std::string, int>{{"memcpy.h2d", 3}, {"memcpy.d2h", 2}});

@@ -161,6 +161,11 @@ struct Side2D {
   void* ptr = nullptr;
   size_t pitch = 0;
 };
+// An array at offset (x bytes, y rows); linear memory with its pitch (1D copies: none).
+Side2D ArraySide(cudaArray_const_t array, size_t x, size_t y) { return Side2D{array, x, y}; }
+Side2D PtrSide(const void* ptr, size_t pitch = 0) {
+  return Side2D{nullptr, 0, 0, const_cast<void*>(ptr), pitch};
+}
 
 // cudaMemcpy2DToArray(Async), cudaMemcpy2DFromArray(Async), cudaMemcpy2DArrayToArray: `height`
 // rows of `width` bytes. As the runtime does, the copy becomes a cudaMemcpy3DParms in the
@@ -591,13 +596,7 @@ cudaError_t ToArrayImpl(const ApiInfo& info, cudaArray_t dst, size_t w, size_t h
                         cudaStream_t stream, bool pt, bool sync) {
   cudaMemcpy2DToArrayAsync_v3020_params params{dst, w, h, src, spitch, width, height, kind, stream};
   ApiCall api(info, &params);
-  Side2D d, s;
-  d.array = dst;
-  d.x = w;
-  d.y = h;
-  s.ptr = const_cast<void*>(src);
-  s.pitch = spitch;
-  return api.Return(Copy2DArray(api, d, s, width, height, kind, stream, pt, sync));
+  return api.Return(Copy2DArray(api, ArraySide(dst, w, h), PtrSide(src, spitch), width, height, kind, stream, pt, sync));
 }
 
 cudaError_t FromArrayImpl(const ApiInfo& info, void* dst, size_t dpitch, cudaArray_const_t src,
@@ -606,13 +605,7 @@ cudaError_t FromArrayImpl(const ApiInfo& info, void* dst, size_t dpitch, cudaArr
   cudaMemcpy2DFromArrayAsync_v3020_params params{dst,   dpitch, src,  w,     h,
                                                  width, height, kind, stream};
   ApiCall api(info, &params);
-  Side2D d, s;
-  d.ptr = dst;
-  d.pitch = dpitch;
-  s.array = src;
-  s.x = w;
-  s.y = h;
-  return api.Return(Copy2DArray(api, d, s, width, height, kind, stream, pt, sync));
+  return api.Return(Copy2DArray(api, PtrSide(dst, dpitch), ArraySide(src, w, h), width, height, kind, stream, pt, sync));
 }
 
 cudaError_t ArrayToArrayImpl(const ApiInfo& info, cudaArray_t dst, size_t w_dst, size_t h_dst,
@@ -621,14 +614,7 @@ cudaError_t ArrayToArrayImpl(const ApiInfo& info, cudaArray_t dst, size_t w_dst,
   cudaMemcpy2DArrayToArray_v3020_params params{dst,   w_dst, h_dst,  src, w_src,
                                                h_src, width, height, kind};
   ApiCall api(info, &params);
-  Side2D d, s;
-  d.array = dst;
-  d.x = w_dst;
-  d.y = h_dst;
-  s.array = src;
-  s.x = w_src;
-  s.y = h_src;
-  return api.Return(Copy2DArray(api, d, s, width, height, kind, nullptr, pt, true));
+  return api.Return(Copy2DArray(api, ArraySide(dst, w_dst, h_dst), ArraySide(src, w_src, h_src), width, height, kind, nullptr, pt, true));
 }
 
 cudaError_t ToArray1DImpl(const ApiInfo& info, cudaArray_t dst, size_t w, size_t h, const void* src,
@@ -636,12 +622,7 @@ cudaError_t ToArray1DImpl(const ApiInfo& info, cudaArray_t dst, size_t w, size_t
                           bool sync) {
   cudaMemcpyToArrayAsync_v3020_params params{dst, w, h, src, count, kind, stream};
   ApiCall api(info, &params);
-  Side2D d, s;
-  d.array = dst;
-  d.x = w;
-  d.y = h;
-  s.ptr = const_cast<void*>(src);
-  return api.Return(Copy1DArray(api, d, s, count, kind, stream, pt, sync));
+  return api.Return(Copy1DArray(api, ArraySide(dst, w, h), PtrSide(src), count, kind, stream, pt, sync));
 }
 
 cudaError_t FromArray1DImpl(const ApiInfo& info, void* dst, cudaArray_const_t src, size_t w,
@@ -649,12 +630,7 @@ cudaError_t FromArray1DImpl(const ApiInfo& info, void* dst, cudaArray_const_t sr
                             bool pt, bool sync) {
   cudaMemcpyFromArrayAsync_v3020_params params{dst, src, w, h, count, kind, stream};
   ApiCall api(info, &params);
-  Side2D d, s;
-  d.ptr = dst;
-  s.array = src;
-  s.x = w;
-  s.y = h;
-  return api.Return(Copy1DArray(api, d, s, count, kind, stream, pt, sync));
+  return api.Return(Copy1DArray(api, PtrSide(dst), ArraySide(src, w, h), count, kind, stream, pt, sync));
 }
 
 cudaError_t ArrayToArray1DImpl(const ApiInfo& info, cudaArray_t dst, size_t w_dst, size_t h_dst,
@@ -662,14 +638,7 @@ cudaError_t ArrayToArray1DImpl(const ApiInfo& info, cudaArray_t dst, size_t w_ds
                                cudaMemcpyKind kind, bool pt) {
   cudaMemcpyArrayToArray_v3020_params params{dst, w_dst, h_dst, src, w_src, h_src, count, kind};
   ApiCall api(info, &params);
-  Side2D d, s;
-  d.array = dst;
-  d.x = w_dst;
-  d.y = h_dst;
-  s.array = src;
-  s.x = w_src;
-  s.y = h_src;
-  return api.Return(Copy1DArray(api, d, s, count, kind, nullptr, pt, true));
+  return api.Return(Copy1DArray(api, ArraySide(dst, w_dst, h_dst), ArraySide(src, w_src, h_src), count, kind, nullptr, pt, true));
 }
 
 cudaError_t BatchImpl(const ApiInfo& info, void* const* dsts, const void* const* srcs,

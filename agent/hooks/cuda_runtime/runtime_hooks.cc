@@ -1407,11 +1407,6 @@ inline bool Cudart12(std::atomic<int>* cache, void* fn) {
   }
   return v == 2;
 }
-inline uint64_t BatchBytes(const size_t* sizes, size_t count) {
-  uint64_t total = 0;
-  for (size_t i = 0; sizes != nullptr && i < count && i < (1u << 20); ++i) total += sizes[i];
-  return total;
-}
 inline uint64_t Batch3DBytes(const cudaMemcpy3DBatchOp* ops, size_t count) {
   uint64_t total = 0;
   for (size_t i = 0; ops != nullptr && i < count && i < (1u << 20); ++i) {
@@ -1453,7 +1448,8 @@ inline const void* Batch3DDst(const cudaMemcpy3DBatchOp* ops, size_t count) {
       return real(dsts, srcs, sizes, count, attrs, idxs, num_attrs, a7, a8);                      \
     }                                                                                             \
     cudaStream_t s = static_cast<cudaStream_t>(rt::Cudart12(&abi_##fn, f) ? a8 : a7);             \
-    return rt::DoMem(api_##fn, EvType::kMemcpy, rt::BatchBytes(sizes, count), cudaMemcpyDefault,  \
+    const uint64_t bytes = profagent::BatchBytes(sizes, count);                                   \
+    return rt::DoMem(api_##fn, EvType::kMemcpy, bytes, cudaMemcpyDefault,                         \
                      dsts != nullptr && count > 0 ? dsts[0] : nullptr, stream_of(s), false, [&] { \
                        return real(dsts, srcs, sizes, count, attrs, idxs, num_attrs, a7, a8);     \
                      });                                                                          \

@@ -245,11 +245,6 @@ struct Memcpy3DBatch128Params {
   unsigned long long flags;
   cudaStream_t stream;
 };
-uint64_t BatchBytes(const size_t* sizes, size_t count) {
-  uint64_t total = 0;
-  for (size_t i = 0; sizes != nullptr && i < count && i < (1u << 20); ++i) total += sizes[i];
-  return total;
-}
 // The copies' extents (bytes between pointers; elements when an array takes part: the element
 // size is not asked of the runtime from a callback).
 uint64_t Batch3DExtent(const cudaMemcpy3DBatchOp* ops, size_t count) {

@@ -38,6 +38,13 @@ inline uint64_t ArrayBytes(const cudaChannelFormatDesc* desc, cudaExtent e, unsi
   return total;
 }
 
+// A batch copy's bytes: the sum of its `count` sizes (at most 2^20 read: a corrupt count).
+inline uint64_t BatchBytes(const size_t* sizes, size_t count) {
+  uint64_t total = 0;
+  for (size_t i = 0; sizes != nullptr && i < count && i < (1u << 20); ++i) total += sizes[i];
+  return total;
+}
+
 }  // namespace profagent
 
 #endif  // PROFAGENT_AGENT_HOOKS_CUPTI_MEM_SIZES_H_
