@@ -884,7 +884,7 @@ class FileAnalysis : public ViewVisitor {
   const std::string& CsvName(uint32_t name_id, int bucket);
   // Whether the API named by string id `api` is a batch copy (cudaMemcpyBatchAsync, ...).
   bool IsBatchCopy(uint32_t api);
-  absl::flat_hash_map<uint32_t, bool> batch_apis_;
+  std::vector<int8_t> batch_apis_;  // by string id: -1 not looked at yet, else IsBatchCopy
 
   int pass_ = 1;
   std::vector<std::string> strings_;
@@ -1655,11 +1655,11 @@ void FileAnalysis::FinishSweeps() {
 }
 
 bool FileAnalysis::IsBatchCopy(uint32_t api) {
-  auto it = batch_apis_.find(api);
-  if (it == batch_apis_.end()) {
-    it = batch_apis_.emplace(api, absl::StrContains(Str(api), "BatchAsync")).first;
-  }
-  return it->second;
+  if (api >= strings_.size()) return false;  // undefined string
+  if (api >= batch_apis_.size()) batch_apis_.resize(size_t(api) + 1, -1);
+  int8_t& known = batch_apis_[api];
+  if (known < 0) known = absl::StrContains(Str(api), "BatchAsync") ? 1 : 0;
+  return known == 1;
 }
 
 const std::string& FileAnalysis::CsvName(uint32_t name_id, int bucket) {

@@ -1407,18 +1407,6 @@ inline bool Cudart12(std::atomic<int>* cache, void* fn) {
   }
   return v == 2;
 }
-inline uint64_t Batch3DBytes(const cudaMemcpy3DBatchOp* ops, size_t count) {
-  uint64_t total = 0;
-  for (size_t i = 0; ops != nullptr && i < count && i < (1u << 20); ++i) {
-    const cudaMemcpy3DBatchOp& op = ops[i];
-    cudaArray_const_t array = op.src.type == cudaMemcpyOperandTypeArray   ? op.src.op.array.array
-                              : op.dst.type == cudaMemcpyOperandTypeArray ? op.dst.op.array.array
-                                                                          : nullptr;
-    const uint32_t element = array != nullptr ? ArrayElementBytes(array) : 1;
-    total += ExtentBytes(op.extent) * (element != 0 ? element : 1);
-  }
-  return total;
-}
 inline const void* Batch3DDst(const cudaMemcpy3DBatchOp* ops, size_t count) {
   if (ops == nullptr || count == 0) return nullptr;
   return ops[0].dst.type == cudaMemcpyOperandTypeArray
@@ -1428,49 +1416,53 @@ inline const void* Batch3DDst(const cudaMemcpy3DBatchOp* ops, size_t count) {
 }  // namespace rt
 }  // namespace profagent
 
-#define PROFAGENT_BATCH_HOOK(fn, c_name, stream_of)                                               \
-  DEFINE_REAL(fn)                                                                                 \
-  static std::atomic<int> abi_##fn{0};                                                            \
-  extern "C" __attribute__((visibility("default"))) cudaError_t c_name(                           \
-      void* const* dsts, const void* const* srcs, const size_t* sizes, size_t count,              \
-      cudaMemcpyAttributes* attrs, size_t* idxs, size_t num_attrs, void* a7,                      \
-      void* a8) __asm__(#fn);                                                                     \
-  cudaError_t c_name(void* const* dsts, const void* const* srcs, const size_t* sizes,             \
-                     size_t count, cudaMemcpyAttributes* attrs, size_t* idxs, size_t num_attrs,   \
-                     void* a7, void* a8) {                                                        \
-    using Full = cudaError_t (*)(void* const*, const void* const*, const size_t*, size_t,         \
-                                 cudaMemcpyAttributes*, size_t*, size_t, void*, void*);           \
-    void* f = reinterpret_cast<void*>(real_##fn.get());                                           \
-    if (f == nullptr) return rt::kNoReal;                                                         \
-    Full real = reinterpret_cast<Full>(f);                                                        \
-    HookGuard guard;                                                                              \
-    if (!guard.outermost() || !Recording()) {                                                     \
-      return real(dsts, srcs, sizes, count, attrs, idxs, num_attrs, a7, a8);                      \
-    }                                                                                             \
-    cudaStream_t s = static_cast<cudaStream_t>(rt::Cudart12(&abi_##fn, f) ? a8 : a7);             \
-    const uint64_t bytes = profagent::BatchBytes(sizes, count);                                   \
-    return rt::DoMem(api_##fn, EvType::kMemcpy, bytes, cudaMemcpyDefault,                         \
-                     dsts != nullptr && count > 0 ? dsts[0] : nullptr, stream_of(s), false, [&] { \
-                       return real(dsts, srcs, sizes, count, attrs, idxs, num_attrs, a7, a8);     \
-                     });                                                                          \
-  }
+// The interposers' (longer) argument lists.
+using BatchCopyFn = cudaError_t (*)(void* const*, const void* const*, const size_t*, size_t,
+                                    cudaMemcpyAttributes*, size_t*, size_t, void*, void*);
+using Batch3DCopyFn = cudaError_t (*)(size_t, cudaMemcpy3DBatchOp*, void*, void*, void*);
 
-#define PROFAGENT_BATCH3D_HOOK(fn, c_name, stream_of)                                            \
-  DEFINE_REAL(fn)                                                                                \
+#define PROFAGENT_BATCH_HOOK(fn, c_name, stream_of)                                              \
+  static rt::Real<BatchCopyFn> real_##fn(#fn);                                                   \
+  static const uint16_t api_##fn = RegisterApi(#fn);                                             \
   static std::atomic<int> abi_##fn{0};                                                           \
   extern "C" __attribute__((visibility("default"))) cudaError_t c_name(                          \
-      size_t count, cudaMemcpy3DBatchOp* ops, void* a2, void* a3, void* a4) __asm__(#fn);        \
-  cudaError_t c_name(size_t count, cudaMemcpy3DBatchOp* ops, void* a2, void* a3, void* a4) {     \
-    using Full = cudaError_t (*)(size_t, cudaMemcpy3DBatchOp*, void*, void*, void*);             \
-    void* f = reinterpret_cast<void*>(real_##fn.get());                                          \
-    if (f == nullptr) return rt::kNoReal;                                                        \
-    Full real = reinterpret_cast<Full>(f);                                                       \
-    HookGuard guard;                                                                             \
-    if (!guard.outermost() || !Recording()) return real(count, ops, a2, a3, a4);                 \
-    cudaStream_t s = static_cast<cudaStream_t>(rt::Cudart12(&abi_##fn, f) ? a4 : a3);            \
-    return rt::DoMem(api_##fn, EvType::kMemcpy, rt::Batch3DBytes(ops, count), cudaMemcpyDefault, \
-                     rt::Batch3DDst(ops, count), stream_of(s), false,                            \
-                     [&] { return real(count, ops, a2, a3, a4); });                              \
+      void* const* dsts, const void* const* srcs, const size_t* sizes, size_t count,             \
+      cudaMemcpyAttributes* attrs, size_t* idxs, size_t num_attrs, void* a7,                     \
+      void* a8) __asm__(#fn);                                                                    \
+  cudaError_t c_name(void* const* dsts, const void* const* srcs, const size_t* sizes,            \
+                     size_t count, cudaMemcpyAttributes* attrs, size_t* idxs, size_t num_attrs,  \
+                     void* a7, void* a8) {                                                       \
+    return rt::Intercept(                                                                        \
+        real_##fn,                                                                               \
+        [&](auto real) {                                                                         \
+          const bool v12 = rt::Cudart12(&abi_##fn, reinterpret_cast<void*>(real));               \
+          return rt::DoMem(                                                                      \
+              api_##fn, EvType::kMemcpy, profagent::BatchBytes(sizes, count), cudaMemcpyDefault, \
+              dsts != nullptr && count > 0 ? dsts[0] : nullptr,                                  \
+              stream_of(static_cast<cudaStream_t>(v12 ? a8 : a7)), false,                        \
+              [&] { return real(dsts, srcs, sizes, count, attrs, idxs, num_attrs, a7, a8); });   \
+        },                                                                                       \
+        dsts, srcs, sizes, count, attrs, idxs, num_attrs, a7, a8);                               \
+  }
+
+#define PROFAGENT_BATCH3D_HOOK(fn, c_name, stream_of)                                        \
+  static rt::Real<Batch3DCopyFn> real_##fn(#fn);                                             \
+  static const uint16_t api_##fn = RegisterApi(#fn);                                         \
+  static std::atomic<int> abi_##fn{0};                                                       \
+  extern "C" __attribute__((visibility("default"))) cudaError_t c_name(                      \
+      size_t count, cudaMemcpy3DBatchOp* ops, void* a2, void* a3, void* a4) __asm__(#fn);    \
+  cudaError_t c_name(size_t count, cudaMemcpy3DBatchOp* ops, void* a2, void* a3, void* a4) { \
+    return rt::Intercept(                                                                    \
+        real_##fn,                                                                           \
+        [&](auto real) {                                                                     \
+          const bool v12 = rt::Cudart12(&abi_##fn, reinterpret_cast<void*>(real));           \
+          return rt::DoMem(api_##fn, EvType::kMemcpy,                                        \
+                           profagent::Batch3DBytes(ops, count, rt::ArrayElementBytes),       \
+                           cudaMemcpyDefault, rt::Batch3DDst(ops, count),                    \
+                           stream_of(static_cast<cudaStream_t>(v12 ? a4 : a3)), false,       \
+                           [&] { return real(count, ops, a2, a3, a4); });                    \
+        },                                                                                   \
+        count, ops, a2, a3, a4);                                                             \
   }
 
 #define PROFAGENT_SAME_STREAM(s) (s)

@@ -245,14 +245,10 @@ struct Memcpy3DBatch128Params {
   unsigned long long flags;
   cudaStream_t stream;
 };
-// The copies' extents (bytes between pointers; elements when an array takes part: the element
-// size is not asked of the runtime from a callback).
+// A 3D batch's bytes from a callback: an array's element size is not asked of the runtime there
+// (its extent counts elements).
 uint64_t Batch3DExtent(const cudaMemcpy3DBatchOp* ops, size_t count) {
-  uint64_t total = 0;
-  for (size_t i = 0; ops != nullptr && i < count && i < (1u << 20); ++i) {
-    total += uint64_t(ops[i].extent.width) * ops[i].extent.height * ops[i].extent.depth;
-  }
-  return total;
+  return Batch3DBytes(ops, count, [](cudaArray_const_t) { return 1u; });
 }
 
 // Capture bookkeeping (capture.h) for a runtime that no interposer sees (static cudart): every

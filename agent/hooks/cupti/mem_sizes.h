@@ -45,6 +45,24 @@ inline uint64_t BatchBytes(const size_t* sizes, size_t count) {
   return total;
 }
 
+// A 3D batch copy's bytes: each copy's extent, in bytes between pointers, in elements when an
+// array takes part, then times `element_of(array)` (the array's element size; 0 when unknown,
+// counted as 1).
+template <typename ElementOf>
+inline uint64_t Batch3DBytes(const cudaMemcpy3DBatchOp* ops, size_t count, ElementOf element_of) {
+  uint64_t total = 0;
+  for (size_t i = 0; ops != nullptr && i < count && i < (1u << 20); ++i) {
+    const cudaMemcpy3DBatchOp& op = ops[i];
+    cudaArray_const_t array = op.src.type == cudaMemcpyOperandTypeArray   ? op.src.op.array.array
+                              : op.dst.type == cudaMemcpyOperandTypeArray ? op.dst.op.array.array
+                                                                          : nullptr;
+    const uint64_t element = array != nullptr ? element_of(array) : 1;
+    total += uint64_t(op.extent.width) * op.extent.height * op.extent.depth *
+             (element != 0 ? element : 1);
+  }
+  return total;
+}
+
 }  // namespace profagent
 
 #endif  // PROFAGENT_AGENT_HOOKS_CUPTI_MEM_SIZES_H_
