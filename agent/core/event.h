@@ -71,6 +71,19 @@ inline uint32_t BlockX(uint32_t b) { return b & 0x7ffu; }
 inline uint32_t BlockY(uint32_t b) { return (b >> 11) & 0x7ffu; }
 inline uint32_t BlockZ(uint32_t b) { return b >> 22; }
 
+// A launch's dimensions as the call gave them, when they do not fit LaunchPayload (block x or y
+// above 2047, z above 1023, grid y or z above 65535: only a launch the runtime rejects): the
+// kLaunch event has extra == 1 and the next slot starts with this, so the file keeps the shape a
+// user is debugging. FitsLaunchPayload says whether it is needed.
+struct LaunchShapeExtra {
+  uint32_t grid[3];
+  uint32_t block[3];
+};
+inline bool FitsLaunchPayload(const LaunchShapeExtra& s) {
+  return s.grid[1] <= 0xffffu && s.grid[2] <= 0xffffu && s.block[0] <= 0x7ffu &&
+         s.block[1] <= 0x7ffu && s.block[2] <= 0x3ffu;
+}
+
 struct LaunchPayload {   // kLaunch, kGraphLaunch (func = graph exec, grid/block unused)
   const void* func;      // host stub (from __cudaRegisterFunction) or CUfunction
   uint64_t stream;       // cudaStream_t as an integer

@@ -606,10 +606,8 @@ struct BatchBuilder {
   // Launch shape per kernel name in this batch (see proto: an EV_LAUNCH without grid_x repeats
   // the previous shape of the same kernel).
   struct Shape {
-    uint32_t gx, gy, gz, block, shmem;
-    bool operator==(const Shape& o) const {
-      return gx == o.gx && gy == o.gy && gz == o.gz && block == o.block && shmem == o.shmem;
-    }
+    uint32_t grid[3], block[3], shmem;
+    bool operator==(const Shape& o) const { return std::memcmp(this, &o, sizeof(Shape)) == 0; }
   };
   std::unordered_map<uint32_t, Shape> shapes;
   void Reset() {
@@ -683,18 +681,25 @@ void EncodeEvent(WriterState* w, BatchBuilder* b, const RawEvent& e, const uint8
         m.U64(9, api_sid);
         b->launch_api = api_sid;
       }
-      const BatchBuilder::Shape shape{l.grid_x, l.grid_y, l.grid_z, l.block, l.shmem};
+      BatchBuilder::Shape shape{{l.grid_x, l.grid_y, l.grid_z},
+                                {BlockX(l.block), BlockY(l.block), BlockZ(l.block)},
+                                l.shmem};
+      if (extra_len >= sizeof(LaunchShapeExtra)) {  // dimensions too large for the payload
+        LaunchShapeExtra x;
+        std::memcpy(&x, extra, sizeof(x));
+        std::memcpy(shape.grid, x.grid, sizeof(x.grid));
+        std::memcpy(shape.block, x.block, sizeof(x.block));
+      }
       auto it = b->shapes.find(name);
       if (it != b->shapes.end() && it->second == shape) break;  // same shape as last time
       b->shapes[name] = shape;
       m.Tag(11, wire::kVarint);  // always present when the shape is given (even 0)
-      m.Varint(l.grid_x);
-      m.U64(12, l.grid_y > 0 ? l.grid_y - 1u : 0);
-      m.U64(13, l.grid_z > 0 ? l.grid_z - 1u : 0);
-      m.U64(14, BlockX(l.block));
-      uint32_t by = BlockY(l.block), bz = BlockZ(l.block);
-      m.U64(15, by > 0 ? by - 1 : 0);
-      m.U64(16, bz > 0 ? bz - 1 : 0);
+      m.Varint(shape.grid[0]);
+      // y and z are stored minus 1 modulo 2^32 (1 costs nothing; 0, in a rejected launch, is
+      // 0xffffffff, which the reader's + 1 turns back into 0).
+      for (int k = 1; k < 3; ++k) m.U64(11 + k, uint32_t(shape.grid[k] - 1u));
+      m.U64(14, shape.block[0]);
+      for (int k = 1; k < 3; ++k) m.U64(14 + k, uint32_t(shape.block[k] - 1u));
       m.U64(17, l.shmem);
       break;
     }

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <fstream>
@@ -265,6 +266,7 @@ void CheckLaunchesMatchTruth(const Scenario& s, bool by_corr,
     if (t.graph == 0) want[t.name]++;
   for (auto& kv : captured) want[kv.first] += kv.second;
   for (auto* l : launches) {
+    if (l->ev.ret() != 0) continue;  // rejected: ran nothing
     std::string n = s.prof.Str(l->ev.name());
     for (auto& t : kernels)
       if (SameKernel(n, t)) {
@@ -1019,7 +1021,18 @@ TEST_CASE("Runtime calls no interposer sees (a static runtime): CUDA injection +
   // The driver (gpusim) called InitializeInjection through the CUDA_INJECTION64_PATH the
   // preloaded agent set; CUPTI's runtime callbacks recorded every launch, copy and set.
   CheckLaunchesMatchTruth(s, /*by_corr=*/true, {{"static_kernel_b(float*)", 1}});
-  CHECK(s.prof.Kind(EV_LAUNCH).size() == 11);
+  CHECK(s.prof.Kind(EV_LAUNCH).size() == 12);
+  // The rejected launch, from CUPTI's callback, with the dimensions it was given.
+  int rejected = 0;
+  for (auto* l : s.prof.Kind(EV_LAUNCH)) {
+    if (l->ev.ret() == 0) continue;
+    ++rejected;
+    CHECK(l->ev.ret() == 9);  // cudaErrorInvalidConfiguration
+    CHECK(std::array<uint32_t, 6>{l->ev.grid_x(), l->ev.grid_y(), l->ev.grid_z(), l->ev.block_x(),
+                                  l->ev.block_y(), l->ev.block_z()} ==
+          std::array<uint32_t, 6>{3, 70000, 1, 4096, 1, 1});
+  }
+  CHECK(rejected == 1);
   CheckDeviceDurations(s, /*include_graph_kernels=*/true);
   // The launch captured into a graph is flagged (the capture was seen from CUPTI's callbacks);
   // the graph's two launches ran it.
@@ -1350,8 +1363,14 @@ TEST_CASE("Multi-stream capture and capture into a graph, CUDA events: captured 
 // exactly its own error (before, every operation after the probe went untimed until the
 // program read it, and the warning blamed "pool exhausted or event error").
 TEST_CASE("CUDA events with an application error pending: timed, and the error is still its own") {
-  const std::string want = "probe=cudaErrorInvalidDevice read=cudaErrorInvalidDevice "
-                           "after=cudaSuccess\n";
+  const std::string want =
+      "probe=cudaErrorInvalidDevice read=cudaErrorInvalidDevice "
+      "after=cudaSuccess\n"
+      "rejected=cudaErrorInvalidConfiguration,cudaErrorInvalidConfiguration,"
+      "cudaErrorInvalidConfiguration\n";
+  // The rejected launches' shapes as the program gave them: grid x, y, z, block x, y, z.
+  const std::vector<std::array<uint32_t, 6>> want_rejected = {
+      {32, 1, 1, 2048, 1, 1}, {1, 70000, 1, 128, 1, 1}, {2, 0, 1, 4, 4, 3000}};
   for (const char* mode : {"events", "cupti", "host"}) {
     INFO(mode);
     Scenario s((std::string("pending_error_") + mode).c_str(),
@@ -1360,7 +1379,15 @@ TEST_CASE("CUDA events with an application error pending: timed, and the error i
     CHECK(s.run.out == want);
     REQUIRE(s.loaded);
     if (std::string(mode) == "cupti" && CuptiUnavailable(s.prof)) continue;
-    CHECK(s.prof.Kind(EV_LAUNCH).size() == 40);
+    std::vector<std::array<uint32_t, 6>> rejected;
+    for (auto* l : s.prof.Kind(EV_LAUNCH)) {
+      if (l->ev.ret() == 0) continue;
+      CHECK(l->ev.ret() == 9);  // cudaErrorInvalidConfiguration
+      rejected.push_back({l->ev.grid_x(), l->ev.grid_y(), l->ev.grid_z(), l->ev.block_x(),
+                          l->ev.block_y(), l->ev.block_z()});
+    }
+    CHECK(rejected == want_rejected);
+    CHECK(s.prof.Kind(EV_LAUNCH).size() == 43);
     if (std::string(mode) == "host") continue;
     CHECK(s.prof.dev.size() == 40);
     // Event timing's first launch carries its call's set-up (tested elsewhere): exact with CUPTI.

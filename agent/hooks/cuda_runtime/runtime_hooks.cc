@@ -316,9 +316,12 @@ inline cudaError_t DoLaunch(uint16_t api, EvType type, const LaunchDesc& d, Call
     EventTimerEnd(ticket, d.stream, info, r == cudaSuccess);
   }
   MaybeCaptureStack(t0);
+  // A shape too large for the payload (a rejected launch) goes whole into a continuation slot.
+  const LaunchShapeExtra shape{{d.grid.x, d.grid.y, d.grid.z}, {d.block.x, d.block.y, d.block.z}};
+  const bool fits = FitsLaunchPayload(shape);
   // Filled in place in the ring (the most frequent event: no copy through the stack).
   RawEvent local;
-  RawEvent* slot = EmitReserve();
+  RawEvent* slot = fits ? EmitReserve() : nullptr;
   RawEvent& e = slot != nullptr ? *slot : local;
   e.t0 = t0;
   e.t1 = t1;
@@ -336,8 +339,13 @@ inline cudaError_t DoLaunch(uint16_t api, EvType type, const LaunchDesc& d, Call
   e.launch.grid_z = uint16_t(d.grid.z);
   e.launch.block = block;
   e.launch.shmem = uint32_t(d.shmem);
-  if (slot != nullptr) EmitCommit();
-  else Emit(local);
+  if (slot != nullptr) {
+    EmitCommit();
+  } else if (fits) {
+    Emit(local);
+  } else {
+    EmitWithBytes(local, &shape, sizeof(shape));
+  }
   return r;
 }
 

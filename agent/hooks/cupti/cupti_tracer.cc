@@ -197,7 +197,10 @@ uint16_t ApiIdFor(const char* name) {
   return id;
 }
 
-void FillLaunch(RawEvent* e, const void* f, dim3 g, dim3 b, size_t shmem, const void* stream) {
+// Fills a launch event; returns the dimensions as given, which the event must carry in a
+// continuation slot (EmitLaunch) when they do not fit its payload.
+LaunchShapeExtra FillLaunch(RawEvent* e, const void* f, dim3 g, dim3 b, size_t shmem,
+                            const void* stream) {
   e->type = EvType::kLaunch;
   e->launch.func = f;
   e->launch.stream = reinterpret_cast<uint64_t>(stream);
@@ -206,6 +209,16 @@ void FillLaunch(RawEvent* e, const void* f, dim3 g, dim3 b, size_t shmem, const 
   e->launch.grid_z = uint16_t(g.z);
   e->launch.block = PackBlock(b.x, b.y, b.z);
   e->launch.shmem = uint32_t(shmem);
+  return LaunchShapeExtra{{g.x, g.y, g.z}, {b.x, b.y, b.z}};
+}
+
+// Emits a kLaunch event, with its shape in a continuation slot when the payload cannot hold it.
+void EmitLaunch(const RawEvent& e, const LaunchShapeExtra& shape) {
+  if (FitsLaunchPayload(shape)) {
+    Emit(e);
+  } else {
+    EmitWithBytes(e, &shape, sizeof(shape));
+  }
 }
 
 // CUDA 13's __cudaLaunchKernel(_ptsz): what nvcc's <<<>>> calls. Spelled as numbers so that the
@@ -572,6 +585,7 @@ void RecordRuntimeFromCallback(CUpti_CallbackId cbid, const CUpti_CallbackData* 
   RawEvent e = CallEvent(cb, t0, t1);
   const void* p = cb->functionParams;
   uint32_t corr = cb->correlationId;
+  LaunchShapeExtra shape{};  // a launch's dimensions (EmitLaunch)
   switch (cbid) {
     case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000:
     case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000:
@@ -582,8 +596,11 @@ void RecordRuntimeFromCallback(CUpti_CallbackId cbid, const CUpti_CallbackData* 
     case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000:
     case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000: {
       auto* a = static_cast<const cudaLaunchKernel_v7000_params*>(p);
-      if (a) FillLaunch(&e, a->func, a->gridDim, a->blockDim, a->sharedMem, a->stream);
-      else e.type = EvType::kLaunch;
+      if (a) {
+        shape = FillLaunch(&e, a->func, a->gridDim, a->blockDim, a->sharedMem, a->stream);
+      } else {
+        e.type = EvType::kLaunch;
+      }
       if (cb->symbolName && a) NoteFunctionName(a->func, cb->symbolName);
       e.launch.corr = corr;
       break;
@@ -592,8 +609,8 @@ void RecordRuntimeFromCallback(CUpti_CallbackId cbid, const CUpti_CallbackData* 
     case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060: {
       auto* a = static_cast<const cudaLaunchKernelExC_v11060_params*>(p);
       if (a && a->config)
-        FillLaunch(&e, a->func, a->config->gridDim, a->config->blockDim,
-                   a->config->dynamicSmemBytes, a->config->stream);
+        shape = FillLaunch(&e, a->func, a->config->gridDim, a->config->blockDim,
+                           a->config->dynamicSmemBytes, a->config->stream);
       else e.type = EvType::kLaunch;
       if (cb->symbolName && a) NoteFunctionName(a->func, cb->symbolName);
       e.launch.corr = corr;
@@ -800,7 +817,7 @@ void RecordRuntimeFromCallback(CUpti_CallbackId cbid, const CUpti_CallbackData* 
     e.mem.device = device;
   }
   FlagCaptured(&e);
-  Emit(e);
+  EmitLaunch(e, shape);  // any other type: the zero shape fits
 }
 
 // Driver-API memory: cuMemCreate/cuMemRelease (physical memory of virtual memory management:
@@ -906,19 +923,21 @@ void RecordDriverLaunch(CUpti_CallbackId cbid, const CUpti_CallbackData* cb, uin
   e.type = EvType::kLaunch;
   const void* p = cb->functionParams;
   const void* f = nullptr;
+  LaunchShapeExtra shape{};
   if (p && (cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx ||
             cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz)) {
     auto* a = static_cast<const cuLaunchKernelEx_params*>(p);
     f = a->f;
     if (a->config)
-      FillLaunch(&e, f, dim3(a->config->gridDimX, a->config->gridDimY, a->config->gridDimZ),
-                 dim3(a->config->blockDimX, a->config->blockDimY, a->config->blockDimZ),
-                 a->config->sharedMemBytes, a->config->hStream);
+      shape = FillLaunch(&e, f, dim3(a->config->gridDimX, a->config->gridDimY, a->config->gridDimZ),
+                         dim3(a->config->blockDimX, a->config->blockDimY, a->config->blockDimZ),
+                         a->config->sharedMemBytes, a->config->hStream);
   } else if (p) {  // cuLaunchKernel, _ptsz, cuLaunchCooperativeKernel(_ptsz): same prefix
     auto* a = static_cast<const cuLaunchKernel_params*>(p);
     f = a->f;
-    FillLaunch(&e, f, dim3(a->gridDimX, a->gridDimY, a->gridDimZ),
-               dim3(a->blockDimX, a->blockDimY, a->blockDimZ), a->sharedMemBytes, a->hStream);
+    shape =
+        FillLaunch(&e, f, dim3(a->gridDimX, a->gridDimY, a->gridDimZ),
+                   dim3(a->blockDimX, a->blockDimY, a->blockDimZ), a->sharedMemBytes, a->hStream);
   }
   // No CUfunction in the parameters: the symbol name's address keys the kernel's name.
   if (f == nullptr) f = cb->symbolName;
@@ -926,7 +945,7 @@ void RecordDriverLaunch(CUpti_CallbackId cbid, const CUpti_CallbackData* cb, uin
   e.launch.corr = cb->correlationId;
   NoteFunctionName(f, cb->symbolName);
   FlagCaptured(&e);
-  Emit(e);
+  EmitLaunch(e, shape);
 }
 
 // The stream of a driver launch (0 = default stream or unknown): cuLaunchKernel(_ptsz) and

@@ -2,7 +2,8 @@
 // a pointer taken from libcudart's own symbol table (dlsym on its handle), so no LD_PRELOAD
 // interposer sees it. The agent can only learn of this work the way it learns of a static
 // runtime's: through CUDA_INJECTION64_PATH (which a preloaded agent sets) and CUPTI callbacks.
-// Copies and sets of every shape (1D, 2D, 3D, to a symbol) are recorded with their sizes. Last,
+// Copies and sets of every shape (1D, 2D, 3D, to a symbol) are recorded with their sizes, and a
+// rejected launch with its shape. Last,
 // one launch captured into a graph on a stream of its own, the graph launched twice; then an
 // allocation on device 1 (run with GPUSIM_DEVICES=2).
 // Exit code 0 when every call succeeded.
@@ -60,6 +61,10 @@ int main() {
     errors += launch(reinterpret_cast<const void*>(static_kernel_b), dim3(2), dim3(32), args_b, 0,
                      nullptr) != cudaSuccess;
   }
+  // A launch the runtime rejects (4096 threads per block): recorded with the shape it was given.
+  void* args_r[] = {&d};
+  errors += launch(reinterpret_cast<const void*>(static_kernel_b), dim3(3, 70000), dim3(4096),
+                   args_r, 0, nullptr) != cudaErrorInvalidConfiguration;
   errors += memset_(d, 0, 4096, nullptr) != cudaSuccess;
   float h[16];
   errors += memcpy_(h, d, sizeof(h), cudaMemcpyDeviceToHost) != cudaSuccess;
