@@ -126,15 +126,42 @@ absl::StatusOr<bool> RecordReader::NextFrame(absl::string_view* frame) {
   return true;
 }
 
+namespace {
+
+// The file opened for a read that fills `s` (path, format version).
+absl::StatusOr<std::unique_ptr<RecordReader>> OpenForSummary(const std::string& path,
+                                                             FileSummary* s) {
+  s->path = path;
+  auto reader_or = RecordReader::Open(path);
+  if (reader_or.ok()) {
+    s->major = (*reader_or)->major();
+    s->minor = (*reader_or)->minor();
+  }
+  return reader_or;
+}
+
+// `s` completed at the end of a read; an error when the file had no header.
+absl::Status FinishSummary(const RecordReader& reader, FileSummary* s) {
+  s->frames = reader.records();
+  s->truncated = reader.truncated();
+  s->warning = reader.warning();
+  // The agent writes its header first: a file without one holds nothing attributable (cut
+  // right after the magic, or not an agent profile).
+  if (!s->has_header) {
+    return absl::DataLossError(
+        absl::StrCat(s->path, ": no header record (the file ends before its first record)"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::Status VisitFile(const std::string& path, Visitor* v, FileSummary* summary) {
   FileSummary local;
   FileSummary* s = summary != nullptr ? summary : &local;
-  s->path = path;
-  auto reader_or = RecordReader::Open(path);
+  auto reader_or = OpenForSummary(path, s);
   if (!reader_or.ok()) return reader_or.status();
   RecordReader& reader = **reader_or;
-  s->major = reader.major();
-  s->minor = reader.minor();
   // One Record per frame kind: a reused message keeps its allocated events only while its oneof
   // case stays the same (alternating batch/device frames would otherwise free and reallocate
   // every event of every batch).
@@ -255,16 +282,7 @@ absl::Status VisitFile(const std::string& path, Visitor* v, FileSummary* summary
         break;
     }
   }
-  s->frames = reader.records();
-  s->truncated = reader.truncated();
-  s->warning = reader.warning();
-  // The agent writes its header first: a file without one holds nothing attributable (cut
-  // right after the magic, or not an agent profile).
-  if (!s->has_header) {
-    return absl::DataLossError(
-        absl::StrCat(path, ": no header record (the file ends before its first record)"));
-  }
-  return absl::OkStatus();
+  return FinishSummary(reader, s);
 }
 
 namespace {
@@ -749,12 +767,9 @@ bool BatchDecoder::DecodeOp(absl::string_view bytes, int64_t* dt, int64_t* dcorr
 absl::Status ScanFile(const std::string& path, ViewVisitor* v, FileSummary* summary) {
   FileSummary local;
   FileSummary* s = summary != nullptr ? summary : &local;
-  s->path = path;
-  auto reader_or = RecordReader::Open(path);
+  auto reader_or = OpenForSummary(path, s);
   if (!reader_or.ok()) return reader_or.status();
   RecordReader& reader = **reader_or;
-  s->major = reader.major();
-  s->minor = reader.minor();
   BatchDecoder decoder(v, s);
   Record rec;
   std::string sub;  // a batch re-serialized from an unusually framed Record
@@ -800,16 +815,7 @@ absl::Status ScanFile(const std::string& path, ViewVisitor* v, FileSummary* summ
         break;
     }
   }
-  s->frames = reader.records();
-  s->truncated = reader.truncated();
-  s->warning = reader.warning();
-  // The agent writes its header first: a file without one holds nothing attributable (cut
-  // right after the magic, or not an agent profile).
-  if (!s->has_header) {
-    return absl::DataLossError(
-        absl::StrCat(path, ": no header record (the file ends before its first record)"));
-  }
-  return absl::OkStatus();
+  return FinishSummary(reader, s);
 }
 
 namespace {

@@ -53,6 +53,22 @@ static uint32_t CopyKindOf(uint32_t cupti_kind) {
 }
 
 namespace {
+// A copy or set record (CUPTI's memcpy, peer-to-peer memcpy and memset structs share these
+// field names) as a device op of `kind`; `copy_kind` is the copy's (0 for a set).
+template <typename Rec>
+void FillCopyOrSet(const Rec* m, uint8_t kind, uint8_t copy_kind, const ClockMap& clock,
+                   RawEvent* out) {
+  Common(m->start, m->end, clock, out);
+  DevicePayload& d = out->dev;
+  d.kind = kind;
+  d.corr = m->correlationId;
+  d.bytes = m->bytes;
+  d.copy_kind = copy_kind;
+  d.graph = m->graphId;
+  d.stream = m->streamId;
+  d.device = uint8_t(m->deviceId);
+}
+
 bool Convert(const CUpti_Activity* rec, const ClockMap& clock, InternFn intern, RawEvent* out) {
   switch (rec->kind) {
     case CUPTI_ACTIVITY_KIND_KERNEL:
@@ -75,42 +91,17 @@ bool Convert(const CUpti_Activity* rec, const ClockMap& clock, InternFn intern, 
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY: {
       auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(rec);
-      Common(m->start, m->end, clock, out);
-      DevicePayload& d = out->dev;
-      d.kind = kDopMemcpy;
-      d.corr = m->correlationId;
-      d.bytes = m->bytes;
-      d.copy_kind = CopyKindOf(m->copyKind);
-      d.graph = m->graphId;
-      d.stream = m->streamId;
-      d.device = uint8_t(m->deviceId);
+      FillCopyOrSet(m, kDopMemcpy, CopyKindOf(m->copyKind), clock, out);
       return true;
     }
-    case CUPTI_ACTIVITY_KIND_MEMCPY2: {
+    case CUPTI_ACTIVITY_KIND_MEMCPY2: {  // peer to peer
       auto* m = reinterpret_cast<const CUpti_ActivityMemcpyPtoP4*>(rec);
-      Common(m->start, m->end, clock, out);
-      DevicePayload& d = out->dev;
-      d.kind = kDopMemcpy;
-      d.corr = m->correlationId;
-      d.bytes = m->bytes;
-      d.copy_kind = CopyKindOf(m->copyKind);
-      d.graph = m->graphId;
-      d.stream = m->streamId;
-      d.device = uint8_t(m->deviceId);
+      FillCopyOrSet(m, kDopMemcpy, CopyKindOf(m->copyKind), clock, out);
       return true;
     }
-    case CUPTI_ACTIVITY_KIND_MEMSET: {
-      auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(rec);
-      Common(m->start, m->end, clock, out);
-      DevicePayload& d = out->dev;
-      d.kind = kDopMemset;
-      d.corr = m->correlationId;
-      d.bytes = m->bytes;
-      d.graph = m->graphId;
-      d.stream = m->streamId;
-      d.device = uint8_t(m->deviceId);
+    case CUPTI_ACTIVITY_KIND_MEMSET:
+      FillCopyOrSet(reinterpret_cast<const CUpti_ActivityMemset4*>(rec), kDopMemset, 0, clock, out);
       return true;
-    }
     default:
       return false;
   }
