@@ -166,9 +166,9 @@ struct CollExtra {
 // kApi graph creation (runtime_hooks.cc): cudaStreamEndCapture: gen.a = stream, gen.b = the
 // cudaGraph_t captured; cudaGraphInstantiate*: gen.b = the cudaGraphExec_t made, gen.c = the
 // cudaGraph_t instantiated, flags |= kFlagHasPayload (Event.source_graph). 0 when the call failed.
-// kApi polls (cudaEventQuery/cudaStreamQuery, runtime_hooks.cc): a run of consecutive
-// not-ready polls of one handle is one event spanning them, gen.corr = number of calls (0 or 1:
-// a single call), gen.c = ticks spent inside the calls.
+// kApi polls (cudaEventQuery/cudaStreamQuery, runtime_hooks.cc): a run of not-ready polls of one
+// handle, with only polls between them, is one event spanning them, gen.corr = number of calls
+// (0 or 1: a single call), gen.c = ticks spent inside the calls.
 struct GenericPayload {  // kApi, kSync, kStream, kEvent, kGroup, kComm, kMarker
   uint64_t a;            // e.g. stream or event handle
   uint64_t b;

@@ -58,7 +58,10 @@ enum TrackKind : uint64_t {
   kTrackStreamLane = 6,  // overlapping ops of one stream (see StreamOps)
   kTrackRanges = 7,      // NVTX start/end and named-domain ranges of a thread (see HostLanes)
   kTrackHostLane = 8,    // overlapping host slices of a thread (see HostLanes)
+  kTrackPolls = 9,       // not-ready poll runs of a thread (see HostLanes)
 };
+
+constexpr int32_t kCudaErrorNotReady = 600;  // what cudaEventQuery/cudaStreamQuery return
 
 // Lanes per thread and kind of host slices that may overlap (see FileConverter::HostLanes).
 constexpr size_t kMaxHostLanes = 4096;
@@ -395,6 +398,9 @@ class FileConverter : public ViewVisitor {
           args[n++] = Arg::Uint(pi::kArgCalls, e.calls);
           args[n++] = Arg::Uint(pi::kArgBusyNs, e.busy_ns);
         }
+        // Not-ready polls (cudaErrorNotReady): runs of polls of handles polled in turn overlap
+        // each other, so they have tracks of their own.
+        if (kind == EV_API && e.ret == kCudaErrorNotReady) lanes = &Lanes(e.thread, kTrackPolls);
         break;
     }
     if (e.ret != 0) args[n++] = Arg::Int(pi::kArgRet, e.ret);
@@ -595,7 +601,10 @@ class FileConverter : public ViewVisitor {
   };
 
   static const char* HostTrackName(TrackKind kind) {
-    return kind == kTrackSteps ? "steps" : kind == kTrackRuns ? "runs" : "NVTX ranges";
+    return kind == kTrackSteps   ? "steps"
+           : kind == kTrackRuns  ? "runs"
+           : kind == kTrackPolls ? "polls"
+                                 : "NVTX ranges";
   }
 
   HostLanes& Lanes(uint32_t thread, TrackKind kind) {

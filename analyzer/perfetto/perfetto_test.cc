@@ -1041,7 +1041,9 @@ TEST_CASE("a graph launch's flow passes through every node it ran, in time order
   CHECK(std::next(phases.begin())->second == "sf");
 }
 
-TEST_CASE("a run of polls is one slice with its number of calls and busy time") {
+// Runs of not-ready polls of events polled in turn overlap each other (runtime_hooks.cc): they
+// go to "polls" tracks under the thread, in lanes, where no slice crosses another.
+TEST_CASE("runs of polls are slices with their calls and busy time, interleaved runs in lanes") {
   const std::string dir = TmpDir();
   {
     ProfileWriter w(dir + "/rank0.pb");
@@ -1055,21 +1057,32 @@ TEST_CASE("a run of polls is one slice with its number of calls and busy time") 
     r.Clear();
     EventBatch* b = r.mutable_batch();
     b->set_base_ns(1000);
-    Event* e = AddEvent(b, 0, 5000, EV_API, 1);
+    Event* e = AddEvent(b, 0, 5000, EV_API, 1);  // event A polled from 1000 to 6000
     e->set_ret(600);
     e->set_calls(40);
     e->set_busy(1200);
-    AddEvent(b, 5000, 30, EV_API, 1);  // the successful poll
+    e = AddEvent(b, 100, 5200, EV_API, 1);  // event B, polled in turn with A, until 6300
+    e->set_ret(600);
+    e->set_calls(39);
+    e->set_busy(1100);
+    e = AddEvent(b, 50, 0, EV_API, 1);  // event C: one not-ready poll in between
+    e->set_ret(600);
+    AddEvent(b, 5150, 30, EV_API, 1);  // A's successful poll, on the thread's track
     w.Write(r);
     w.Close();
   }
   std::ostringstream out, err;
   REQUIRE(RunPerfettoCommand(dir + "/rank0.pb", "", "perfetto", out, err) == 0);
   Replay r = ReplayTrace(ParseTrace(dir + "/rank0.pftrace"));
-  REQUIRE(r.events == std::vector<std::string>{
-                          "slice [main] depth=0 ts=1000 dur=5000 \"cudaEventQuery\" calls=40 "
-                          "busy_ns=1200 ret=600",
-                          "slice [main] depth=0 ts=6000 dur=30 \"cudaEventQuery\""});
+  std::vector<std::string> events = r.events;
+  std::sort(events.begin(), events.end());
+  REQUIRE(events == std::vector<std::string>{
+                        "slice [main] depth=0 ts=6300 dur=30 \"cudaEventQuery\"",
+                        "slice [polls (main) (overlapping 1)] depth=0 ts=1100 dur=5200 "
+                        "\"cudaEventQuery\" calls=39 busy_ns=1100 ret=600",
+                        "slice [polls (main)] depth=0 ts=1000 dur=5000 \"cudaEventQuery\" "
+                        "calls=40 busy_ns=1200 ret=600",
+                        "slice [polls (main)] depth=1 ts=1150 dur=0 \"cudaEventQuery\" ret=600"});
 }
 
 TEST_CASE("memory counter is time-ordered across interleaved thread batches") {

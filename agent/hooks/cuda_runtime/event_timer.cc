@@ -534,10 +534,8 @@ int32_t BeginOn(int device, cudaStream_t stream);  // after the pool checks: see
 
 int32_t EventTimerBegin(cudaStream_t stream) {
   t_app_error = !NoPendingError();
-  AllocTable::Entry created;
-  if (g_stream_devices.Live() != 0 && g_stream_devices.Find(StreamHandle(stream), &created)) {
-    return BeginOn(int(created.device), stream);
-  }
+  const int created = CreatedStreamDevice(stream);
+  if (created >= 0) return BeginOn(created, stream);
   int device = 0;
   auto get_device = r_get_device.get();
   const cudaError_t r = get_device ? get_device(&device) : cudaErrorSharedObjectSymbolNotFound;
@@ -594,6 +592,14 @@ int EventTimerDevice(int32_t ticket) { return ticket < 0 ? 0 : ticket / kPairs; 
 
 void NoteStreamDevice(cudaStream_t stream, int device) {
   if (device >= 0) g_stream_devices.Insert(StreamHandle(stream), 0, 0, uint32_t(device));
+}
+
+int CreatedStreamDevice(cudaStream_t stream) {
+  AllocTable::Entry created;
+  if (g_stream_devices.Live() == 0 || !g_stream_devices.Find(StreamHandle(stream), &created)) {
+    return -1;
+  }
+  return int(created.device);
 }
 
 void ForgetStream(cudaStream_t stream) {

@@ -75,6 +75,9 @@ int EventTimerDevice(int32_t ticket);
 // only on a stream of its own device).
 void NoteStreamDevice(cudaStream_t stream, int device);
 void ForgetStream(cudaStream_t stream);
+// The device a created stream was noted with; -1 for the default streams (legacy, per-thread:
+// the current device's) and streams the agent did not see made.
+int CreatedStreamDevice(cudaStream_t stream);
 // DeviceOpInfo.stream for `stream`: its handle's low 32 bits, which the writer maps to the file's
 // stream index as it maps the host events' handles; the per-thread default stream
 // (cudaStreamPerThread, one per thread) is keyed by the calling thread (writer.cc StreamIndex).

@@ -1271,7 +1271,7 @@ void CheckPolls(const std::string& timing) {
   if (timing == "cupti" && CuptiUnavailable(s.prof)) return;
   CHECK(s.prof.footer_dropped == 0);
   CheckLaunchesMatchTruth(s, /*by_corr=*/timing == "cupti");
-  CHECK(s.prof.dev.size() == 23);  // every kernel has its device op
+  CHECK(s.prof.dev.size() == 27);  // every kernel has its device op
   // Per API: calls that returned not ready (in runs), and the successful polls (one record each).
   std::map<std::string, uint64_t> not_ready, ok;
   std::map<uint32_t, uint64_t> not_ready_by_thread;
@@ -1299,15 +1299,16 @@ void CheckPolls(const std::string& timing) {
   }
   CHECK(not_ready["cudaEventQuery"] == uint64_t(event_polls + worker_polls));
   CHECK(not_ready["cudaStreamQuery"] == uint64_t(stream_polls));
-  CHECK(ok["cudaEventQuery"] == uint64_t(event_ok));  // 11 unless load let a kernel finish early
+  CHECK(ok["cudaEventQuery"] == uint64_t(event_ok));  // 15 unless load let a kernel finish early
   CHECK(ok["cudaStreamQuery"] == 10);
   // The worker's five polls, written when it exited.
   CHECK(not_ready_by_thread.size() == 2);
   bool worker_seen = false;
   for (auto& kv : not_ready_by_thread) worker_seen |= kv.second == 5;
   CHECK(worker_seen);
-  // Far fewer records than calls: runs are coalesced.
+  // Far fewer records than calls: runs are coalesced, also those of events polled in turn.
   CHECK(s.prof.Kind(EV_API).size() < 100);
+  CHECK(event_polls + stream_polls > 1000);
 }
 
 TEST_CASE("Busy polling, CUPTI: poll runs coalesced, every call counted, nothing dropped") {
@@ -1566,6 +1567,16 @@ TEST_CASE("Work on another device's stream is that device's, in both modes") {
     CHECK(ops == std::map<std::pair<int, uint32_t>, int>{
                      {{DOP_KERNEL, 0}, 3}, {{DOP_MEMCPY, 1}, 3}, {{DOP_MEMSET, 1}, 3}});
     CHECK(s.run.err.find("not timed") == std::string::npos);
+    // Stream-ordered memory is the device of its pool, or of its stream's current pool, not the
+    // current device's: (bytes, device) of the allocations, and of the frees.
+    const std::multiset<std::pair<uint64_t, uint32_t>> want = {
+        {4096, 1}, {4096, 0}, {3 << 20, 1}, {2 << 20, 1}, {1 << 20, 1}, {256 << 10, 0}};
+    for (EventKind k : {EV_ALLOC, EV_FREE}) {
+      INFO("kind " << k);
+      std::multiset<std::pair<uint64_t, uint32_t>> got;
+      for (auto* a : s.prof.Kind(k)) got.insert({a->ev.bytes(), a->ev.device()});
+      CHECK(got == want);
+    }
   }
 }
 

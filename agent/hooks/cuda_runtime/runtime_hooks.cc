@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -429,9 +430,10 @@ inline void EmitMemEvent(EvType type, uint16_t api, cudaError_t r, uint64_t t0, 
   Emit(e);
 }
 
+// An allocation of memory `kind` on `device` (-1: the current device).
 template <typename Call, typename Size>
 inline cudaError_t DoAllocSized(uint16_t api, void** out, Size&& size_after, uint32_t kind,
-                                Call&& call) {
+                                Call&& call, int device = -1) {
   InRuntime marked;
   Mode();
   uint64_t t0 = Now();
@@ -439,14 +441,67 @@ inline cudaError_t DoAllocSized(uint16_t api, void** out, Size&& size_after, uin
   uint64_t t1 = Now();
   void* p = (r == cudaSuccess && out) ? *out : nullptr;
   const size_t size = size_t(size_after(r));  // the bytes allocated (or asked for, on failure)
-  if (p) g_allocs.Insert(U64(p), size, kind, uint32_t(t_device));
-  EmitMemEvent(EvType::kAlloc, api, r, t0, t1, U64(p), {size, kind, uint32_t(t_device)}, 0);
+  const uint32_t dev = uint32_t(device >= 0 ? device : t_device);
+  if (p) g_allocs.Insert(U64(p), size, kind, dev);
+  EmitMemEvent(EvType::kAlloc, api, r, t0, t1, U64(p), {size, kind, dev}, 0);
   return r;
 }
 
 template <typename Call>
-inline cudaError_t DoAlloc(uint16_t api, void** out, size_t size, uint32_t kind, Call&& call) {
-  return DoAllocSized(api, out, [size](cudaError_t) { return size; }, kind, call);
+inline cudaError_t DoAlloc(uint16_t api, void** out, size_t size, uint32_t kind, Call&& call,
+                           int device = -1) {
+  return DoAllocSized(api, out, [size](cudaError_t) { return size; }, kind, call, device);
+}
+
+// ---- Memory pools ----------------------------------------------------------------------------
+// The pools the application obtained (cudaMemPoolCreate, cudaDeviceGetDefaultMemPool,
+// cudaDeviceGetMemPool), with their location: memory kind (device, or pinned host for a pool in
+// host memory) and device. An allocation from a pool is the pool's memory whatever device is
+// current.
+AllocTable g_pool_locations;
+
+void NotePool(cudaMemPool_t pool, uint32_t kind, int device) {
+  if (pool != nullptr && device >= 0) g_pool_locations.Insert(U64(pool), 0, kind, uint32_t(device));
+}
+
+// A created pool's memory kind and device (the current one unless it has a device location).
+inline uint32_t PoolKind(const cudaMemPoolProps* props) {
+  if (props == nullptr) return kMemAsync;
+  if (props->allocType == cudaMemAllocationTypeManaged) return kMemManaged;
+  switch (props->location.type) {
+    case cudaMemLocationTypeHost:
+    case cudaMemLocationTypeHostNuma:
+    case cudaMemLocationTypeHostNumaCurrent: return kMemPinned;
+    default: return kMemAsync;
+  }
+}
+inline int PoolDevice(const cudaMemPoolProps* props) {
+  return props != nullptr && props->location.type == cudaMemLocationTypeDevice
+             ? props->location.id
+             : t_device;
+}
+
+// Where a stream-ordered allocation takes its memory: from `pool` (cudaMallocFromPoolAsync) when
+// the agent saw it obtained, else from the current pool of the stream's device
+// (cudaMallocAsync), the current device's for the default streams and streams made unseen.
+inline AllocTable::Entry AsyncAllocLocation(cudaStream_t stream, cudaMemPool_t pool) {
+  AllocTable::Entry where{0, kMemAsync, uint32_t(t_device)};
+  AllocTable::Entry noted;
+  if (pool != nullptr && g_pool_locations.Live() != 0 && g_pool_locations.Find(U64(pool), &noted)) {
+    if (noted.kind != kMemAsync) where.kind = noted.kind;
+    where.device = noted.device;
+    return where;
+  }
+  const int created = CreatedStreamDevice(stream);
+  if (created >= 0) where.device = uint32_t(created);
+  return where;
+}
+
+template <typename Call>
+inline cudaError_t DoAsyncAlloc(uint16_t api, void** out, size_t size, cudaStream_t stream,
+                                cudaMemPool_t pool, Call&& call) {
+  const AllocTable::Entry where = AsyncAllocLocation(stream, pool);
+  return DoAlloc(api, out, size, where.kind, call, int(where.device));
 }
 
 template <typename Call>
@@ -521,32 +576,49 @@ inline cudaError_t DoGenericMade(uint16_t api, Call&& call, Made&& made) {
 // ---- Polls: cudaEventQuery, cudaStreamQuery --------------------------------------------------
 // An engine that spins on a query makes a call every few hundred ns until the work is done, each
 // returning cudaErrorNotReady; a record per call would fill the thread's ring and drop the
-// launches around the loop. Consecutive not-ready polls of the same handle, with no other event
-// of the thread between them, become one record when the run ends (at the thread's next poll, or
-// its exit): it spans the first call's start to the last one's end and carries the number of
+// launches around the loop. Not-ready polls of one handle with nothing but polls of the thread
+// between them (a scheduler that polls each request's event in turn interleaves several handles)
+// become one record when the run ends (at the thread's next other poll result or recorded event,
+// or its exit): it spans the first call's start to the last one's end and carries the number of
 // calls and the ticks spent inside them (event.h, kApi). A poll that returns anything else is a
 // record of its own. Runs still open when the agent stops on threads other than the one that
 // stops it are counted in a note.
 std::atomic<uint64_t> g_polls_pending{0};
 
-struct PollRun {  // trivially destructible: every TLS variable of the agent is initial-exec
+struct PollRun {
   uint64_t a, b;  // the record's handles (gen.a/gen.b): what identifies the run
   uint64_t t0, t1, busy;
-  uint64_t mark;  // t_ring->produced() when the run was last extended (t_ring is the thread's
-                  // for its whole life: a run starts only once it has one)
   uint32_t calls;
   uint16_t api;
 };
-thread_local PollRun t_poll __attribute__((tls_model("initial-exec"))) = {};
+// A thread's open runs, in the order they started; allocated at its first not-ready poll (a
+// pointer keeps the agent's initial-exec TLS small, see tls_model_test.sh).
+struct PollRuns {
+  static constexpr int kMax = 16;  // handles polled in turn (more: the oldest runs end)
+  PollRun run[kMax];
+  int open;
+  uint64_t mark;  // t_ring->produced() when a run was last extended or started (t_ring is the
+                  // thread's for its whole life: a run starts only once it has one)
+};
+thread_local PollRuns* t_polls __attribute__((tls_model("initial-exec"))) = nullptr;
 
 void FlushPolls() {
-  PollRun& run = t_poll;
-  if (run.calls == 0) return;
-  const uint32_t calls = run.calls;
-  g_polls_pending.fetch_sub(calls, std::memory_order_relaxed);
-  run.calls = 0;
-  EmitGeneric(run.api, EvType::kApi, cudaErrorNotReady, run.t0, run.t1, run.a, run.b, run.busy,
-              calls);
+  PollRuns* runs = t_polls;
+  if (runs == nullptr || runs->open == 0) return;
+  const int open = runs->open;
+  runs->open = 0;
+  for (int i = 0; i < open; ++i) {
+    const PollRun& run = runs->run[i];
+    g_polls_pending.fetch_sub(run.calls, std::memory_order_relaxed);
+    EmitGeneric(run.api, EvType::kApi, cudaErrorNotReady, run.t0, run.t1, run.a, run.b, run.busy,
+                run.calls);
+  }
+}
+
+void FlushPollsAtThreadExit() {
+  FlushPolls();
+  std::free(t_polls);
+  t_polls = nullptr;
 }
 
 void PollsAtShutdown() {
@@ -558,9 +630,12 @@ void PollsAtShutdown() {
   }
 }
 
-__attribute__((noinline)) void RegisterPollFlushes() {
-  static const bool once = (AtShutdown(PollsAtShutdown), AtThreadExit(FlushPolls), true);
+__attribute__((noinline)) PollRuns* NewPollRuns() {
+  static const bool once =
+      (AtShutdown(PollsAtShutdown), AtThreadExit(FlushPollsAtThreadExit), true);
   (void)once;
+  t_polls = static_cast<PollRuns*>(std::calloc(1, sizeof(PollRuns)));
+  return t_polls;
 }
 
 template <typename Call>
@@ -570,28 +645,27 @@ inline cudaError_t DoPoll(uint16_t api, uint64_t a, uint64_t b, Call&& call) {
   uint64_t t0 = Now();
   cudaError_t r = call();
   uint64_t t1 = Now();
-  PollRun& run = t_poll;
   const Ring* ring = profagent::internal::t_ring;
   // A thread's first event registers it (and its exit hook): never held back.
-  if (r == cudaErrorNotReady && ring != nullptr) {
-    if (run.calls != 0 && run.api == api && run.a == a && run.b == b &&
-        ring->produced() == run.mark && run.calls < UINT32_MAX) {
-      run.t1 = t1;
-      run.busy += t1 - t0;
-      ++run.calls;
-      g_polls_pending.fetch_add(1, std::memory_order_relaxed);
-      return r;
+  PollRuns* runs = r == cudaErrorNotReady && ring != nullptr
+                       ? (t_polls != nullptr ? t_polls : NewPollRuns())
+                       : nullptr;
+  if (runs != nullptr) {
+    // Another event of the thread since the last poll: the open runs end before it.
+    if (runs->open != 0 && ring->produced() != runs->mark) FlushPolls();
+    for (int i = 0; i < runs->open; ++i) {
+      PollRun& run = runs->run[i];
+      if (run.a == a && run.b == b && run.api == api && run.calls < UINT32_MAX) {
+        run.t1 = t1;
+        run.busy += t1 - t0;
+        ++run.calls;
+        g_polls_pending.fetch_add(1, std::memory_order_relaxed);
+        return r;
+      }
     }
-    RegisterPollFlushes();
-    FlushPolls();
-    run.a = a;
-    run.b = b;
-    run.api = api;
-    run.t0 = t0;
-    run.t1 = t1;
-    run.busy = t1 - t0;
-    run.calls = 1;
-    run.mark = ring->produced();
+    if (runs->open == PollRuns::kMax) FlushPolls();
+    runs->run[runs->open++] = PollRun{a, b, t0, t1, t1 - t0, 1, api};
+    runs->mark = ring->produced();
     g_polls_pending.fetch_add(1, std::memory_order_relaxed);
     return r;
   }
@@ -952,8 +1026,8 @@ EXPORT cudaError_t cudaMalloc(void** ptr, size_t size) {
 DEFINE_REAL(cudaMallocAsync)
 EXPORT cudaError_t cudaMallocAsync(void** ptr, size_t size, cudaStream_t stream) {
   return rt::InterceptMem(real_cudaMallocAsync, [&](auto real) {
-    return rt::DoAlloc(api_cudaMallocAsync, ptr, size, rt::kMemAsync,
-                       [&] { return real(ptr, size, stream); });
+    return rt::DoAsyncAlloc(api_cudaMallocAsync, ptr, size, stream, nullptr,
+                            [&] { return real(ptr, size, stream); });
   }, ptr, size, stream);
 }
 
@@ -1482,14 +1556,42 @@ PROFAGENT_BATCH3D_HOOK(cudaMemcpy3DBatchAsync_ptsz, profagent_cudaMemcpy3DBatchA
 #undef PROFAGENT_SAME_STREAM
 
 // Allocation: stream-ordered (per-thread default stream, pools), pitched, registered host memory.
-PROFAGENT_ALLOC_HOOK(cudaMallocAsync_ptsz, (void** p, size_t n, cudaStream_t s), (p, n, s), p, n,
-                     rt::kMemAsync)
-PROFAGENT_ALLOC_HOOK(cudaMallocFromPoolAsync,
-                     (void** p, size_t n, cudaMemPool_t pool, cudaStream_t s), (p, n, pool, s),
-                     p, n, rt::kMemAsync)
-PROFAGENT_ALLOC_HOOK(cudaMallocFromPoolAsync_ptsz,
-                     (void** p, size_t n, cudaMemPool_t pool, cudaStream_t s), (p, n, pool, s),
-                     p, n, rt::kMemAsync)
+#define PROFAGENT_ASYNC_ALLOC_HOOK(fn, params, args, out, size, stream, pool)                  \
+  DEFINE_REAL(fn)                                                                            \
+  EXPORT cudaError_t fn(PROFAGENT_ARGS params) {                                             \
+    return rt::InterceptMem(real_##fn, [&](auto real) {                                      \
+      return rt::DoAsyncAlloc(api_##fn, out, size, stream, pool,                             \
+                              [&] { return real(PROFAGENT_ARGS args); });                    \
+    }, PROFAGENT_ARGS args);                                                                 \
+  }
+PROFAGENT_ASYNC_ALLOC_HOOK(cudaMallocAsync_ptsz, (void** p, size_t n, cudaStream_t s), (p, n, s),
+                           p, n, s, nullptr)
+PROFAGENT_ASYNC_ALLOC_HOOK(cudaMallocFromPoolAsync,
+                           (void** p, size_t n, cudaMemPool_t pool, cudaStream_t s),
+                           (p, n, pool, s), p, n, s, pool)
+PROFAGENT_ASYNC_ALLOC_HOOK(cudaMallocFromPoolAsync_ptsz,
+                           (void** p, size_t n, cudaMemPool_t pool, cudaStream_t s),
+                           (p, n, pool, s), p, n, s, pool)
+#undef PROFAGENT_ASYNC_ALLOC_HOOK
+
+// Pools: not recorded as calls; their locations are noted (AsyncAllocLocation) whatever the
+// schedule, so that a pool obtained while recording was paused is still known.
+#define PROFAGENT_POOL_HOOK(fn, params, args, pool, kind, device)                              \
+  static rt::Real<decltype(&fn)> real_##fn(#fn);                                             \
+  EXPORT cudaError_t fn(PROFAGENT_ARGS params) {                                             \
+    auto real = real_##fn.get();                                                             \
+    if (real == nullptr) return rt::kNoReal;                                                 \
+    const cudaError_t r = real(PROFAGENT_ARGS args);                                         \
+    if (r == cudaSuccess && (pool) != nullptr) rt::NotePool(*(pool), kind, device);           \
+    return r;                                                                                \
+  }
+PROFAGENT_POOL_HOOK(cudaDeviceGetDefaultMemPool, (cudaMemPool_t* pool, int device),
+                    (pool, device), pool, rt::kMemAsync, device)
+PROFAGENT_POOL_HOOK(cudaDeviceGetMemPool, (cudaMemPool_t* pool, int device), (pool, device),
+                    pool, rt::kMemAsync, device)
+PROFAGENT_POOL_HOOK(cudaMemPoolCreate, (cudaMemPool_t* pool, const cudaMemPoolProps* props),
+                    (pool, props), pool, rt::PoolKind(props), rt::PoolDevice(props))
+#undef PROFAGENT_POOL_HOOK
 PROFAGENT_FREE_HOOK(cudaFreeAsync_ptsz, (void* p, cudaStream_t s), (p, s), p, rt::kMemAsync,
                     rt::Pt(s))
 // Registered host memory counts as pinned host memory (not in the device memory counter).

@@ -1,6 +1,9 @@
 // Work on a stream of device 1 issued while device 0 is current (run with GPUSIM_DEVICES=2):
 // copies and a set on it are device 1's, as the runtime runs them; a kernel on device 0's own
-// stream in between. Exit code 0 when every call succeeded.
+// stream in between. Then stream-ordered allocations, still with device 0 current, that take device
+// 1's memory: on device 1's stream (3 MiB), from device 1's default pool on device 0's stream
+// (2 MiB), from a pool made on device 1 on the legacy stream (1 MiB); and 256 KiB on device 0's
+// stream. Exit code 0 when every call succeeded.
 #include <cuda_runtime.h>
 
 #include <cstdio>
@@ -24,8 +27,27 @@ int main() {
     cross_kernel<<<4, 64, 0, s0>>>(d0);
     CHECK(cudaMemsetAsync(d1, 0, sizeof(host), s1));
   }
+  void *on_stream1 = nullptr, *from_default1 = nullptr, *from_made1 = nullptr,
+       *on_stream0 = nullptr;
+  cudaMemPool_t default1 = nullptr, made1 = nullptr;
+  CHECK(cudaDeviceGetDefaultMemPool(&default1, 1));
+  cudaMemPoolProps props = {};
+  props.allocType = cudaMemAllocationTypePinned;
+  props.location.type = cudaMemLocationTypeDevice;
+  props.location.id = 1;
+  CHECK(cudaMemPoolCreate(&made1, &props));
+  CHECK(cudaMallocAsync(&on_stream1, 3 << 20, s1));
+  CHECK(cudaMallocFromPoolAsync(&from_default1, 2 << 20, default1, s0));
+  CHECK(cudaMallocFromPoolAsync(&from_made1, 1 << 20, made1, nullptr));
+  CHECK(cudaMallocAsync(&on_stream0, 256 << 10, s0));
+  CHECK(cudaFreeAsync(on_stream1, s1));
+  CHECK(cudaFreeAsync(from_default1, s0));
+  CHECK(cudaFreeAsync(from_made1, nullptr));
+  CHECK(cudaFreeAsync(on_stream0, s0));
   CHECK(cudaStreamSynchronize(s1));
   CHECK(cudaStreamSynchronize(s0));
+  CHECK(cudaDeviceSynchronize());
+  CHECK(cudaMemPoolDestroy(made1));
   CHECK(cudaStreamDestroy(s1));
   CHECK(cudaStreamDestroy(s0));
   CHECK(cudaFree(d0));

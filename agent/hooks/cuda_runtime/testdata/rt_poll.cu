@@ -1,7 +1,8 @@
 // Busy polling, as engines and the CUDA samples' asyncAPI do: after each long kernel the host
 // spins on cudaEventQuery (or cudaStreamQuery) until the work is done. Also: a poll run broken
-// by a launch in the middle, and a worker thread that polls a few times and exits without ever
-// seeing the work complete. Prints how many calls returned cudaErrorNotReady per kind, and
+// by a launch in the middle, a scheduler that polls the events of four requests in turn until
+// each is done, and a worker thread that polls a few times and exits without ever seeing the
+// work complete. Prints how many calls returned cudaErrorNotReady per kind, and
 // exits with 0 when every call succeeded or was not ready.
 #include <cuda_runtime.h>
 
@@ -61,6 +62,35 @@ int main() {
   short_kernel<<<1, 32, 0, other>>>(nullptr);
   event_polls += Spin([&] { return cudaEventQuery(ev); });
   ++event_ok;
+  // A scheduler polling each request's event in turn (one kernel per request, on its stream).
+  constexpr int kRequests = 4;
+  cudaStream_t req_stream[kRequests];
+  cudaEvent_t req_done[kRequests];
+  bool done[kRequests] = {};
+  for (int i = 0; i < kRequests; ++i) {
+    CHECK(cudaStreamCreateWithFlags(&req_stream[i], cudaStreamNonBlocking));
+    CHECK(cudaEventCreateWithFlags(&req_done[i], cudaEventDisableTiming));
+    long_kernel<<<1 << 16, 1024, 0, req_stream[i]>>>(nullptr);
+    CHECK(cudaEventRecord(req_done[i], req_stream[i]));
+  }
+  for (int left = kRequests; left > 0;) {
+    for (int i = 0; i < kRequests; ++i) {
+      if (done[i]) continue;
+      const cudaError_t r = cudaEventQuery(req_done[i]);
+      if (r == cudaErrorNotReady) {
+        ++event_polls;
+      } else {
+        CHECK(r);
+        done[i] = true;
+        ++event_ok;
+        --left;
+      }
+    }
+  }
+  for (int i = 0; i < kRequests; ++i) {
+    CHECK(cudaEventDestroy(req_done[i]));
+    CHECK(cudaStreamDestroy(req_stream[i]));
+  }
   // A worker that gives up: its last run ends with the thread.
   long worker_polls = 0;
   worker_wait_kernel<<<1, 32, 0, s>>>(nullptr);
