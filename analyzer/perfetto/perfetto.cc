@@ -369,6 +369,11 @@ class FileConverter : public ViewVisitor {
         if (s.bsz() >= 0) args[n++] = Arg::Int(pi::kArgBsz, s.bsz());
         if (s.warmup()) args[n++] = Arg::Int(pi::kArgWarmup, 1);
         if (kind == EV_STEP && s.run() != 0) args[n++] = Arg::Uint(pi::kArgRun, s.run());
+        // A step rule's steps (graph launches, host syncs), which the report leaves out when
+        // the application marks NVTX steps, say so.
+        if (s.source() != 0 && StringName(s.source()).str != "nvtx") {
+          args[n++] = Arg::Str(pi::kArgSource, StringName(s.source()).str);
+        }
         lanes = &Lanes(e.thread, kind == EV_STEP ? kTrackSteps : kTrackRuns);
         break;
       }
@@ -503,8 +508,9 @@ class FileConverter : public ViewVisitor {
   // the two readings apart; records of one stream can arrive out of order) would end the wrong
   // slice, and the JSON importer drops an overlapping complete event. Ops wait in a window
   // (kOpWindow ops or kOpHorizonNs) to be sorted; one that starts at most kOpClampNs before the
-  // previous end starts at that end (timing resolution); one that truly overlaps goes to an
-  // "overlapping" lane track under the stream's, so no duration is changed.
+  // previous end starts at that end (timing resolution: the slice is shorter than the op by that
+  // much; the agent keeps a stream's CUDA-event times in order, so only older files have them);
+  // one that truly overlaps goes to an "overlapping" lane track under the stream's, whole.
   static constexpr size_t kOpWindow = 4096;
   static constexpr uint64_t kOpHorizonNs = 100'000'000;
   static constexpr uint64_t kOpClampNs = 1000;

@@ -1085,6 +1085,45 @@ TEST_CASE("runs of polls are slices with their calls and busy time, interleaved 
                         "slice [polls (main)] depth=1 ts=1150 dur=0 \"cudaEventQuery\" ret=600"});
 }
 
+// The "records dropped" instant is the process's: process-scoped in JSON ("s":"p"), not on a
+// thread 0 that does not exist.
+TEST_CASE("JSON: an instant on the process track is process-scoped") {
+  const std::string dir = TmpDir();
+  {
+    ProfileWriter w(dir + "/rank0.pb");
+    REQUIRE(w.ok());
+    Record r;
+    r.mutable_header()->set_pid(50);
+    r.mutable_header()->set_hostname("h");
+    w.Write(r);
+    w.String(1, "cudaDeviceSynchronize");
+    w.Thread(0, 50, "main");
+    r.Clear();
+    EventBatch* b = r.mutable_batch();
+    b->set_base_ns(1000);
+    AddEvent(b, 0, 500, EV_SYNC, 1);
+    w.Write(r);
+    r.Clear();
+    r.mutable_drops()->set_thread(1);
+    r.mutable_drops()->set_count(672);
+    r.mutable_drops()->set_reason("ring full");
+    w.Write(r);
+    w.Close();
+  }
+  std::ostringstream out, err;
+  REQUIRE(RunPerfettoCommand(dir + "/rank0.pb", dir + "/t.json", "json", out, err) == 0);
+  const nlohmann::json j = nlohmann::json::parse(ReadAll(dir + "/t.json"));
+  int instants = 0;
+  for (const auto& e : j["traceEvents"]) {
+    if (e.at("ph") != "i") continue;
+    ++instants;
+    CHECK(e.at("name") == "records dropped");
+    CHECK(e.at("s") == "p");
+    CHECK(e.at("args").at("count") == 672);
+  }
+  CHECK(instants == 1);
+}
+
 TEST_CASE("memory counter is time-ordered across interleaved thread batches") {
   const std::string dir = TmpDir();
   {
@@ -1204,9 +1243,9 @@ TEST_CASE("start/end ranges, steps and runs that cross go to lanes where every s
   {
     ProfileWriter w(dir + "/rank0.pb");
     w.Header(10, "h", 0, 0, 0);
-    const char* names[] = {"r1",   "r2", "r3", "r4", "late", "far",
-                           "open", "pp", "s1", "s2", "eng",  "engine"};
-    for (uint32_t i = 0; i < 12; ++i) w.String(i + 1, names[i]);
+    const char* names[] = {"r1", "r2", "r3", "r4",  "late",   "far",   "open",
+                           "pp", "s1", "s2", "eng", "engine", "graph", "nvtx"};
+    for (uint32_t i = 0; i < 14; ++i) w.String(i + 1, names[i]);
     Record r;
     EventBatch* b = r.mutable_batch();
     b->set_thread(1);
@@ -1239,6 +1278,7 @@ TEST_CASE("start/end ranges, steps and runs that cross go to lanes where every s
         e->mutable_step()->set_tokens(-1);
         e->mutable_step()->set_kv(-1);
         e->mutable_step()->set_bsz(-1);
+        e->mutable_step()->set_source(x.name == 10 ? 13 : 14);  // s2 from a step rule
       } else if (x.name == 11) {
         e->set_domain(12);  // its own stack: it may cross the default domain's ranges
       } else if (x.name != 8) {
@@ -1277,6 +1317,11 @@ TEST_CASE("start/end ranges, steps and runs that cross go to lanes where every s
                    "slice [steps (thread 1) (overlapping 1)] depth=0 ts=5000 dur=4000 \"s2\"",
                    "slice [thread 1] depth=0 ts=100 dur=100 \"pp\"",
                });
+  // A step rule's step says so; an NVTX step has no `source`.
+  for (const std::string& l : r.events) {
+    if (l.find("\"s2\"") != std::string::npos) CHECK(l.find("source=graph") != std::string::npos);
+    if (l.find("\"s1\"") != std::string::npos) CHECK(l.find("source") == std::string::npos);
+  }
   // JSON: on each thread id, complete events nest or are disjoint.
   REQUIRE(RunPerfettoCommand(dir + "/rank0.pb", dir + "/t.json", "json", out, err) == 0);
   const nlohmann::json j = nlohmann::json::parse(ReadAll(dir + "/t.json"));

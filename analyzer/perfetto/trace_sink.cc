@@ -14,11 +14,10 @@ namespace analyzer {
 namespace perfetto_internal {
 
 const char* const kArgNames[kArgNumKeys] = {
-    "correlation", "grid",    "block", "shmem",   "stream", "device", "bytes",
-    "copy_kind",   "ptr",     "ret",   "count",   "seq",    "peer",   "comm",
-    "index",       "tokens",  "kv",    "bsz",     "warmup", "run",    "payload",
-    "domain",      "graph",   "reason", "kernel",  "api_dur", "calls",
-    "busy_ns",
+    "correlation", "grid",    "block",  "shmem",   "stream",  "device", "bytes", "copy_kind",
+    "ptr",         "ret",     "count",  "seq",     "peer",    "comm",   "index", "tokens",
+    "kv",          "bsz",     "warmup", "run",     "payload", "domain", "graph", "reason",
+    "kernel",      "api_dur", "calls",  "busy_ns", "source",
 };
 
 namespace {
@@ -536,7 +535,7 @@ TrackId ChromeJsonSink::ProcessTrack(uint64_t, int32_t pid, std::string_view nam
   Str(name);
   Raw("}}");
   MaybeFlush(kFlushBytes);
-  return AddTrack(TrackInfo{pid, 0, ""});
+  return AddTrack(TrackInfo{pid, 0, "", true});
 }
 
 TrackId ChromeJsonSink::ThreadTrack(uint64_t, TrackId, int32_t pid, int32_t tid,
@@ -605,7 +604,7 @@ void ChromeJsonSink::Instant(TrackId track, uint64_t ts, Name name, const Arg* a
                              int nargs, uint64_t flow_out) {
   const TrackInfo& t = tracks_[track];
   EventHead("i", t.pid, t.tid, ts);
-  Raw(",\"s\":\"t\",\"name\":");
+  Raw(t.process ? ",\"s\":\"p\",\"name\":" : ",\"s\":\"t\",\"name\":");
   Str(name.str);
   ArgsObject(args, nargs);
   Raw("}");

@@ -65,6 +65,7 @@ enum ArgKey : uint8_t {
   kArgApiDur,
   kArgCalls,
   kArgBusyNs,
+  kArgSource,
   kArgNumKeys
 };
 extern const char* const kArgNames[kArgNumKeys];
@@ -260,7 +261,8 @@ class ChromeJsonSink : public TraceSink {
   struct TrackInfo {
     int32_t pid;
     int32_t tid;
-    std::string name;  // counters only
+    std::string name;      // counters only
+    bool process = false;  // the process's own track: its instants are process-scoped
   };
   void Raw(std::string_view s) { buf_.Append(s.data(), s.size()); }
   void Str(std::string_view s);   // a quoted, escaped JSON string

@@ -471,6 +471,7 @@ struct StepRec {
   bool excluded = false;
   bool by_rule = false;     // from PROFAGENT_STEP_RULE (graph launches, syncs), not NVTX
   int run = 0;              // 1-based index into runs, 0 = none
+  uint64_t agent_run = 0;   // the agent's index of the run it was in (StepInfo.run), 0 = none
   uint64_t busy_ns = 0;  // GPU busy within the step's window
 };
 
@@ -479,6 +480,7 @@ struct RunRec {
   std::string label;
   bool warmup = false;
   uint32_t thread = 0;
+  uint64_t agent_index = 0;  // the agent's run number (StepInfo.index), 0 = not the agent's
 };
 
 struct PendingLaunch {
@@ -1212,11 +1214,12 @@ void FileAnalysis::Host1(const EventView& e) {
         s.phase = Str(si.phase());
         s.warmup = si.warmup();
         s.thread = e.thread;
+        s.agent_run = si.run();
         const std::string& source = Str(si.source());
         s.by_rule = source == "graph" || source == "sync";
         agent_steps_.push_back(std::move(s));
       } else {
-        RunRec r{e.start_ns, e.end_ns, Str(si.label()), si.warmup(), e.thread};
+        RunRec r{e.start_ns, e.end_ns, Str(si.label()), si.warmup(), e.thread, si.index()};
         agent_runs_.push_back(std::move(r));
       }
       return;
@@ -1339,6 +1342,26 @@ void FileAnalysis::Finish1() {
       if (at_end != 0) s.run = at_end;
     }
     s.excluded = s.warmup || (s.run > 0 && runs_[s.run - 1].warmup);
+  }
+  // A step the agent saw in a run whose record is not in the file, when records were dropped
+  // (a run still open at exit, or outside the capture range, has no record either): that run may
+  // have been a warm-up one, so the step is in no aggregate.
+  bool dropped = false;
+  for (const auto& d : drops_) dropped |= d.second > 0;
+  if (!nvtx_steps_used_ && dropped) {
+    absl::flat_hash_set<uint64_t> recorded;
+    for (const RunRec& r : runs_) recorded.insert(r.agent_index);
+    size_t lost = 0;
+    for (StepRec& s : steps_) {
+      if (s.agent_run == 0 || recorded.contains(s.agent_run)) continue;
+      s.excluded = true;
+      ++lost;
+    }
+    if (lost > 0) {
+      warnings_.push_back(absl::StrCat(path_, ": ", lost,
+                                       " step(s) of runs whose records were dropped left out "
+                                       "of every aggregate (they may be warm-up steps)"));
+    }
   }
   steps_by_thread_.clear();
   for (size_t i = 0; i < steps_.size(); ++i) steps_by_thread_[steps_[i].thread].push_back(int(i));
@@ -3035,8 +3058,17 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
   meta["world_size"] = world;
   meta["hosts"] = Json(std::vector<std::string>(hosts.begin(), hosts.end()));
   meta["agent_versions"] = Json(std::vector<std::string>(versions.begin(), versions.end()));
-  meta["gpu_timing"] = timings.size() == 1 ? *timings.begin() : std::string("mixed");
-  meta["gpu_timing_reason"] = ref->timing_reason_;
+  // A file that never set GPU timing up (a CPU-only rank: an MPI frontend, a data loader) does
+  // not make the job's mode "mixed"; the reason is the reference rank's when it has the job's
+  // mode, else the first such file's.
+  if (timings.size() > 1) timings.erase(TimingName(GPU_TIMING_UNKNOWN));
+  const std::string timing = timings.size() == 1 ? *timings.begin() : std::string("mixed");
+  const FileAnalysis* timing_ref = ref;
+  for (size_t i = 0; i < sel.size() && TimingName(timing_ref->timing_) != timing; ++i) {
+    if (TimingName(sel[i]->timing_) == timing) timing_ref = sel[i];
+  }
+  meta["gpu_timing"] = timing;
+  meta["gpu_timing_reason"] = timing_ref->timing_reason_;
   Json config = Json::object();
   {
     std::map<std::string, std::string> sorted(ref->header_.config().begin(),

@@ -487,6 +487,73 @@ TEST_CASE("steps re-derived from NVTX ranges with the report's own patterns") {
   CHECK(warned("1 decode step(s) with a KV length below the first KV edge (1000)"));
 }
 
+// A CPU-only rank (an MPI frontend) never sets GPU timing up: its "unknown" does not make the
+// job "mixed", or diff could never see a timing-mode change between two such jobs.
+TEST_CASE("meta.gpu_timing: ranks without GPU timing left out, mixed only for real mixes") {
+  const std::string dir = TmpDir("timing_mix");
+  auto write = [&](int rank, GpuTimingMode timing) {
+    ProfileBuilder b(dir + "/rank" + std::to_string(rank) + ".pb");
+    b.WriteHeader(rank, 3, "h0", timing);
+    if (timing != GPU_TIMING_UNKNOWN) {
+      b.Host(1, 0, 0, ProfileBuilder::Step(1000 * kUs, 1, -1, 0, false));
+    }
+    b.Close(true);
+  };
+  write(0, GPU_TIMING_UNKNOWN);
+  write(1, GPU_TIMING_CUPTI);
+  write(2, GPU_TIMING_EVENTS);
+  auto timing = [&](std::vector<std::string> ranks) {
+    std::vector<std::string> files;
+    for (const auto& r : ranks) files.push_back(dir + "/rank" + r + ".pb");
+    auto s = BuildSummary(files, ReportOptions(), "");
+    REQUIRE(s.ok());
+    return (*s)["meta"]["gpu_timing"].get<std::string>();
+  };
+  CHECK(timing({"0", "1"}) == "cupti");
+  CHECK(timing({"0", "2"}) == "events");
+  CHECK(timing({"0", "1", "2"}) == "mixed");
+  CHECK(timing({"0"}) == "unknown");
+}
+
+// Records dropped took a warm-up run's record: its step (the agent's StepInfo.run names the run)
+// is left out with a warning, not counted as measured. Without drops, a run with no record (one
+// still open at exit) leaves its steps counted.
+TEST_CASE("a step whose run record was dropped is in no aggregate") {
+  for (bool drops : {true, false}) {
+    INFO("drops " << drops);
+    const std::string dir = TmpDir(drops ? "lost_run" : "open_run");
+    {
+      ProfileBuilder b(dir + "/rank0.pb");
+      b.WriteHeader(0, 1, "h0", GPU_TIMING_CUPTI);
+      // Run 1 (warm-up) lost: only its step. Run 2 recorded, two steps.
+      Event lost = ProfileBuilder::Step(1000 * kUs, 4, -1, 0, false);
+      lost.mutable_step()->set_run(1);
+      b.Host(1, 0, 0, lost);
+      Event run = ProfileBuilder::Step(5000 * kUs, -1, -1, 0, false);
+      run.set_kind(EV_RUN);
+      run.mutable_step()->set_index(2);
+      b.Host(1, 2000 * kUs, 0, run);
+      for (int i = 0; i < 2; ++i) {
+        Event st = ProfileBuilder::Step(2000 * kUs, 8, -1, 0, false);
+        st.mutable_step()->set_run(2);
+        b.Host(1, (2000 + 2000 * i) * kUs, 0, st);
+      }
+      if (drops) {
+        Record r;
+        r.mutable_drops()->set_thread(1);
+        r.mutable_drops()->set_count(438);
+        b.Write(r);
+      }
+      b.Close(true);
+    }
+    auto s = BuildSummary({dir + "/rank0.pb"}, ReportOptions(), "");
+    REQUIRE(s.ok());
+    CHECK((*s)["stats"]["steps"] == (drops ? 2 : 3));
+    CHECK((*s)["stats"]["tokens"] == (drops ? 16 : 20));
+    CHECK(HasWarning(*s, "1 step(s) of runs whose records were dropped") == drops);
+  }
+}
+
 TEST_CASE("host timing mode uses launch API times and says so") {
   const std::string dir = TmpDir("hostmode");
   {

@@ -332,6 +332,28 @@ uint32_t NameFor(const void* func, std::unordered_map<const void*, uint32_t>* ca
 
 void Release(int32_t ticket) { g_pools[ticket / kPairs].free_slots.Push(ticket); }
 
+// The last op resolved on each stream (device << 32 | DeviceOpInfo.stream): its start and end,
+// under PollMu. A stream runs its ops one after another, but each op's interval is estimated on
+// its own (EstimateInterval): one that would start before its predecessor's end starts there.
+// An op resolved ahead of one that ran before it (pairs of two threads' launches on one stream
+// queued in the other order) starts before the last start and is left as it is.
+struct StreamLast {
+  uint64_t start = 0, end = 0;
+};
+std::unordered_map<uint64_t, StreamLast>* g_stream_last = nullptr;
+
+void KeepStreamOrder(uint32_t device, uint32_t stream, uint64_t* t0, uint64_t* t1) {
+  if (g_stream_last == nullptr) g_stream_last = new std::unordered_map<uint64_t, StreamLast>();
+  StreamLast& last = (*g_stream_last)[(uint64_t{device} << 32) | stream];
+  if (*t0 < last.start) return;
+  if (*t0 < last.end) {
+    *t0 = last.end;
+    if (*t1 < *t0) *t1 = *t0;
+  }
+  last.start = *t0;
+  last.end = *t1;
+}
+
 // Resolves what is complete; returns how many pairs are still in flight.
 size_t PollOnce(std::vector<Pending>* inflight, std::unordered_map<const void*, uint32_t>* names) {
   Pending p;
@@ -361,6 +383,7 @@ size_t PollOnce(std::vector<Pending>* inflight, std::unordered_map<const void*, 
       uint64_t ev1 = ev0 + uint64_t(dur > 0 ? double(dur) * 1e6 : 0.0);
       EstimateInterval(ev0, ev1, TicksToNs(pool.start_pre[slot]), TicksToNs(q.info.call_t0),
                        TicksToNs(q.info.call_t1), q.info.sync_call, &e.t0, &e.t1);
+      KeepStreamOrder(q.info.device, q.info.stream, &e.t0, &e.t1);
       DevicePayload& d = e.dev;
       d.name = q.info.kind == 0 ? NameFor(q.info.func, names) : 0;
       d.corr = q.info.corr;
@@ -427,6 +450,7 @@ void ForkChild() {
   new (&NamesMu()) std::mutex();
   new (&PollMu()) std::mutex();
   if (g_inflight_list != nullptr) g_inflight_list->clear();
+  if (g_stream_last != nullptr) g_stream_last->clear();
   g_pending.Init();
   for (DevicePool& p : g_pools) p.state.store(0, std::memory_order_relaxed);
   g_untimed_pool.store(0);

@@ -531,6 +531,16 @@ TEST_CASE("Events mode: launches once each, device durations from CUDA events") 
   for (auto* l : s.prof.Kind(EV_LAUNCH)) threads.insert(l->thread);
   CHECK(threads.size() >= 4);
   CheckAllocations(s.prof);
+  // A stream runs its ops one after another: their estimated intervals never overlap.
+  std::map<std::pair<uint32_t, uint32_t>, std::vector<std::pair<uint64_t, uint64_t>>> by_stream;
+  for (auto& d : s.prof.dev) by_stream[{d.device, d.op.stream()}].push_back({d.start, d.end});
+  for (auto& kv : by_stream) {
+    std::sort(kv.second.begin(), kv.second.end());
+    for (size_t i = 1; i < kv.second.size(); ++i) {
+      INFO("stream " << kv.first.second << " op " << i);
+      CHECK(kv.second[i].first >= kv.second[i - 1].second);
+    }
+  }
 }
 
 TEST_CASE("Host mode: launches once each, no device ops") {
