@@ -509,6 +509,7 @@ void BatchDecoder::ResetEvent() {
   e_.busy_ns = 0;
   e_.source_graph = 0;
   e_.start_end = false;
+  e_.start_thread = 0;
   e_.graph_node = e_.source_graph_node = 0;
   e_.coll = absl::string_view();
   e_.step = absl::string_view();
@@ -613,7 +614,7 @@ bool BatchDecoder::DecodeEvent(absl::string_view bytes, int64_t* dt, int64_t* dc
     }
     // Every other known field is a varint; a known field with another wire type is skipped as
     // unknown, as the protobuf parser does.
-    if (wt != 0 || field == 0 || field > 39) {
+    if (wt != 0 || field == 0 || field > 40) {
       if (field == 0 || !f.Skip(tag, kItemDepth)) return false;
       continue;
     }
@@ -658,6 +659,7 @@ bool BatchDecoder::DecodeEvent(absl::string_view bytes, int64_t* dt, int64_t* dc
           case 37: e_.start_end = x != 0; break;
           case 38: e_.graph_node = x; break;
           case 39: e_.source_graph_node = x; break;
+          case 40: e_.start_thread = uint32_t(x); break;
           default: break;  // 25, 28, 29 with a varint wire type: unknown
         }
         break;

@@ -157,6 +157,7 @@ struct EventView {
   uint64_t calls = 1, busy_ns = 0;
   uint64_t source_graph = 0;  // cudaGraphInstantiate*: the graph instantiated (Event.source_graph)
   bool start_end = false;     // NVTX range from nvtxRangeStart/End (Event.start_end)
+  uint32_t start_thread = 0;  // its starting thread when another (Event.start_thread), else 0
   uint64_t graph_node = 0, source_graph_node = 0;  // EV_GRAPH_NODE
   absl::string_view coll, step;  // serialized Collective / StepInfo; empty when absent
 };

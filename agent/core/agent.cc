@@ -491,6 +491,8 @@ uint32_t InternKernelName(const std::string& name) {
   return name.empty() ? 0 : InternString(Demangle(name));
 }
 
+uint32_t CurrentThreadIndex() { return t_state != nullptr ? t_state->index : 0; }
+
 uint16_t RegisterApi(const char* name) {
   auto& g = G();
   std::lock_guard<std::mutex> lock(ApiMu());

@@ -157,6 +157,9 @@ std::string Demangle(const std::string& name);
 // Registers an API name ("cudaMemcpyAsync") and returns its small id (RawEvent.api). Call at
 // load time (static initializers) or under a once-guard. Thread-safe.
 uint16_t RegisterApi(const char* name);
+
+// The calling thread's small index (EventBatch.thread), 0 while it has recorded nothing.
+uint32_t CurrentThreadIndex();
 const char* ApiName(uint16_t id);
 
 // Remembers the (mangled) device-function name of a host stub; the writer demangles it and

@@ -8,8 +8,9 @@ namespace profagent {
 
 constexpr char kAgentVersion[] = "0.1.0";
 constexpr uint16_t kSchemaMajor = 1;
-constexpr uint16_t kSchemaMinor = 3;  // 1.1: Header.launch_api_sample; 1.2: Collective.wait_ns;
-                                       // 1.3: EV_GRAPH_NODE, DeviceOp.graph_node
+constexpr uint16_t kSchemaMinor = 4;  // 1.1: Header.launch_api_sample; 1.2: Collective.wait_ns;
+                                       // 1.3: EV_GRAPH_NODE, DeviceOp.graph_node;
+                                       // 1.4: Event.start_thread
 
 }  // namespace profagent
 

@@ -88,6 +88,7 @@ struct WriterState {
   uint64_t last_stream = 0;
   uint32_t last_stream_idx = 0;
   pid_t drain_tid = 0;  // the thread whose ring DrainRing is encoding
+  uint32_t drain_thread = 0;  // its index (EventBatch.thread)
   std::map<std::vector<uint64_t>, uint32_t> stack_ids;
   std::unordered_map<uint64_t, std::pair<uint32_t, uint64_t>> module_cache;  // ip page -> (module id, base)
   uint64_t records = 0;
@@ -741,6 +742,7 @@ void EncodeEvent(WriterState* w, BatchBuilder* b, const RawEvent& e, const uint8
       }
       if (n.depth == kNvtxStartEnd) {
         m.Bool(37, true);
+        if (n.start_thread != 0 && n.start_thread != w->drain_thread) m.U64(40, n.start_thread);
       } else {
         m.U64(27, n.depth);
       }
@@ -900,6 +902,7 @@ uint64_t DrainRing(WriterState* w, ThreadState* ts, BatchBuilder* b,
                    std::map<uint32_t, DeviceBuilder>* devs) {
   Ring* r = ts->ring;
   w->drain_tid = ts->tid;
+  w->drain_thread = ts->index;
   uint64_t begin = r->ReadableBegin();
   uint64_t end = r->ReadableEnd();
   uint64_t i = begin;

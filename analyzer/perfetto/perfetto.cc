@@ -353,7 +353,8 @@ class FileConverter : public ViewVisitor {
         // stack, so they cross the default domain's and each other's), go to the thread's
         // "NVTX ranges" lanes; the default domain's push/pop nest with the thread's calls.
         if ((e.start_end || e.domain != 0) && (kind == EV_NVTX_RANGE || kind == EV_NVTX_PUSH)) {
-          lanes = &Lanes(e.thread, kTrackRanges);
+          // A start/end range goes to the thread that started it (recorded where it ended).
+          lanes = &Lanes(e.start_thread != 0 ? e.start_thread : e.thread, kTrackRanges);
         }
         break;
       case EV_STEP:

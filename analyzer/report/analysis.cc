@@ -1233,7 +1233,10 @@ void FileAnalysis::Host1(const EventView& e) {
       if (fk < 0) {
         fk = SearchPrefix(msg, ctx_->step_re) ? 1 : SearchPrefix(msg, ctx_->run_re) ? 2 : 0;
       }
-      StoredRange r{e.start_ns, e.end_ns, e.thread, name, fk != 0, false};
+      // A start/end range ended on another thread (a host callback ending a request's range)
+      // encloses the work of the thread that started it.
+      const uint32_t owner = e.start_thread != 0 ? e.start_thread : e.thread;
+      StoredRange r{e.start_ns, e.end_ns, owner, name, fk != 0, false};
       ranges_.Add(r);
       if (fk == 0) return;
       StepFields f = ParseStepFields(msg, ctx_->opt.kv_reduce);

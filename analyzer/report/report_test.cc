@@ -1818,6 +1818,44 @@ TEST_CASE("ops.csv NVTX path: overlapping start/end ranges, an ended one is not 
   CHECK(paths == std::vector<std::string>{"step", "step/work"});
 }
 
+// A request range and a qkv_proj range started by the launching thread (1) and ended by a host
+// callback thread (2), where the agent records them (Event.start_thread = 1): they enclose
+// thread 1's kernels, in nvtx_path and in the model buckets. Thread 2's own launch is outside.
+TEST_CASE("ops.csv NVTX path: a start/end range ended on another thread is its starter's") {
+  const std::string dir = TmpDir("cross_thread_range");
+  {
+    ProfileBuilder b(dir + "/rank0.pb");
+    b.WriteHeader(0, 1, "h0", GPU_TIMING_CUPTI);
+    const uint32_t req = b.Str("request id=1"), qkv = b.Str("qkv_proj"), k = b.Str("k");
+    auto ended_by_callback = [&](uint32_t name, uint64_t start, uint64_t dur) {
+      Event e = ProfileBuilder::Nvtx(name, dur * kUs, 0);
+      e.clear_depth();
+      e.set_start_end(true);
+      e.set_start_thread(1);
+      b.Host(2, start * kUs, 0, e);
+    };
+    b.Host(1, 100 * kUs, 1, ProfileBuilder::Launch(k, 5 * kUs));
+    b.Host(1, 200 * kUs, 2, ProfileBuilder::Launch(k, 5 * kUs));
+    b.Host(2, 300 * kUs, 3, ProfileBuilder::Launch(k, 5 * kUs));
+    ended_by_callback(qkv, 150, 500);
+    ended_by_callback(req, 50, 900);
+    b.Flush();
+    b.Device(0, 150 * kUs, 1, Kernel(10 * kUs));
+    b.Device(0, 250 * kUs, 2, Kernel(10 * kUs));
+    b.Device(0, 350 * kUs, 3, Kernel(10 * kUs));
+    b.Close(true);
+  }
+  std::string printed;
+  REQUIRE(RunReport(dir, dir, ReportOptions(), &printed).ok());
+  std::vector<std::string> paths, buckets;
+  for (const auto& f : OpsRows(dir)) {
+    paths.push_back(f[15]);
+    buckets.push_back(f[3]);
+  }
+  CHECK(paths == std::vector<std::string>{"request id=1", "request id=1/qkv_proj", ""});
+  CHECK(buckets[1] == "attn.qkv_proj");
+}
+
 // Under CUDA-event timing the agent times an NCCL call's kernel itself (an agent correlation id,
 // no launch event): the call stands for the launch in ops.csv. An ungrouped call gives launch
 // time, API duration and launch-to-start; a grouped one (its kernel launched by ncclGroupEnd)

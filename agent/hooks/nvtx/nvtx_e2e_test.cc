@@ -171,6 +171,8 @@ TEST_CASE("every NVTX range of an unmodified program is recorded with the right 
   for (const auto& ev : p.events) {
     if (ev.e.kind() == profagent::EV_NVTX_RANGE && p.S(ev.e.name()) == "cross-thread") {
       CHECK(p.thread_names.at(ev.thread) == "nvtx-worker");  // ended on the worker
+      REQUIRE(ev.e.start_thread() != 0);                     // started on the main thread
+      CHECK(p.thread_names.at(ev.e.start_thread()) == "engine-main");
     }
     if (ev.e.kind() == profagent::EV_NVTX_MARK) {
       CHECK(p.thread_names.at(ev.thread) == "engine-main");

@@ -55,6 +55,7 @@ struct OpenRange {
   uint32_t category;
   uint32_t color;
   uint32_t len;              // message bytes
+  uint32_t start_thread;     // start/end ranges: CurrentThreadIndex() where it started
   uint8_t flags;
   char* heap;                // a message longer than msg (malloc'd, == ext_text), else nullptr
   char msg[kMaxMessageBytes];
@@ -328,6 +329,7 @@ inline void EmitRange(EvType type, const OpenRange& r, uint64_t t1, uint32_t dep
   e.nvtx.category = r.category;
   e.nvtx.color = r.color;
   e.nvtx.depth = depth;
+  e.nvtx.start_thread = depth == kNvtxStartEnd ? r.start_thread : 0;
   if (r.name != 0) {
     Emit(e);
   } else {
@@ -410,6 +412,7 @@ __attribute__((noinline)) void StartOverflow(uint64_t id, const Domain* dom, con
     Capture(&r, dom, m);
     r.cookie = ModelStart(r);
     r.t0 = t0;
+    r.start_thread = CurrentThreadIndex();
     std::lock_guard<std::mutex> l(g_start_overflow_mu);
     if (g_start_overflow == nullptr) {
       g_start_overflow = new std::unordered_map<uint64_t, OpenRange>();
@@ -452,6 +455,7 @@ nvtxRangeId_t DoStart(const Domain* dom, const MsgSrc& m) {
         Capture(&slot.r, dom, m);
         slot.r.cookie = ModelStart(slot.r);
         slot.r.t0 = t0;
+        slot.r.start_thread = CurrentThreadIndex();
         slot.key.store(id, std::memory_order_release);
         return id;
       }

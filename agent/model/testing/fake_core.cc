@@ -61,6 +61,8 @@ void AddNote(const char* level, const std::string& text) {
   notes.push_back(std::string(level) + ": " + text);
 }
 
+uint32_t CurrentThreadIndex() { return 1; }  // one recording thread
+
 void NameOsThread(uint32_t tid, const std::string& name) {
   AddNote("thread name", std::to_string(tid) + " " + name);
 }
