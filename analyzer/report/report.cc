@@ -242,13 +242,18 @@ std::string RenderMarkdown(const Json& s) {
   } else {
     md += "| kernel | bucket | count | total ms | mean us | p50 us | p99 us | share |\n"
           "|---|---|---:|---:|---:|---:|---:|---:|\n";
+    constexpr size_t kKernelRows = 25;
     size_t n = 0;
     for (const Json& k : s["kernels"]) {
-      if (++n > 25) break;
+      if (++n > kKernelRows) break;
       absl::StrAppend(&md, "| ", Cell(k["name"].get<std::string>()), " | ",
                       k["bucket"].get<std::string>(), " | ", F(k["count"]), " | ",
                       F(k["total_ms"]), " | ", F(k["mean_us"]), " | ", F(k["p50_us"]), " | ",
                       F(k["p99_us"]), " | ", Pct(k["share"]), " |\n");
+    }
+    if (s["kernels"].size() > kKernelRows) {
+      absl::StrAppend(&md, "| (", s["kernels"].size() - kKernelRows,
+                      " more kernels: summary.json `kernels`) | | | | | | | |\n");
     }
     md += "\n";
     // Under CUDA-event timing a graph launch is one op: its kernels are not broken down.

@@ -734,6 +734,27 @@ TEST_CASE("the host API table names copies, sets and allocations by the API call
   CHECK(api["cudaMemcpy"] == std::make_pair(1, 5.0));
 }
 
+// More kernels than report.md's top-kernels table shows (25): it says how many more.
+TEST_CASE("the top kernels table says what it leaves out") {
+  const std::string dir = TmpDir("kernelrows");
+  {
+    ProfileBuilder b(dir + "/rank0.pb");
+    b.WriteHeader(0, 1, "h0", GPU_TIMING_CUPTI);
+    for (uint64_t i = 1; i <= 28; ++i) {  // kernel_i runs i us: kernel_1..3 are the smallest
+      b.Host(1, i * 100 * kUs, i, ProfileBuilder::Launch(b.Str(absl::StrCat("kernel_", i)), kUs));
+    }
+    b.Flush();
+    for (uint64_t i = 1; i <= 28; ++i) b.Device(0, i * 100 * kUs + 5 * kUs, i, Kernel(i * kUs));
+    b.Close(true);
+  }
+  std::string printed;
+  REQUIRE(RunReport(dir, dir, ReportOptions(), &printed).ok());
+  const std::string md = ReadAll(dir + "/report.md");
+  CHECK(md.find("| (3 more kernels: summary.json `kernels`) |") != std::string::npos);
+  CHECK(md.find("| kernel_4 |") != std::string::npos);
+  CHECK(md.find("| kernel_3 |") == std::string::npos);
+}
+
 // More APIs than report.md's table shows: it says how many more (before, rows beyond 15 vanished
 // silently), and APIs without a timed call (launches sampled 1 in N) rank by calls among
 // themselves, so the engine's launch API is not the first left out.
