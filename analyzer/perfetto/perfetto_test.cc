@@ -1041,20 +1041,25 @@ TEST_CASE("a graph launch's flow passes through every node it ran, in time order
   CHECK(std::next(phases.begin())->second == "sf");
 }
 
+// A process 50 on host "h" with one thread "main" and string 1 = `string1`.
+void StartPid50(ProfileWriter* w, const char* string1) {
+  REQUIRE(w->ok());
+  Record r;
+  r.mutable_header()->set_pid(50);
+  r.mutable_header()->set_hostname("h");
+  w->Write(r);
+  w->String(1, string1);
+  w->Thread(0, 50, "main");
+}
+
 // Runs of not-ready polls of events polled in turn overlap each other (runtime_hooks.cc): they
 // go to "polls" tracks under the thread, in lanes, where no slice crosses another.
 TEST_CASE("runs of polls are slices with their calls and busy time, interleaved runs in lanes") {
   const std::string dir = TmpDir();
   {
     ProfileWriter w(dir + "/rank0.pb");
-    REQUIRE(w.ok());
+    StartPid50(&w, "cudaEventQuery");
     Record r;
-    r.mutable_header()->set_pid(50);
-    r.mutable_header()->set_hostname("h");
-    w.Write(r);
-    w.String(1, "cudaEventQuery");
-    w.Thread(0, 50, "main");
-    r.Clear();
     EventBatch* b = r.mutable_batch();
     b->set_base_ns(1000);
     Event* e = AddEvent(b, 0, 5000, EV_API, 1);  // event A polled from 1000 to 6000
@@ -1091,14 +1096,8 @@ TEST_CASE("JSON: an instant on the process track is process-scoped") {
   const std::string dir = TmpDir();
   {
     ProfileWriter w(dir + "/rank0.pb");
-    REQUIRE(w.ok());
+    StartPid50(&w, "cudaDeviceSynchronize");
     Record r;
-    r.mutable_header()->set_pid(50);
-    r.mutable_header()->set_hostname("h");
-    w.Write(r);
-    w.String(1, "cudaDeviceSynchronize");
-    w.Thread(0, 50, "main");
-    r.Clear();
     EventBatch* b = r.mutable_batch();
     b->set_base_ns(1000);
     AddEvent(b, 0, 500, EV_SYNC, 1);
