@@ -604,6 +604,31 @@ void NameOsThread(uint32_t tid, const std::string& name) {
   g.thread_names_gen.fetch_add(1, std::memory_order_release);
 }
 
+void SetStreamLocator(StreamLocator locate) {
+  auto& g = G();
+  std::lock_guard<std::mutex> lock(g.mu);
+  g.stream_locator = locate;
+}
+
+void NameStream(uint64_t handle, const std::string& name) {
+  auto& g = G();
+  StreamLocator locate;
+  {
+    std::lock_guard<std::mutex> lock(g.mu);
+    locate = g.stream_locator;
+  }
+  uint32_t device = 0, device_stream = 0;
+  const StreamPlace place =
+      locate != nullptr ? locate(handle, &device, &device_stream) : StreamPlace::kUnknown;
+  if (place == StreamPlace::kUnknown) return;
+  // The writer's stream keys (StreamIndex): the legacy stream is 0, the per-thread one the
+  // naming thread's.
+  if (handle == kLegacyStreamHandle) handle = 0;
+  if (handle == kPerThreadStreamHandle) handle = PerThreadStreamKey(uint32_t(syscall(SYS_gettid)));
+  std::lock_guard<std::mutex> lock(g.mu);
+  g.stream_names.push_back({device, device_stream, place == StreamPlace::kFileIndex, handle, name});
+}
+
 void AddNote(const char* level, const std::string& text) {
   auto& g = G();
   {

@@ -196,6 +196,19 @@ void AddNote(const char* level, const std::string& text);
 // (written again if the thread was already announced) instead of its pthread name.
 void NameOsThread(uint32_t tid, const std::string& name);
 
+// Streams the application named (nvtxNameCudaStream*, nvtxNameCuStream*). The CUDA hooks say
+// where a stream's device ops are: its device and how they name it (DeviceOp.stream).
+enum class StreamPlace {
+  kUnknown,    // the stream cannot be placed: its name is dropped
+  kDeviceId,   // `device_stream` is the id its device ops carry (CUPTI's stream id)
+  kFileIndex,  // its device ops carry the file's stream index of the handle (CUDA events)
+};
+using StreamLocator = StreamPlace (*)(uint64_t handle, uint32_t* device, uint32_t* device_stream);
+void SetStreamLocator(StreamLocator locate);
+// A StreamInfo record: `handle` (cudaStreamPerThread: the calling thread's) is called `name`;
+// a later name for the same stream replaces it. Slow path (locks, may allocate).
+void NameStream(uint64_t handle, const std::string& name);
+
 // The real path of the loaded agent library (libprofagent.so), "" when the agent is linked
 // into the executable itself (tests) or the path cannot be found. For the injection variables
 // the agent points at itself (NVTX_INJECTION64_PATH, CUDA_INJECTION64_PATH). Slow path.

@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "agent/core/agent.h"
 #include "agent/core/config.h"
 #include "agent/core/ring.h"
 
@@ -73,6 +74,14 @@ struct DeviceSyncItem {
   uint64_t device_ns, mono_ns, uncertainty_ns;
 };
 
+struct StreamNameItem {
+  uint32_t device;
+  uint32_t device_stream;  // DeviceOp.stream, unless `file_index`
+  bool file_index;         // the writer's stream index of `handle` is DeviceOp.stream
+  uint64_t handle;         // cudaStreamPerThread already made the naming thread's key
+  std::string name;
+};
+
 struct DeviceItem {
   uint32_t device;
   std::string name;
@@ -124,6 +133,9 @@ struct Global {
   // Names the application gave OS threads (nvtxNameOsThread), by tid; bumped on each change.
   std::unordered_map<uint32_t, std::string> thread_names;
   std::atomic<uint32_t> thread_names_gen{0};
+  // Streams named (NameStream), in order; the writer writes each once (StreamInfo).
+  std::vector<StreamNameItem> stream_names;
+  StreamLocator stream_locator = nullptr;
 
   // Flush handshake.
   std::atomic<uint64_t> flush_requested{0};

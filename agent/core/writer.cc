@@ -40,9 +40,21 @@ using wire::WireBuf;
 
 // Record field numbers.
 enum : uint32_t {
-  kRecHeader = 1, kRecString = 2, kRecBatch = 3, kRecDevice = 4, kRecClockSync = 5,
-  kRecDrops = 6, kRecProcess = 7, kRecComm = 8, kRecStack = 9, kRecClockOffset = 10,
-  kRecDeviceInfo = 11, kRecFooter = 12, kRecThread = 13, kRecNote = 14,
+  kRecHeader = 1,
+  kRecString = 2,
+  kRecBatch = 3,
+  kRecDevice = 4,
+  kRecClockSync = 5,
+  kRecDrops = 6,
+  kRecProcess = 7,
+  kRecComm = 8,
+  kRecStack = 9,
+  kRecClockOffset = 10,
+  kRecDeviceInfo = 11,
+  kRecFooter = 12,
+  kRecThread = 13,
+  kRecNote = 14,
+  kRecStreamInfo = 15,
 };
 
 constexpr size_t kWriteThreshold = 1 << 20;
@@ -96,6 +108,7 @@ struct WriterState {
   uint64_t last_sync_ns = 0;
   size_t notes_written = 0, comms_written = 0, offsets_written = 0, devices_written = 0;
   size_t device_syncs_written = 0;
+  size_t stream_names_written = 0;
   std::unordered_map<const void*, uint32_t> unknown_funcs;  // resolver said no: fallback id
   std::vector<uint8_t> bytes_tmp;
 };
@@ -385,6 +398,8 @@ void MaybeRenameLocked(WriterState* w) {
   }
 }
 
+uint32_t StreamIndexSlow(WriterState* w, uint64_t handle);
+
 void EncodePendingLocked(WriterState* w) {
   auto& g = G();
   // Strings first: every id used by a later record is defined before it.
@@ -442,6 +457,15 @@ void EncodePendingLocked(WriterState* w) {
     w->msg.U64(4, d.device_ns);
     w->msg.U64(5, d.uncertainty_ns);
     Frame(w, kRecClockSync, w->msg);
+  }
+  for (; w->stream_names_written < g.stream_names.size(); ++w->stream_names_written) {
+    const StreamNameItem& n = g.stream_names[w->stream_names_written];
+    w->msg.Clear();
+    w->msg.U64(1, n.device);
+    w->msg.U64(2, n.file_index ? StreamIndexSlow(w, uint32_t(n.handle)) : n.device_stream);
+    w->msg.U64(3, n.handle);
+    w->msg.Str(4, n.name);
+    Frame(w, kRecStreamInfo, w->msg);
   }
   for (; w->devices_written < g.devices.size(); ++w->devices_written) {
     const DeviceItem& d = g.devices[w->devices_written];
@@ -507,7 +531,6 @@ uint32_t ApiStringId(WriterState* w, uint16_t api) {
 // The file's index of a stream (1, 2, ... in order of first use), keyed by the handle's low 32
 // bits: CUDA-event device ops carry only those (kFlagStreamHandle), and two live streams whose
 // handles differ only above bit 31 would have to be 4 GiB apart.
-uint32_t StreamIndexSlow(WriterState* w, uint64_t handle);
 uint32_t StreamIndex(WriterState* w, uint64_t handle) {
   handle = uint32_t(handle);
   // cudaStreamLegacy is the legacy default stream, as 0 is (outside _ptsz/_ptds calls, whose 0
@@ -1391,6 +1414,7 @@ void WriterAfterForkChild() {
   w->last_sync_ns = 0;
   w->notes_written = w->comms_written = w->offsets_written = w->devices_written = 0;
   w->device_syncs_written = 0;
+  w->stream_names_written = 0;
   w->unknown_funcs.clear();
   w->stack_ids.clear();
   w->func_ids.clear();

@@ -824,9 +824,14 @@ class FileConverter : public ViewVisitor {
       const uint32_t index = uint32_t(streams_.size());
       // JSON: a thread id per stream track, by its index (a stream's handle or CUPTI id does
       // not fit a tid: two streams must not share one).
+      // The name the application gave the stream (NVTX), after its number.
+      auto named = meta_.stream_names.find({device, stream});
       const pi::TrackId id = sink_->NamedTrack(
           TrackUuid(file_, kTrackStream, index), process_track_,
-          absl::StrCat("GPU ", device, " stream ", stream), pid_, JsonTid(kTrackStream, index));
+          named == meta_.stream_names.end()
+              ? absl::StrCat("GPU ", device, " stream ", stream)
+              : absl::StrCat("GPU ", device, " stream ", stream, " (", named->second, ")"),
+          pid_, JsonTid(kTrackStream, index));
       StreamOps so;
       so.device = device;
       so.stream = stream;
@@ -981,7 +986,7 @@ absl::StatusOr<FileMeta> ScanFileMeta(const std::string& path) {
     const int field = (c & 0x80) == 0 ? (c >> 3) : 0;
     const bool wanted = field == Record::kHeader || field == Record::kProcess ||
                         field == Record::kClockOffset || field == Record::kThread ||
-                        field == Record::kDeviceInfo;
+                        field == Record::kDeviceInfo || field == Record::kStreamInfo;
     if (!wanted) {
       if (fseek(f, static_cast<long>(len - 1), SEEK_CUR) != 0) {
         return absl::DataLossError(absl::StrCat(path, ": offset ", frame_start, ": seek failed"));
@@ -1033,6 +1038,11 @@ absl::StatusOr<FileMeta> ScanFileMeta(const std::string& path) {
       case Record::kDeviceInfo:
         meta.devices[rec.device_info().device()] = rec.device_info().name();
         break;
+      case Record::kStreamInfo: {
+        const StreamInfo& si = rec.stream_info();
+        meta.stream_names[{si.device(), si.stream()}] = si.name();
+        break;
+      }
       default:
         break;
     }

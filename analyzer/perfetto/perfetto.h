@@ -51,6 +51,7 @@
 #include <iosfwd>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "CLI/CLI.hpp"
@@ -92,6 +93,9 @@ struct FileMeta {
   };
   std::map<uint32_t, Thread> threads;  // by the agent's thread index
   std::map<uint32_t, std::string> devices;
+  // Names the application gave streams (StreamInfo, the last one wins), by (device, stream as
+  // device ops carry it).
+  std::map<std::pair<uint32_t, uint32_t>, std::string> stream_names;
 };
 
 // Reads the metadata records of `path`, skipping event batches without parsing them. Errors

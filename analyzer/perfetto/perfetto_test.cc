@@ -1517,6 +1517,53 @@ TEST_CASE("mangled kernel names are shown demangled") {
   REQUIRE(r.slice_start.count("GPU 0 stream 0|_Znot_a_valid_mangling") == 1);
 }
 
+TEST_CASE("streams named with NVTX: their tracks carry the name, wherever the record is") {
+  const std::string dir = TmpDir();
+  {
+    ProfileWriter w(dir + "/rank0.pb");
+    w.Header(10, "h", 0, 0, 0);
+    w.String(1, "k");
+    for (auto [device, stream] : {std::pair<uint32_t, uint32_t>{0, 7}, {1, 7}, {0, 8}}) {
+      Record r;
+      DeviceBatch* d = r.mutable_device();
+      d->set_device(device);
+      d->set_base_ns(100);
+      DeviceOp* op = d->add_ops();
+      op->set_dt(10);
+      op->set_dur(5);
+      op->set_name(1);
+      op->set_stream(stream);
+      w.Write(r);
+    }
+    // After the ops (a name given late, or records written out of order), renamed once.
+    for (auto [device, name] :
+         {std::pair<uint32_t, const char*>{0, "decode"}, {1, "peer"}, {0, "decode-main"}}) {
+      Record n;
+      n.mutable_stream_info()->set_device(device);
+      n.mutable_stream_info()->set_stream(7);
+      n.mutable_stream_info()->set_handle(0x5000);
+      n.mutable_stream_info()->set_name(name);
+      w.Write(n);
+    }
+  }
+  std::ostringstream out, err;
+  REQUIRE(RunPerfettoCommand(dir + "/rank0.pb", "", "perfetto", out, err) == 0);
+  Replay r = ReplayTrace(ParseTrace(dir + "/rank0.pftrace"));
+  for (const char* slice :
+       {"GPU 0 stream 7 (decode-main)|k", "GPU 1 stream 7 (peer)|k", "GPU 0 stream 8|k"}) {
+    INFO(slice);
+    CHECK(r.slice_start.count(slice) == 1);
+  }
+  REQUIRE(RunPerfettoCommand(dir + "/rank0.pb", "", "json", out, err) == 0);
+  nlohmann::json j = nlohmann::json::parse(ReadAll(dir + "/rank0.json"));
+  std::set<std::string> names;
+  for (const auto& e : j["traceEvents"]) {
+    if (e.value("name", "") == "thread_name") names.insert(e["args"]["name"].get<std::string>());
+  }
+  CHECK(names.count("GPU 0 stream 7 (decode-main)") == 1);
+  CHECK(names.count("GPU 1 stream 7 (peer)") == 1);
+}
+
 TEST_CASE("string ids far beyond the dense table still name their events, on every track") {
   // A dense table indexed by such ids (and per-track interning tables) cost hundreds of MB.
   const std::string dir = TmpDir();

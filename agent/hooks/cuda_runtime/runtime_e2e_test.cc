@@ -138,6 +138,8 @@ struct Profile : analyzer::Visitor {
   std::vector<DevOp> dev;
   std::vector<StackDef> stacks;
   std::map<uint32_t, uint64_t> drops;  // Drops records: thread -> last cumulative count
+  std::vector<StreamInfo> stream_infos;
+  std::vector<std::string> notes;
   uint64_t footer_dropped = 0;
   std::string footer_reason;
 
@@ -159,6 +161,8 @@ struct Profile : analyzer::Visitor {
       reason = r.process().gpu_timing_reason();
     }
     if (r.has_stack()) stacks.push_back(r.stack());
+    if (r.has_stream_info()) stream_infos.push_back(r.stream_info());
+    if (r.has_note()) notes.push_back(r.note().text());
     if (r.has_drops()) drops[r.drops().thread()] = r.drops().count();
     if (r.has_footer()) {
       footer_dropped = r.footer().dropped();
@@ -1586,6 +1590,56 @@ TEST_CASE("Work on another device's stream is that device's, in both modes") {
       std::multiset<std::pair<uint64_t, uint32_t>> got;
       for (auto* a : s.prof.Kind(k)) got.insert({a->ev.bytes(), a->ev.device()});
       CHECK(got == want);
+    }
+  }
+}
+
+// NVTX stream names reach the file as StreamInfo records keyed as the device ops of the stream
+// are (CUPTI's stream id, or the file's stream index under CUDA events), the last name winning;
+// device and event names as notes.
+TEST_CASE("Streams named with NVTX: each name on its stream's device ops, in both modes") {
+  for (const char* mode : {"cupti", "events"}) {
+    INFO(mode);
+    Scenario s((std::string("names_") + mode).c_str(),
+               std::string("GPUSIM_DEVICES=2 PROFAGENT_GPU_TIMING=") + mode,
+               kPkg + "rt_stream_names");
+    REQUIRE(s.run.code == 0);
+    CHECK(s.run.out == "errors=0\n");
+    REQUIRE(s.loaded);
+    if (std::string(mode) == "cupti" && CuptiUnavailable(s.prof)) continue;
+    std::map<std::pair<uint32_t, uint32_t>, std::string> names;
+    for (const StreamInfo& si : s.prof.stream_infos) names[{si.device(), si.stream()}] = si.name();
+    CHECK(s.prof.stream_infos.size() == 6);
+    const std::map<std::string, std::string> want = {{"prefill_named_kernel", "prefill-main"},
+                                                     {"decode_named_kernel",
+                                                      "d\xc3\xa9"
+                                                      "code"},
+                                                     {"legacy_named_kernel", "legacy"},
+                                                     {"ptds_named_kernel", "main-thread"},
+                                                     {"other_device_kernel", "peer"},
+                                                     {"unnamed_kernel", ""}};
+    std::map<std::string, int> seen;
+    for (const DevOp& d : s.prof.dev) {
+      if (d.op.kind() != DOP_KERNEL) continue;
+      const std::string full = s.prof.Str(d.op.name());  // "prefill_named_kernel(float*)"
+      const std::string kernel = full.substr(0, full.find('('));
+      auto w = want.find(kernel);
+      if (w == want.end()) continue;
+      INFO(kernel << " on device " << d.device << " stream " << d.op.stream());
+      auto n = names.find({d.device, d.op.stream()});
+      CHECK((n == names.end() ? std::string() : n->second) == w->second);
+      ++seen[kernel];
+    }
+    CHECK(seen == std::map<std::string, int>{{"prefill_named_kernel", 2},
+                                             {"decode_named_kernel", 2},
+                                             {"legacy_named_kernel", 2},
+                                             {"ptds_named_kernel", 2},
+                                             {"other_device_kernel", 1},
+                                             {"unnamed_kernel", 2}});
+    for (const char* note : {"nvtx: device 0 named 'gpu-main'", "named 'step-done'"}) {
+      INFO(note);
+      CHECK(std::any_of(s.prof.notes.begin(), s.prof.notes.end(),
+                        [&](const std::string& n) { return n.find(note) != std::string::npos; }));
     }
   }
 }

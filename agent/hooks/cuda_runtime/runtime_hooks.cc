@@ -1848,8 +1848,21 @@ const char* ResolveFuncName(const void* func) {
   if (get_name && get_name(&name, func) == cudaSuccess) return name;
   return nullptr;
 }
+// Where the device ops of a stream the application named (NVTX) are: the stream's device (of its
+// creation, else the current one) and, under CUPTI timing, CUPTI's id of it.
+StreamPlace LocateStream(uint64_t handle, uint32_t* device, uint32_t* device_stream) {
+  HookGuard guard;
+  const uint8_t mode = Mode();
+  const int created = CreatedStreamDevice(reinterpret_cast<cudaStream_t>(handle));
+  *device = uint32_t(created >= 0 ? created : t_device);
+  if (mode != kCupti) return StreamPlace::kFileIndex;
+  return cupti::StreamId(handle, device_stream) ? StreamPlace::kDeviceId : StreamPlace::kUnknown;
+}
 struct InstallResolver {
-  InstallResolver() { SetFuncNameResolver(ResolveFuncName); }
+  InstallResolver() {
+    SetFuncNameResolver(ResolveFuncName);
+    SetStreamLocator(LocateStream);
+  }
 } g_install_resolver;
 }  // namespace
 }  // namespace rt

@@ -55,6 +55,7 @@ struct CuptiApi {
   decltype(&cuptiGetResultString) result_string = nullptr;
   decltype(&cuptiGetDeviceId) get_device_id = nullptr;
   decltype(&cuptiGetGraphNodeId) get_graph_node_id = nullptr;
+  decltype(&cuptiGetStreamIdEx) get_stream_id_ex = nullptr;
 };
 
 // Everything used from the buffer callbacks and the shutdown flush is trivially destructible or
@@ -1217,6 +1218,7 @@ bool StartLocked(const std::string& explicit_path, const void* cudart_symbol,
   Sym(lib, "cuptiActivityGetNumDroppedRecords", &a.num_dropped);
   Sym(lib, "cuptiGetDeviceId", &a.get_device_id);
   Sym(lib, "cuptiGetGraphNodeId", &a.get_graph_node_id);
+  Sym(lib, "cuptiGetStreamIdEx", &a.get_stream_id_ex);
   bool ok = Sym(lib, "cuptiSubscribe", &a.subscribe) &&
             Sym(lib, "cuptiUnsubscribe", &a.unsubscribe) &&
             Sym(lib, "cuptiEnableCallback", &a.enable_callback) &&
@@ -1515,6 +1517,14 @@ void NoteCaptureCall(uint64_t stream, bool begin, int result) {
   }
   NoteCaptureEnd(stream, r != cudaErrorStreamCaptureWrongThread && r != cudaErrorIllegalState &&
                              r != cudaErrorInvalidValue && r != cudaErrorInvalidResourceHandle);
+}
+
+bool StreamId(uint64_t handle, uint32_t* id) {
+  if (!CuptiActive() || g_api.get_stream_id_ex == nullptr) return false;
+  const bool special = handle == kLegacyStreamHandle || handle == kPerThreadStreamHandle;
+  CUstream s = special ? nullptr : reinterpret_cast<CUstream>(handle);
+  return g_api.get_stream_id_ex(nullptr, s, handle == kPerThreadStreamHandle ? 1 : 0, id) ==
+         CUPTI_SUCCESS;
 }
 
 void FlushCupti() {

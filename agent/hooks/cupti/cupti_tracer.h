@@ -62,6 +62,11 @@ void NoteCaptureCall(uint64_t stream, bool begin, int result);
 // Forces CUPTI to deliver every buffered activity record now and converts it. Slow path.
 void FlushCupti();
 
+// CUPTI's id of a stream (the streamId of its activity records): cudaStreamLegacy (0x1) and
+// cudaStreamPerThread (0x2, the calling thread's) included. False when CUPTI is not running or
+// does not know the stream.
+bool StreamId(uint64_t handle, uint32_t* id);
+
 // Set by the CUDA-runtime surface: what InitializeInjection calls to decide the timing mode
 // (which in turn may call StartCupti). Without it InitializeInjection starts CUPTI directly.
 using InjectionStarter = void (*)();

@@ -2,8 +2,10 @@
 
 #include <dlfcn.h>
 #include <limits.h>
-#include <pthread.h>
 #include <nvtx3/nvToolsExt.h>
+#include <nvtx3/nvToolsExtCuda.h>
+#include <nvtx3/nvToolsExtCudaRt.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -540,6 +542,65 @@ void NameOsThreadW(uint32_t t, const wchar_t* n) {
   }
 }
 
+// NVTX's CUDA modules (nvToolsExtCudaRt.h, nvToolsExtCuda.h). A named stream gets a StreamInfo
+// record (its track in the trace carries the name); devices, contexts and events a note.
+template <typename Text>
+void NameStreamOf(const void* stream, Text text) {
+  try {
+    ::profagent::NameStream(reinterpret_cast<uint64_t>(stream), text());
+  } catch (...) {
+  }
+}
+template <typename Text>
+void NoteHandle(const char* what, const void* handle, Text text) {
+  try {
+    char key[32];
+    snprintf(key, sizeof(key), "%p", handle);
+    AddNote("info", std::string("nvtx: ") + what + " " + key + " named '" + text() + "'");
+  } catch (...) {
+  }
+}
+inline std::string Ascii(const char* n) { return n ? n : ""; }
+void NameCudaStreamA(cudaStream_t s, const char* n) {
+  NameStreamOf(s, [&] { return Ascii(n); });
+}
+void NameCudaStreamW(cudaStream_t s, const wchar_t* n) {
+  NameStreamOf(s, [&] { return WideToString(n); });
+}
+void NameCuStreamA(CUstream s, const char* n) {
+  NameStreamOf(s, [&] { return Ascii(n); });
+}
+void NameCuStreamW(CUstream s, const wchar_t* n) {
+  NameStreamOf(s, [&] { return WideToString(n); });
+}
+void NameCudaDeviceA(int d, const char* n) { NoteName("device", uint64_t(d), Ascii(n)); }
+void NameCudaDeviceW(int d, const wchar_t* n) {
+  try {
+    NoteName("device", uint64_t(d), WideToString(n));
+  } catch (...) {
+  }
+}
+void NameCuDeviceA(CUdevice d, const char* n) { NameCudaDeviceA(int(d), n); }
+void NameCuDeviceW(CUdevice d, const wchar_t* n) { NameCudaDeviceW(int(d), n); }
+void NameCudaEventA(cudaEvent_t e, const char* n) {
+  NoteHandle("event", e, [&] { return Ascii(n); });
+}
+void NameCudaEventW(cudaEvent_t e, const wchar_t* n) {
+  NoteHandle("event", e, [&] { return WideToString(n); });
+}
+void NameCuEventA(CUevent e, const char* n) {
+  NoteHandle("event", e, [&] { return Ascii(n); });
+}
+void NameCuEventW(CUevent e, const wchar_t* n) {
+  NoteHandle("event", e, [&] { return WideToString(n); });
+}
+void NameCuContextA(CUcontext c, const char* n) {
+  NoteHandle("context", c, [&] { return Ascii(n); });
+}
+void NameCuContextW(CUcontext c, const wchar_t* n) {
+  NoteHandle("context", c, [&] { return WideToString(n); });
+}
+
 void DomainMarkEx(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) { MsgSrc m; m.attr = a; DoMark(D(d), m); }
 nvtxRangeId_t DomainRangeStartEx(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) { MsgSrc m; m.attr = a; return DoStart(D(d), m); }
 void DomainRangeEnd(nvtxDomainHandle_t, nvtxRangeId_t id) { DoEnd(id); }
@@ -741,6 +802,28 @@ extern "C" int InitializeInjectionNvtx2(const void* (*get_export_table)(uint32_t
       SetSlot(t, n, NVTX_CBID_CORE2_DomainCreateW, &DomainCreateW);
       SetSlot(t, n, NVTX_CBID_CORE2_DomainDestroy, &DomainDestroy);
       SetSlot(t, n, NVTX_CBID_CORE2_Initialize, &Initialize);
+    }
+    t = nullptr;
+    n = 0;
+    if (cb->GetModuleFunctionTable(NVTX_CB_MODULE_CUDART, &t, &n) && t != nullptr) {
+      SetSlot(t, n, NVTX_CBID_CUDART_NameCudaDeviceA, &NameCudaDeviceA);
+      SetSlot(t, n, NVTX_CBID_CUDART_NameCudaDeviceW, &NameCudaDeviceW);
+      SetSlot(t, n, NVTX_CBID_CUDART_NameCudaStreamA, &NameCudaStreamA);
+      SetSlot(t, n, NVTX_CBID_CUDART_NameCudaStreamW, &NameCudaStreamW);
+      SetSlot(t, n, NVTX_CBID_CUDART_NameCudaEventA, &NameCudaEventA);
+      SetSlot(t, n, NVTX_CBID_CUDART_NameCudaEventW, &NameCudaEventW);
+    }
+    t = nullptr;
+    n = 0;
+    if (cb->GetModuleFunctionTable(NVTX_CB_MODULE_CUDA, &t, &n) && t != nullptr) {
+      SetSlot(t, n, NVTX_CBID_CUDA_NameCuDeviceA, &NameCuDeviceA);
+      SetSlot(t, n, NVTX_CBID_CUDA_NameCuDeviceW, &NameCuDeviceW);
+      SetSlot(t, n, NVTX_CBID_CUDA_NameCuContextA, &NameCuContextA);
+      SetSlot(t, n, NVTX_CBID_CUDA_NameCuContextW, &NameCuContextW);
+      SetSlot(t, n, NVTX_CBID_CUDA_NameCuStreamA, &NameCuStreamA);
+      SetSlot(t, n, NVTX_CBID_CUDA_NameCuStreamW, &NameCuStreamW);
+      SetSlot(t, n, NVTX_CBID_CUDA_NameCuEventA, &NameCuEventA);
+      SetSlot(t, n, NVTX_CBID_CUDA_NameCuEventW, &NameCuEventW);
     }
     g_inits.fetch_add(1, std::memory_order_relaxed);
     return 1;

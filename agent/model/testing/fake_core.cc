@@ -67,6 +67,11 @@ void NameOsThread(uint32_t tid, const std::string& name) {
   AddNote("thread name", std::to_string(tid) + " " + name);
 }
 
+void SetStreamLocator(StreamLocator) {}
+void NameStream(uint64_t handle, const std::string& name) {
+  AddNote("stream name", std::to_string(handle) + " " + name);
+}
+
 void Log(int, const char* fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
