@@ -2,6 +2,7 @@
 // start-up (constructor), fork and signal handling.
 #include "agent/core/agent.h"
 
+#include <alloca.h>
 #include <cxxabi.h>
 #include <dlfcn.h>
 #include <limits.h>
@@ -838,6 +839,49 @@ extern "C" __attribute__((visibility("default"))) int fexecve(int fd, char* cons
   if (real == nullptr) return errno = ENOSYS, -1;
   return real(fd, argv, envp);
 }
+
+// The list forms: glibc's execl/execlp/execle reach execve through an internal call no
+// interposer sees, so they are taken here, their arguments gathered on the stack (no allocation:
+// execle is async-signal-safe) and passed to the array forms above.
+#define PROFAGENT_GATHER_ARGS(arg0, ap, argv)                    \
+  size_t argc = 1;                                               \
+  {                                                              \
+    va_list count;                                               \
+    va_copy(count, ap);                                          \
+    while (va_arg(count, const char*) != nullptr) ++argc;        \
+    va_end(count);                                               \
+  }                                                              \
+  char** argv = static_cast<char**>(alloca((argc + 1) * sizeof(char*))); \
+  argv[0] = const_cast<char*>(arg0);                             \
+  for (size_t i = 1; i <= argc; ++i) argv[i] = va_arg(ap, char*);
+
+extern "C" __attribute__((visibility("default"))) int execl(const char* path, const char* arg, ...) {
+  va_list ap;
+  va_start(ap, arg);
+  PROFAGENT_GATHER_ARGS(arg, ap, argv)
+  va_end(ap);
+  return execv(path, argv);
+}
+
+extern "C" __attribute__((visibility("default"))) int execlp(const char* file, const char* arg,
+                                                           ...) {
+  va_list ap;
+  va_start(ap, arg);
+  PROFAGENT_GATHER_ARGS(arg, ap, argv)
+  va_end(ap);
+  return execvp(file, argv);
+}
+
+extern "C" __attribute__((visibility("default"))) int execle(const char* path, const char* arg,
+                                                           ...) {
+  va_list ap;
+  va_start(ap, arg);
+  PROFAGENT_GATHER_ARGS(arg, ap, argv)
+  char* const* envp = va_arg(ap, char* const*);  // after the list's terminating null pointer
+  va_end(ap);
+  return execve(path, argv, envp);
+}
+#undef PROFAGENT_GATHER_ARGS
 
 extern "C" __attribute__((visibility("default"), noreturn)) void quick_exit(int status) {
   FinishBefore("quick_exit", status, true);

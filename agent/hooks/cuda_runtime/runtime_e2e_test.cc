@@ -1648,13 +1648,16 @@ TEST_CASE("Streams named with NVTX: each name on its stream's device ops, in bot
 // device records in flight), and the new image, still preloaded, writes a file of its own
 // (before, the last flush period before exec was lost: with a busy device, most of it).
 TEST_CASE("exec: the profile before it is complete, the new image has its own") {
-  for (const char* mode : {"cupti", "events"}) {
-    INFO(mode);
-    const std::string dir = MakeTempDir((std::string("exec_") + mode).c_str());
+  // execv in both modes; the list forms (glibc's reach execve unseen) under CUPTI.
+  for (auto [mode, how] : {std::pair<const char*, const char*>{"cupti", "execv"},
+                           {"events", "execv"}, {"cupti", "execl"}, {"cupti", "execlp"},
+                           {"cupti", "execle"}}) {
+    INFO(mode << " " << how);
+    const std::string dir = MakeTempDir((std::string("exec_") + mode + how).c_str());
     RunResult r = Run(dir,
                       std::string("PROFAGENT_GPU_TIMING=") + mode + " LD_PRELOAD=" + AgentPath() +
                           " PROFAGENT_OUTPUT=" + dir + "/prof",
-                      kPkg + "rt_exec");
+                      kPkg + "rt_exec " + how);
     INFO(r.err);
     REQUIRE(r.code == 0);
     CHECK(r.out == "child done\n");

@@ -1,11 +1,13 @@
-// A program that replaces itself with exec: `rt_exec` launches 10 kernels, then execv()s itself
-// as `rt_exec child`, which launches 4 and exits. Prints "child done"; exit code 0 when every
-// call succeeded.
+// A program that replaces itself with exec: `rt_exec [execv|execl|execlp|execle]` launches 10
+// kernels, then execs itself (by the function named, execv by default) as `rt_exec child`, which
+// launches 4 and exits. Prints "child done"; exit code 0 when every call succeeded.
 #include <cuda_runtime.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstring>
+
+extern char** environ;
 
 __global__ void before_exec_kernel(int* p) {}
 __global__ void after_exec_kernel(int* p) {}
@@ -31,7 +33,16 @@ int main(int argc, char** argv) {
   char arg0[] = "rt_exec";
   char arg1[] = "child";
   char* const args[] = {arg0, arg1, nullptr};
-  execv(self, args);
-  perror("execv");
+  const char* how = argc > 1 ? argv[1] : "execv";
+  if (std::strcmp(how, "execl") == 0) {
+    execl(self, arg0, arg1, static_cast<char*>(nullptr));
+  } else if (std::strcmp(how, "execlp") == 0) {
+    execlp(self, arg0, arg1, static_cast<char*>(nullptr));
+  } else if (std::strcmp(how, "execle") == 0) {
+    execle(self, arg0, arg1, static_cast<char*>(nullptr), environ);
+  } else {
+    execv(self, args);
+  }
+  perror(how);
   return 2;
 }
