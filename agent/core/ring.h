@@ -76,8 +76,14 @@ class Ring {
   const RawEvent& At(uint64_t i) const { return slots_[i & mask_]; }
   void Consume(uint64_t new_tail) { tail_.store(new_tail, std::memory_order_release); }
 
-  // Producer-side reset for reuse by a new thread (the ring must be empty).
-  void ResetForReuse() { check_at_ = 0; }
+  // Reset for reuse by a new thread: the ring must be empty and no consumer reading it. It
+  // starts over at slot 0, so a ring reused by short-lived threads keeps writing the pages it
+  // already touched (carrying on from its old position would make every slot resident in time).
+  void ResetForReuse() {
+    head_.store(0, std::memory_order_relaxed);
+    tail_.store(0, std::memory_order_relaxed);
+    check_at_ = 0;
+  }
 
   // Called by a producer whose ring is at least half full (at most once per quarter of the
   // capacity pushed). Set once, before any producer runs; must not push to a ring.

@@ -46,6 +46,29 @@ TEST_CASE("ring delivers in order or counts the drop", "[ring]") {
   CHECK(received > 0);
 }
 
+TEST_CASE("a ring reused by a new thread starts over at its first slot", "[ring]") {
+  Ring ring(1024);
+  for (uint64_t i = 0; i < 600; ++i) {
+    RawEvent e{};
+    e.t0 = i;
+    REQUIRE(ring.TryPush(e));
+  }
+  ring.Consume(ring.ReadableEnd());
+  ring.ResetForReuse();
+  CHECK(ring.ReadableBegin() == 0);
+  CHECK(ring.ReadableEnd() == 0);
+  // The whole capacity fits again, from slot 0 (the pages the first thread touched).
+  for (uint64_t i = 0; i < 1024; ++i) {
+    RawEvent e{};
+    e.t0 = 1000 + i;
+    REQUIRE(ring.TryPush(e));
+  }
+  RawEvent more{};
+  CHECK_FALSE(ring.TryPush(more));
+  CHECK(ring.At(0).t0 == 1000);
+  CHECK(ring.ReadableEnd() == 1024);
+}
+
 int g_high_water_calls = 0;
 void CountHighWater() { ++g_high_water_calls; }
 
