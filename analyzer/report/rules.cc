@@ -39,9 +39,9 @@ model kernel moe.experts      fused_moe|moefcgemm|grouped_gemm|moe
 # --- norms, activations, embedding ---
 model kernel norm             rms_?norm|layer_?norm|layernorm|rmsnorm|groupnorm
 model kernel mlp.act          act_and_mul|silu|gelu|swiglu|geglu|doactivation|activation
-model kernel embed            embedding|embed|indexselect|index_select|get_rows
+model kernel embed            embedding|embed|indexselect|index_select|get_rows|tensorrt_llm::kernels::lookup_kernel
 # --- sampling (FlashInfer sampling, PyTorch top-k/sort/softmax, argmax) ---
-model kernel sampler          topk|top_k|topp|top_p|sampling|sample|argmax|multinomial|gumbel|softmax|radixsort|gathertopk
+model kernel sampler          topk|top_k|topp|top_p|sampling|sample|argmax|multinomial|gumbel|softmax|radixsort|gathertopk|applypenalt|apply_penalt
 # --- GEMMs: cuBLAS (sm90_xmma_gemm_*, ampere_*gemm*, nvjet_*, gemv*), cuBLASLt, CUTLASS, Marlin, Triton,
 # llama.cpp (mul_mat_q, mul_mat_vec_q, mmq, mmvq, mmf) ---
 model kernel gemm             gemm|gemv|xmma|nvjet|cutlass|s16816|s1688|h16816|h1688|wgmma|sm\d+_|ampere_|volta_|turing_|hopper_|matmul|mul_mat|\bmmv?[qf]\b|splitk|marlin|cublas|cijk_

@@ -44,6 +44,11 @@ TEST_CASE("default kernel rules recognize the usual libraries") {
         "mlp.act");
   CHECK(K(r, "void at::native::indexSelectLargeIndex<c10::BFloat16, long, unsigned int>(...)") ==
         "embed");
+  // TensorRT-LLM's embedding lookup (qualified: a bare lookup_kernel is hash-map code) and
+  // sampling penalties.
+  CHECK(K(r, "void tensorrt_llm::kernels::lookup_kernel<__nv_bfloat16, int>(...)") == "embed");
+  CHECK(K(r, "void cuckoo::lookup_kernel<int>(...)").empty());  // no rule: `others`
+  CHECK(K(r, "void tensorrt_llm::kernels::batchApplyPenalty<float>(...)") == "sampler");
   // MoE and sampling.
   CHECK(K(r, "fused_moe_kernel") == "moe.experts");
   CHECK(K(r, "void vllm::moe::topkGatingSoftmax<8, 8>(...)") == "moe.routing");
