@@ -481,6 +481,9 @@ struct RunRec {
   bool warmup = false;
   uint32_t thread = 0;
   uint64_t agent_index = 0;  // the agent's run number (StepInfo.index), 0 = not the agent's
+  // Still open when the file ended (a server stopped by a signal): from its NVTX range's start
+  // to the file's last host event (set by Finish1).
+  bool open = false;
 };
 
 struct PendingLaunch {
@@ -1256,6 +1259,21 @@ void FileAnalysis::Host1(const EventView& e) {
       }
       return;
     }
+    case EV_NVTX_PUSH: {
+      // A range still open when the file ended. A run among them (a server's serving loop
+      // stopped by a signal) is a run up to the end of the file; an open step has no end: none.
+      uint32_t name = e.name;
+      if (name >= strings_.size()) return;
+      const std::string& msg = Str(name);
+      if (SearchPrefix(msg, ctx_->step_re) || !SearchPrefix(msg, ctx_->run_re)) return;
+      StepFields f = ParseStepFields(msg, ctx_->opt.kv_reduce);
+      RunRec r{e.start_ns, e.start_ns, f.label, f.warmup,
+               e.start_thread != 0 ? e.start_thread : e.thread};
+      r.open = true;
+      agent_runs_.push_back(r);
+      nvtx_runs_.push_back(std::move(r));
+      return;
+    }
     // Calls that `engine api` rules can map (RULES.md): by API name (`name` holds it but for
     // launches, whose `name` is the kernel).
     case EV_LAUNCH:
@@ -1300,6 +1318,13 @@ void FileAnalysis::Finish1() {
                      (opt.kv_reduce_explicit && !nvtx_steps_.empty());
   steps_ = std::move(nvtx_steps_used_ ? nvtx_steps_ : agent_steps_);
   runs_ = std::move(nvtx_steps_used_ ? nvtx_runs_ : agent_runs_);
+  for (RunRec& r : runs_) {
+    if (!r.open) continue;
+    r.end = std::max(r.start, t1_);
+    warnings_.push_back(absl::StrCat(path_, ": run '", r.label.empty() ? "run" : r.label,
+                                     "' was still open when the profile ended: reported up to "
+                                     "the profile's last host event (runs[].open)"));
+  }
   agent_steps_.clear();
   nvtx_steps_.clear();
   agent_runs_.clear();
@@ -1357,6 +1382,7 @@ void FileAnalysis::Finish1() {
     size_t lost = 0;
     for (StepRec& s : steps_) {
       if (s.agent_run == 0 || recorded.contains(s.agent_run)) continue;
+      if (s.run > 0 && runs_[s.run - 1].open) continue;  // an open run has no record
       s.excluded = true;
       ++lost;
     }
@@ -3156,6 +3182,7 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
     jr["index"] = r + 1;
     jr["label"] = rr.label;
     jr["warmup"] = rr.warmup;
+    if (rr.open) jr["open"] = true;
     jr["start_ms"] = Num(NsToMs(double(rr.start - std::min(origin, rr.start))));
     jr["duration_ms"] = Num(NsToMs(double(rr.end - rr.start)));
     jr["stats"] = StatsJson(ss, false);

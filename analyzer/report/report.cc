@@ -212,8 +212,9 @@ std::string RenderMarkdown(const Json& s) {
     for (const Json& r : s["runs"]) {
       const Json& rs = r["stats"];
       const Json& l = rs["step_latency_ms"];
+      const bool open = r.contains("open") && r["open"].get<bool>();
       absl::StrAppend(&md, "| ", r["index"].dump(), " | ", Cell(r["label"].get<std::string>()),
-                      " | ", r["warmup"].get<bool>() ? "yes" : "no", " | ", F(rs["steps"]),
+                      open ? " (open at the end)" : "", " | ", r["warmup"].get<bool>() ? "yes" : "no", " | ", F(rs["steps"]),
                       " | ", F(rs["tokens"]), " | ", F(l["mean"]), " | ", F(l["p50"]), " | ",
                       F(l["p99"]), " | ", F(rs["tokens_per_s"], 1), " |\n");
     }

@@ -554,6 +554,66 @@ TEST_CASE("a step whose run record was dropped is in no aggregate") {
   }
 }
 
+// A server stopped by a signal: its serving run's NVTX range is still open at the end (the agent
+// writes it as EV_NVTX_PUSH, no EV_RUN). It is a run up to the file's last host event, its steps
+// counted in it (also when the file has drops: that run's record was not lost, it never was).
+TEST_CASE("a run still open when the profile ended is a run up to its end, flagged open") {
+  for (bool drops : {false, true}) {
+    INFO("drops " << drops);
+    const std::string dir = TmpDir(drops ? "open_serve_drops" : "open_serve");
+    {
+      ProfileBuilder b(dir + "/rank0.pb");
+      b.WriteHeader(0, 1, "h0", GPU_TIMING_CUPTI);
+      Event warm = ProfileBuilder::Step(1000 * kUs, -1, -1, 0, true);
+      warm.set_kind(EV_RUN);
+      warm.mutable_step()->set_label(b.Str("warm"));
+      warm.mutable_step()->set_index(1);
+      b.Host(1, 0, 0, warm);
+      Event ws = ProfileBuilder::Step(1000 * kUs, 2, -1, 0, false);
+      ws.mutable_step()->set_run(1);
+      b.Host(1, 0, 0, ws);
+      for (int i = 0; i < 3; ++i) {
+        Event st = ProfileBuilder::Step(1000 * kUs, 4, -1, 0, false);
+        st.mutable_step()->set_run(2);
+        b.Host(1, (3000 + 2000 * i) * kUs, 0, st);
+      }
+      Event api;
+      api.set_kind(EV_API);
+      api.set_name(b.Str("cudaStreamSynchronize"));
+      api.set_dur(500 * kUs);
+      b.Host(1, 8500 * kUs, 0, api);  // the last host event ends at 9000 us
+      Event open = ProfileBuilder::Nvtx(b.Str("run label=serve"), 0, 0);
+      open.set_kind(EV_NVTX_PUSH);
+      b.Host(1, 2500 * kUs, 0, open);
+      Event open_step = ProfileBuilder::Nvtx(b.Str("step tokens=4"), 0, 1);  // cut: no step
+      open_step.set_kind(EV_NVTX_PUSH);
+      b.Host(1, 9000 * kUs, 0, open_step);
+      if (drops) {
+        Record r;
+        r.mutable_drops()->set_thread(1);
+        r.mutable_drops()->set_count(10);
+        b.Write(r);
+      }
+      b.Close(true);
+    }
+    auto s = BuildSummary({dir + "/rank0.pb"}, ReportOptions(), "");
+    REQUIRE(s.ok());
+    const Json& runs = (*s)["runs"];
+    REQUIRE(runs.size() == 2);
+    CHECK(runs[0]["label"] == "warm");
+    CHECK_FALSE(runs[0].contains("open"));
+    CHECK(runs[1]["label"] == "serve");
+    CHECK(runs[1]["open"] == true);
+    CHECK(runs[1]["warmup"] == false);
+    CHECK(runs[1]["duration_ms"].get<double>() == Approx(6.5));
+    CHECK(runs[1]["stats"]["steps"] == 3);
+    CHECK((*s)["stats"]["steps"] == 3);  // the warm-up run's step left out
+    CHECK((*s)["stats"]["tokens"] == 12);
+    CHECK(HasWarning(*s, "run 'serve' was still open when the profile ended"));
+    CHECK_FALSE(HasWarning(*s, "records were dropped left out"));
+  }
+}
+
 TEST_CASE("host timing mode uses launch API times and says so") {
   const std::string dir = TmpDir("hostmode");
   {
