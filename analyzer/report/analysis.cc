@@ -967,6 +967,12 @@ class FileAnalysis : public ViewVisitor {
     uint64_t pair;  // as Arrival.pair
     int32_t device;
     uint32_t group;  // NCCL group number, 0 = none
+    // The call's row of the collectives table (colls_ key) and size, for its executions: a
+    // matched kernel leaves the "in graph" row for its calls' rows.
+    std::string row;
+    uint64_t bytes;
+    double bus_bytes;  // bytes x bus factor
+    bool p2p;
   };
   using CallList = std::shared_ptr<std::vector<CapturedCall>>;
   struct GraphRun {  // a launch of an exec that has captured calls
@@ -975,6 +981,9 @@ class FileAnalysis : public ViewVisitor {
   };
   void GraphApi(const EventView& e);
   void InGraphArrivals();
+  void MoveToCallRows(std::map<std::string, CollAgg>::iterator in_graph,
+                      const std::vector<CapturedCall>& calls, size_t first, size_t last,
+                      uint64_t dur);
   std::vector<int8_t> graph_api_;  // per API name string id: -1 unknown, 0 other, 1..4 (GraphApi)
   absl::flat_hash_map<uint32_t, CallList> capturing_;    // stream index -> its open capture
   uint32_t last_capture_ = 0;                            // stream of the capture begun last
@@ -985,7 +994,11 @@ class FileAnalysis : public ViewVisitor {
       list_launches_;
   absl::flat_hash_map<uint64_t, GraphRun> graph_runs_;  // by the launch's correlation id
   // In-graph NCCL kernels (start, end) by their launch's correlation id.
-  absl::flat_hash_map<uint64_t, std::vector<std::pair<uint64_t, uint64_t>>> graph_kernels_;
+  struct GraphKernel {
+    uint64_t start, end;
+    std::map<std::string, CollAgg>::iterator row;  // its "in graph" row of colls_
+  };
+  absl::flat_hash_map<uint64_t, std::vector<GraphKernel>> graph_kernels_;
   std::map<std::pair<std::string, uint64_t>, uint64_t> captured_ordinal_;  // (uid, pair) -> next
   // The last device ops a launch took from pending_op_ (their record came first): the NCCL call
   // that made the launch is recorded when it returns, after the launch, and finds its kernel
@@ -1823,8 +1836,13 @@ void FileAnalysis::Host2(const EventView& e) {
         const uint64_t pair = PairKey(LowerOp(op), cit->second.rank, c.peer());
         const std::string& comm_uid = cit->second.unique_id;
         const uint64_t ordinal = captured_ordinal_[{comm_uid, pair}]++;
-        open->second->push_back(CapturedCall{UidIndex(absl::StrCat(comm_uid, "#graph", ordinal)),
-                                             pair, cit->second.device, uint32_t(c.group())});
+        const std::string lop = LowerOp(op);
+        const uint64_t bytes = CollSize(lop, false, c.bytes(), c.recv_bytes(), n);
+        open->second->push_back(CapturedCall{
+            UidIndex(absl::StrCat(comm_uid, "#graph", ordinal)), pair, cit->second.device,
+            uint32_t(c.group()),
+            absl::StrCat("nccl", std::string(1, '\0'), op, std::string(1, '\0'), SizeClass(bytes)),
+            bytes, double(bytes) * BusFactor(lop, n), IsP2p(lop)});
         break;
       }
       // CUDA-event timing: the agent timed the call's kernel itself (an agent correlation id;
@@ -1973,8 +1991,10 @@ void FileAnalysis::OnOp(const OpView& d) {
     // record of its own). Counted by its kernel's name and device time; its size is unknown.
     std::string coll_op = NcclKernelOp(Str(d.name));
     if (!coll_op.empty()) {
-      CollAgg& a = colls_[absl::StrCat("nccl", std::string(1, '\0'), coll_op, std::string(1, '\0'),
-                                       kGraphSizeClass)];
+      auto row = colls_.try_emplace(absl::StrCat("nccl", std::string(1, '\0'), coll_op,
+                                                 std::string(1, '\0'), kGraphSizeClass))
+                     .first;
+      CollAgg& a = row->second;
       const uint64_t dur = d.end_ns > d.start_ns ? d.end_ns - d.start_ns : 0;
       ++a.count;
       a.time_ns += dur;
@@ -1986,7 +2006,7 @@ void FileAnalysis::OnOp(const OpView& d) {
       ++coll_calls_;
       coll_ns_ += dur;
       op.coll = true;
-      if (d.corr != 0) graph_kernels_[d.corr].emplace_back(d.start_ns, d.end_ns);
+      if (d.corr != 0) graph_kernels_[d.corr].push_back(GraphKernel{d.start_ns, d.end_ns, row});
     }
   }
   if (PendingLaunch* l = pending_launch_.Find(d.corr)) {
@@ -2460,11 +2480,41 @@ void FileAnalysis::GraphApi(const EventView& e) {
   }
 }
 
+// A graph-run NCCL kernel matched to the captured calls [first, last) that made it: counted in
+// their rows of the collectives table, with their sizes, instead of the "in graph" row (OnOp),
+// its device time shared as an eager group's fused kernel's is (CollKernel).
+void FileAnalysis::MoveToCallRows(std::map<std::string, CollAgg>::iterator in_graph,
+                                  const std::vector<CapturedCall>& calls, size_t first,
+                                  size_t last, uint64_t dur) {
+  CollAgg& g = in_graph->second;
+  --g.count;
+  g.time_ns -= dur;
+  --g.dev_count;
+  g.dev_ns -= dur;
+  g.dev_span_ns -= dur;
+  g.dev_host_ns -= dur;
+  if (g.count == 0) colls_.erase(in_graph);  // (no other kernel refers to it then)
+  const uint64_t sharers = last - first, share = dur / sharers;
+  coll_calls_ += sharers - 1;
+  for (size_t i = first; i < last; ++i) {
+    const CapturedCall& c = calls[i];
+    CollAgg& a = colls_[c.row];
+    ++a.count;
+    a.bytes += c.bytes;
+    a.bus_bytes += c.bus_bytes;
+    a.time_ns += share;
+    ++a.dev_count;
+    a.dev_ns += share;
+    a.dev_span_ns += c.p2p ? dur : share;
+    a.dev_host_ns += share;
+  }
+}
+
 // Arrivals of the captured NCCL calls at each graph launch (see CapturedCall).
 void FileAnalysis::InGraphArrivals() {
   for (auto& kv : graph_kernels_) {
     auto run = graph_runs_.find(kv.first);
-    std::vector<std::pair<uint64_t, uint64_t>>& kernels = kv.second;
+    std::vector<GraphKernel>& kernels = kv.second;
     if (run == graph_runs_.end()) {
       in_graph_unmatched_ += kernels.size();
       continue;
@@ -2483,11 +2533,15 @@ void FileAnalysis::InGraphArrivals() {
       in_graph_unmatched_ += kernels.size();
       continue;
     }
-    std::sort(kernels.begin(), kernels.end());
+    std::sort(kernels.begin(), kernels.end(), [](const GraphKernel& a, const GraphKernel& b) {
+      return a.start != b.start ? a.start < b.start : a.end < b.end;
+    });
     for (size_t j = 0; j < slots.size(); ++j) {
-      const uint64_t start = kernels[j].first, end = kernels[j].second;
+      const uint64_t start = kernels[j].start, end = kernels[j].end;
       const uint64_t dur = end > start ? end - start : 0;
-      const double weight = 1.0 / double(slots[j].second - slots[j].first);
+      const uint64_t sharers = slots[j].second - slots[j].first;
+      const double weight = 1.0 / double(sharers);
+      MoveToCallRows(kernels[j].row, calls, slots[j].first, slots[j].second, dur);
       for (size_t i = slots[j].first; i < slots[j].second; ++i) {
         const CapturedCall& c = calls[i];
         // A rank's transfer to itself waits for no one.
@@ -2498,7 +2552,7 @@ void FileAnalysis::InGraphArrivals() {
       ++in_graph_matched_;
     }
   }
-  absl::flat_hash_map<uint64_t, std::vector<std::pair<uint64_t, uint64_t>>>().swap(graph_kernels_);
+  absl::flat_hash_map<uint64_t, std::vector<GraphKernel>>().swap(graph_kernels_);
   absl::flat_hash_map<uint64_t, GraphRun>().swap(graph_runs_);
 }
 

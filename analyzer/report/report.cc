@@ -150,8 +150,9 @@ void CapturedNote(const Json& c, std::string* md) {
     absl::StrAppend(&list, list.empty() ? "" : ", ", it.key(), " ", it.value().dump());
   }
   absl::StrAppend(md, "NCCL calls captured into CUDA graphs: ", list,
-                  ". They ran at the graph launches: the rows of size \"in graph\" count those "
-                  "executions from their kernels (device time; size unknown). ");
+                  ". They ran at the graph launches, counted from their kernels (device time): "
+                  "in their calls' rows, with their sizes, when a kernel is tied to its captured "
+                  "call (below), else in rows of size \"in graph\" (size unknown). ");
   const Json& ig = c.contains("in_graph") ? c["in_graph"] : Json::object();
   const uint64_t matched = ig.value("kernels_matched", uint64_t{0});
   const uint64_t unmatched = ig.value("kernels_unmatched", uint64_t{0});

@@ -510,7 +510,9 @@ TEST_CASE("ncclCommInitAll and a multi-communicator group in one process") {
 // kernels (CUPTI reports them at the graph launches).
 // Runs `nccl_ranks 2 <mode>` under the agent (CUPTI) and checks the captured-NCCL picture:
 // every recorded call flagged captured, `captured` calls per op in the report, and the graph
-// launches' NCCL kernels counted as collectives "in graph" (`ran` executions per op).
+// launches' NCCL kernels, tied to the calls captured, counted as those calls' executions (`ran`
+// per op) with the calls' sizes (1 KiB each) and bandwidths, not as collectives "in graph" of
+// unknown size.
 void CheckCapturedNccl(const std::string& mode, const std::map<std::string, int>& truth_want,
                        const nlohmann::json& captured,
                        const std::map<std::string, uint64_t>& ran) {
@@ -561,19 +563,26 @@ void CheckCapturedNccl(const std::string& mode, const std::map<std::string, int>
   CHECK(c["captured_calls"] == captured);
   std::map<std::string, uint64_t> counts;
   for (const auto& o : c["ops"]) {
-    CHECK(o["size_class"] == "in graph");
+    INFO(o.dump());
+    CHECK(o["size_class"] != "in graph");
+    CHECK(o["bytes"] == 1024);
     CHECK(o["time_source"] == "device");
     CHECK(o["ranks"] == 2);
+    // Two ranks: nccl-tests' bus factor is 1 for AllReduce (2(n-1)/n) and for Send/Recv.
+    REQUIRE(o["algbw_gbps"].is_number());
+    CHECK(o["busbw_gbps"].get<double>() == Approx(o["algbw_gbps"].get<double>()));
     counts[o["op"].get<std::string>()] += o["count"].get<uint64_t>();
   }
   CHECK(counts == ran);
+  CHECK(c["in_graph"]["kernels_unmatched"] == 0);
 }
 
 TEST_CASE("NCCL calls captured into CUDA graphs: counted at each graph launch, not at capture") {
-  // One fused kernel per launch for the grouped Send/Recv (NCCL's SendRecv kernel).
+  // One fused kernel per launch for the grouped Send/Recv (NCCL's SendRecv kernel), an execution
+  // of each of the two calls.
   CheckCapturedNccl("graph", {{"AllReduce", 6}, {"Recv", 6}, {"Send", 6}},
                     nlohmann::json({{"AllReduce", 2}, {"Recv", 2}, {"Send", 2}}),
-                    {{"AllReduce", 6}, {"SendRecv", 6}});
+                    {{"AllReduce", 6}, {"Recv", 6}, {"Send", 6}});
 }
 
 // In-graph collectives in the straggler view: `nccl_ranks 2 graph_late` captures an AllReduce
@@ -639,11 +648,11 @@ TEST_CASE("NCCL calls captured into CUDA graphs: their executions are in the str
   CHECK(std::abs(wait0_ms - truth_wait_ns[0] / 1e6) <= tol_ms);
   const double wait1_ms = st["wait_ms_by_rank"]["1"].get<double>();
   CHECK(std::abs(wait1_ms - truth_wait_ns[1] / 1e6) <= tol_ms);
-  // Per rank: the in-graph executions are its calls, as they are its waits (8 kernels each,
-  // no call outside the graphs), and their time is at least rank 0's wait inside them.
+  // Per rank: the in-graph executions are its calls, as they are its waits (4 launches x 3
+  // calls, no call outside the graphs), and their time is at least rank 0's wait inside them.
   REQUIRE(c["per_rank"].size() == 2);
   for (const auto& pr : c["per_rank"]) {
-    CHECK(pr["calls"] == 8);
+    CHECK(pr["calls"] == 12);
     CHECK(pr["time_ms"].get<double>() >= pr["wait_ms"].get<double>());
   }
   std::ifstream md(out + "/rep/report.md");
