@@ -34,6 +34,8 @@ Global& G() {
 }
 
 std::atomic<uint8_t> g_recording{kRecActive | kRecRange};
+std::atomic<bool> g_finishing{false};
+std::atomic<uint64_t> g_unrecorded_calls{0};
 __thread Ring* t_ring __attribute__((tls_model("initial-exec"))) = nullptr;
 __thread uint32_t t_corr_next __attribute__((tls_model("initial-exec"))) = 0;
 __thread uint32_t t_corr_end __attribute__((tls_model("initial-exec"))) = 0;

@@ -51,7 +51,19 @@ inline bool Recording() {
 
 namespace internal {
 extern std::atomic<uint64_t> g_paused_at;  // Now() when the schedule or capture range last paused
+// The file is being finished (exit, exec or a signal began it): calls are no longer recorded.
+extern std::atomic<bool> g_finishing;
+extern std::atomic<uint64_t> g_unrecorded_calls;
 }  // namespace internal
+
+// A hook forwards a call without recording it (Recording() false). While the file is being
+// finished the call is lost work, counted for the footer (Footer.unrecorded_calls): threads
+// still working while the process exits. Cold path: one relaxed load otherwise.
+inline void NoteUnrecordedCall() {
+  if (__builtin_expect(internal::g_finishing.load(std::memory_order_relaxed), 0)) {
+    internal::g_unrecorded_calls.fetch_add(1, std::memory_order_relaxed);
+  }
+}
 
 // True when recording is on now or was on at some time since `t0` (Now() ticks): a range that
 // began while paused and ended after recording resumed, or began while recording and ended

@@ -1097,6 +1097,7 @@ void WriteFooter(WriterState* w, const char* reason) {
   w->msg.U64(2, dropped);
   w->msg.U64(3, MonotonicNs());
   w->msg.Str(4, reason);
+  w->msg.U64(5, g_unrecorded_calls.load(std::memory_order_relaxed));
   Frame(w, kRecFooter, w->msg);
   FlushOut(w);
   if (dropped > 0) Log(1, "%llu records were dropped (rings full or CUPTI buffers); see %s",
@@ -1140,6 +1141,10 @@ bool FinishAfterSignal(WriterState* w, int sig) {
       nanosleep(&ts, nullptr);
     }
   }
+  // No new host events (lock-free: the interrupted thread may hold any lock): calls made from
+  // now on are counted in the footer instead of lost in a ring no one drains.
+  g_finishing.store(true, std::memory_order_relaxed);
+  g_recording.fetch_and(uint8_t(~kRecEnabled), std::memory_order_relaxed);
   {
     std::lock_guard<std::mutex> lock(g.mu);
     g.closing.store(true);
@@ -1314,6 +1319,7 @@ namespace {
 // nothing: FinishBeforeExit may run in a signal handler that interrupted malloc.
 void RunShutdownHooks() {
   auto& g = G();
+  g_finishing.store(true, std::memory_order_relaxed);
   g_recording.fetch_and(uint8_t(~kRecEnabled), std::memory_order_relaxed);
   void (*fns[32])() = {};
   size_t n = 0;

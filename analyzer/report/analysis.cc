@@ -1155,6 +1155,14 @@ void FileAnalysis::OnOther(const Record& r) {
     }
     case Record::kFooter:
       if (r.footer().dropped() > 0) drops_[UINT32_MAX] = r.footer().dropped();
+      if (r.footer().unrecorded_calls() > 0) {
+        warnings_.push_back(absl::StrCat(path_, ": ", r.footer().unrecorded_calls(),
+                                         " calls made while the profile was being "
+                                         "finished (",
+                                         r.footer().reason(),
+                                         ") were not recorded: threads still working then "
+                                         "(their work is missing)"));
+      }
       break;
     case Record::kNote:
       if (r.note().level() == "warning" || r.note().level() == "error") {

@@ -508,9 +508,14 @@ absl::StatusOr<std::string> RunStats(const std::string& path) {
     if (fs.truncated) {
       absl::StrAppend(&out, "  end: TRUNCATED: ", fs.warning, "\n");
     } else if (fs.has_footer) {
-      absl::StrAppend(&out, "  end: clean (", v.footer.reason().empty() ? "footer"
-                                                                        : v.footer.reason(),
-                      ", ", v.footer.records(), " records written)\n");
+      absl::StrAppend(&out, "  end: clean (",
+                      v.footer.reason().empty() ? "footer" : v.footer.reason(), ", ",
+                      v.footer.records(), " records written",
+                      v.footer.unrecorded_calls() > 0
+                          ? absl::StrCat("; ", v.footer.unrecorded_calls(),
+                                         " calls made while finishing it not recorded")
+                          : std::string(),
+                      ")\n");
     } else {
       absl::StrAppend(&out, "  end: no footer (the process ended abnormally)\n");
     }

@@ -141,6 +141,7 @@ struct Profile : analyzer::Visitor {
   std::vector<StreamInfo> stream_infos;
   std::vector<std::string> notes;
   uint64_t footer_dropped = 0;
+  uint64_t footer_unrecorded = 0;
   std::string footer_reason;
 
   void OnHeader(const Header& h) override {
@@ -167,6 +168,7 @@ struct Profile : analyzer::Visitor {
     if (r.has_footer()) {
       footer_dropped = r.footer().dropped();
       footer_reason = r.footer().reason();
+      footer_unrecorded = r.footer().unrecorded_calls();
     }
   }
   std::string Str(uint32_t id) const {
@@ -230,7 +232,7 @@ struct Scenario {
     std::ofstream(dir + "/costs.txt")
         << "^first_kernel 5000\n^excl_kernel 5000\n"
         << "^plugin_kernel 5000\n^injected_kernel 1000\n"
-        << "^worker_kernel 2000\n^before_fork 1000\n"
+        << "^worker_kernel 2000\n^late_worker_kernel 1000\n^before_fork 1000\n"
         << "^after_fork 1000\n^ptds_kernel 2000\n^static_kernel 1000\n"
         << "^before_reset_kernel 2000\n^after_reset_kernel 2000\n"
         << "^graph_fill 500\n^graph_reduce 300\n"
@@ -1641,6 +1643,32 @@ TEST_CASE("Streams named with NVTX: each name on its stream's device ops, in bot
       CHECK(std::any_of(s.prof.notes.begin(), s.prof.notes.end(),
                         [&](const std::string& n) { return n.find(note) != std::string::npos; }));
     }
+  }
+}
+
+// A thread still launching while the process exits: what it does while the file is being
+// finished is not recorded, and the footer says how many calls that was, instead of the file
+// claiming to be whole.
+TEST_CASE("Calls made while the file is being finished are counted in the footer") {
+  for (const char* mode : {"cupti", "events"}) {
+    INFO(mode);
+    Scenario s((std::string("exitlaunching_") + mode).c_str(),
+               std::string("PROFAGENT_GPU_TIMING=") + mode, kPkg + "rt_exit_launching");
+    REQUIRE(s.run.code == 0);
+    CHECK(s.run.out == "main returns\n");
+    REQUIRE(s.loaded);
+    if (std::string(mode) == "cupti" && CuptiUnavailable(s.prof)) continue;
+    CHECK(s.prof.footer_reason == "exit");
+    const size_t launches = s.prof.Kind(EV_LAUNCH).size();
+    size_t ran = 0;
+    for (const TruthOp& t : s.truth) ran += t.op == "kernel";
+    INFO("launches recorded " << launches << ", kernels run " << ran << ", unrecorded calls "
+                              << s.prof.footer_unrecorded);
+    CHECK(launches >= 20);
+    // The worker went on while the file was finished (a 1 ms kernel and its synchronize per
+    // round: more than a round fits in the in-flight wait and the last drain).
+    CHECK(s.prof.footer_unrecorded >= 2);
+    CHECK(launches < ran);
   }
 }
 

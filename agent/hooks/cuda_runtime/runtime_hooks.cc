@@ -696,10 +696,11 @@ inline cudaError_t DoCreate(uint16_t api, EvType type, void** out, uint64_t b, C
 }  // namespace rt
 }  // namespace profagent
 
+using profagent::EvType;
 using profagent::HookGuard;
+using profagent::NoteUnrecordedCall;
 using profagent::Recording;
 using profagent::RegisterApi;
-using profagent::EvType;
 namespace rt = profagent::rt;
 
 // One interposer = the real function and an API id (DEFINE_REAL), and a body run by Intercept.
@@ -716,7 +717,11 @@ inline cudaError_t Intercept(Real<F>& r, Body&& body, A... args) {
   F real = r.get();
   if (__builtin_expect(real == nullptr, 0)) return kNoReal;
   HookGuard guard;
-  if (!guard.outermost() || !Recording()) return real(args...);
+  if (!guard.outermost()) return real(args...);
+  if (!Recording()) {
+    NoteUnrecordedCall();
+    return real(args...);
+  }
   return body(real);
 }
 
@@ -729,7 +734,11 @@ inline cudaError_t InterceptStep(Real<F>& r, Body&& body, Step&& step, A... args
   F real = r.get();
   if (__builtin_expect(real == nullptr, 0)) return kNoReal;
   HookGuard guard;
-  if (!guard.outermost() || !RecordingMemory()) return real(args...);
+  if (!guard.outermost()) return real(args...);
+  if (!RecordingMemory()) {
+    NoteUnrecordedCall();
+    return real(args...);
+  }
   const uint64_t t0 = Now();
   cudaError_t res = Recording() ? body(real) : real(args...);
   step(t0, Now());
@@ -744,7 +753,11 @@ inline cudaError_t InterceptStepFirst(Real<F>& r, Body&& body, Step&& step, A...
   F real = r.get();
   if (__builtin_expect(real == nullptr, 0)) return kNoReal;
   HookGuard guard;
-  if (!guard.outermost() || !RecordingMemory()) return real(args...);
+  if (!guard.outermost()) return real(args...);
+  if (!RecordingMemory()) {
+    NoteUnrecordedCall();
+    return real(args...);
+  }
   step(Now());
   return Recording() ? body(real) : real(args...);
 }
@@ -756,7 +769,11 @@ inline cudaError_t InterceptMem(Real<F>& r, Body&& body, A... args) {
   F real = r.get();
   if (__builtin_expect(real == nullptr, 0)) return kNoReal;
   HookGuard guard;
-  if (!guard.outermost() || !RecordingMemory()) return real(args...);
+  if (!guard.outermost()) return real(args...);
+  if (!RecordingMemory()) {
+    NoteUnrecordedCall();
+    return real(args...);
+  }
   return body(real);
 }
 }  // namespace rt

@@ -899,6 +899,7 @@ int Recorded(const Real& real, Kind kind, Info info, void* status, Call call) {
   const uint64_t t0 = recording ? Now() : 0;
   const int rc = call(st);
   const uint64_t t1 = recording ? Now() : 0;
+  if (!recording) NoteUnrecordedCall();
   if (number_now && rc == 0 && st != nullptr && !Abi().StatusIgnored(st)) {
     int32_t peer = kNoPeer;
     const uint32_t n = NumberFrom(info.slot, Abi().StatusSource(st, 0), &peer);
@@ -915,7 +916,10 @@ int Recorded(const Real& real, Kind kind, Info info, void* status, Call call) {
 }
 
 void EmitApi(uint16_t api, uint64_t t0, uint64_t t1, int rc) {
-  if (!Recording()) return;
+  if (!Recording()) {
+    NoteUnrecordedCall();
+    return;
+  }
   RawEvent e{};
   e.t0 = t0;
   e.t1 = t1;

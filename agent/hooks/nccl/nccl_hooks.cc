@@ -306,7 +306,10 @@ inline void After(uint16_t api, uint8_t op_index, Kind kind, ncclComm_t comm, cu
     d.call_t1 = t1;
     rt::EventTimerEnd(p.ticket, stream, d, rc == ncclSuccess);
   }
-  if (!Recording()) return;
+  if (!Recording()) {
+    NoteUnrecordedCall();
+    return;
+  }
   RawEvent e{};
   e.t0 = p.t0;
   e.t1 = t1;
