@@ -743,6 +743,20 @@ extern "C" __attribute__((visibility("default"))) int profagent_init() {
   }
   g.config = c;
   if (!c.enabled) return 0;
+  // The job: the first preloaded process of a process tree names it and its descendants
+  // inherit it through the environment (fork, exec, a daemon's double fork whose parent is gone
+  // by the time it starts), so the report can tell one job's files from another run's.
+  const char* job = getenv("PROFAGENT_JOB");
+  if (job != nullptr && job[0] != '\0' && strlen(job) <= 128) {
+    g.job = job;
+  } else {
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    char made[64];
+    snprintf(made, sizeof(made), "%d.%lld%09ld", int(getpid()), (long long)now.tv_sec, now.tv_nsec);
+    g.job = made;
+    setenv("PROFAGENT_JOB", made, 1);
+  }
   // An output directory that cannot be made (a file in the way, a read-only or unsearchable
   // ancestor): said now, once, before anything else is set up. It is created at the first
   // recorded event (a process that records nothing leaves no trace).

@@ -102,6 +102,8 @@ struct Global {
   // drains the rings for the last time; no thread registers after that.
   std::atomic<bool> shutting_down{false};
   std::atomic<bool> closing{false};
+  // The job this process belongs to (PROFAGENT_JOB, Header.job): set at init, then constant.
+  std::string job;
 
   std::vector<ThreadState*> threads;    // live and exited-but-undrained
   std::vector<ThreadState*> free_threads;

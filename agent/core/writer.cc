@@ -303,6 +303,7 @@ void EncodeHeader(WriterState* w, const HostFacts& facts) {
   m.U64(15, facts.boot_id);
   m.Str(16, g.rank_source);
   m.U64(17, g.config.launch_api_sample);
+  m.Str(18, g.job);
   Frame(w, kRecHeader, m);
 }
 

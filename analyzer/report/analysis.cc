@@ -3062,9 +3062,13 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
     }
   }
   // Several files of one rank are one process and its children (fork; an exec keeps the pid)
-  // on one host. Others are several runs written to one directory: their calls would be
-  // matched as one run's.
+  // on one host, or processes of one job (Header.job, inherited by a tree of processes: a
+  // daemon's worker whose parent is gone). Others are several runs written to one directory:
+  // their calls would be matched as one run's.
   {
+    auto SameJob = [](const FileAnalysis* a, const FileAnalysis* b) {
+      return !a->header_.job().empty() && a->header_.job() == b->header_.job();
+    };
     std::map<int, std::vector<const FileAnalysis*>> by_rank;
     for (auto* f : sel) {
       if (f->rank_ >= 0 && !f->rank_guessed_) by_rank[f->rank_].push_back(f);
@@ -3079,7 +3083,8 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
       bool family = true;
       for (const FileAnalysis* f : v) {
         family = family && f->header_.hostname() == v[0]->header_.hostname() &&
-                 (f->header_.pid() == v[0]->header_.pid() || pids.count(f->header_.ppid()) > 0);
+                 (f->header_.pid() == v[0]->header_.pid() || pids.count(f->header_.ppid()) > 0 ||
+                  SameJob(f, v[0]));
       }
       if (family) continue;
       dup_ranks.push_back(kv.first);
@@ -3107,9 +3112,10 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
     for (size_t i = 1; i < unranked.size(); ++i) {
       const FileAnalysis* a = unranked[i - 1];
       const FileAnalysis* b = unranked[i];
-      const bool related =
-          a->header_.pid() == b->header_.pid() || a->header_.pid() == b->header_.ppid() ||
-          b->header_.pid() == a->header_.ppid() || a->header_.ppid() == b->header_.ppid();
+      const bool related = a->header_.pid() == b->header_.pid() ||
+                           a->header_.pid() == b->header_.ppid() ||
+                           b->header_.pid() == a->header_.ppid() ||
+                           a->header_.ppid() == b->header_.ppid() || SameJob(a, b);
       if (related || a->header_.hostname() != b->header_.hostname() || b->t0_ <= a->t1_) continue;
       warnings.push_back(absl::StrCat(
           "files without a rank from unrelated processes that ran one after the other (",

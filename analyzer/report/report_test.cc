@@ -1313,12 +1313,14 @@ TEST_CASE("meta: files of one rank from unrelated processes are flagged as sever
 // single-process program into one directory) are flagged; two that ran side by side (one
 // job's workers) are not.
 TEST_CASE("meta: unranked files of processes that ran one after the other are flagged") {
-  auto write = [](const std::string& path, uint32_t pid, uint64_t start_us) {
+  auto write = [](const std::string& path, uint32_t pid, uint64_t start_us,
+                  const std::string& job = "") {
     ProfileBuilder b(path);
     Record r;
     Header* h = r.mutable_header();
     h->set_pid(pid);
     h->set_ppid(1000 + pid);
+    h->set_job(job);
     h->set_hostname("h0");
     h->set_rank(-1);
     h->set_gpu_timing(GPU_TIMING_HOST);
@@ -1337,6 +1339,13 @@ TEST_CASE("meta: unranked files of processes that ran one after the other are fl
   write(dir + "/pid700.pb", 700, 500);   // beside pid 500
   CHECK(flagged({dir + "/pid500.pb", dir + "/pid600.pb"}));
   CHECK_FALSE(flagged({dir + "/pid500.pb", dir + "/pid700.pb"}));
+  // One job's processes (a daemon's workers, whose parent had gone when they started: ppid 1):
+  // the job they inherited ties them; another job's are still flagged.
+  write(dir + "/pid800.pb", 800, 0, "42.1700000000000000000");
+  write(dir + "/pid900.pb", 900, 5000, "42.1700000000000000000");
+  write(dir + "/pid950.pb", 950, 9000, "43.1700000000000000000");
+  CHECK_FALSE(flagged({dir + "/pid800.pb", dir + "/pid900.pb"}));
+  CHECK(flagged({dir + "/pid900.pb", dir + "/pid950.pb"}));
 }
 
 // Under CUDA-event timing, back-to-back kernels whose start and the previous end were rounded

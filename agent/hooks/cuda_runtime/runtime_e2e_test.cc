@@ -1693,14 +1693,18 @@ TEST_CASE("exec: the profile before it is complete, the new image has its own") 
     REQUIRE(files.ok());
     REQUIRE(files->size() == 2);
     std::map<std::string, size_t> launches, device_ops;
+    std::set<std::string> jobs;  // one job: the new image inherited it (PROFAGENT_JOB)
     for (const std::string& f : *files) {
       Profile p;
       analyzer::FileSummary sum;
       REQUIRE(analyzer::VisitFile(f, &p, &sum).ok());
       CHECK(sum.has_footer);
+      CHECK_FALSE(p.header.job().empty());
+      jobs.insert(p.header.job());
       for (auto* l : p.Kind(EV_LAUNCH)) ++launches[p.Str(l->ev.name())];
       device_ops[files->size() > 0 ? f : ""] = p.dev.size();
     }
+    CHECK(jobs.size() == 1);
     CHECK(launches["before_exec_kernel(int*)"] == 10);
     CHECK(launches["after_exec_kernel(int*)"] == 4);
     size_t ops = 0;
