@@ -816,25 +816,60 @@ template <typename F>
 F Next(const char* name) {
   return reinterpret_cast<F>(dlsym(RTLD_NEXT, name));
 }
+
+// Whether an exec of `path` can succeed as far as the file system says (an executable regular
+// file). An exec that fails (a program not installed) returns, and the process goes on: its
+// profile must not have been finished. Async-signal-safe (stat, access).
+bool Executable(const char* path) {
+  struct stat st;
+  return path != nullptr && stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0;
+}
+
+// As execvp looks `file` up: itself when it holds a slash, else in each PATH directory (an
+// empty entry is the working directory; no PATH: /bin:/usr/bin).
+bool ExecutableInPath(const char* file) {
+  if (file == nullptr || file[0] == '\0') return false;
+  if (strchr(file, '/') != nullptr) return Executable(file);
+  const char* dirs = getenv("PATH");
+  if (dirs == nullptr) dirs = "/bin:/usr/bin";
+  const size_t flen = strlen(file);
+  char buf[PATH_MAX];
+  for (const char* p = dirs;;) {
+    const char* end = strchr(p, ':');
+    const size_t len = end != nullptr ? size_t(end - p) : strlen(p);
+    if (len + 1 + flen < sizeof(buf)) {
+      size_t at = 0;
+      if (len > 0) {
+        memcpy(buf, p, len);
+        buf[len] = '/';
+        at = len + 1;
+      }
+      memcpy(buf + at, file, flen + 1);
+      if (Executable(buf)) return true;
+    }
+    if (end == nullptr) return false;
+    p = end + 1;
+  }
+}
 }  // namespace
 
 extern "C" __attribute__((visibility("default"))) int execve(const char* path, char* const argv[],
                                                            char* const envp[]) {
-  FinishBefore("exec", 0, false);
+  if (Executable(path)) FinishBefore("exec", 0, false);
   static auto real = Next<int (*)(const char*, char* const*, char* const*)>("execve");
   if (real == nullptr) return errno = ENOSYS, -1;
   return real(path, argv, envp);
 }
 
 extern "C" __attribute__((visibility("default"))) int execv(const char* path, char* const argv[]) {
-  FinishBefore("exec", 0, false);
+  if (Executable(path)) FinishBefore("exec", 0, false);
   static auto real = Next<int (*)(const char*, char* const*)>("execv");
   if (real == nullptr) return errno = ENOSYS, -1;
   return real(path, argv);
 }
 
 extern "C" __attribute__((visibility("default"))) int execvp(const char* file, char* const argv[]) {
-  FinishBefore("exec", 0, false);
+  if (ExecutableInPath(file)) FinishBefore("exec", 0, false);
   static auto real = Next<int (*)(const char*, char* const*)>("execvp");
   if (real == nullptr) return errno = ENOSYS, -1;
   return real(file, argv);
@@ -842,7 +877,7 @@ extern "C" __attribute__((visibility("default"))) int execvp(const char* file, c
 
 extern "C" __attribute__((visibility("default"))) int execvpe(const char* file, char* const argv[],
                                                             char* const envp[]) {
-  FinishBefore("exec", 0, false);
+  if (ExecutableInPath(file)) FinishBefore("exec", 0, false);
   static auto real = Next<int (*)(const char*, char* const*, char* const*)>("execvpe");
   if (real == nullptr) return errno = ENOSYS, -1;
   return real(file, argv, envp);

@@ -87,6 +87,9 @@ uint32_t InternView(std::string_view v) {
 
 void EmitStepEvent(EvType type, uint64_t t0, uint64_t t1, const ParsedStep* p, uint64_t index,
                    uint32_t run, uint8_t source) {
+  // The file is being finished (exit, exec, a signal): its last launches are no longer
+  // recorded, so neither are steps (a step without its work would be an empty one).
+  if (!RecordingMemory()) return;
   RawEvent e;
   std::memset(&e, 0, sizeof(e));
   e.type = type;

@@ -763,6 +763,7 @@ class FileAnalysis : public ViewVisitor {
   std::string path_;
   int index_;
   FileSummary fsum_;
+  std::string footer_reason_;  // Footer.reason, "" = no footer (yet)
   Header header_;
   // The ranks this file's communicators over `world` ranks give it (a process driving several).
   void WorldRanks(int world, std::set<int>* out) const {
@@ -981,6 +982,7 @@ class FileAnalysis : public ViewVisitor {
   };
   void GraphApi(const EventView& e);
   void InGraphArrivals();
+  void OpenRunsOfSteps();
   void MoveToCallRows(std::map<std::string, CollAgg>::iterator in_graph,
                       const std::vector<CapturedCall>& calls, size_t first, size_t last,
                       uint64_t dur);
@@ -1154,6 +1156,7 @@ void FileAnalysis::OnOther(const Record& r) {
       break;
     }
     case Record::kFooter:
+      footer_reason_ = r.footer().reason();
       if (r.footer().dropped() > 0) drops_[UINT32_MAX] = r.footer().dropped();
       if (r.footer().unrecorded_calls() > 0) {
         warnings_.push_back(absl::StrCat(path_, ": ", r.footer().unrecorded_calls(),
@@ -1322,6 +1325,39 @@ void FileAnalysis::Host1(const EventView& e) {
   }
 }
 
+// Steps of a run the agent numbered (StepInfo.run) whose record never came, in a file that lost
+// no record: that run was still open when the file ended at a signal or a crash, when the agent
+// does not touch NVTX state (so its range is not in the file either). It is a run from its
+// first step to the file's last host event, its label unknown, flagged open.
+void FileAnalysis::OpenRunsOfSteps() {
+  for (const auto& d : drops_) {
+    if (d.second > 0) return;  // the record may have been dropped (see Finish1)
+  }
+  absl::flat_hash_set<uint64_t> recorded;
+  for (const RunRec& r : runs_) recorded.insert(r.agent_index);
+  std::map<uint64_t, RunRec> unseen;  // by the agent's run number
+  for (const StepRec& st : steps_) {
+    if (st.agent_run == 0 || recorded.contains(st.agent_run)) continue;
+    // Inside a run written as still open (EV_NVTX_PUSH, at exit): that one.
+    const bool covered = std::any_of(runs_.begin(), runs_.end(), [&](const RunRec& r) {
+      return r.open && r.start <= st.start && st.start <= r.end;
+    });
+    if (covered) continue;
+    RunRec made{st.start, std::max(st.start, t1_), "", false, st.thread, st.agent_run};
+    made.open = true;
+    auto it = unseen.try_emplace(st.agent_run, made).first;
+    it->second.start = std::min(it->second.start, st.start);
+  }
+  for (auto& kv : unseen) {
+    warnings_.push_back(absl::StrCat(
+        path_, ": run ", kv.first, " was still open when the profile ended (",
+        footer_reason_.empty() ? "no footer" : footer_reason_,
+        "): its NVTX range was not recorded, so its label is unknown; reported from its first "
+        "step to the profile's last host event (runs[].open)"));
+    runs_.push_back(std::move(kv.second));
+  }
+}
+
 void FileAnalysis::Finish1() {
   const ReportOptions& opt = ctx_->opt;
   // Steps from PROFAGENT_STEP_RULE and from NVTX overlap: the application's own NVTX steps win.
@@ -1346,6 +1382,7 @@ void FileAnalysis::Finish1() {
                                      "' was still open when the profile ended: reported up to "
                                      "the profile's last host event (runs[].open)"));
   }
+  if (!nvtx_steps_used_) OpenRunsOfSteps();
   agent_steps_.clear();
   nvtx_steps_.clear();
   agent_runs_.clear();

@@ -551,6 +551,18 @@ TEST_CASE("a step whose run record was dropped is in no aggregate") {
     CHECK((*s)["stats"]["steps"] == (drops ? 2 : 3));
     CHECK((*s)["stats"]["tokens"] == (drops ? 16 : 20));
     CHECK(HasWarning(*s, "1 step(s) of runs whose records were dropped") == drops);
+    // Nothing lost: run 1 was still open when the file ended (a signal, a crash), its range not
+    // recorded: a run from its step to the end, label unknown, flagged open.
+    const Json& runs = (*s)["runs"];
+    REQUIRE(runs.size() == (drops ? 1 : 2));
+    if (!drops) {
+      CHECK(runs[0]["open"] == true);
+      CHECK(runs[0]["label"] == "");
+      CHECK(runs[0]["stats"]["steps"] == 1);
+      CHECK_FALSE(runs[1].contains("open"));
+      CHECK(runs[1]["stats"]["steps"] == 2);
+      CHECK(HasWarning(*s, "run 1 was still open when the profile ended"));
+    }
   }
 }
 

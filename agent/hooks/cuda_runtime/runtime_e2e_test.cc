@@ -1672,6 +1672,26 @@ TEST_CASE("Calls made while the file is being finished are counted in the footer
   }
 }
 
+// An exec that fails (the program is not there) returns and the process goes on: its profile
+// is not finished by it, the work after it is recorded.
+TEST_CASE("A failed exec leaves the profile open: the work after it is recorded") {
+  for (const char* mode : {"cupti", "events"}) {
+    INFO(mode);
+    Scenario s((std::string("exec_missing_") + mode).c_str(),
+               std::string("PROFAGENT_GPU_TIMING=") + mode, kPkg + "rt_exec missing");
+    REQUIRE(s.run.code == 0);
+    CHECK(s.run.out == "child done\n");
+    REQUIRE(s.loaded);
+    if (std::string(mode) == "cupti" && CuptiUnavailable(s.prof)) continue;
+    CHECK(s.prof.footer_reason == "exit");
+    std::map<std::string, size_t> launches;
+    for (auto* l : s.prof.Kind(EV_LAUNCH)) ++launches[s.prof.Str(l->ev.name())];
+    CHECK(launches["before_exec_kernel(int*)"] == 10);
+    CHECK(launches["after_exec_kernel(int*)"] == 4);
+    CHECK(s.prof.dev.size() == 14);
+  }
+}
+
 // exec() replaces the process: the file of the image before it is finished first (footer, the
 // device records in flight), and the new image, still preloaded, writes a file of its own
 // (before, the last flush period before exec was lost: with a busy device, most of it).

@@ -1,6 +1,7 @@
 // A program that replaces itself with exec: `rt_exec [execv|execl|execlp|execle]` launches 10
 // kernels, then execs itself (by the function named, execv by default) as `rt_exec child`, which
-// launches 4 and exits. Prints "child done"; exit code 0 when every call succeeded.
+// launches 4 and exits. `rt_exec missing` execs programs that do not exist, goes on and launches
+// the 4 itself. Prints "child done"; exit code 0 when every call succeeded.
 #include <cuda_runtime.h>
 #include <unistd.h>
 
@@ -34,6 +35,16 @@ int main(int argc, char** argv) {
   char arg1[] = "child";
   char* const args[] = {arg0, arg1, nullptr};
   const char* how = argc > 1 ? argv[1] : "execv";
+  if (std::strcmp(how, "missing") == 0) {
+    // Programs that are not there: both execs fail and the process goes on, launching the
+    // child's kernels itself.
+    execl("/nonexistent/rt_exec_child", arg0, arg1, static_cast<char*>(nullptr));
+    execlp("profagent-no-such-program", arg0, arg1, static_cast<char*>(nullptr));
+    for (int i = 0; i < 4; ++i) after_exec_kernel<<<1, 32>>>(d);
+    if (cudaDeviceSynchronize() != cudaSuccess) return 1;
+    printf("child done\n");
+    return 0;
+  }
   if (std::strcmp(how, "execl") == 0) {
     execl(self, arg0, arg1, static_cast<char*>(nullptr));
   } else if (std::strcmp(how, "execlp") == 0) {
