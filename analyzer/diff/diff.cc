@@ -13,6 +13,7 @@
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "analyzer/reader.h"
 #include "analyzer/report/analysis.h"
@@ -140,7 +141,8 @@ Direction DirectionOf(const std::string& path) {
   // Symptoms, not causes: a rank waits longer when another got slower; the GPU is busier and
   // work starts later after its launch when the kernels got slower.
   if (last == "gpu_busy_share" || last == "wait_ms" ||
-      path.find("wait_ms_by_rank") != std::string::npos ||
+      path.rfind("collectives.stragglers.wait_", 0) == 0 ||
+      path.rfind("collectives.stragglers.skew_us", 0) == 0 ||
       path.find("launch_to_start_us") != std::string::npos) {
     return Direction::kInfo;
   }
@@ -426,9 +428,12 @@ int VerdictOrder(Verdict v) {
     case Verdict::kRegression: return 0;
     case Verdict::kUntested: return 1;
     case Verdict::kNoise: return 2;
-    case Verdict::kBetter: return 3;
-    case Verdict::kWithin: return 4;
-    case Verdict::kMissing: return 5;
+    case Verdict::kMissing:
+      return 3;  // a metric one side lacks: worth a look before the rest
+    case Verdict::kBetter:
+      return 4;
+    case Verdict::kWithin:
+      return 5;
     case Verdict::kInfo: return 6;
   }
   return 7;
@@ -564,7 +569,29 @@ absl::StatusOr<std::pair<std::string, double>> ParseMetricThreshold(const std::s
 // The sections a summary must have, and the types of those it may have (SUMMARY_FORMAT.md): a
 // broken or truncated summary is bad input (exit 2), not "nothing to compare" (which would let a
 // CI gate pass on a profile that lost its numbers).
+// Whether `j` nests deeper than `limit` levels (counted without recursion: a crafted file must
+// not overflow the stack of the recursive walks below).
+bool NestedDeeper(const OJson& j, size_t limit) {
+  std::vector<std::pair<const OJson*, size_t>> todo = {{&j, 0}};
+  while (!todo.empty()) {
+    const auto [x, depth] = todo.back();
+    todo.pop_back();
+    if (depth > limit) return true;
+    if (x->is_structured()) {
+      for (const OJson& child : *x) {
+        if (child.is_structured()) todo.push_back({&child, depth + 1});
+      }
+    }
+  }
+  return false;
+}
+
 absl::Status CheckShape(const OJson& j) {
+  // A summary nests about 6 levels deep (SUMMARY_FORMAT.md).
+  constexpr size_t kMaxDepth = 32;
+  if (NestedDeeper(j, kMaxDepth)) {
+    return absl::InvalidArgumentError(absl::StrCat("nested deeper than ", kMaxDepth, " levels"));
+  }
   auto stats = j.find("stats");
   if (stats == j.end() || !stats->is_object()) {
     return absl::InvalidArgumentError("no \"stats\" object");
@@ -662,9 +689,14 @@ absl::StatusOr<OJson> LoadSummary(const std::string& path) {
                        [](char c) { return c >= '0' && c <= '9'; });
   };
   auto schema = j.find("schema");
-  if (schema == j.end() || !schema->is_string() || !schema_ok(schema->get<std::string>())) {
+  if (schema == j.end() || !schema->is_string()) {
     return absl::InvalidArgumentError(
         absl::StrCat(file, ": not a profagent summary (schema must be profagent.summary/1)"));
+  }
+  if (!schema_ok(schema->get<std::string>())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(file, ": schema ", OneLine(schema->get<std::string>().substr(0, 64)),
+                     " is not one this profanalyze reads (profagent.summary/1 or /1.N)"));
   }
   if (absl::Status s = CheckShape(j); !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(file, ": ", s.message()));
@@ -767,8 +799,8 @@ DiffResult DiffSummaries(const OJson& base, const OJson& now, const DiffOptions&
   const std::string timing_a = timing_of(base), timing_b = timing_of(now);
   if (!timing_a.empty() && !timing_b.empty() && timing_a != timing_b) {
     ++r.regressions;
-    r.notes.push_back(absl::StrCat("GPU timing differs (base ", timing_a, ", new ", timing_b,
-                                   "): the profiles' device times are not comparable"));
+    r.failures.push_back(absl::StrCat("GPU timing differs (base ", timing_a, ", new ", timing_b,
+                                      "): the profiles' device times are not comparable"));
   }
   // Summaries made differently: the report's options (patterns, warm-up runs, rules, KV
   // edges), the agent's step settings, the ranks. Compared all the same, with a note, as a
@@ -826,8 +858,8 @@ DiffResult DiffSummaries(const OJson& base, const OJson& now, const DiffOptions&
   }
   if (steps_of(base) > 0 && steps_of(now) == 0) {
     ++r.regressions;
-    r.notes.push_back(absl::StrCat("the new profile has no steps (the base has ",
-                                   steps_of(base), "): every step metric is missing"));
+    r.failures.push_back(absl::StrCat("the new profile has no steps (the base has ", steps_of(base),
+                                      "): every step metric is missing"));
   }
   const auto* ra = base.contains("runs_aggregate") ? &base["runs_aggregate"] : nullptr;
   const auto* rb = now.contains("runs_aggregate") ? &now["runs_aggregate"] : nullptr;
@@ -851,6 +883,13 @@ DiffResult DiffSummaries(const OJson& base, const OJson& now, const DiffOptions&
     m.direction = DirectionOf(name);
     m.threshold_pct = ThresholdFor(name, options);
     if (!m.base && !m.now) continue;  // null on both sides (e.g. an empty bin): nothing to say
+    // A bucket only one side lists took no time on the other (only buckets with time are
+    // listed): a bucket new in NEW (a kernel added) went up from 0, one gone went down to 0.
+    if ((!m.base || !m.now) && IsPerStepBucketMs(name) &&
+        ((bi != base_values.end()) != (ni != new_values.end()))) {
+      if (!m.base) m.base = 0.0;
+      if (!m.now) m.now = 0.0;
+    }
     if (!m.base || !m.now) {
       m.verdict = m.direction == Direction::kInfo ? Verdict::kInfo : Verdict::kMissing;
       r.metrics.push_back(m);
@@ -978,11 +1017,14 @@ std::string ChangeText(const MetricDiff& m) {
 }
 
 std::string Headline(const DiffResult& r) {
-  if (r.regressions > 0) {
-    return absl::StrCat("REGRESSION: ", r.regressions, " metric",
-                        r.regressions == 1 ? "" : "s", " significantly worse");
+  if (r.regressions == 0) return "no regression";
+  const int metrics = r.regressions - int(r.failures.size());
+  std::string text = absl::StrJoin(r.failures, "; ");
+  if (metrics > 0) {
+    absl::StrAppend(&text, text.empty() ? "" : "; ", metrics, " metric", metrics == 1 ? "" : "s",
+                    " significantly worse");
   }
-  return "no regression";
+  return "REGRESSION: " + text;
 }
 
 }  // namespace
@@ -1096,6 +1138,12 @@ int RunDiffCommand(const std::string& base, const std::string& now, const DiffOp
   r.base_label = base;
   r.new_label = now;
   out << (markdown ? RenderDiffMarkdown(r, options) : RenderDiffText(r, options));
+  out.flush();
+  if (!out) {  // (a CI step writing the comment to a full disk must not pass with none)
+    err << "profanalyze diff: cannot write the comparison: "
+        << (errno != 0 ? strerror(errno) : "output error") << "\n";
+    return 2;
+  }
   return r.regressions > 0 ? 1 : 0;
 }
 

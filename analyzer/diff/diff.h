@@ -94,7 +94,8 @@ struct MetricDiff {
 struct DiffResult {
   std::string base_label, new_label;
   std::vector<MetricDiff> metrics;  // base's key order, then keys only NEW has
-  int regressions = 0;
+  int regressions = 0;              // metrics significantly worse, and the failures below
+  std::vector<std::string> failures;  // regressions that are no metric (GPU timing differs, ...)
   int untested_worse = 0;
   std::vector<std::string> notes;   // e.g. "no step samples: step metrics untested"
 };

@@ -183,11 +183,97 @@ TEST_CASE("a change of GPU timing mode fails the gate with a note") {
   now["meta"]["gpu_timing"] = "host";
   DiffResult d = DiffSummaries(*base, now, DiffOptions());
   CHECK(d.regressions == 1);
-  REQUIRE(d.notes.size() >= 1);
-  CHECK(d.notes.back() == "GPU timing differs (base cupti, new host): the profiles' device times "
-                          "are not comparable");
+  REQUIRE(d.failures.size() == 1);
+  CHECK(d.failures.back() ==
+        "GPU timing differs (base cupti, new host): the profiles' device "
+        "times are not comparable");
+  // The headline says why, not "1 metric significantly worse".
+  const std::string text = RenderDiffText(d, DiffOptions());
+  CHECK(text.rfind("profagent diff: REGRESSION: GPU timing differs (base cupti, new host)", 0) ==
+        0);
+  CHECK(text.find("metric significantly worse") == std::string::npos);
   now["meta"]["gpu_timing"] = "cupti";
   CHECK(DiffSummaries(*base, now, DiffOptions()).regressions == 0);
+}
+
+// A bucket only NEW lists (a kernel added: buckets with no time are not listed) went up from 0:
+// a regression when real (runs' Welch test) and not tiny (--min-step-share), as an explicit 0
+// would be; one only BASE lists went down to 0.
+TEST_CASE("a bucket new in NEW is compared with 0, not left n/a") {
+  auto base = LoadSummary(kData + "diff_base.json");
+  REQUIRE(base.ok());
+  const double step = (*base)["stats"]["step_latency_ms"]["mean"].get<double>();
+  nlohmann::ordered_json now = *base;
+  now["buckets_model_avg_ms"]["others"] = {{"ms", 0.2 * step}, {"share", 0.2}};
+  now["runs_aggregate"]["buckets_model_avg_ms"]["others"] = {{"mean", 0.2 * step},
+                                                             {"std", 0.01 * step}};
+  DiffResult d = DiffSummaries(*base, now, DiffOptions());
+  auto find = [&](const DiffResult& r, const std::string& name) -> const MetricDiff* {
+    for (const MetricDiff& m : r.metrics) {
+      if (m.name == name) return &m;
+    }
+    return nullptr;
+  };
+  const MetricDiff* agg = find(d, "runs_aggregate.buckets_model_avg_ms.others.mean");
+  REQUIRE(agg != nullptr);
+  REQUIRE(agg->base.has_value());
+  CHECK(*agg->base == 0);
+  CHECK(agg->verdict == Verdict::kRegression);
+  CHECK(d.regressions >= 1);
+  // Tiny (below 0.5% of the base step): never a regression.
+  now["buckets_model_avg_ms"]["others"] = {{"ms", 0.001 * step}, {"share", 0.001}};
+  now["runs_aggregate"]["buckets_model_avg_ms"]["others"] = {{"mean", 0.001 * step}, {"std", 0.0}};
+  CHECK(DiffSummaries(*base, now, DiffOptions()).regressions == 0);
+  // Gone in NEW: better.
+  DiffResult back = DiffSummaries(now, *base, DiffOptions());
+  const MetricDiff* gone = find(back, "runs_aggregate.buckets_model_avg_ms.others.mean");
+  REQUIRE(gone != nullptr);
+  CHECK(gone->verdict == Verdict::kBetter);
+}
+
+// Every straggler figure (waits split by rank, library or GPU, waits caused, arrival skew) is a
+// symptom of another rank's speed, informational as wait_ms_by_rank is: an A/A pair whose
+// waits moved from 0 never fails, not even with --fail-untested.
+TEST_CASE("straggler waits and skew are informational") {
+  auto base = LoadSummary(kData + "diff_base.json");
+  REQUIRE(base.ok());
+  nlohmann::ordered_json a = *base, b = *base;
+  a["collectives"]["stragglers"]["wait_ms_by_lib"] = {{"mpi", {{"0", 0.0}}}};
+  b["collectives"]["stragglers"]["wait_ms_by_lib"] = {{"mpi", {{"0", 0.0048}}}};
+  a["collectives"]["stragglers"]["wait_caused_ms_by_rank"] = {{"1", 1.0}};
+  b["collectives"]["stragglers"]["wait_caused_ms_by_rank"] = {{"1", 9.0}};
+  a["collectives"]["stragglers"]["skew_us"] = {{"p50", 3.0}};
+  b["collectives"]["stragglers"]["skew_us"] = {{"p50", 30.0}};
+  DiffOptions o;
+  o.fail_untested = true;
+  DiffResult d = DiffSummaries(a, b, o);
+  CHECK(d.regressions == 0);
+  for (const MetricDiff& m : d.metrics) {
+    if (m.name.rfind("collectives.stragglers.", 0) == 0) CHECK(m.verdict == Verdict::kInfo);
+  }
+}
+
+// Bad input never crashes: a summary nested beyond any real one is refused (the walks over a
+// summary recurse), and an output that cannot be written fails the command.
+TEST_CASE("diff: absurd nesting and unwritable output are errors, exit 2") {
+  const char* tmp = getenv("TEST_TMPDIR");
+  const std::string path = std::string(tmp != nullptr ? tmp : "/tmp") + "/deep.json";
+  {
+    std::ofstream f(path);
+    f << "{\"schema\":\"profagent.summary/1\",\"stats\":{\"steps\":1},\"x\":";
+    for (int i = 0; i < 100000; ++i) f << "{\"a\":";
+    f << "1";
+    for (int i = 0; i < 100000; ++i) f << "}";
+    f << "}";
+  }
+  std::ostringstream out, err;
+  CHECK(RunDiffCommand(path, path, DiffOptions(), false, out, err) == 2);
+  CHECK(err.str().find("nested deeper than 32 levels") != std::string::npos);
+  std::ostream unwritable(nullptr);
+  std::ostringstream err2;
+  CHECK(RunDiffCommand(kData + "diff_base.json", kData + "diff_base.json", DiffOptions(), false,
+                       unwritable, err2) == 2);
+  CHECK(err2.str().find("cannot write the comparison") != std::string::npos);
 }
 
 // One kernel name in two buckets (a shared GEMM decided by its NVTX projection range), the rows
@@ -472,7 +558,8 @@ TEST_CASE("bad input exits 2 with one line naming the file") {
     std::ofstream(path) << "{\"schema\": \"" << schema << "\", \"stats\": {\"steps\": 3}}\n";
     std::ostringstream o, e;
     CHECK(RunDiffCommand(path, path, DiffOptions(), false, o, e) == 2);
-    CHECK(e.str().find("not a profagent summary") != std::string::npos);
+    CHECK(e.str().find(std::string("schema ") + schema + " is not one this profanalyze reads") !=
+          std::string::npos);
   }
   std::ofstream(path) << "{\"schema\": \"profagent.summary/1.3\", \"stats\": {\"steps\": 3}}\n";
   {
