@@ -660,6 +660,7 @@ absl::StatusOr<OJson> LoadSummary(const std::string& path) {
       }
     }
     if (stat(file.c_str(), &st) != 0) {
+      if (!files.ok()) return files.status();  // (e.g. rank files none of which is readable)
       return absl::NotFoundError(
           absl::StrCat(path, ": directory holds neither rank files (*.pb) nor summary.json"));
     }
@@ -744,6 +745,8 @@ absl::Status CheckComparable(const OJson& base, const OJson& now, const std::str
   }
   return absl::OkStatus();
 }
+
+constexpr double kUngatedPct = 1e6;
 
 DiffResult DiffSummaries(const OJson& base, const OJson& now, const DiffOptions& options) {
   DiffResult r;
@@ -907,6 +910,9 @@ DiffResult DiffSummaries(const OJson& base, const OJson& now, const DiffOptions&
       const double d = *m.now - *m.base;
       const double w = m.direction == Direction::kLowerIsBetter ? d : -d;
       worse_pct = w > 0 ? INFINITY : w < 0 ? -INFINITY : 0;
+      // A threshold of kUngatedPct or more turns the metric's gate off, from 0 too (no relative
+      // change from 0 is within a finite threshold).
+      if (m.threshold_pct >= kUngatedPct) worse_pct = 0;
     }
     // (A relative tolerance: +5.000000000000004 % is the +5.0 % the table shows, within 5 %.)
     if (std::fabs(worse_pct) <= m.threshold_pct * (1 + 1e-9) + 1e-12) {

@@ -251,6 +251,12 @@ TEST_CASE("straggler waits and skew are informational") {
   for (const MetricDiff& m : d.metrics) {
     if (m.name.rfind("collectives.stragglers.", 0) == 0) CHECK(m.verdict == Verdict::kInfo);
   }
+  // A metric gated off by a huge threshold stays off when its base is 0 (no relative change).
+  a["host"]["idle_gaps"] = {{"total_ms", 0.0}};
+  b["host"]["idle_gaps"] = {{"total_ms", 2.0}};
+  CHECK(DiffSummaries(a, b, o).regressions == 1);
+  o.metric_thresholds = {{"host.idle_gaps.total_ms", 1e9}};
+  CHECK(DiffSummaries(a, b, o).regressions == 0);
 }
 
 // Bad input never crashes: a summary nested beyond any real one is refused (the walks over a
