@@ -356,6 +356,7 @@ std::string Fmt(double v) {
 // Three significant digits, more when those would round a p below `alpha` up to it (a
 // significant p shown as "0.01" next to a 0.01 level).
 std::string FmtP(double p, double alpha) {
+  if (p < 1e-300) return "<1e-300";  // (identical runs on each side: no spread at all)
   char buf[32];
   snprintf(buf, sizeof(buf), p < 1e-4 ? "%.1e" : "%.3g", p);
   if ((p < alpha) != (strtod(buf, nullptr) < alpha)) snprintf(buf, sizeof(buf), "%.6g", p);
@@ -441,9 +442,23 @@ int VerdictOrder(Verdict v) {
 
 std::string ValueText(const std::optional<double>& v) { return v ? Fmt(*v) : "null"; }
 
-std::string OneLine(std::string s) {
-  std::replace(s.begin(), s.end(), '\n', ' ');
-  return s;
+// One printable line: newlines become spaces, control and non-ASCII bytes \xNN (a malformed
+// file's bytes must not reach a CI log raw).
+std::string OneLine(const std::string& s) {
+  std::string out;
+  out.reserve(s.size());
+  for (unsigned char c : s) {
+    if (c == '\n') {
+      out += ' ';
+    } else if (c < 0x20 || c >= 0x7f) {
+      char buf[8];
+      snprintf(buf, sizeof(buf), "\\x%02x", c);
+      out += buf;
+    } else {
+      out += char(c);
+    }
+  }
+  return out;
 }
 
 }  // namespace
@@ -1018,6 +1033,7 @@ std::vector<const MetricDiff*> Ordered(const DiffResult& r) {
 
 std::string ChangeText(const MetricDiff& m) {
   if (!m.base || !m.now) return "";
+  if (m.name == "collectives.stragglers.straggler") return "";  // a rank number: no change %
   if (*m.base == 0) return *m.now == 0 ? "+0.0%" : "new";
   return FmtPct(m.change_pct);
 }

@@ -275,6 +275,12 @@ TEST_CASE("diff: absurd nesting and unwritable output are errors, exit 2") {
   std::ostringstream out, err;
   CHECK(RunDiffCommand(path, path, DiffOptions(), false, out, err) == 2);
   CHECK(err.str().find("nested deeper than 32 levels") != std::string::npos);
+  // Bytes of a malformed file reach the error line escaped, never raw.
+  std::ofstream(path) << "\xff\xfe";
+  std::ostringstream out3, err3;
+  CHECK(RunDiffCommand(path, path, DiffOptions(), false, out3, err3) == 2);
+  CHECK(err3.str().find("\\xff") != std::string::npos);
+  CHECK(err3.str().find('\xff') == std::string::npos);
   std::ostream unwritable(nullptr);
   std::ostringstream err2;
   CHECK(RunDiffCommand(kData + "diff_base.json", kData + "diff_base.json", DiffOptions(), false,
