@@ -3172,14 +3172,18 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
       }
     }
   }
-  // Reference rank: the lowest rank with steps.
-  FileAnalysis* ref = sel[0];
+  // Reference rank: the lowest rank with steps. Files without ranks (processes of one job with
+  // no rank: a launcher and its engine process, an image and the one it exec'd) have positions,
+  // not ranks: the one with the most steps.
+  const bool positions =
+      std::all_of(sel.begin(), sel.end(), [](const FileAnalysis* f) { return f->rank_guessed_; });
+  FileAnalysis* ref = nullptr;
   for (auto* f : sel) {
-    if (!f->steps_.empty()) {
-      ref = f;
-      break;
-    }
+    if (f->steps_.empty()) continue;
+    if (ref == nullptr || (positions && f->steps_.size() > ref->steps_.size())) ref = f;
+    if (!positions) break;
   }
+  if (ref == nullptr) ref = sel[0];
   if (ref->steps_.empty()) {
     warnings.push_back(
         options.patterns_explicit

@@ -1360,6 +1360,33 @@ TEST_CASE("meta: unranked files of processes that ran one after the other are fl
   CHECK(flagged({dir + "/pid900.pb", dir + "/pid950.pb"}));
 }
 
+// Files without ranks have positions, not ranks: the reference is the one with the most steps
+// (an image and the one it exec'd, a launcher and its engine process), not the first listed.
+TEST_CASE("meta: among unranked files the reference is the one with the most steps") {
+  const std::string dir = TmpDir("unranked_ref");
+  auto write = [&](const std::string& name, uint32_t pid, int steps) {
+    ProfileBuilder b(dir + "/" + name);
+    Record r;
+    Header* h = r.mutable_header();
+    h->set_pid(pid);
+    h->set_hostname("h0");
+    h->set_rank(-1);
+    h->set_gpu_timing(GPU_TIMING_HOST);
+    h->set_job("7.1");
+    b.Write(r);
+    for (int i = 0; i < steps; ++i) {
+      b.Host(1, (1000 + 2000 * i) * kUs, 0, ProfileBuilder::Step(1000 * kUs, 2, -1, 0, false));
+    }
+    b.Close(true);
+  };
+  write("pid10.5.pb", 10, 2);
+  write("pid10.pb", 10, 5);
+  auto s = BuildSummary({dir + "/pid10.5.pb", dir + "/pid10.pb"}, ReportOptions(), "");
+  REQUIRE(s.ok());
+  CHECK((*s)["stats"]["steps"] == 5);
+  CHECK((*s)["stats"]["tokens"] == 10);
+}
+
 // Under CUDA-event timing, back-to-back kernels whose start and the previous end were rounded
 // apart (1 ns) have no gap; a 5 us one is a gap. Under CUPTI every gap counts.
 TEST_CASE("idle gaps: sub-microsecond gaps are not gaps under CUDA-event timing") {
