@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <random>
@@ -146,6 +147,8 @@ Direction DirectionOf(const std::string& path) {
       path.find("launch_to_start_us") != std::string::npos) {
     return Direction::kInfo;
   }
+  // The steps' wall time again (stats.step_latency_ms, which is tested): not a second gate.
+  if (path.rfind("host.per_step.wall_ms", 0) == 0) return Direction::kInfo;
   if (path.rfind("collectives.ops[", 0) == 0 && last == "bytes") return Direction::kInfo;
   if (path.find("last_arriver_counts") != std::string::npos) return Direction::kInfo;
   if (path.find("most_frequent_last_arriver") != std::string::npos) return Direction::kInfo;
@@ -1095,8 +1098,27 @@ std::string CodeCell(const std::string& name) {
 }
 }  // namespace
 
+// Free text (notes, warnings quoted from a summary) as literal Markdown: no emphasis, links,
+// HTML or table breaks from a kernel name or a path.
+std::string MdText(const std::string& text) {
+  std::string out;
+  for (char c : OneLine(text)) {
+    if (c == '<') {
+      out += "&lt;";
+    } else if (c == '>') {
+      out += "&gt;";
+    } else if (c == '&') {
+      out += "&amp;";
+    } else {
+      if (std::strchr("\\`*_[]|#~", c) != nullptr) out += '\\';
+      out += c;
+    }
+  }
+  return out;
+}
+
 std::string RenderDiffMarkdown(const DiffResult& r, const DiffOptions& options) {
-  std::string out = absl::StrCat("### profagent diff: ", Headline(r), "\n\n");
+  std::string out = absl::StrCat("### profagent diff: ", MdText(Headline(r)), "\n\n");
   out +=
       absl::StrCat("Base `", r.base_label, "`, new `", r.new_label, "`. A regression is a change ",
                    "in the worse direction beyond the threshold (default ",
@@ -1106,7 +1128,7 @@ std::string RenderDiffMarkdown(const DiffResult& r, const DiffOptions& options) 
                    "Welch's t-test over the runs when both profiles have two or more; run "
                    "aggregates: Welch's t-test over runs; at p < ",
                    Fmt(options.alpha), ").\n");
-  for (const std::string& n : r.notes) out += "\n> note: " + n + "\n";
+  for (const std::string& n : r.notes) out += "\n> note: " + MdText(n) + "\n";
   auto header = [](std::string* o) {
     *o += "\n| metric | base | new | change | threshold | verdict | significance |\n";
     *o += "|---|---:|---:|---:|---:|---|---|\n";

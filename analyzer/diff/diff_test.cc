@@ -259,6 +259,26 @@ TEST_CASE("straggler waits and skew are informational") {
   CHECK(DiffSummaries(a, b, o).regressions == 0);
 }
 
+// Warnings quoted into the Markdown comment stay literal text; the steps' wall time under
+// host.per_step restates the tested step latency and is no second gate.
+TEST_CASE("diff Markdown: quoted warnings are literal; per-step wall time is informational") {
+  auto base = LoadSummary(kData + "diff_base.json");
+  REQUIRE(base.ok());
+  nlohmann::ordered_json now = *base;
+  now["meta"]["warnings"] = {"kernel *gemm_<b>_x* | [link](y)"};
+  (*base)["host"]["per_step"] = {{"wall_ms", {{"p50", 1.0}}}};
+  now["host"]["per_step"] = {{"wall_ms", {{"p50", 2.0}}}};
+  DiffOptions o;
+  o.fail_untested = true;
+  DiffResult d = DiffSummaries(*base, now, o);
+  for (const MetricDiff& m : d.metrics) {
+    if (m.name == "host.per_step.wall_ms.p50") CHECK(m.verdict == Verdict::kInfo);
+  }
+  const std::string md = RenderDiffMarkdown(d, o);
+  CHECK(md.find("\\*gemm\\_&lt;b&gt;\\_x\\* \\| \\[link\\](y)") != std::string::npos);
+  CHECK(md.find("<b>") == std::string::npos);
+}
+
 // Bad input never crashes: a summary nested beyond any real one is refused (the walks over a
 // summary recurse), and an output that cannot be written fails the command.
 TEST_CASE("diff: absurd nesting and unwritable output are errors, exit 2") {
