@@ -983,6 +983,7 @@ class FileAnalysis : public ViewVisitor {
   void GraphApi(const EventView& e);
   void InGraphArrivals();
   void OpenRunsOfSteps();
+  int8_t FrameKind(uint32_t name);
   void MoveToCallRows(std::map<std::string, CollAgg>::iterator in_graph,
                       const std::vector<CapturedCall>& calls, size_t first, size_t last,
                       uint64_t dur);
@@ -1196,6 +1197,17 @@ int FileAnalysis::ApiEngineBucket(uint32_t name) {
   return b;
 }
 
+// What an NVTX message is for the step model (cached per string id): 1 a step, 2 a run, 0 other.
+int8_t FileAnalysis::FrameKind(uint32_t name) {
+  if (name >= frame_kind_.size()) frame_kind_.resize(name + 1, -1);
+  int8_t& fk = frame_kind_[name];
+  if (fk < 0) {
+    const std::string& msg = Str(name);
+    fk = SearchPrefix(msg, ctx_->step_re) ? 1 : SearchPrefix(msg, ctx_->run_re) ? 2 : 0;
+  }
+  return fk;
+}
+
 void FileAnalysis::Host1(const EventView& e) {
   if (e.kind == EV_GRAPH_NODE) {  // bookkeeping, recorded outside the schedule too: no span
     if (e.graph_node == 0) return;
@@ -1254,12 +1266,8 @@ void FileAnalysis::Host1(const EventView& e) {
     case EV_NVTX_RANGE: {
       uint32_t name = e.name;
       if (name >= strings_.size()) name = 0;  // undefined string: an unnamed range
-      if (name >= frame_kind_.size()) frame_kind_.resize(name + 1, -1);
-      int8_t& fk = frame_kind_[name];
+      const int8_t fk = FrameKind(name);
       const std::string& msg = Str(name);
-      if (fk < 0) {
-        fk = SearchPrefix(msg, ctx_->step_re) ? 1 : SearchPrefix(msg, ctx_->run_re) ? 2 : 0;
-      }
       // A start/end range ended on another thread (a host callback ending a request's range)
       // encloses the work of the thread that started it.
       const uint32_t owner = e.start_thread != 0 ? e.start_thread : e.thread;
@@ -1284,13 +1292,11 @@ void FileAnalysis::Host1(const EventView& e) {
       return;
     }
     case EV_NVTX_PUSH: {
-      // A range still open when the file ended. A run among them (a server's serving loop
-      // stopped by a signal) is a run up to the end of the file; an open step has no end: none.
-      uint32_t name = e.name;
-      if (name >= strings_.size()) return;
-      const std::string& msg = Str(name);
-      if (SearchPrefix(msg, ctx_->step_re) || !SearchPrefix(msg, ctx_->run_re)) return;
-      StepFields f = ParseStepFields(msg, ctx_->opt.kv_reduce);
+      // A range still open when the file ended (the agent writes them at exit, _exit, exec). A
+      // run among them (a server exiting from its serving loop) is a run up to the end of the
+      // file; an open step has no end: none.
+      if (e.name >= strings_.size() || FrameKind(e.name) != 2) return;
+      StepFields f = ParseStepFields(Str(e.name), ctx_->opt.kv_reduce);
       RunRec r{e.start_ns, e.start_ns, f.label, f.warmup,
                e.start_thread != 0 ? e.start_thread : e.thread};
       r.open = true;

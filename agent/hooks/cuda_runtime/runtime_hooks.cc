@@ -712,16 +712,21 @@ namespace rt = profagent::rt;
 // from the agent's own calls, not recording), else runs `body(real)`.
 namespace profagent {
 namespace rt {
+// Whether a hook forwards the call unrecorded: re-entered (the agent's own calls, calls a hooked
+// function makes), or not `recording` (then counted while the file is being finished).
+inline bool Forwards(const HookGuard& guard, bool recording) {
+  if (!guard.outermost()) return true;
+  if (recording) return false;
+  NoteUnrecordedCall();
+  return true;
+}
+
 template <typename F, typename Body, typename... A>
 inline cudaError_t Intercept(Real<F>& r, Body&& body, A... args) {
   F real = r.get();
   if (__builtin_expect(real == nullptr, 0)) return kNoReal;
   HookGuard guard;
-  if (!guard.outermost()) return real(args...);
-  if (!Recording()) {
-    NoteUnrecordedCall();
-    return real(args...);
-  }
+  if (Forwards(guard, Recording())) return real(args...);
   return body(real);
 }
 
@@ -734,11 +739,7 @@ inline cudaError_t InterceptStep(Real<F>& r, Body&& body, Step&& step, A... args
   F real = r.get();
   if (__builtin_expect(real == nullptr, 0)) return kNoReal;
   HookGuard guard;
-  if (!guard.outermost()) return real(args...);
-  if (!RecordingMemory()) {
-    NoteUnrecordedCall();
-    return real(args...);
-  }
+  if (Forwards(guard, RecordingMemory())) return real(args...);
   const uint64_t t0 = Now();
   cudaError_t res = Recording() ? body(real) : real(args...);
   step(t0, Now());
@@ -753,11 +754,7 @@ inline cudaError_t InterceptStepFirst(Real<F>& r, Body&& body, Step&& step, A...
   F real = r.get();
   if (__builtin_expect(real == nullptr, 0)) return kNoReal;
   HookGuard guard;
-  if (!guard.outermost()) return real(args...);
-  if (!RecordingMemory()) {
-    NoteUnrecordedCall();
-    return real(args...);
-  }
+  if (Forwards(guard, RecordingMemory())) return real(args...);
   step(Now());
   return Recording() ? body(real) : real(args...);
 }
@@ -769,11 +766,7 @@ inline cudaError_t InterceptMem(Real<F>& r, Body&& body, A... args) {
   F real = r.get();
   if (__builtin_expect(real == nullptr, 0)) return kNoReal;
   HookGuard guard;
-  if (!guard.outermost()) return real(args...);
-  if (!RecordingMemory()) {
-    NoteUnrecordedCall();
-    return real(args...);
-  }
+  if (Forwards(guard, RecordingMemory())) return real(args...);
   return body(real);
 }
 }  // namespace rt
