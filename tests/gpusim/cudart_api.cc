@@ -626,6 +626,60 @@ cudaError_t cudaDeviceGetPCIBusId(char* pci_bus_id, int len, int device) {
   return api.Return(cudaSuccess);
 }
 
+// The inverse of cudaDeviceGetPCIBusId: "[domain:]bus:device.function" in hex, any case.
+cudaError_t cudaDeviceGetByPCIBusId(int* device, const char* pci_bus_id) {
+  static const ApiInfo kInfo("cudaDeviceGetByPCIBusId");
+  ApiCall api(kInfo);
+  if (device == nullptr || pci_bus_id == nullptr) return api.Return(cudaErrorInvalidValue);
+  unsigned domain = 0, bus = 0, dev = 0, fn = 0;
+  int used = 0;
+  const bool with_domain =
+      sscanf(pci_bus_id, "%x:%x:%x.%x%n", &domain, &bus, &dev, &fn, &used) == 4 &&
+      pci_bus_id[used] == '\0';
+  if (!with_domain) {
+    domain = 0;
+    used = 0;
+    if (sscanf(pci_bus_id, "%x:%x.%x%n", &bus, &dev, &fn, &used) != 3 || pci_bus_id[used] != '\0') {
+      return api.Return(cudaErrorInvalidValue);
+    }
+  }
+  const int index = int(bus) - 0x18;
+  if (domain != 0 || dev != 0 || fn != 0 || index < 0 || index >= gpusim::DeviceCount()) {
+    return api.Return(cudaErrorInvalidDevice);
+  }
+  *device = index;
+  return api.Return(cudaSuccess);
+}
+
+// Every pair of distinct devices is linked alike (an NVLink-connected node): peer access,
+// native atomics and CUDA array access supported, performance rank 0.
+cudaError_t cudaDeviceGetP2PAttribute(int* value, enum cudaDeviceP2PAttr attr, int src, int dst) {
+  static const ApiInfo kInfo("cudaDeviceGetP2PAttribute");
+  cudaDeviceGetP2PAttribute_v8000_params params{value, attr, src, dst};
+  ApiCall api(kInfo, &params);
+  if (value == nullptr) return api.Return(cudaErrorInvalidValue);
+  const int n = gpusim::DeviceCount();
+  if (src < 0 || src >= n || dst < 0 || dst >= n || src == dst) {
+    return api.Return(cudaErrorInvalidDevice);
+  }
+  switch (attr) {
+    case cudaDevP2PAttrPerformanceRank:
+      *value = 0;
+      break;
+    case cudaDevP2PAttrAccessSupported:
+    case cudaDevP2PAttrNativeAtomicSupported:
+    case cudaDevP2PAttrCudaArrayAccessSupported:
+      *value = 1;
+      break;
+    case cudaDevP2PAttrOnlyPartialNativeAtomicSupported:
+      *value = 0;
+      break;
+    default:
+      return api.Return(cudaErrorInvalidValue);
+  }
+  return api.Return(cudaSuccess);
+}
+
 cudaError_t cudaDeviceCanAccessPeer(int* can, int device, int peer) {
   static const ApiInfo kInfo("cudaDeviceCanAccessPeer");
   ApiCall api(kInfo);

@@ -24,6 +24,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -502,6 +503,201 @@ cudaError_t cudaGetChannelDesc(struct cudaChannelFormatDesc* desc, cudaArray_con
     if (found) *desc = entry->desc;
   }
   return api.Return(found ? cudaSuccess : cudaErrorInvalidValue);
+}
+
+}  // extern "C"
+
+// ---- Texture and surface objects ------------------------------------------------------------
+// Kernels do not run, so an object is its descriptors, kept for the Get*Desc queries. Handles
+// are 1, 2, ... (0 is never a valid object); a destroyed or unknown handle is
+// cudaErrorInvalidValue. The resource is checked as the runtime documents: a live array
+// (surfaces: one allocated with cudaArraySurfaceLoadStore) or mipmapped array, a non-NULL
+// linear or pitched pointer with a channel format, a pitch of at least a row.
+
+namespace {
+
+cudaError_t CheckResource(const cudaResourceDesc* res, bool surface) {
+  if (res == nullptr) return cudaErrorInvalidValue;
+  std::lock_guard<std::mutex> lock(R().mu);
+  switch (res->resType) {
+    case cudaResourceTypeArray: {
+      const ArrayEntry* e = AsEntry(res->res.array.array);
+      if (res->res.array.array == nullptr || R().arrays.count(e) == 0) {
+        return cudaErrorInvalidValue;
+      }
+      if (surface && (e->flags & cudaArraySurfaceLoadStore) == 0) return cudaErrorInvalidValue;
+      return cudaSuccess;
+    }
+    case cudaResourceTypeMipmappedArray:
+      if (surface || res->res.mipmap.mipmap == nullptr ||
+          R().mipmaps.count(reinterpret_cast<const Mipmap*>(res->res.mipmap.mipmap)) == 0) {
+        return cudaErrorInvalidValue;
+      }
+      return cudaSuccess;
+    case cudaResourceTypeLinear:
+      if (surface || res->res.linear.devPtr == nullptr || res->res.linear.sizeInBytes == 0) {
+        return cudaErrorInvalidValue;
+      }
+      return cudaSuccess;
+    case cudaResourceTypePitch2D: {
+      if (surface || res->res.pitch2D.devPtr == nullptr || res->res.pitch2D.width == 0 ||
+          res->res.pitch2D.height == 0) {
+        return cudaErrorInvalidValue;
+      }
+      const cudaChannelFormatDesc& d = res->res.pitch2D.desc;
+      const size_t element = size_t(d.x + d.y + d.z + d.w) / 8;
+      if (res->res.pitch2D.pitchInBytes < res->res.pitch2D.width * element) {
+        return cudaErrorInvalidValue;
+      }
+      return cudaSuccess;
+    }
+  }
+  return cudaErrorInvalidValue;
+}
+
+struct TexObject {
+  cudaResourceDesc res;
+  cudaTextureDesc tex;
+  cudaResourceViewDesc view;
+  bool surface;
+};
+struct TexRegistry {
+  std::mutex mu;
+  std::unordered_map<unsigned long long, TexObject> objects;
+  unsigned long long next = 1;
+};
+TexRegistry& Tex() {
+  static TexRegistry* r = new TexRegistry();
+  return *r;
+}
+
+unsigned long long NewTexObject(const TexObject& o) {
+  std::lock_guard<std::mutex> lock(Tex().mu);
+  const unsigned long long h = Tex().next++;
+  Tex().objects.emplace(h, o);
+  return h;
+}
+
+// Copies out the object's descriptors; false if `h` is not a live object of that kind.
+bool FindTexObject(unsigned long long h, bool surface, TexObject* out) {
+  std::lock_guard<std::mutex> lock(Tex().mu);
+  auto it = Tex().objects.find(h);
+  if (it == Tex().objects.end() || it->second.surface != surface) return false;
+  *out = it->second;
+  return true;
+}
+
+bool DestroyTexObject(unsigned long long h, bool surface) {
+  std::lock_guard<std::mutex> lock(Tex().mu);
+  auto it = Tex().objects.find(h);
+  if (it == Tex().objects.end() || it->second.surface != surface) return false;
+  Tex().objects.erase(it);
+  return true;
+}
+
+}  // namespace
+
+extern "C" {
+
+cudaError_t cudaCreateTextureObject(cudaTextureObject_t* pTexObject,
+                                    const struct cudaResourceDesc* pResDesc,
+                                    const struct cudaTextureDesc* pTexDesc,
+                                    const struct cudaResourceViewDesc* pResViewDesc) {
+  static const ApiInfo kInfo("cudaCreateTextureObject");
+  cudaCreateTextureObject_v5000_params params{pTexObject, pResDesc, pTexDesc, pResViewDesc};
+  ApiCall api(kInfo, &params);
+  if (pTexObject == nullptr || pTexDesc == nullptr) return api.Return(cudaErrorInvalidValue);
+  if (cudaError_t err = CheckResource(pResDesc, false); err != cudaSuccess) {
+    return api.Return(err);
+  }
+  // A resource view is for arrays only.
+  if (pResViewDesc != nullptr && pResDesc->resType != cudaResourceTypeArray &&
+      pResDesc->resType != cudaResourceTypeMipmappedArray) {
+    return api.Return(cudaErrorInvalidValue);
+  }
+  TexObject o{*pResDesc, *pTexDesc, cudaResourceViewDesc(), false};
+  if (pResViewDesc != nullptr) o.view = *pResViewDesc;
+  *pTexObject = NewTexObject(o);
+  return api.Return(cudaSuccess);
+}
+
+cudaError_t cudaDestroyTextureObject(cudaTextureObject_t texObject) {
+  static const ApiInfo kInfo("cudaDestroyTextureObject");
+  cudaDestroyTextureObject_v5000_params params{texObject};
+  ApiCall api(kInfo, &params);
+  return api.Return(DestroyTexObject(texObject, false) ? cudaSuccess : cudaErrorInvalidValue);
+}
+
+cudaError_t cudaGetTextureObjectResourceDesc(struct cudaResourceDesc* pResDesc,
+                                             cudaTextureObject_t texObject) {
+  static const ApiInfo kInfo("cudaGetTextureObjectResourceDesc");
+  cudaGetTextureObjectResourceDesc_v5000_params params{pResDesc, texObject};
+  ApiCall api(kInfo, &params);
+  TexObject o;
+  if (pResDesc == nullptr || !FindTexObject(texObject, false, &o)) {
+    return api.Return(cudaErrorInvalidValue);
+  }
+  *pResDesc = o.res;
+  return api.Return(cudaSuccess);
+}
+
+cudaError_t cudaGetTextureObjectTextureDesc(struct cudaTextureDesc* pTexDesc,
+                                            cudaTextureObject_t texObject) {
+  static const ApiInfo kInfo("cudaGetTextureObjectTextureDesc");
+  ApiCall api(kInfo);
+  TexObject o;
+  if (pTexDesc == nullptr || !FindTexObject(texObject, false, &o)) {
+    return api.Return(cudaErrorInvalidValue);
+  }
+  *pTexDesc = o.tex;
+  return api.Return(cudaSuccess);
+}
+
+cudaError_t cudaGetTextureObjectResourceViewDesc(struct cudaResourceViewDesc* pResViewDesc,
+                                                 cudaTextureObject_t texObject) {
+  static const ApiInfo kInfo("cudaGetTextureObjectResourceViewDesc");
+  cudaGetTextureObjectResourceViewDesc_v5000_params params{pResViewDesc, texObject};
+  ApiCall api(kInfo, &params);
+  TexObject o;
+  if (pResViewDesc == nullptr || !FindTexObject(texObject, false, &o)) {
+    return api.Return(cudaErrorInvalidValue);
+  }
+  *pResViewDesc = o.view;
+  return api.Return(cudaSuccess);
+}
+
+cudaError_t cudaCreateSurfaceObject(cudaSurfaceObject_t* pSurfObject,
+                                    const struct cudaResourceDesc* pResDesc) {
+  static const ApiInfo kInfo("cudaCreateSurfaceObject");
+  cudaCreateSurfaceObject_v5000_params params{pSurfObject, pResDesc};
+  ApiCall api(kInfo, &params);
+  if (pSurfObject == nullptr) return api.Return(cudaErrorInvalidValue);
+  if (cudaError_t err = CheckResource(pResDesc, true); err != cudaSuccess) {
+    return api.Return(err);
+  }
+  *pSurfObject =
+      NewTexObject(TexObject{*pResDesc, cudaTextureDesc(), cudaResourceViewDesc(), true});
+  return api.Return(cudaSuccess);
+}
+
+cudaError_t cudaDestroySurfaceObject(cudaSurfaceObject_t surfObject) {
+  static const ApiInfo kInfo("cudaDestroySurfaceObject");
+  cudaDestroySurfaceObject_v5000_params params{surfObject};
+  ApiCall api(kInfo, &params);
+  return api.Return(DestroyTexObject(surfObject, true) ? cudaSuccess : cudaErrorInvalidValue);
+}
+
+cudaError_t cudaGetSurfaceObjectResourceDesc(struct cudaResourceDesc* pResDesc,
+                                             cudaSurfaceObject_t surfObject) {
+  static const ApiInfo kInfo("cudaGetSurfaceObjectResourceDesc");
+  cudaGetSurfaceObjectResourceDesc_v5000_params params{pResDesc, surfObject};
+  ApiCall api(kInfo, &params);
+  TexObject o;
+  if (pResDesc == nullptr || !FindTexObject(surfObject, true, &o)) {
+    return api.Return(cudaErrorInvalidValue);
+  }
+  *pResDesc = o.res;
+  return api.Return(cudaSuccess);
 }
 
 }  // extern "C"

@@ -8,6 +8,11 @@
 #include <cuda_runtime_api.h>
 #include <generated_cuda_runtime_api_meta.h>
 
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <vector>
+
 #include "tests/gpusim/sim_device.h"
 
 using gpusim::ApiCall;
@@ -23,6 +28,98 @@ cudaError_t CheckLocation(const cudaMemLocation& location) {
   return cudaSuccess;
 }
 
+// Advice and prefetches on managed memory, for cudaMemRangeGetAttribute(s): one record per
+// range and kind (a repeated call on the same range replaces its record, so a program that
+// prefetches every step does not grow the table). Records outlive cudaFree: a later managed
+// allocation at the same address would read them (the simulator does not track it further).
+enum class AdviceKind { kReadMostly, kPreferred, kAccessedBy, kPrefetch };
+struct AdviceRecord {
+  uintptr_t begin, end;
+  AdviceKind kind;
+  int device_bit;  // kAccessedBy: 0 for the host, d + 1 for device d
+  bool set;
+  cudaMemLocation location;
+  uint64_t seq;
+};
+struct AdviceTable {
+  std::mutex mu;
+  std::vector<AdviceRecord> records;
+  uint64_t seq = 0;
+};
+AdviceTable& Advice() {
+  static AdviceTable* table = new AdviceTable;  // never destroyed: used until exit
+  return *table;
+}
+
+void RecordAdvice(const void* ptr, size_t count, AdviceKind kind, bool set,
+                  cudaMemLocation location) {
+  if (ptr == nullptr || count == 0) return;
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(ptr), end = begin + count;
+  const int bit = kind != AdviceKind::kAccessedBy              ? 0
+                  : location.type == cudaMemLocationTypeDevice ? location.id + 1
+                                                               : 0;
+  AdviceTable& t = Advice();
+  std::lock_guard<std::mutex> lock(t.mu);
+  AdviceRecord rec{begin, end, kind, bit, set, location, ++t.seq};
+  for (AdviceRecord& r : t.records) {
+    if (r.begin == begin && r.end == end && r.kind == kind && r.device_bit == bit) {
+      r = rec;
+      return;
+    }
+  }
+  t.records.push_back(rec);
+}
+
+struct RangeState {
+  bool read_mostly = false;
+  cudaMemLocation preferred{cudaMemLocationTypeInvalid, cudaInvalidDeviceId};
+  cudaMemLocation prefetched{cudaMemLocationTypeInvalid, cudaInvalidDeviceId};
+  uint32_t accessed_by = 0;  // bit 0 the host, bit d + 1 device d
+};
+
+// The latest record of each kind that covers all of [begin, end).
+RangeState RangeStateOf(uintptr_t begin, uintptr_t end) {
+  RangeState st;
+  AdviceTable& t = Advice();
+  std::lock_guard<std::mutex> lock(t.mu);
+  uint64_t seq_read = 0, seq_pref = 0, seq_fetch = 0, seq_by[gpusim::kMaxDevices + 1] = {};
+  for (const AdviceRecord& r : t.records) {
+    if (r.begin > begin || r.end < end) continue;
+    switch (r.kind) {
+      case AdviceKind::kReadMostly:
+        if (r.seq > seq_read) seq_read = r.seq, st.read_mostly = r.set;
+        break;
+      case AdviceKind::kPreferred:
+        if (r.seq > seq_pref) {
+          seq_pref = r.seq;
+          st.preferred =
+              r.set ? r.location : cudaMemLocation{cudaMemLocationTypeInvalid, cudaInvalidDeviceId};
+        }
+        break;
+      case AdviceKind::kPrefetch:
+        if (r.seq > seq_fetch) seq_fetch = r.seq, st.prefetched = r.location;
+        break;
+      case AdviceKind::kAccessedBy:
+        if (r.device_bit >= 0 && r.device_bit <= gpusim::kMaxDevices &&
+            r.seq > seq_by[r.device_bit]) {
+          seq_by[r.device_bit] = r.seq;
+          if (r.set) {
+            st.accessed_by |= 1u << r.device_bit;
+          } else {
+            st.accessed_by &= ~(1u << r.device_bit);
+          }
+        }
+        break;
+    }
+  }
+  return st;
+}
+
+std::atomic<int>& DeviceCacheConfig(int device) {
+  static std::atomic<int> config[gpusim::kMaxDevices];  // cudaFuncCachePreferNone = 0
+  return config[device >= 0 && device < gpusim::kMaxDevices ? device : 0];
+}
+
 cudaError_t PrefetchImpl(const ApiInfo& info, const void* ptr, size_t count,
                          cudaMemLocation location, unsigned flags, cudaStream_t stream, bool pt) {
   cudaMemPrefetchAsync_v12020_params params{ptr, count, location, flags, stream};
@@ -33,6 +130,7 @@ cudaError_t PrefetchImpl(const ApiInfo& info, const void* ptr, size_t count,
   if (gpusim::ResolveStream(stream, pt) == nullptr) {
     return api.Return(cudaErrorInvalidResourceHandle);
   }
+  RecordAdvice(ptr, count, AdviceKind::kPrefetch, true, location);
   return api.Return(cudaSuccess);
 }
 
@@ -79,6 +177,63 @@ cudaError_t DriverEntryPointImpl(const ApiInfo& info, const void* params, const 
   return api.Return(cudaErrorNotSupported);
 }
 
+// Managed memory ranges' attributes as cudaMemAdvise and cudaMemPrefetchAsync left them (see
+// RangeAdvice above). The range must lie in one managed allocation (cudaErrorInvalidValue
+// otherwise, as the runtime says). A value holds when the last advice or prefetch covering the
+// whole range set it; otherwise the attribute reads as unset (0, or cudaInvalidDeviceId), the
+// runtime's answer for a range with mixed values.
+cudaError_t MemRangeAttributeImpl(void* data, size_t size, cudaMemRangeAttribute attribute,
+                                  const void* ptr, size_t count) {
+  if (data == nullptr || ptr == nullptr || count == 0) return cudaErrorInvalidValue;
+  void* base = nullptr;
+  gpusim::Allocation a;
+  if (!gpusim::FindAllocation(ptr, &base, &a) || a.kind != gpusim::MemKind::kManaged ||
+      static_cast<const char*>(ptr) + count > static_cast<const char*>(base) + a.size) {
+    return cudaErrorInvalidValue;
+  }
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(ptr), end = begin + count;
+  const RangeState st = RangeStateOf(begin, end);
+  auto put = [&](int v) {
+    if (size != sizeof(int)) return cudaErrorInvalidValue;
+    *static_cast<int*>(data) = v;
+    return cudaSuccess;
+  };
+  switch (attribute) {
+    case cudaMemRangeAttributeReadMostly:
+      return put(st.read_mostly ? 1 : 0);
+    case cudaMemRangeAttributePreferredLocation:
+      return put(st.preferred.type == cudaMemLocationTypeDevice ? st.preferred.id
+                 : st.preferred.type == cudaMemLocationTypeHost ? cudaCpuDeviceId
+                                                                : cudaInvalidDeviceId);
+    case cudaMemRangeAttributePreferredLocationType:
+      return put(int(st.preferred.type));
+    case cudaMemRangeAttributePreferredLocationId:
+      return put(st.preferred.id);
+    case cudaMemRangeAttributeLastPrefetchLocation:
+      return put(st.prefetched.type == cudaMemLocationTypeDevice ? st.prefetched.id
+                 : st.prefetched.type == cudaMemLocationTypeHost ? cudaCpuDeviceId
+                                                                 : cudaInvalidDeviceId);
+    case cudaMemRangeAttributeLastPrefetchLocationType:
+      return put(int(st.prefetched.type));
+    case cudaMemRangeAttributeLastPrefetchLocationId:
+      return put(st.prefetched.id);
+    case cudaMemRangeAttributeAccessedBy: {
+      // An array of device ids (cudaCpuDeviceId for the host), the rest cudaInvalidDeviceId.
+      if (size == 0 || size % sizeof(int) != 0) return cudaErrorInvalidValue;
+      int* out = static_cast<int*>(data);
+      const size_t n = size / sizeof(int);
+      size_t k = 0;
+      if ((st.accessed_by & 1u) != 0 && k < n) out[k++] = cudaCpuDeviceId;
+      for (int d = 0; d < gpusim::kMaxDevices && k < n; ++d) {
+        if ((st.accessed_by >> (d + 1)) & 1u) out[k++] = d;
+      }
+      for (; k < n; ++k) out[k] = cudaInvalidDeviceId;
+      return cudaSuccess;
+    }
+  }
+  return cudaErrorInvalidValue;
+}
+
 }  // namespace
 
 extern "C" {
@@ -114,7 +269,28 @@ cudaError_t cudaMemAdvise(const void* devPtr, size_t count, enum cudaMemoryAdvis
   cudaMemAdvise_v12020_params params{devPtr, count, advice, location};
   ApiCall api(kInfo, &params);
   if (devPtr == nullptr && count > 0) return api.Return(cudaErrorInvalidValue);
-  return api.Return(CheckLocation(location));
+  cudaError_t err = CheckLocation(location);
+  if (err != cudaSuccess) return api.Return(err);
+  switch (advice) {
+    case cudaMemAdviseSetReadMostly:
+    case cudaMemAdviseUnsetReadMostly:
+      RecordAdvice(devPtr, count, AdviceKind::kReadMostly, advice == cudaMemAdviseSetReadMostly,
+                   location);
+      break;
+    case cudaMemAdviseSetPreferredLocation:
+    case cudaMemAdviseUnsetPreferredLocation:
+      RecordAdvice(devPtr, count, AdviceKind::kPreferred,
+                   advice == cudaMemAdviseSetPreferredLocation, location);
+      break;
+    case cudaMemAdviseSetAccessedBy:
+    case cudaMemAdviseUnsetAccessedBy:
+      RecordAdvice(devPtr, count, AdviceKind::kAccessedBy, advice == cudaMemAdviseSetAccessedBy,
+                   location);
+      break;
+    default:
+      return api.Return(cudaErrorInvalidValue);
+  }
+  return api.Return(cudaSuccess);
 }
 
 cudaError_t cudaStreamAttachMemAsync(cudaStream_t stream, void* devPtr, size_t length,
@@ -133,8 +309,72 @@ cudaError_t cudaDeviceSetCacheConfig(enum cudaFuncCache cacheConfig) {
   static const ApiInfo kInfo("cudaDeviceSetCacheConfig");
   cudaDeviceSetCacheConfig_v3020_params params{cacheConfig};
   ApiCall api(kInfo, &params);
-  return api.Return(int(cacheConfig) < 0 || int(cacheConfig) > 3 ? cudaErrorInvalidValue
-                                                                  : cudaSuccess);
+  if (int(cacheConfig) < 0 || int(cacheConfig) > 3) return api.Return(cudaErrorInvalidValue);
+  DeviceCacheConfig(gpusim::CurrentDevice()) = int(cacheConfig);
+  return api.Return(cudaSuccess);
+}
+
+// Reads back what cudaDeviceSetCacheConfig stored for the current device (cudaFuncCachePreferNone
+// until then).
+cudaError_t cudaDeviceGetCacheConfig(enum cudaFuncCache* pCacheConfig) {
+  static const ApiInfo kInfo("cudaDeviceGetCacheConfig");
+  cudaDeviceGetCacheConfig_v3020_params params{pCacheConfig};
+  ApiCall api(kInfo, &params);
+  if (pCacheConfig == nullptr) return api.Return(cudaErrorInvalidValue);
+  *pCacheConfig = static_cast<cudaFuncCache>(DeviceCacheConfig(gpusim::CurrentDevice()).load());
+  return api.Return(cudaSuccess);
+}
+
+// Shared memory bank size (deprecated since CUDA 12.x; devices since Volta have 4-byte banks
+// only, which is what the query reports). Setting validates the value and is otherwise a no-op,
+// as the runtime's is on those devices.
+cudaError_t cudaDeviceGetSharedMemConfig(enum cudaSharedMemConfig* pConfig) {
+  static const ApiInfo kInfo("cudaDeviceGetSharedMemConfig");
+  ApiCall api(kInfo);
+  if (pConfig == nullptr) return api.Return(cudaErrorInvalidValue);
+  *pConfig = cudaSharedMemBankSizeFourByte;
+  return api.Return(cudaSuccess);
+}
+
+cudaError_t cudaDeviceSetSharedMemConfig(enum cudaSharedMemConfig config) {
+  static const ApiInfo kInfo("cudaDeviceSetSharedMemConfig");
+  ApiCall api(kInfo);
+  if (int(config) < 0 || int(config) > 2) return api.Return(cudaErrorInvalidValue);
+  return api.Return(cudaSuccess);
+}
+
+cudaError_t cudaFuncSetSharedMemConfig(const void* func, enum cudaSharedMemConfig config) {
+  static const ApiInfo kInfo("cudaFuncSetSharedMemConfig");
+  ApiCall api(kInfo);
+  if (gpusim::FindKernel(func) == nullptr) return api.Return(cudaErrorInvalidDeviceFunction);
+  if (int(config) < 0 || int(config) > 2) return api.Return(cudaErrorInvalidValue);
+  return api.Return(cudaSuccess);
+}
+
+cudaError_t cudaMemRangeGetAttribute(void* data, size_t dataSize,
+                                     enum cudaMemRangeAttribute attribute, const void* devPtr,
+                                     size_t count) {
+  static const ApiInfo kInfo("cudaMemRangeGetAttribute");
+  cudaMemRangeGetAttribute_v8000_params params{data, dataSize, attribute, devPtr, count};
+  ApiCall api(kInfo, &params);
+  return api.Return(MemRangeAttributeImpl(data, dataSize, attribute, devPtr, count));
+}
+
+cudaError_t cudaMemRangeGetAttributes(void** data, size_t* dataSizes,
+                                      enum cudaMemRangeAttribute* attributes, size_t numAttributes,
+                                      const void* devPtr, size_t count) {
+  static const ApiInfo kInfo("cudaMemRangeGetAttributes");
+  cudaMemRangeGetAttributes_v8000_params params{data,          dataSizes, attributes,
+                                                numAttributes, devPtr,    count};
+  ApiCall api(kInfo, &params);
+  if (data == nullptr || dataSizes == nullptr || attributes == nullptr || numAttributes == 0) {
+    return api.Return(cudaErrorInvalidValue);
+  }
+  for (size_t i = 0; i < numAttributes; ++i) {
+    cudaError_t err = MemRangeAttributeImpl(data[i], dataSizes[i], attributes[i], devPtr, count);
+    if (err != cudaSuccess) return api.Return(err);
+  }
+  return api.Return(cudaSuccess);
 }
 
 cudaError_t cudaChooseDevice(int* device, const struct cudaDeviceProp* prop) {

@@ -283,6 +283,54 @@ cudaError_t CooperativeImpl(const ApiInfo& info, const void* func, dim3 grid, di
   return LaunchImpl(info, func, grid, block, args, shared_mem, stream, pt);
 }
 
+// Thread block clusters (sm_90): the largest portable cluster is 8 blocks; a kernel that set
+// cudaFuncAttributeNonPortableClusterSizeAllowed gets 16. A cluster's blocks are resident at
+// once, so the device holds (resident blocks per SM x SMs) / cluster size clusters. Neither
+// function launches anything.
+int ClusterSizeOf(const cudaLaunchConfig_t& config) {
+  for (unsigned i = 0; i < config.numAttrs; ++i) {
+    if (config.attrs != nullptr && config.attrs[i].id == cudaLaunchAttributeClusterDimension) {
+      const auto& d = config.attrs[i].val.clusterDim;
+      return int(d.x * d.y * d.z);
+    }
+  }
+  return 0;  // unspecified
+}
+
+cudaError_t CheckClusterConfig(const void* func, const cudaLaunchConfig_t* config,
+                               gpusim::Kernel** kernel) {
+  if (config == nullptr) return cudaErrorInvalidValue;
+  *kernel = gpusim::FindKernel(func);
+  if (*kernel == nullptr) return cudaErrorInvalidDeviceFunction;
+  const uint64_t threads = uint64_t(config->blockDim.x) * config->blockDim.y * config->blockDim.z;
+  if (threads == 0 || threads > 1024) return cudaErrorInvalidValue;
+  return cudaSuccess;
+}
+
+cudaError_t FuncSetAttributeImpl(const ApiInfo& info, const void* func, cudaFuncAttribute attr,
+                                 int value) {
+  ApiCall api(info);
+  Kernel* k = gpusim::FindKernel(func);
+  if (k == nullptr) return api.Return(cudaErrorInvalidDeviceFunction);
+  switch (attr) {
+    case cudaFuncAttributeMaxDynamicSharedMemorySize:
+      if (value < 0 || value > kSharedPerBlockOptin) return api.Return(cudaErrorInvalidValue);
+      k->max_dynamic_shared_bytes = value;
+      break;
+    case cudaFuncAttributePreferredSharedMemoryCarveout:
+      if (value < -1 || value > 100) return api.Return(cudaErrorInvalidValue);
+      k->preferred_carveout = value;
+      break;
+    case cudaFuncAttributeNonPortableClusterSizeAllowed:
+      k->non_portable_cluster = value != 0;
+      break;
+    default:
+      if (attr < 0 || attr >= cudaFuncAttributeMax) return api.Return(cudaErrorInvalidValue);
+      break;
+  }
+  return api.Return(cudaSuccess);
+}
+
 }  // namespace
 
 extern "C" {
@@ -462,23 +510,7 @@ cudaError_t cudaFuncGetAttributes(struct cudaFuncAttributes* attr, const void* f
 // accepted. Launches are not checked against them.
 cudaError_t cudaFuncSetAttribute(const void* func, enum cudaFuncAttribute attr, int value) {
   static const ApiInfo kInfo("cudaFuncSetAttribute");
-  ApiCall api(kInfo);
-  Kernel* k = gpusim::FindKernel(func);
-  if (k == nullptr) return api.Return(cudaErrorInvalidDeviceFunction);
-  switch (attr) {
-    case cudaFuncAttributeMaxDynamicSharedMemorySize:
-      if (value < 0 || value > kSharedPerBlockOptin) return api.Return(cudaErrorInvalidValue);
-      k->max_dynamic_shared_bytes = value;
-      break;
-    case cudaFuncAttributePreferredSharedMemoryCarveout:
-      if (value < -1 || value > 100) return api.Return(cudaErrorInvalidValue);
-      k->preferred_carveout = value;
-      break;
-    default:
-      if (attr < 0 || attr >= cudaFuncAttributeMax) return api.Return(cudaErrorInvalidValue);
-      break;
-  }
-  return api.Return(cudaSuccess);
+  return FuncSetAttributeImpl(kInfo, func, attr, value);
 }
 
 cudaError_t cudaFuncSetCacheConfig(const void* func, enum cudaFuncCache) {
@@ -502,6 +534,60 @@ cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* num_blocks, const
                                                           size_t dynamic_smem) {
   static const ApiInfo kInfo("cudaOccupancyMaxActiveBlocksPerMultiprocessor");
   return OccupancyImpl(kInfo, num_blocks, func, block_size, dynamic_smem);
+}
+
+cudaError_t cudaOccupancyMaxPotentialClusterSize(int* clusterSize, const void* func,
+                                                 const cudaLaunchConfig_t* launchConfig) {
+  static const ApiInfo kInfo("cudaOccupancyMaxPotentialClusterSize");
+  cudaOccupancyMaxPotentialClusterSize_v11070_params params{clusterSize, func, launchConfig};
+  ApiCall api(kInfo, &params);
+  if (clusterSize == nullptr) return api.Return(cudaErrorInvalidValue);
+  Kernel* k = nullptr;
+  if (cudaError_t err = CheckClusterConfig(func, launchConfig, &k); err != cudaSuccess) {
+    return api.Return(err);
+  }
+  const uint64_t threads =
+      uint64_t(launchConfig->blockDim.x) * launchConfig->blockDim.y * launchConfig->blockDim.z;
+  const int per_sm = ResidentBlocksPerSm(int(threads), launchConfig->dynamicSmemBytes);
+  int size = k->non_portable_cluster ? 16 : 8;
+  if (per_sm == 0) size = 0;
+  *clusterSize = size;
+  return api.Return(cudaSuccess);
+}
+
+cudaError_t cudaOccupancyMaxActiveClusters(int* numClusters, const void* func,
+                                           const cudaLaunchConfig_t* launchConfig) {
+  static const ApiInfo kInfo("cudaOccupancyMaxActiveClusters");
+  cudaOccupancyMaxActiveClusters_v11070_params params{numClusters, func, launchConfig};
+  ApiCall api(kInfo, &params);
+  if (numClusters == nullptr) return api.Return(cudaErrorInvalidValue);
+  Kernel* k = nullptr;
+  if (cudaError_t err = CheckClusterConfig(func, launchConfig, &k); err != cudaSuccess) {
+    return api.Return(err);
+  }
+  // The cluster size comes from the launch configuration (kernels here have no compile-time
+  // cluster dimensions the simulator could read): required.
+  const int cluster = ClusterSizeOf(*launchConfig);
+  if (cluster <= 0 || cluster > (k->non_portable_cluster ? 16 : 8)) {
+    return api.Return(cudaErrorInvalidClusterSize);
+  }
+  const uint64_t threads =
+      uint64_t(launchConfig->blockDim.x) * launchConfig->blockDim.y * launchConfig->blockDim.z;
+  const int per_sm = ResidentBlocksPerSm(int(threads), launchConfig->dynamicSmemBytes);
+  *numClusters = per_sm * kSmCount / cluster;
+  return api.Return(cudaSuccess);
+}
+
+// A kernel handle's attribute on one device: the simulated devices are alike, so it is the
+// kernel's attribute (cudaFuncSetAttribute's rules).
+cudaError_t cudaKernelSetAttributeForDevice(cudaKernel_t kernel, enum cudaFuncAttribute attr,
+                                            int value, int device) {
+  static const ApiInfo kInfo("cudaKernelSetAttributeForDevice");
+  if (device < 0 || device >= gpusim::DeviceCount()) {
+    ApiCall api(kInfo);
+    return api.Return(cudaErrorInvalidDevice);
+  }
+  return FuncSetAttributeImpl(kInfo, reinterpret_cast<const void*>(kernel), attr, value);
 }
 
 // The most dynamic shared memory per block with which `num_blocks` blocks of `block_size`

@@ -494,8 +494,10 @@ TEST_CASE("gpusim_bench runs and reports a per-launch overhead") {
 
 }  // namespace
 
-TEST_CASE("sim_hints: advice, prefetch, cache config, device choice and pools succeed") {
-  RunResult r = Run("tests/gpusim/sim_hints", {}, {});
+TEST_CASE(
+    "sim_hints: advice, prefetch, cache config, device choice, pools, peers, clusters, "
+    "texture and surface objects") {
+  RunResult r = Run("tests/gpusim/sim_hints", {}, {"GPUSIM_DEVICES=2"});
   INFO(r.out << r.err);
   CHECK(r.exit_code == 0);
   CHECK(r.out.find("done") != std::string::npos);

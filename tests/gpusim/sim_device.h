@@ -61,6 +61,7 @@ struct Kernel {
   // cudaFuncSetAttribute values, returned by cudaFuncGetAttributes.
   std::atomic<int> max_dynamic_shared_bytes{48 << 10};
   std::atomic<int> preferred_carveout{-1};
+  std::atomic<bool> non_portable_cluster{false};  // cudaFuncAttributeNonPortableClusterSizeAllowed
 };
 
 // One unit of work of a stream (also the work of a graph node, copied into a stream at launch).
