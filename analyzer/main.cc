@@ -5,8 +5,12 @@
 #include "analyzer/diff/diff.h"
 #include "analyzer/perfetto/perfetto.h"
 #include "analyzer/report/report.h"
+#include "google/protobuf/stubs/logging.h"
 
 int main(int argc, char** argv) {
+  // Bad input is one line from the reader (file and offset); protobuf's own parse complaints
+  // (invalid UTF-8 in a corrupt string field) would be a second.
+  google::protobuf::SetLogHandler(nullptr);
   CLI::App app{"profanalyze: reports, traces and regression checks for profagent profiles"};
   app.require_subcommand(1);
   int exit_code = 0;

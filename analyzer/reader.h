@@ -36,7 +36,9 @@ namespace analyzer {
 
 constexpr char kMagic[8] = {'P', 'R', 'O', 'F', 'A', 'G', 'N', 'T'};
 constexpr uint16_t kSchemaMajor = 1;
-constexpr uint16_t kSchemaMinor = 0;
+// The newest minor version this reader knows (agent/core/version.h); files of any 1.N are read
+// (fields a newer minor adds are skipped).
+constexpr uint16_t kSchemaMinor = 5;
 constexpr uint64_t kMaxFrameBytes = 64ull << 20;
 constexpr size_t kFilePreambleBytes = 12;  // magic + major + minor
 // Correlation ids the agent assigns itself (CUDA-event timing) start here (agent/core/agent.cc

@@ -173,6 +173,10 @@ void AtForkChild() {
   new (&ApiMu()) std::mutex();
   t_state = nullptr;
   internal::t_ring = nullptr;
+  // Recent messages' ids name strings of the parent's file (their text freed once written):
+  // the child's file gets new ones.
+  g.message_ids.clear();
+  g.message_bytes = 0;
   internal::WriterAfterForkChild();
 }
 
@@ -477,8 +481,32 @@ uint32_t InternString(const std::string& s) {
   auto it = g.string_ids.find(s);
   if (it != g.string_ids.end()) return it->second;
   g.strings.push_back(s);
+  g.transient.push_back(false);
   uint32_t id = uint32_t(g.strings.size());
   g.string_ids.emplace(s, id);
+  return id;
+}
+
+// Text of the recent NVTX messages InternMessage remembers (copies in message_ids).
+constexpr size_t kMessageCacheBytes = 4 << 20;
+
+uint32_t InternMessage(const char* text, size_t len) {
+  auto& g = G();
+  std::string s(text, len);
+  std::lock_guard<std::mutex> lock(g.mu);
+  auto it = g.string_ids.find(s);  // also a kernel or registered name
+  if (it != g.string_ids.end()) return it->second;
+  it = g.message_ids.find(s);
+  if (it != g.message_ids.end()) return it->second;
+  if (g.message_bytes + len > kMessageCacheBytes) {
+    g.message_ids.clear();
+    g.message_bytes = 0;
+  }
+  g.strings.push_back(s);
+  g.transient.push_back(true);
+  const uint32_t id = uint32_t(g.strings.size());
+  g.message_bytes += len + 64;  // (with the map's own cost per entry)
+  g.message_ids.emplace(std::move(s), id);
   return id;
 }
 

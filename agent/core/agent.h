@@ -129,7 +129,7 @@ inline void EmitCommit() { internal::t_ring->Commit(); }
 // As Emit, followed by `n` bytes of `data` in continuation slots (e.extra is set here). Used for
 // NVTX messages and stack frames. `n` is capped at kMaxExtraBytes (the rest is cut).
 bool EmitWithBytes(const RawEvent& e, const void* data, size_t n);
-constexpr size_t kMaxExtraBytes = 2048;
+constexpr size_t kMaxExtraBytes = 16384;
 
 // The correlation id of the last kernel launch the CUPTI driver-API callback saw on this thread
 // (e.g. the cuLaunchKernelEx inside ncclAllReduce), 0 if none. Written by the CUPTI hook with
@@ -157,6 +157,12 @@ inline uint32_t NextCorrelationId() {
 // Returns a stable non-zero id for `s`; the writer emits a StringDef for each new id before
 // any record that uses it. Thread-safe; locks and may allocate.
 uint32_t InternString(const std::string& s);
+
+// As InternString, for text that is mostly unique and unbounded in number (NVTX messages: a
+// step's `kv=` list differs every step): the agent keeps it only until the writer has put it
+// in the file, and remembers a bounded number of recent ones (a message repeated within them
+// keeps its id; one repeated later gets a new id whose string has the same text).
+uint32_t InternMessage(const char* text, size_t len);
 
 // Interns a kernel name as every record shows it: demangled when `name` is a mangled C++ name
 // (CUPTI records and registrations carry mangled names), else as is. Returns 0 for "".

@@ -221,6 +221,11 @@ bool ParseConfig(GetenvFn env, Config* out, std::string* error) {
     else if (!strcmp(v, "0")) c.mpi_clock_sync = false;
     else return *error = Bad("PROFAGENT_CLOCK_SYNC", v, "1 or 0"), false;
   }
+  // The job name itself is read at start-up (agent.cc); a user's that is too long is refused
+  // here rather than silently replaced by a made-up one.
+  if ((v = env("PROFAGENT_JOB")) != nullptr && strlen(v) > 128) {
+    return *error = Bad("PROFAGENT_JOB", v, "at most 128 bytes"), false;
+  }
   *out = c;
   return true;
 }

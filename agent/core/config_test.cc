@@ -117,24 +117,37 @@ TEST_CASE("Accepted values are parsed") {
 
 TEST_CASE("A bad value is one line naming the variable, the value and what is accepted") {
   const std::vector<std::pair<std::string, std::string>> bad = {
-      {"PROFAGENT_ENABLE", "yes"},         {"PROFAGENT_GPU_TIMING", "gpu"},
-      {"PROFAGENT_RING_SIZE", "1000"},     {"PROFAGENT_RING_SIZE", "32"},
-      {"PROFAGENT_OVERFLOW", "wait"},      {"PROFAGENT_STEP_PATTERN", "(unclosed"},
-      {"PROFAGENT_KV_REDUCE", "median"},   {"PROFAGENT_STEP_RULE", "sync:abc"},
-      {"PROFAGENT_STACKS", "-1"},          {"PROFAGENT_STACK_DEPTH", "0"},
-      {"PROFAGENT_LAUNCH_API_SAMPLE", "0"}, {"PROFAGENT_SCHEDULE", "active=0"},
-      {"PROFAGENT_RANKS", "3-1"},          {"PROFAGENT_LOG", "9"},
-      {"PROFAGENT_FLUSH_MS", "0"},         {"PROFAGENT_CLOCK_SYNC", "2"},
+      {"PROFAGENT_ENABLE", "yes"},
+      {"PROFAGENT_GPU_TIMING", "gpu"},
+      {"PROFAGENT_RING_SIZE", "1000"},
+      {"PROFAGENT_RING_SIZE", "32"},
+      {"PROFAGENT_OVERFLOW", "wait"},
+      {"PROFAGENT_STEP_PATTERN", "(unclosed"},
+      {"PROFAGENT_KV_REDUCE", "median"},
+      {"PROFAGENT_STEP_RULE", "sync:abc"},
+      {"PROFAGENT_STACKS", "-1"},
+      {"PROFAGENT_STACK_DEPTH", "0"},
+      {"PROFAGENT_LAUNCH_API_SAMPLE", "0"},
+      {"PROFAGENT_SCHEDULE", "active=0"},
+      {"PROFAGENT_RANKS", "3-1"},
+      {"PROFAGENT_LOG", "9"},
+      {"PROFAGENT_FLUSH_MS", "0"},
+      {"PROFAGENT_CLOCK_SYNC", "2"},
       {"PROFAGENT_CAPTURE", "nvtx"},
       // Out of range or not plain decimal: a rank past an int (the range loop once wrapped and
       // exhausted memory), a base prefix, a sign, a space.
-      {"PROFAGENT_RANKS", "18446744073709551615"}, {"PROFAGENT_RANKS", "0-18446744073709551615"},
-      {"PROFAGENT_RANKS", "4294967296"},  {"PROFAGENT_RANKS", "0x3"},
-      {"PROFAGENT_RING_SIZE", "0x100"},   {"PROFAGENT_RING_SIZE", " 64"},
+      {"PROFAGENT_RANKS", "18446744073709551615"},
+      {"PROFAGENT_RANKS", "0-18446744073709551615"},
+      {"PROFAGENT_RANKS", "4294967296"},
+      {"PROFAGENT_RANKS", "0x3"},
+      {"PROFAGENT_RING_SIZE", "0x100"},
+      {"PROFAGENT_RING_SIZE", " 64"},
       {"PROFAGENT_FLUSH_MS", "+20"},
       // A stream handle without its 0x (digits alone would be taken as decimal), or empty.
-      {"PROFAGENT_STEP_RULE", "sync:5599"}, {"PROFAGENT_STEP_RULE", "sync:"},
+      {"PROFAGENT_STEP_RULE", "sync:5599"},
+      {"PROFAGENT_STEP_RULE", "sync:"},
       {"PROFAGENT_STEP_RULE", "sync:0x"},
+      {"PROFAGENT_JOB", std::string(129, 'j')},
   };
   for (const auto& kv : bad) {
     Config c;

@@ -110,7 +110,9 @@ struct NvtxPayload {     // kNvtxRange, kNvtxMark, kNvtxPush; message text in `e
   uint32_t category;
   uint32_t color;
   uint32_t depth;  // push/pop nesting depth; kNvtxStartEnd for nvtxRangeStart/End ranges
-  uint32_t start_thread;  // kNvtxStartEnd: CurrentThreadIndex() of the starting thread, 0 = unknown
+  // kNvtxStartEnd: CurrentThreadIndex() of the starting thread, 0 = unknown; a push/pop range
+  // flushed at shutdown by another thread: its owner's
+  uint32_t start_thread;
 };
 // NvtxPayload.depth of a start/end range (Event.start_end): process-scoped, it may end on
 // another thread and overlap other ranges without nesting.

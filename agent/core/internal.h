@@ -112,6 +112,13 @@ struct Global {
   // Strings: id -> value (index id-1), value -> id.
   std::vector<std::string> strings;
   std::unordered_map<std::string, uint32_t> string_ids;
+  // NVTX messages (InternMessage): most are unique (a step's kv list), so they are not kept
+  // for the process's life. `transient[id - 1]` marks their ids: the writer frees the text once
+  // the string is in the file. `message_ids` dedupes recent ones (a repeated range name keeps
+  // one id) within kMessageCacheBytes of text, then starts over.
+  std::vector<bool> transient;
+  std::unordered_map<std::string, uint32_t> message_ids;
+  size_t message_bytes = 0;
   std::vector<std::string> apis;        // api id -> name (index 0 = "")
   std::unordered_map<const void*, std::string> func_names;
   FuncNameResolver resolver = nullptr;

@@ -3,21 +3,26 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <cstring>
 #include <map>
 #include <string>
 #include <vector>
 
-#include <catch2/catch.hpp>
-
 #include "agent/core/agent.h"
+#include "agent/core/internal.h"
 #include "agent/core/testing.h"
+#include "agent/core/version.h"
 #include "analyzer/reader.h"
 
 extern "C" void dummy_kernel_stub() {}
 
 namespace profagent {
 namespace {
+
+// The reader names the version it knows in its errors: the agent's.
+static_assert(analyzer::kSchemaMajor == kSchemaMajor && analyzer::kSchemaMinor == kSchemaMinor,
+              "analyzer/reader.h and agent/core/version.h disagree on the schema version");
 
 struct Seen {
   analyzer::HostEvent he;
@@ -214,6 +219,20 @@ TEST_CASE("every event kind round-trips through a file", "[roundtrip]") {
   gd.dev.graph = 9;
   const uint64_t node = 0x100000005ull;
   REQUIRE(EmitWaitWithBytes(gd, &node, sizeof(node)));
+  // 12-14. NVTX messages (InternMessage): the same text twice shares one string, a message
+  // equal to an interned name takes that name's id; 15. a 3 KB one (a 512-sequence kv list).
+  RawEvent mk{};
+  mk.type = EvType::kNvtxMark;
+  mk.flags = kFlagTimeNs;
+  mk.t0 = mk.t1 = ns(33000);
+  const std::string again = "step kv=1,2,3 tokens=3";
+  REQUIRE(EmitWithBytes(mk, again.data(), again.size()));
+  REQUIRE(EmitWithBytes(mk, again.data(), again.size()));
+  REQUIRE(EmitWithBytes(mk, "vllm", 4));
+  std::string batch = "step kv=";
+  for (int i = 0; i < 512; ++i) batch += std::to_string(10000 + i) + ",";
+  batch += " tokens=512";
+  REQUIRE(EmitWithBytes(mk, batch.data(), batch.size()));
 
   profagent_shutdown("test");
   auto files = testing::ListDir(dir);
@@ -235,7 +254,7 @@ TEST_CASE("every event kind round-trips through a file", "[roundtrip]") {
   CHECK(col.header.config().at("PROFAGENT_OUTPUT") == dir);
   CHECK(col.header.argv_size() >= 1);
 
-  REQUIRE(col.events.size() == 10);
+  REQUIRE(col.events.size() == 14);
   const Seen& e1 = col.events[0];
   CHECK(e1.ev.kind() == EV_LAUNCH);
   CHECK(e1.he.start_ns == ns(1000));
@@ -319,6 +338,21 @@ TEST_CASE("every event kind round-trips through a file", "[roundtrip]") {
   CHECK(e10.ev.graph_node() == 0x100000005ull);
   CHECK(e10.ev.source_graph_node() == 3);
   CHECK(e10.he.start_ns == ns(32000));
+  CHECK(col.S(col.events[10].ev.name()) == again);
+  CHECK(col.events[11].ev.name() == col.events[10].ev.name());
+  CHECK(col.events[12].ev.name() == e5.ev.domain());  // "vllm", interned as a domain name
+  CHECK(col.S(col.events[13].ev.name()) == batch);
+  // Messages are not kept once in the file; names are.
+  {
+    auto& g = internal::G();
+    std::lock_guard<std::mutex> lock(g.mu);
+    const uint32_t message = col.events[10].ev.name(), name = e5.ev.domain();
+    REQUIRE(message <= g.strings.size());
+    CHECK(g.transient[message - 1]);
+    CHECK(g.strings[message - 1].empty());
+    CHECK(!g.transient[name - 1]);
+    CHECK(g.strings[name - 1] == "vllm");
+  }
 
   REQUIRE(col.ops.size() == 2);
   CHECK(col.ops[0].second.graph_node() == 0);

@@ -11,7 +11,7 @@ constexpr uint16_t kSchemaMajor = 1;
 constexpr uint16_t kSchemaMinor = 5;  // 1.1: Header.launch_api_sample; 1.2: Collective.wait_ns;
                                       // 1.3: EV_GRAPH_NODE, DeviceOp.graph_node;
                                       // 1.4: Event.start_thread;
-                                      // 1.5: StreamInfo
+                                      // 1.5: StreamInfo; Event.start_thread on flushed push ranges
 
 }  // namespace profagent
 

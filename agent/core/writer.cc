@@ -405,10 +405,16 @@ void EncodePendingLocked(WriterState* w) {
   auto& g = G();
   // Strings first: every id used by a later record is defined before it.
   for (; w->strings_written < g.strings.size(); ++w->strings_written) {
+    std::string& text = g.strings[w->strings_written];
+    const bool transient = g.transient[w->strings_written];
+    // An NVTX message freed after the parent wrote it (this is a fork child's file, which
+    // never uses that id): nothing to write.
+    if (transient && text.empty()) continue;
     w->msg.Clear();
     w->msg.U64(1, w->strings_written + 1);
-    w->msg.StrAlways(2, g.strings[w->strings_written]);
+    w->msg.StrAlways(2, text);
     Frame(w, kRecString, w->msg);
+    if (transient) std::string().swap(text);  // in the file now; the agent needs it no more
   }
   if (g.process_info_dirty) {
     g.process_info_dirty = false;
@@ -651,7 +657,7 @@ bool HasCorr(EvType t) {
 // The text in an event's continuation slots (up to its NUL padding), interned.
 uint32_t InternExtra(const uint8_t* extra, size_t extra_len) {
   const char* text = reinterpret_cast<const char*>(extra);
-  return InternString(std::string(text, strnlen(text, extra_len)));
+  return InternMessage(text, strnlen(text, extra_len));
 }
 
 void EncodeEvent(WriterState* w, BatchBuilder* b, const RawEvent& e, const uint8_t* extra,
@@ -766,10 +772,10 @@ void EncodeEvent(WriterState* w, BatchBuilder* b, const RawEvent& e, const uint8
       }
       if (n.depth == kNvtxStartEnd) {
         m.Bool(37, true);
-        if (n.start_thread != 0 && n.start_thread != w->drain_thread) m.U64(40, n.start_thread);
       } else {
         m.U64(27, n.depth);
       }
+      if (n.start_thread != 0 && n.start_thread != w->drain_thread) m.U64(40, n.start_thread);
       break;
     }
     case EvType::kCollective: {
@@ -1131,6 +1137,12 @@ constexpr uint64_t kSignalFlushNs = 300000000ull;
 bool FinishAfterSignal(WriterState* w, int sig) {
   auto& g = G();
   if (g.shutting_down.exchange(true)) return false;
+  // No new host events (lock-free: the interrupted thread may hold any lock), before the flush:
+  // threads still serving would otherwise record launches and steps whose device records come
+  // after it (steps with no device work). Calls made from now on are counted in the footer
+  // instead of lost in a ring no one drains.
+  g_finishing.store(true, std::memory_order_relaxed);
+  g_recording.fetch_and(uint8_t(~kRecEnabled), std::memory_order_relaxed);
   void (*request)() = g_signal_flush_request.load(std::memory_order_acquire);
   bool (*done)() = g_signal_flush_done.load(std::memory_order_acquire);
   if (request != nullptr && done != nullptr) {
@@ -1142,10 +1154,6 @@ bool FinishAfterSignal(WriterState* w, int sig) {
       nanosleep(&ts, nullptr);
     }
   }
-  // No new host events (lock-free: the interrupted thread may hold any lock): calls made from
-  // now on are counted in the footer instead of lost in a ring no one drains.
-  g_finishing.store(true, std::memory_order_relaxed);
-  g_recording.fetch_and(uint8_t(~kRecEnabled), std::memory_order_relaxed);
   {
     std::lock_guard<std::mutex> lock(g.mu);
     g.closing.store(true);

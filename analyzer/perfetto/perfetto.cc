@@ -272,7 +272,10 @@ class FileConverter : public ViewVisitor {
     uint64_t flow_out = 0;
     bool untimed = false;
     const EventKind kind = e.kind;
-    pi::TrackId track = ThreadTrack(e.thread);
+    // A push/pop range still open at the end that another thread's shutdown flushed belongs
+    // to the thread that pushed it.
+    pi::TrackId track =
+        ThreadTrack(kind == EV_NVTX_PUSH && e.start_thread != 0 ? e.start_thread : e.thread);
     HostLanes* lanes = nullptr;  // set for slices that may cross their neighbours
     Name name;
     switch (kind) {
@@ -301,7 +304,9 @@ class FileConverter : public ViewVisitor {
           args[n++] = Arg::Interned(pi::kArgCopyKind, copy_kinds_[std::min(e.copy_kind, 4u)]);
         }
         args[n++] = Arg::Uint(pi::kArgStream, e.stream);
-        flow_out = e.ret == 0 && !e.captured ? e.corr : 0;
+        // 0 bytes: nothing enqueued, no device op to flow to (a batch copy's bytes are its
+        // copies' sum).
+        flow_out = e.ret == 0 && !e.captured && e.bytes != 0 ? e.corr : 0;
         break;
       case EV_GRAPH_LAUNCH:
         name = NameOr(e.name, e.api, kind);
@@ -1386,8 +1391,9 @@ void AddPerfettoCommand(CLI::App& app, int* exit_code) {
   CLI::App* sub = app.add_subcommand(
       "perfetto", "Write a Perfetto trace (or Chrome JSON) of a profile file or directory");
   sub->add_option("input", opts->input, "rank file (.pb) or profile directory")->required();
-  sub->add_option("-o,--output", opts->output,
-                  "output path (default: FILE.pftrace, or DIR/trace.pftrace)");
+  sub->add_option(
+      "-o,--output", opts->output,
+      "output path (default: FILE with .pb replaced by .pftrace or .json, or DIR/trace.pftrace)");
   sub->add_option("--format", opts->format, "perfetto (native protobuf) or json (Chrome trace)")
       ->check(CLI::IsMember({"perfetto", "json"}));
   sub->add_option("--threads", opts->threads, "files converted in parallel (default: cores)")

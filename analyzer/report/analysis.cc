@@ -397,6 +397,10 @@ int64_t ReduceKv(std::vector<int64_t>& v, const std::string& how) {
   return int64_t((sum * 2 + n) / (2 * n));  // mean, rounded half up (at most the max value)
 }
 
+bool IsKvReduce(const std::string& how) {
+  return how == "mean" || how == "max" || how == "p50" || how == "p90" || how == "sum";
+}
+
 StepFields ParseStepFields(const std::string& msg, const std::string& kv_reduce) {
   StepFields f;
   for (absl::string_view w : absl::StrSplit(msg, absl::ByAnyChar(" \t"), absl::SkipEmpty())) {
@@ -498,6 +502,8 @@ struct PendingLaunch {
   // A batch copy (cudaMemcpyBatchAsync, cudaMemcpy3DBatchAsync): one call, a device op per copy
   // under CUPTI. Kept for all of them like a graph launch, but no graph.
   bool multi = false;
+  // A copy or set of 0 bytes: the runtime enqueues nothing (no device record is expected).
+  bool empty = false;
   uint64_t first_start = UINT64_MAX;  // a graph launch: its earliest node's start so far
   bool call_start = true;  // `start` is the launching call's (ops.csv launch_ns)
   uint32_t grid[3] = {0, 0, 0}, block[3] = {0, 0, 0};
@@ -753,7 +759,15 @@ class CorrTable {
 class FileAnalysis : public ViewVisitor {
  public:
   FileAnalysis(const Context* ctx, std::string path, int index)
-      : ctx_(ctx), path_(std::move(path)), index_(index), ranges_(ctx->opt.range_budget) {}
+      : ctx_(ctx),
+        path_(std::move(path)),
+        index_(index),
+        step_pattern_(ctx->opt.step_pattern),
+        run_pattern_(ctx->opt.run_pattern),
+        kv_reduce_(ctx->opt.kv_reduce),
+        step_re_(&ctx->step_re),
+        run_re_(&ctx->run_re),
+        ranges_(ctx->opt.range_budget) {}
 
   absl::Status Pass1();
   absl::Status Pass2(const std::string& csv_part);
@@ -765,6 +779,13 @@ class FileAnalysis : public ViewVisitor {
   FileSummary fsum_;
   std::string footer_reason_;  // Footer.reason, "" = no footer (yet)
   Header header_;
+  // What NVTX steps and runs are re-derived with: the report's --step-pattern, --run-pattern and
+  // --kv-reduce when given, else what the agent recorded with (PROFAGENT_STEP_PATTERN, ... in
+  // the header), so re-deriving never counts ranges the user told the agent are not steps.
+  std::string step_pattern_, run_pattern_, kv_reduce_;
+  const std::regex* step_re_;
+  const std::regex* run_re_;
+  std::regex own_step_re_, own_run_re_;
   // The ranks this file's communicators over `world` ranks give it (a process driving several).
   void WorldRanks(int world, std::set<int>* out) const {
     for (const auto& c : comms_) {
@@ -1104,6 +1125,32 @@ void FileAnalysis::OnHeader(const Header& h) {
   world_ = h.world_size();
   timing_ = h.gpu_timing();
   timing_reason_ = h.gpu_timing_reason();
+  const ReportOptions& opt = ctx_->opt;
+  auto config = [&](const char* key) -> const std::string* {
+    auto it = h.config().find(key);
+    return it != h.config().end() && !it->second.empty() ? &it->second : nullptr;
+  };
+  if (!opt.patterns_explicit) {
+    std::string why;
+    for (auto [key, pattern, re, own] :
+         {std::make_tuple("PROFAGENT_STEP_PATTERN", &step_pattern_, &step_re_, &own_step_re_),
+          std::make_tuple("PROFAGENT_RUN_PATTERN", &run_pattern_, &run_re_, &own_run_re_)}) {
+      const std::string* recorded = config(key);
+      if (recorded == nullptr || *recorded == *pattern) continue;
+      if (CompileBounded(*recorded, std::regex::ECMAScript, own, &why)) {
+        *pattern = *recorded;
+        *re = own;
+      } else {  // the agent accepted it, so only a hand-made header gets here
+        warnings_.push_back(absl::StrCat(path_, ": ", key, " `", recorded->substr(0, 64),
+                                         "` recorded by the agent is not usable (", why,
+                                         "): re-derived steps use `", *pattern, "`"));
+      }
+    }
+  }
+  if (!opt.kv_reduce_explicit) {
+    const std::string* recorded = config("PROFAGENT_KV_REDUCE");
+    if (recorded != nullptr && IsKvReduce(*recorded)) kv_reduce_ = *recorded;
+  }
 }
 
 void FileAnalysis::OnString(uint32_t id, const std::string& value) {
@@ -1203,7 +1250,7 @@ int8_t FileAnalysis::FrameKind(uint32_t name) {
   int8_t& fk = frame_kind_[name];
   if (fk < 0) {
     const std::string& msg = Str(name);
-    fk = SearchPrefix(msg, ctx_->step_re) ? 1 : SearchPrefix(msg, ctx_->run_re) ? 2 : 0;
+    fk = SearchPrefix(msg, *step_re_) ? 1 : SearchPrefix(msg, *run_re_) ? 2 : 0;
   }
   return fk;
 }
@@ -1274,7 +1321,7 @@ void FileAnalysis::Host1(const EventView& e) {
       StoredRange r{e.start_ns, e.end_ns, owner, name, fk != 0, false};
       ranges_.Add(r);
       if (fk == 0) return;
-      StepFields f = ParseStepFields(msg, ctx_->opt.kv_reduce);
+      StepFields f = ParseStepFields(msg, kv_reduce_);
       if (fk == 1) {
         StepRec s;
         s.start = e.start_ns;
@@ -1296,7 +1343,7 @@ void FileAnalysis::Host1(const EventView& e) {
       // run among them (a server exiting from its serving loop) is a run up to the end of the
       // file; an open step has no end: none.
       if (e.name >= strings_.size() || FrameKind(e.name) != 2) return;
-      StepFields f = ParseStepFields(Str(e.name), ctx_->opt.kv_reduce);
+      StepFields f = ParseStepFields(Str(e.name), kv_reduce_);
       RunRec r{e.start_ns, e.start_ns, f.label, f.warmup,
                e.start_thread != 0 ? e.start_thread : e.thread};
       r.open = true;
@@ -1830,11 +1877,12 @@ void FileAnalysis::Host2(const EventView& e) {
       PendingLaunch l = LaunchOf(e);
       l.graph = kind == EV_GRAPH_LAUNCH;
       l.multi = kind == EV_MEMCPY && IsBatchCopy(e.name);
+      l.empty = (kind == EV_MEMCPY || kind == EV_MEMSET) && e.bytes == 0;
       l.timed = LaunchTimed(kind, e.start_ns, e.end_ns);
       std::copy(e.grid, e.grid + 3, l.grid);  // ScanFile already undid the value-1 encoding
       std::copy(e.block, e.block + 3, l.block);
       if (host_mode_) {
-        if (kind == EV_LAUNCH || kind == EV_MEMCPY || kind == EV_MEMSET) {
+        if (kind == EV_LAUNCH || ((kind == EV_MEMCPY || kind == EV_MEMSET) && !l.empty)) {
           uint64_t end = e.end_ns;
           if (!l.timed && launches_timed_ > 0) {
             auto own = timed_by_name_.find(e.name);
@@ -2440,7 +2488,7 @@ FileAnalysis::NodeContext FileAnalysis::ContextOf(uint32_t context) {
   std::string path;
   for (absl::string_view seg : segments) {
     const std::string msg(seg);
-    if (SearchPrefix(msg, ctx_->step_re) || SearchPrefix(msg, ctx_->run_re)) continue;
+    if (SearchPrefix(msg, *step_re_) || SearchPrefix(msg, *run_re_)) continue;
     const std::string b = ctx_->rules.Match(RuleScope::kModel, RuleTarget::kNvtx, msg);
     if (!b.empty() && ctx_->Bucket(b) >= 0) c.model = int16_t(ctx_->Bucket(b));  // innermost
     absl::StrAppend(&path, path.empty() ? "" : "/", msg.empty() ? "?" : msg);
@@ -2627,7 +2675,7 @@ void FileAnalysis::Finish2() {
   }
   pending_launch_.ForEach([&](uint64_t, const PendingLaunch& l) {
     const bool kept = l.graph || (l.multi && l.first_start != UINT64_MAX);
-    if (!kept && !l.coll) ++unmatched_launches_;  // (a kernel-less call: see below)
+    if (!kept && !l.coll && !l.empty) ++unmatched_launches_;  // (a kernel-less call: below)
     if ((l.graph || l.multi) && l.timed && l.first_start != UINT64_MAX && l.first_start >= l.end) {
       launch_to_start_.Add(double(l.first_start - l.end));
     }
@@ -3221,11 +3269,12 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
   }
   meta["config"] = config;
   Json jopt;
-  jopt["step_pattern"] = options.step_pattern;
-  jopt["run_pattern"] = options.run_pattern;
+  // The patterns and reduction the reference file's steps were re-derived with (the options',
+  // else the agent's recorded ones); "agent" when they are the agent's steps.
+  jopt["step_pattern"] = ref->step_pattern_;
+  jopt["run_pattern"] = ref->run_pattern_;
   jopt["step_source"] = ref->nvtx_steps_used_ ? "nvtx" : "agent";
-  // The agent reduces with its own PROFAGENT_KV_REDUCE; re-derived steps with this one.
-  jopt["kv_reduce"] = ref->nvtx_steps_used_ ? options.kv_reduce : std::string("agent");
+  jopt["kv_reduce"] = ref->nvtx_steps_used_ ? ref->kv_reduce_ : std::string("agent");
   jopt["warmup_runs"] = options.warmup_runs;
   jopt["kv_edges"] = options.kv_edges;
   jopt["rules"] = options.rules_file.empty() ? std::string("default") : options.rules_file;

@@ -2373,6 +2373,67 @@ TEST_CASE("--kv-reduce re-reduces the kv lists of agent-recorded steps") {
   CHECK((*s)["decode_length_buckets"][1]["steps"] == 1);  // max = 700
 }
 
+// Steps re-derived from NVTX ranges (--kv-reduce, --step-pattern, or a file with no EV_STEP)
+// use what the agent was told when the report is not told otherwise: its PROFAGENT_STEP_PATTERN
+// (a prefill range the user excluded stays out) and PROFAGENT_KV_REDUCE. Before, the report's
+// defaults: --kv-reduce alone brought the prefill step back.
+TEST_CASE("re-derived steps follow the agent's recorded step pattern and kv reduction") {
+  for (bool agent_steps : {true, false}) {
+    INFO("agent steps " << agent_steps);
+    const std::string dir = TmpDir("recorded_patterns");
+    {
+      ProfileBuilder b(dir + "/rank0.pb");
+      Record r;
+      Header* h = r.mutable_header();
+      h->set_pid(1000);
+      h->set_hostname("h0");
+      h->set_rank(0);
+      h->set_world_size(1);
+      h->set_agent_version("test-1.0");
+      h->set_gpu_timing(GPU_TIMING_CUPTI);
+      (*h->mutable_config())["PROFAGENT_STEP_PATTERN"] = "^step phase=decode";
+      (*h->mutable_config())["PROFAGENT_KV_REDUCE"] = "max";
+      b.Write(r);
+      const uint32_t prefill = b.Str("step phase=prefill tokens=100");
+      const uint32_t decode = b.Str("step phase=decode tokens=4 kv=100,400,700");
+      b.Host(1, 0, 0, ProfileBuilder::Nvtx(prefill, 900 * kUs, 0));
+      for (int i = 0; i < 2; ++i) {
+        const uint64_t t = (1000 + 200 * uint64_t(i)) * kUs;
+        if (agent_steps) b.Host(1, t, 0, ProfileBuilder::Step(100 * kUs, 4, 700, 0, false));
+        b.Host(1, t, 0, ProfileBuilder::Nvtx(decode, 100 * kUs, 0));
+      }
+      b.Close(true);
+    }
+    ReportOptions opt;
+    opt.kv_edges = {0, 512, 1024};
+    auto s = BuildSummary({dir + "/rank0.pb"}, opt, "");
+    REQUIRE(s.ok());
+    CHECK((*s)["stats"]["steps"] == 2);
+    CHECK((*s)["meta"]["options"]["step_pattern"] == "^step phase=decode");
+    CHECK((*s)["meta"]["options"]["step_source"] == (agent_steps ? "agent" : "nvtx"));
+    CHECK((*s)["decode_length_buckets"][1]["steps"] == 2);  // max 700
+    // --kv-reduce re-derives: still the two decode steps, reduced with the option's mean.
+    opt.kv_reduce = "mean";
+    opt.kv_reduce_explicit = true;
+    s = BuildSummary({dir + "/rank0.pb"}, opt, "");
+    REQUIRE(s.ok());
+    CHECK((*s)["stats"]["steps"] == 2);
+    CHECK((*s)["stats"]["tokens"] == 8);
+    CHECK((*s)["meta"]["options"]["kv_reduce"] == "mean");
+    CHECK((*s)["decode_length_buckets"][0]["steps"] == 2);  // mean 400
+    // An explicit pattern wins; the kv lists are then reduced as the agent was told (max).
+    opt = ReportOptions();
+    opt.kv_edges = {0, 512, 1024};
+    opt.patterns_explicit = true;
+    s = BuildSummary({dir + "/rank0.pb"}, opt, "");
+    REQUIRE(s.ok());
+    CHECK((*s)["stats"]["steps"] == 3);
+    CHECK((*s)["meta"]["options"]["step_pattern"] == "^step\\b");
+    CHECK((*s)["meta"]["options"]["kv_reduce"] == "max");
+    CHECK((*s)["decode_length_buckets"][1]["steps"] == 2);
+  }
+}
+
 TEST_CASE("host timing with launches timed 1 in N: untimed kernels count as the timed mean") {
   const std::string dir = TmpDir("sampled_host");
   WriteSampledLaunches(dir + "/rank0.pb", GPU_TIMING_HOST);

@@ -239,7 +239,7 @@ struct Scenario {
         << "^long_kernel 300\n^after_probe_kernel 2000\n"
         << "^after_read_kernel 2000\n^burst_kernel 200\n"
         << "^worker_wait_kernel 50000\n^tail_first_kernel 5000\n^tail_kernel 2000\n"
-        << "^sync_sets_kernel 2000\n^before_term_kernel 500\n";
+        << "^sync_sets_kernel 2000\n^before_term_kernel 500\n^serve_step_kernel 200\n";
     run = Run(dir, "GPUSIM_COSTS=" + dir + "/costs.txt GPUSIM_TRUTH=" + dir +
                        "/truth.json PROFAGENT_OUTPUT=" + dir + "/prof LD_PRELOAD=" +
                        AgentPath() + " " + env,
@@ -1669,6 +1669,76 @@ TEST_CASE("Calls made while the file is being finished are counted in the footer
     // round: more than a round fits in the in-flight wait and the last drain).
     CHECK(s.prof.footer_unrecorded >= 2);
     CHECK(launches < ran);
+  }
+}
+
+// A server stopped while its engine thread serves (rt_serve_stop). SIGTERM: recording stops
+// before CUPTI's last flush, so every step in the file has its kernels (before, the steps
+// served while CUPTI flushed were written with no device work: a third of them, per-step
+// device time diluted). exit: the run the engine thread still has open is written as that
+// thread's, so the report's run holds the engine's steps (before: the exiting main thread's,
+// a run with no step). In both, 0-byte copies (a decode step with no new prompt tokens) are
+// no device op and no "launch without device activity".
+TEST_CASE("A server stopped while serving: steps keep their work, the open run its steps") {
+  for (const char* how : {"sigterm", "exit"}) {
+    for (const char* mode : {"cupti", "events"}) {
+      INFO(how << " " << mode);
+      Scenario s((std::string("servestop_") + how + "_" + mode).c_str(),
+                 std::string("PROFAGENT_GPU_TIMING=") + mode, kPkg + "rt_serve_stop " + how);
+      const bool sigterm = std::string(how) == "sigterm";
+      CHECK(s.run.code == (sigterm ? 128 + SIGTERM : 0));
+      CHECK(s.run.out == "stopping after 10 steps\n");
+      REQUIRE(s.loaded);
+      if (std::string(mode) == "cupti" && CuptiUnavailable(s.prof)) continue;
+      // Steps and their device work: every recorded step (3 kernels each) but the one in
+      // flight when recording stopped has its three kernels.
+      std::vector<const HostEv*> steps = s.prof.Kind(EV_STEP);
+      REQUIRE(steps.size() >= 10);
+      size_t empty_steps = 0;
+      for (const HostEv* st : steps) {
+        size_t kernels = 0;
+        for (const DevOp& d : s.prof.dev) {
+          kernels += d.op.kind() == DOP_KERNEL && d.start >= st->start && d.end <= st->end;
+        }
+        empty_steps += kernels < 3;
+      }
+      INFO(steps.size() << " steps, " << empty_steps << " without their kernels");
+      CHECK(empty_steps <= 1);
+      // 0-byte copies: recorded as calls, no device op in either mode.
+      size_t copies = 0;
+      for (const HostEv* c : s.prof.Kind(EV_MEMCPY)) copies += c->ev.bytes() == 0;
+      CHECK(copies >= 10);
+      for (const DevOp& d : s.prof.dev) CHECK(d.op.kind() != DOP_MEMCPY);
+      auto files = analyzer::ListProfileFiles(s.dir + "/prof");
+      REQUIRE(files.ok());
+      auto sum = analyzer::BuildSummary(*files, analyzer::ReportOptions(), "");
+      REQUIRE(sum.ok());
+      const std::string warnings = (*sum)["meta"]["warnings"].dump();
+      INFO(warnings);
+      CHECK(warnings.find("without device activity") == std::string::npos);
+      if (sigterm) {
+        CHECK(s.prof.footer_reason == "signal 15 (SIGTERM)");
+        continue;
+      }
+      // exit: the open run is the engine thread's (the thread of its steps) and holds them.
+      CHECK(s.prof.footer_reason == "exit");
+      // (The run, and the step in flight when the engine thread stopped being recorded.)
+      std::vector<const HostEv*> open;
+      for (const HostEv* r : s.prof.Kind(EV_NVTX_PUSH)) {
+        if (s.prof.Str(r->ev.name()) == "run label=serve") open.push_back(r);
+      }
+      REQUIRE(open.size() == 1);
+      const uint32_t owner =
+          open[0]->ev.start_thread() != 0 ? open[0]->ev.start_thread() : open[0]->thread;
+      CHECK(owner == steps[0]->thread);
+      CHECK(owner != open[0]->thread);  // flushed by the exiting main thread
+      const auto& runs = (*sum)["runs"];
+      REQUIRE(runs.size() == 1);
+      CHECK(runs[0]["label"] == "serve");
+      CHECK(runs[0]["open"] == true);
+      CHECK(runs[0]["stats"]["steps"].get<int64_t>() >= 10);
+      CHECK(warnings.find("no recorded step") == std::string::npos);
+    }
   }
 }
 

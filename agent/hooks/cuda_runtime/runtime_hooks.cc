@@ -380,7 +380,8 @@ template <typename Call>
 inline cudaError_t DoMem(uint16_t api, EvType type, uint64_t bytes, uint32_t kind, const void* ptr,
                          cudaStream_t stream, bool sync_call, Call&& call) {
   uint8_t mode = Mode();
-  int32_t ticket = mode == kEvents ? EventTimerBegin(stream) : -1;
+  // A copy or set of 0 bytes enqueues nothing (no CUPTI record either): nothing to time.
+  int32_t ticket = mode == kEvents && bytes != 0 ? EventTimerBegin(stream) : -1;
   if (sync_call && ticket >= 0) sync_call = WaitsForDevice(type, kind, ptr);
   cupti::ThreadState& ts = cupti::t_state;
   ts.api_corr = 0;

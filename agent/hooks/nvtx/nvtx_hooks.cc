@@ -82,16 +82,21 @@ template <typename Copy>
 void CopyMessage(OpenRange* r, Copy&& copy) {
   r->len = uint32_t(copy(r->msg, kMaxMessageBytes));
   if (r->len + 4 < kMaxMessageBytes) return;  // fits (a cut stops at most 3 bytes short)
-  char* big = static_cast<char*>(std::malloc(kMaxLongMessageBytes));
-  if (big == nullptr) return;  // the cut copy stays
-  const size_t n = copy(big, kMaxLongMessageBytes);
-  if (n <= r->len) {
-    std::free(big);
-    return;
+  // 2 KiB first (a batch of a few hundred sequences), the whole limit only when that is cut.
+  for (size_t cap = 2048;; cap = kMaxLongMessageBytes) {
+    char* big = static_cast<char*>(std::malloc(cap));
+    if (big == nullptr) return;  // the shorter copy stays
+    const size_t n = copy(big, cap);
+    if (n <= r->len) {
+      std::free(big);
+      return;
+    }
+    std::free(r->heap);
+    r->heap = big;
+    r->ext_text = big;
+    r->len = uint32_t(n);
+    if (n + 4 < cap || cap == kMaxLongMessageBytes) return;
   }
-  r->heap = big;
-  r->ext_text = big;
-  r->len = uint32_t(n);
 }
 
 struct ThreadStack {
@@ -99,6 +104,9 @@ struct ThreadStack {
   int capacity = kInlineDepth;  // entries available
   uint32_t overflow = 0;       // pushes beyond kMaxDepth still open
   std::atomic<bool> in_use{true};
+  // CurrentThreadIndex() of the thread using it (0 until that thread has one): ranges a shutdown
+  // on another thread flushes are written as this thread's.
+  std::atomic<uint32_t> owner{0};
   ThreadStack* next = nullptr;
   // inline_entries, or a heap array GrowStack made. Arrays it replaced are not freed: a
   // shutdown flush may be reading them from another thread (a few per deeply nesting thread).
@@ -151,6 +159,7 @@ __attribute__((noinline)) ThreadStack* GetStackSlow() {
     if (s->in_use.compare_exchange_strong(expected, true, std::memory_order_acquire)) {
       s->depth = 0;
       s->overflow = 0;
+      s->owner.store(0, std::memory_order_relaxed);
       t_stack = s;
       if (g_exit_key_ok.load(std::memory_order_acquire)) pthread_setspecific(g_exit_key, s);
       return s;
@@ -318,7 +327,9 @@ inline void Capture(OpenRange* r, const Domain* dom, const MsgSrc& m) {
   }
 }
 
-inline void EmitRange(EvType type, const OpenRange& r, uint64_t t1, uint32_t depth) {
+// `owner`: for a push/pop range another thread flushes, the thread whose range it is.
+inline void EmitRange(EvType type, const OpenRange& r, uint64_t t1, uint32_t depth,
+                      uint32_t owner = 0) {
   RawEvent e;
   std::memset(&e, 0, sizeof(e));
   e.type = type;
@@ -331,7 +342,7 @@ inline void EmitRange(EvType type, const OpenRange& r, uint64_t t1, uint32_t dep
   e.nvtx.category = r.category;
   e.nvtx.color = r.color;
   e.nvtx.depth = depth;
-  e.nvtx.start_thread = depth == kNvtxStartEnd ? r.start_thread : 0;
+  e.nvtx.start_thread = depth == kNvtxStartEnd ? r.start_thread : owner;
   if (r.name != 0) {
     Emit(e);
   } else {
@@ -363,6 +374,9 @@ int DoPush(const Domain* dom, const MsgSrc& m) {
   HookGuard guard;
   ThreadStack* s = GetStack();
   if (s == nullptr) return -1;
+  if (__builtin_expect(s->owner.load(std::memory_order_relaxed) == 0, 0)) {
+    s->owner.store(CurrentThreadIndex(), std::memory_order_relaxed);
+  }
   if (__builtin_expect(s->depth >= s->capacity, 0) &&
       (s->overflow > 0 || !GrowStack(s))) {
     ++s->overflow;
@@ -702,10 +716,14 @@ void FlushOpenRanges() {
     const OpenRange* entries = s->entries.load(std::memory_order_acquire);
     int depth = s->depth;
     if (depth > s->capacity) depth = s->capacity;
+    // Another thread's ranges (a worker still inside its run while main exits) are written as
+    // that thread's: its run encloses its steps.
+    uint32_t owner = s->owner.load(std::memory_order_relaxed);
+    if (owner == CurrentThreadIndex()) owner = 0;
     for (int i = 0; i < depth; ++i) {
       OpenRange r = entries[i];  // (a heap copy stays the entry's)
       if (r.len >= kMaxMessageBytes && r.ext_text == nullptr) r.len = kMaxMessageBytes - 1;
-      EmitRange(EvType::kNvtxPush, r, r.t0, uint32_t(i));
+      EmitRange(EvType::kNvtxPush, r, r.t0, uint32_t(i), owner);
     }
   }
   StartSlot* table = g_start_table.load(std::memory_order_acquire);
@@ -731,9 +749,10 @@ void FlushOpenRanges() {
   const uint64_t deep = g_depth_overflow.load(std::memory_order_relaxed);
   const uint64_t lost = g_start_lost.load(std::memory_order_relaxed);
   if (deep > 0) {
-    AddNote("warning", "NVTX: " + std::to_string(deep) + " push/pop ranges nested deeper than " +
-                           std::to_string(kMaxDepth) +
-                           " were not recorded (a step among them was not seen)");
+    AddNote("warning",
+            "NVTX: " + std::to_string(deep) + " push/pop ranges nested deeper than " +
+                std::to_string(kMaxDepth) +
+                " were not recorded (nor seen as steps or runs, if any of them was one)");
   }
   if (lost > 0) {
     AddNote("warning", "NVTX: " + std::to_string(lost) +

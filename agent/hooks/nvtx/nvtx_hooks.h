@@ -53,7 +53,7 @@ constexpr int kMaxDepth = 1024;            // open push/pop ranges per thread
 constexpr size_t kMaxMessageBytes = 256;   // per message copied inline, NUL included
 // A longer one (a large batch's kv list) is copied to the heap, up to what one event carries
 // (kMaxExtraBytes, agent/core/agent.h).
-constexpr size_t kMaxLongMessageBytes = 2048;
+constexpr size_t kMaxLongMessageBytes = 16384;
 constexpr size_t kStartSlots = 1024;       // start/end ranges in the lock-free table
 constexpr size_t kStartProbes = 8;         // slots tried per start
 

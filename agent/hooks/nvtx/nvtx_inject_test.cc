@@ -146,27 +146,39 @@ TEST_CASE("long messages are kept up to kMaxLongMessageBytes - 1") {
   std::string kv = "step tokens=64 kv=";
   for (int i = 0; i < 64; ++i) kv += std::to_string(2000 + i) + (i < 63 ? "," : "");
   REQUIRE(kv.size() > kMaxMessageBytes);
-  const std::string big(5000, 'x');
+  // A batch of 512 sequences with 5-digit KV lengths, tokens= after the list: 3 KB.
+  std::string batch = "step phase=decode kv=";
+  for (int i = 0; i < 512; ++i) batch += std::to_string(10000 + i) + (i < 511 ? "," : "");
+  batch += " bsz=512 tokens=512";
+  REQUIRE(batch.size() > 3000);
+  const std::string big(20000, 'x');
   nvtxRangePushA(kv.c_str());
   nvtxRangePop();
   nvtxRangePushA(big.c_str());
   nvtxRangePop();
   nvtxRangeEnd(nvtxRangeStartA(kv.c_str()));
+  nvtxRangePushA(batch.c_str());
+  nvtxRangePop();
   std::wstring wide(300, L'w');
   nvtxMarkW(wide.c_str());
   auto r = fake::EventsOfType(EvType::kNvtxRange);
-  REQUIRE(r.size() == 3);
+  REQUIRE(r.size() == 4);
   CHECK(r[0].bytes == kv);
   CHECK(r[1].bytes == std::string(kMaxLongMessageBytes - 1, 'x'));
   CHECK(r[2].bytes == kv);
+  CHECK(r[3].bytes == batch);
   auto m = fake::EventsOfType(EvType::kNvtxMark);
   REQUIRE(m.size() == 1);
   CHECK(m[0].bytes == std::string(300, 'w'));
-  // The model saw the whole message: 64 tokens, the mean of the 64 KV lengths.
+  // The model saw the whole messages: 64 tokens, the mean of the 64 KV lengths; 512 tokens and
+  // the mean of all 512 KV lengths.
   auto steps = fake::EventsOfType(EvType::kStep);
-  REQUIRE(steps.size() == 2);
+  REQUIRE(steps.size() == 3);
   CHECK(steps[0].e.step.tokens == 64);
   CHECK(steps[0].e.step.kv == 2032);  // mean of 2000..2063, 2031.5, rounded
+  CHECK(steps[2].e.step.tokens == 512);
+  CHECK(steps[2].e.step.bsz == 512);
+  CHECK(steps[2].e.step.kv == 10256);  // mean of 10000..10511, 10255.5, rounded
 }
 
 TEST_CASE("domains and registered strings") {

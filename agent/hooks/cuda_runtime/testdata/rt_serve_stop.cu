@@ -1,0 +1,46 @@
+// A server stopped while its engine thread serves: the engine thread opens `run label=serve`,
+// then serves steps (three 200 us kernels and a 0-byte copy of new prompt tokens, as a decode
+// step with no prefill sends, then a synchronize), without end. Main waits for 10 steps, then
+// stops the process:
+//   sigterm: raise(SIGTERM) (the agent finishes the file, then the signal ends the process);
+//   exit:    exit(0) (the run is still open on the engine thread).
+// Prints "stopping after N steps" first.
+#include <cuda_runtime.h>
+#include <nvtx3/nvToolsExt.h>
+
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+
+__global__ void serve_step_kernel(float* p) {}
+
+std::atomic<int> g_steps{0};
+
+int main(int argc, char** argv) {
+  const char* how = argc > 1 ? argv[1] : "sigterm";
+  std::thread([] {
+    cudaStream_t s;
+    if (cudaStreamCreate(&s) != cudaSuccess) return;
+    int* ids = nullptr;
+    int host_ids[4] = {};
+    if (cudaMalloc(&ids, sizeof(host_ids)) != cudaSuccess) return;
+    nvtxRangePushA("run label=serve");
+    for (;;) {
+      nvtxRangePushA("step phase=decode tokens=4 kv=100,200,300,400");
+      for (int k = 0; k < 3; ++k) serve_step_kernel<<<1, 32, 0, s>>>(nullptr);
+      cudaMemcpyAsync(ids, host_ids, 0, cudaMemcpyHostToDevice, s);  // no new prompt tokens
+      cudaStreamSynchronize(s);
+      nvtxRangePop();
+      g_steps.fetch_add(1);
+    }
+  }).detach();
+  while (g_steps.load() < 10) std::this_thread::yield();
+  printf("stopping after %d steps\n", g_steps.load() >= 10 ? 10 : 0);
+  fflush(stdout);
+  if (strcmp(how, "exit") == 0) exit(0);
+  raise(SIGTERM);
+  return 1;
+}
