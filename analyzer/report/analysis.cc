@@ -1,7 +1,5 @@
 #include "analyzer/report/analysis.h"
 
-#include "agent/core/bounded_regex.h"
-
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -27,8 +25,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "agent/core/bounded_regex.h"
 #include "analyzer/reader.h"
 #include "analyzer/report/distribution.h"
+#include "analyzer/report/elf_symbols.h"
 #include "analyzer/report/interval_union.h"
 #include "analyzer/report/range_store.h"
 #include "analyzer/report/rules.h"
@@ -1195,6 +1195,9 @@ void FileAnalysis::OnOther(const Record& r) {
       frames.clear();
       for (const Frame& f : r.stack().frames()) {
         std::string sym = Str(f.symbol());
+        // Not an exported symbol (the agent's dladdr saw none): the module's symbol table.
+        if (sym.empty() && !Str(f.module()).empty())
+          sym = ElfFunctionAt(Str(f.module()), f.offset());
         if (sym.empty()) {
           sym = absl::StrCat(Str(f.module()).empty() ? "?" : Str(f.module()), "+0x",
                              absl::Hex(f.offset()));
