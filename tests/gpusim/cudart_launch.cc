@@ -297,13 +297,16 @@ int ClusterSizeOf(const cudaLaunchConfig_t& config) {
   return 0;  // unspecified
 }
 
+// Checks the arguments both cluster functions take; sets the kernel and its resident blocks per
+// SM with the configuration's block size and dynamic shared memory.
 cudaError_t CheckClusterConfig(const void* func, const cudaLaunchConfig_t* config,
-                               gpusim::Kernel** kernel) {
+                               gpusim::Kernel** kernel, int* per_sm) {
   if (config == nullptr) return cudaErrorInvalidValue;
   *kernel = gpusim::FindKernel(func);
   if (*kernel == nullptr) return cudaErrorInvalidDeviceFunction;
   const uint64_t threads = uint64_t(config->blockDim.x) * config->blockDim.y * config->blockDim.z;
   if (threads == 0 || threads > 1024) return cudaErrorInvalidValue;
+  *per_sm = ResidentBlocksPerSm(int(threads), config->dynamicSmemBytes);
   return cudaSuccess;
 }
 
@@ -543,15 +546,11 @@ cudaError_t cudaOccupancyMaxPotentialClusterSize(int* clusterSize, const void* f
   ApiCall api(kInfo, &params);
   if (clusterSize == nullptr) return api.Return(cudaErrorInvalidValue);
   Kernel* k = nullptr;
-  if (cudaError_t err = CheckClusterConfig(func, launchConfig, &k); err != cudaSuccess) {
+  int per_sm = 0;
+  if (cudaError_t err = CheckClusterConfig(func, launchConfig, &k, &per_sm); err != cudaSuccess) {
     return api.Return(err);
   }
-  const uint64_t threads =
-      uint64_t(launchConfig->blockDim.x) * launchConfig->blockDim.y * launchConfig->blockDim.z;
-  const int per_sm = ResidentBlocksPerSm(int(threads), launchConfig->dynamicSmemBytes);
-  int size = k->non_portable_cluster ? 16 : 8;
-  if (per_sm == 0) size = 0;
-  *clusterSize = size;
+  *clusterSize = per_sm == 0 ? 0 : k->non_portable_cluster ? 16 : 8;
   return api.Return(cudaSuccess);
 }
 
@@ -562,7 +561,8 @@ cudaError_t cudaOccupancyMaxActiveClusters(int* numClusters, const void* func,
   ApiCall api(kInfo, &params);
   if (numClusters == nullptr) return api.Return(cudaErrorInvalidValue);
   Kernel* k = nullptr;
-  if (cudaError_t err = CheckClusterConfig(func, launchConfig, &k); err != cudaSuccess) {
+  int per_sm = 0;
+  if (cudaError_t err = CheckClusterConfig(func, launchConfig, &k, &per_sm); err != cudaSuccess) {
     return api.Return(err);
   }
   // The cluster size comes from the launch configuration (kernels here have no compile-time
@@ -571,9 +571,6 @@ cudaError_t cudaOccupancyMaxActiveClusters(int* numClusters, const void* func,
   if (cluster <= 0 || cluster > (k->non_portable_cluster ? 16 : 8)) {
     return api.Return(cudaErrorInvalidClusterSize);
   }
-  const uint64_t threads =
-      uint64_t(launchConfig->blockDim.x) * launchConfig->blockDim.y * launchConfig->blockDim.z;
-  const int per_sm = ResidentBlocksPerSm(int(threads), launchConfig->dynamicSmemBytes);
   *numClusters = per_sm * kSmCount / cluster;
   return api.Return(cudaSuccess);
 }
