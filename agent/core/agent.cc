@@ -107,7 +107,12 @@ bool RankSelected(const Config& c, int rank) {
   return false;
 }
 
-struct sigaction g_old_term, g_old_int;
+// The signals whose default action ends the process on which the agent finishes the file first:
+// stop requests (SIGTERM, SIGINT: a server being stopped) and crashes (SIGABRT: abort(), a failed
+// assert, std::terminate after an uncaught exception; SIGSEGV, SIGBUS, SIGFPE, SIGILL), so the
+// profile of a run that died keeps its last flush period and its device records.
+constexpr int kFinishSignals[] = {SIGTERM, SIGINT, SIGABRT, SIGSEGV, SIGBUS, SIGFPE, SIGILL};
+struct sigaction g_old_action[NSIG];
 
 void OnFatalSignal(int sig) {
   // Async-signal-safe only: the interrupted thread may hold any lock (malloc's among them). The
@@ -124,17 +129,20 @@ void OnFatalSignal(int sig) {
     errno = saved_errno;
     return;
   }
-  sigaction(sig, sig == SIGTERM ? &g_old_term : &g_old_int, nullptr);
-  raise(sig);  // blocked until this handler returns, then the application's own disposition
+  sigaction(sig, &g_old_action[sig], nullptr);
+  // Blocked until this handler returns, then the application's own disposition. (A fault
+  // signal also comes back when the faulting instruction runs again, with that disposition.)
+  raise(sig);
   errno = saved_errno;
 }
 
 // Installed when the agent starts recording (its writer starts), not at load: an interpreter
 // that starts meanwhile (Python sets its SIGINT handler and records every disposition at
 // start-up) sees the dispositions it would see without the agent. Only over the default
-// disposition: an application's handler or an ignored signal is left alone.
+// disposition: an application's handler (a crash reporter, a sanitizer's, Python's
+// faulthandler) or an ignored signal is left alone.
 void InstallSignalHandlers() {
-  for (int sig : {SIGTERM, SIGINT}) {
+  for (int sig : kFinishSignals) {
     struct sigaction cur;
     if (sigaction(sig, nullptr, &cur) != 0) continue;
     if ((cur.sa_flags & SA_SIGINFO) || cur.sa_handler != SIG_DFL) continue;
@@ -145,7 +153,7 @@ void InstallSignalHandlers() {
     sigaddset(&sa.sa_mask, SIGTERM);  // one finish at a time: a second signal waits for it
     sigaddset(&sa.sa_mask, SIGINT);
     sa.sa_flags = SA_RESTART;
-    sigaction(sig, &sa, sig == SIGTERM ? &g_old_term : &g_old_int);
+    sigaction(sig, &sa, &g_old_action[sig]);
   }
 }
 

@@ -1159,9 +1159,15 @@ bool FinishAfterSignal(WriterState* w, int sig) {
     g.closing.store(true);
   }
   Pass(w, true);
-  FinishFile(w, sig == SIGTERM  ? "signal 15 (SIGTERM)"
-                : sig == SIGINT ? "signal 2 (SIGINT)"
-                                : "fatal signal");
+  const char* name = sig == SIGTERM   ? "signal 15 (SIGTERM)"
+                     : sig == SIGINT  ? "signal 2 (SIGINT)"
+                     : sig == SIGABRT ? "signal 6 (SIGABRT)"
+                     : sig == SIGSEGV ? "signal 11 (SIGSEGV)"
+                     : sig == SIGBUS  ? "signal 7 (SIGBUS)"
+                     : sig == SIGFPE  ? "signal 8 (SIGFPE)"
+                     : sig == SIGILL  ? "signal 4 (SIGILL)"
+                                      : "fatal signal";
+  FinishFile(w, name);
   return true;
 }
 

@@ -3,7 +3,9 @@
 // step with no prefill sends, then a synchronize), without end. Main waits for 10 steps, then
 // stops the process:
 //   sigterm: raise(SIGTERM) (the agent finishes the file, then the signal ends the process);
-//   exit:    exit(0) (the run is still open on the engine thread).
+//   exit:    exit(0) (the run is still open on the engine thread);
+//   throw:   an exception nobody catches (std::terminate, abort: SIGABRT);
+//   segv:    a write through a null pointer (SIGSEGV).
 // Prints "stopping after N steps" first.
 #include <cuda_runtime.h>
 #include <nvtx3/nvToolsExt.h>
@@ -13,6 +15,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <stdexcept>
 #include <thread>
 
 __global__ void serve_step_kernel(float* p) {}
@@ -41,6 +44,11 @@ int main(int argc, char** argv) {
   printf("stopping after %d steps\n", g_steps.load() >= 10 ? 10 : 0);
   fflush(stdout);
   if (strcmp(how, "exit") == 0) exit(0);
+  if (strcmp(how, "throw") == 0) throw std::runtime_error("engine failed");
+  if (strcmp(how, "segv") == 0) {
+    volatile int* volatile nowhere = nullptr;
+    *nowhere = 1;
+  }
   raise(SIGTERM);
   return 1;
 }
