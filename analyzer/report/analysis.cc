@@ -1208,6 +1208,14 @@ void FileAnalysis::OnOther(const Record& r) {
     }
     case Record::kFooter:
       footer_reason_ = r.footer().reason();
+      // A crash the agent finished the file at (abort, a fault): the run did not end normally.
+      if ((absl::StartsWith(footer_reason_, "signal ") &&
+           !absl::StrContains(footer_reason_, "(SIGTERM)") &&
+           !absl::StrContains(footer_reason_, "(SIGINT)")) ||
+          footer_reason_ == "fatal signal") {
+        warnings_.push_back(absl::StrCat(path_, ": the process crashed (", footer_reason_,
+                                         "): its profile ends there"));
+      }
       if (r.footer().dropped() > 0) drops_[UINT32_MAX] = r.footer().dropped();
       if (r.footer().unrecorded_calls() > 0) {
         warnings_.push_back(absl::StrCat(path_, ": ", r.footer().unrecorded_calls(),

@@ -1727,6 +1727,9 @@ TEST_CASE("A server stopped or crashing while serving: steps keep their work, ru
       const std::string warnings = (*sum)["meta"]["warnings"].dump();
       INFO(warnings);
       CHECK(warnings.find("without device activity") == std::string::npos);
+      // A crash says so; a stop does not.
+      CHECK((warnings.find("the process crashed (" + end.second + ")") != std::string::npos) ==
+            (how == "throw" || how == "segv"));
       if (signal) continue;
       // exit: the open run is the engine thread's (the thread of its steps) and holds them.
       // (The run, and the step in flight when the engine thread stopped being recorded.)
