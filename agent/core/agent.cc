@@ -710,6 +710,10 @@ void SetSignalFlush(void (*request)(), bool (*done)()) {
   internal::g_signal_flush_request.store(request, std::memory_order_release);
 }
 
+void SetSignalRangeFlush(void (*flush)()) {
+  internal::g_signal_range_flush.store(flush, std::memory_order_release);
+}
+
 void AtShutdown(void (*fn)()) {
   auto& g = G();
   std::lock_guard<std::mutex> lock(g.mu);

@@ -266,6 +266,10 @@ void AtShutdown(void (*fn)());
 // delivered from a thread of its own: `request` asks for that without blocking, `done` says
 // whether it has happened. The writer waits a bounded time for it, draining meanwhile.
 void SetSignalFlush(void (*request)(), bool (*done)());
+// Also at a fatal signal, on the writer thread after that flush and before the last drain:
+// `flush` writes what is still open (NVTX ranges: a server's run, so the report knows its label).
+// It must not wait on a lock an interrupted thread may hold (try_lock, or skip).
+void SetSignalRangeFlush(void (*flush)());
 
 // Starts `fn` on a detached thread; false when the system refuses a thread (RLIMIT_NPROC, a
 // cgroup's pids.max): the caller degrades, never throws into the application.

@@ -183,6 +183,7 @@ void FinishBeforeExit(const char* reason, int status, bool may_exit);
 // SetSignalFlush's functions (writer.cc; read by FinishAfterSignal).
 extern std::atomic<void (*)()> g_signal_flush_request;
 extern std::atomic<bool (*)()> g_signal_flush_done;
+extern std::atomic<void (*)()> g_signal_range_flush;  // SetSignalRangeFlush's
 // Child side of fork(): forget the parent's writer, rings and file.
 void WriterAfterForkChild();
 // Output file management.

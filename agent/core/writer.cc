@@ -33,6 +33,7 @@ namespace internal {
 std::atomic<uint64_t> g_writer_cpu_ns{0};
 std::atomic<void (*)()> g_signal_flush_request{nullptr};
 std::atomic<bool (*)()> g_signal_flush_done{nullptr};
+std::atomic<void (*)()> g_signal_range_flush{nullptr};
 
 namespace {
 
@@ -1154,6 +1155,8 @@ bool FinishAfterSignal(WriterState* w, int sig) {
       nanosleep(&ts, nullptr);
     }
   }
+  // The ranges still open (a run around the whole serving loop): in the file, with their text.
+  if (void (*flush)() = g_signal_range_flush.load(std::memory_order_acquire)) flush();
   {
     std::lock_guard<std::mutex> lock(g.mu);
     g.closing.store(true);

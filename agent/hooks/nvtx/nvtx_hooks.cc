@@ -28,6 +28,8 @@ extern "C" int profagent_init() __attribute__((weak));  // agent/core
 
 namespace profagent {
 namespace nvtx {
+void FlushOpenRangesImpl(bool at_signal);  // below
+
 namespace {
 
 // ---- Handles we hand out ------------------------------------------------------------------
@@ -688,6 +690,7 @@ __attribute__((constructor)) void NvtxSurfaceLoad() {
   }
   InstallEnv();
   model::SetOpenRangeFlusher(&FlushOpenRanges);
+  SetSignalRangeFlush([] { FlushOpenRangesImpl(true); });
   model::SetThreadNvtxContext(&ThreadContext);
   AtShutdown(&model::Shutdown);  // idempotent: harmless if the core calls it as well
 }
@@ -709,7 +712,10 @@ void InstallEnv() {
   setenv("NVTX_INJECTION64_PATH", self, 0);
 }
 
-void FlushOpenRanges() {
+// At exit, _exit and exec (the shutdown hooks), and, with `at_signal`, when a fatal signal ends
+// the file (SetSignalRangeFlush: on the writer thread, while the interrupted thread may hold any
+// lock: the overflow map's is only tried).
+void FlushOpenRangesImpl(bool at_signal) {
   HookGuard guard;
   for (ThreadStack* s = g_stacks.load(std::memory_order_acquire); s; s = s->next) {
     if (!s->in_use.load(std::memory_order_acquire)) continue;
@@ -738,8 +744,13 @@ void FlushOpenRanges() {
     }
   }
   {
-    std::lock_guard<std::mutex> l(g_start_overflow_mu);
-    if (g_start_overflow != nullptr) {
+    std::unique_lock<std::mutex> l(g_start_overflow_mu, std::defer_lock);
+    if (at_signal) {
+      l.try_lock();
+    } else {
+      l.lock();
+    }
+    if (l.owns_lock() && g_start_overflow != nullptr) {
       for (const auto& kv : *g_start_overflow) {
         EmitRange(EvType::kNvtxPush, kv.second, kv.second.t0, kNvtxStartEnd);
       }
@@ -760,6 +771,8 @@ void FlushOpenRanges() {
                            "recorded");
   }
 }
+
+void FlushOpenRanges() { FlushOpenRangesImpl(false); }
 
 Stats GetStats() {
   Stats st;

@@ -92,6 +92,7 @@ bool InCaptureRange(uint64_t, bool) { return true; }  // no capture range in the
 const Config& GetConfig() { return config; }
 
 void AtShutdown(void (*)()) {}  // the tests call model::Shutdown themselves
+void SetSignalRangeFlush(void (*)()) {}  // no signal path in these tests
 
 void InitClock() {}
 uint64_t TicksToNs(uint64_t t) { return t; }
