@@ -248,7 +248,7 @@ std::string CsvField(absl::string_view s) {
 
 constexpr char kCsvHeader[] =
     "rank,index,name,bucket,kind,grid,block,stream,launch_ns,api_dur_ns,start_ns,end_ns,"
-    "dur_ns,launch_to_start_ns,step,nvtx_path\n";
+    "dur_ns,launch_to_start_ns,step,nvtx_path,device\n";
 
 constexpr char kDigitPairs[] =
     "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
@@ -2281,7 +2281,7 @@ void FileAnalysis::Emit(const PendingOp& op, const PendingLaunch* l) {
     } else if (l != nullptr && l->path >= 0) {
       csv_path = &csv_paths_[l->path];
     }
-    // 15 fields of at most 20 digits (or 3 x 11 for grid/block) besides the strings.
+    // 16 fields of at most 20 digits (or 3 x 11 for grid/block) besides the strings.
     char* p = csv_.Reserve(512 + csv_name.size() + bname.size() +
                            (csv_path != nullptr ? csv_path->size() : 0));
     p = PutI64(p, rank_);
@@ -2343,6 +2343,8 @@ void FileAnalysis::Emit(const PendingOp& op, const PendingLaunch* l) {
     if (l != nullptr && l->step >= 0) p = PutU64(p, uint64_t(l->step));
     *p++ = ',';
     if (csv_path != nullptr) p = PutStr(p, *csv_path);
+    *p++ = ',';
+    p = PutU64(p, op.device);
     *p++ = '\n';
     csv_.Commit(p);
   }

@@ -2563,10 +2563,10 @@ TEST_CASE("NVTX ranges beyond the memory budget: the same report, spilled or not
   CHECK(model["attn.o_proj"]["ms"].get<double>() == Approx(0.006));
   // ops.csv paths: the full chain, the run and the step by their first word (a path names the
   // code, not the step's data), the step in its own column (step 0: kv=100).
-  CHECK(csv.find(",0,run/step/decode/layer 0/qkv_proj\n") != std::string::npos);
-  CHECK(csv.find(",399,run/step/sampler\n") != std::string::npos);
+  CHECK(csv.find(",0,run/step/decode/layer 0/qkv_proj,0\n") != std::string::npos);
+  CHECK(csv.find(",399,run/step/sampler,0\n") != std::string::npos);
   CHECK(csv.find("kv=") == std::string::npos);
-  CHECK(csv.find(",prefetch\n") != std::string::npos);
+  CHECK(csv.find(",prefetch,0\n") != std::string::npos);
 }
 
 TEST_CASE("bad inputs give one-line errors naming the file") {

@@ -48,6 +48,9 @@ cudaError_t EnqueueKernel(ApiCall& api, Kernel* k, dim3 grid, dim3 block, size_t
       grid.y > 65535 || grid.z > 65535) {
     return cudaErrorInvalidConfiguration;
   }
+  // More dynamic shared memory than the kernel may use (48 KiB unless it opted in with
+  // cudaFuncAttributeMaxDynamicSharedMemorySize): refused, as the hardware would.
+  if (shared_mem > size_t(k->max_dynamic_shared_bytes.load())) return cudaErrorInvalidValue;
   Stream* s = gpusim::ResolveStream(stream, pt);
   if (s == nullptr) return cudaErrorInvalidResourceHandle;
   Op* op = new Op();
@@ -565,10 +568,13 @@ cudaError_t cudaOccupancyMaxActiveClusters(int* numClusters, const void* func,
   if (cudaError_t err = CheckClusterConfig(func, launchConfig, &k, &per_sm); err != cudaSuccess) {
     return api.Return(err);
   }
-  // The cluster size comes from the launch configuration (kernels here have no compile-time
-  // cluster dimensions the simulator could read): required.
-  const int cluster = ClusterSizeOf(*launchConfig);
-  if (cluster <= 0 || cluster > (k->non_portable_cluster ? 16 : 8)) {
+  // The cluster size comes from the launch configuration. Left unspecified, CUDA takes the
+  // kernel's compile-time cluster dimensions (__cluster_dims__), which the simulator cannot read
+  // from the fatbinary: it counts clusters of 1 block then, rather than fail a program that is
+  // right on hardware.
+  int cluster = ClusterSizeOf(*launchConfig);
+  if (cluster == 0) cluster = 1;
+  if (cluster < 0 || cluster > (k->non_portable_cluster ? 16 : 8)) {
     return api.Return(cudaErrorInvalidClusterSize);
   }
   *numClusters = per_sm * kSmCount / cluster;

@@ -338,7 +338,7 @@ TEST_CASE("demo with CUDA-graph decode, CUPTI: replayed GEMMs in their captured 
         line.find(",attn.qkv_proj,") != std::string::npos) {
       CHECK(line.find("/decode/(graph)/") != std::string::npos);
       CHECK(line.find("graph.capture/") != std::string::npos);
-      CHECK(line.substr(line.size() - 8) == "qkv_proj");
+      CHECK(line.substr(line.size() - 10) == "qkv_proj,0");  // (then the device)
     }
   }
   CHECK(replayed > 0);

@@ -82,6 +82,24 @@ int main() {
   EXPECT(cudaGetLastError(), cudaErrorCooperativeLaunchTooLarge);
   EXPECT(cudaLaunchKernel(reinterpret_cast<const void*>(kernel), dim3(1), dim3(32), args, 0, 0),
          cudaSuccess);
+  // Dynamic shared memory: 48 KiB without opting in, up to the opted-in size after.
+  EXPECT(cudaLaunchKernel(reinterpret_cast<const void*>(coop_kernel), dim3(1), dim3(32), args,
+                          48 << 10, 0),
+         cudaSuccess);
+  EXPECT(cudaLaunchKernel(reinterpret_cast<const void*>(coop_kernel), dim3(1), dim3(32), args,
+                          (48 << 10) + 4, 0),
+         cudaErrorInvalidValue);
+  EXPECT(cudaGetLastError(), cudaErrorInvalidValue);
+  EXPECT(cudaFuncSetAttribute(reinterpret_cast<const void*>(coop_kernel),
+                              cudaFuncAttributeMaxDynamicSharedMemorySize, 100 << 10),
+         cudaSuccess);
+  EXPECT(cudaLaunchKernel(reinterpret_cast<const void*>(coop_kernel), dim3(1), dim3(32), args,
+                          96 << 10, 0),
+         cudaSuccess);
+  EXPECT(cudaLaunchKernel(reinterpret_cast<const void*>(coop_kernel), dim3(1), dim3(32), args,
+                          120 << 10, 0),
+         cudaErrorInvalidValue);
+  EXPECT(cudaGetLastError(), cudaErrorInvalidValue);
   EXPECT(cudaDeviceSynchronize(), cudaSuccess);
 
   // Managed ranges read back their advice and last prefetch; a non-managed pointer is refused.
@@ -160,9 +178,11 @@ int main() {
          cudaSuccess);
   if (cluster != 8) return printf("FAIL cluster size %d\n", cluster), 1;
   int clusters = 0;
+  // No cluster size in the configuration: the kernel's compile-time one, unknown here: 1.
   EXPECT(cudaOccupancyMaxActiveClusters(&clusters, reinterpret_cast<const void*>(coop_kernel),
                                         &config),
-         cudaErrorInvalidClusterSize);
+         cudaSuccess);
+  if (clusters != per_sm * sms) return printf("FAIL clusters of one %d\n", clusters), 1;
   cudaLaunchAttribute cluster_attr;
   memset(&cluster_attr, 0, sizeof(cluster_attr));
   cluster_attr.id = cudaLaunchAttributeClusterDimension;
