@@ -5,6 +5,7 @@
 #include <alloca.h>
 #include <cxxabi.h>
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
@@ -111,8 +112,15 @@ bool RankSelected(const Config& c, int rank) {
 // stop requests (SIGTERM, SIGINT: a server being stopped) and crashes (SIGABRT: abort(), a failed
 // assert, std::terminate after an uncaught exception; SIGSEGV, SIGBUS, SIGFPE, SIGILL), so the
 // profile of a run that died keeps its last flush period and its device records.
-constexpr int kFinishSignals[] = {SIGTERM, SIGINT, SIGABRT, SIGSEGV, SIGBUS, SIGFPE, SIGILL};
+// Also the other signals whose default action ends the process: a hangup, SIGPIPE (`prog |
+// head`), SIGQUIT, a CPU-time limit, a watchdog's alarm, Slurm's --signal=USR1, seccomp's
+// SIGSYS, a stray SIGTRAP. (SIGXFSZ is left alone: the writer itself may meet the file size
+// limit, and blocks it.)
+constexpr int kFinishSignals[] = {SIGTERM,   SIGINT,  SIGABRT, SIGSEGV, SIGBUS,  SIGFPE,
+                                  SIGILL,    SIGHUP,  SIGQUIT, SIGPIPE, SIGXCPU, SIGALRM,
+                                  SIGVTALRM, SIGUSR1, SIGUSR2, SIGSYS,  SIGTRAP};
 struct sigaction g_old_action[NSIG];
+bool g_yielded[NSIG];  // under the caller's serialization (MPI_Init is called once)
 
 void OnFatalSignal(int sig) {
   // Async-signal-safe only: the interrupted thread may hold any lock (malloc's among them). The
@@ -156,6 +164,30 @@ void InstallSignalHandlers() {
     sigaction(sig, &sa, &g_old_action[sig]);
   }
 }
+
+}  // namespace
+
+void YieldSignalHandlers() {
+  for (int sig : kFinishSignals) {
+    struct sigaction cur;
+    g_yielded[sig] = false;
+    if (sigaction(sig, nullptr, &cur) != 0 || (cur.sa_flags & SA_SIGINFO) ||
+        cur.sa_handler != OnFatalSignal) {
+      continue;
+    }
+    sigaction(sig, &g_old_action[sig], nullptr);
+    g_yielded[sig] = true;
+  }
+}
+
+void RetakeSignalHandlers() {
+  bool any = false;
+  for (int sig : kFinishSignals) any |= g_yielded[sig];
+  if (any) InstallSignalHandlers();  // over the ones still at their default only
+  for (int sig : kFinishSignals) g_yielded[sig] = false;
+}
+
+namespace {
 
 // API names have a mutex of their own: an application thread's first call of an API registers
 // its name, and must not wait while the writer holds G().mu.
@@ -818,6 +850,15 @@ extern "C" __attribute__((visibility("default"))) int profagent_init() {
   pthread_key_create(&g_exit_key, OnThreadExit);
   pthread_atfork(AtForkPrepare, AtForkParent, AtForkChild);
   atexit(AtExit);
+  // The profile's descriptor goes above 512 (writer.cc HighFd): grow the descriptor table that
+  // far now, while the process likely has one thread. Grown later, with threads running, the
+  // kernel waits for an RCU grace period (6 to 27 ms measured), at the first flush or on a
+  // signal path, where a SIGKILL a few ms after SIGTERM then finds an empty file.
+  if (int fd = open("/dev/null", O_RDONLY | O_CLOEXEC); fd >= 0) {
+    const int high = fcntl(fd, F_DUPFD_CLOEXEC, 512);
+    if (high >= 0) close(high);
+    close(fd);
+  }
   internal::SetEnabled(true);
   g_initialized.store(true);
   Log(2, "recording to %s", c.output_dir.c_str());
@@ -825,6 +866,46 @@ extern "C" __attribute__((visibility("default"))) int profagent_init() {
 }
 
 }  // namespace profagent
+
+// The next definitions of the process-ending calls the agent interposes, resolved when the
+// agent loads: they are often called from signal handlers, where dlsym (the loader's lock,
+// malloc and free of dlerror's message) is not safe. Looked up on first use only when called
+// before the agent's constructor ran (another library's constructor).
+namespace {
+struct RealProcessCalls {
+  void (*exit_)(int);
+  void (*Exit_)(int);
+  void (*quick_exit_)(int);
+  int (*execve_)(const char*, char* const*, char* const*);
+  int (*execv_)(const char*, char* const*);
+  int (*execvp_)(const char*, char* const*);
+  int (*execvpe_)(const char*, char* const*, char* const*);
+  int (*fexecve_)(int, char* const*, char* const*);
+};
+RealProcessCalls g_real_calls;
+
+template <typename F>
+F RealCall(F* slot, const char* name) {
+  F f = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+  if (f == nullptr) {
+    f = reinterpret_cast<F>(dlsym(RTLD_NEXT, name));
+    __atomic_store_n(slot, f, __ATOMIC_RELEASE);
+  }
+  return f;
+}
+
+__attribute__((constructor)) void ResolveRealProcessCalls() {
+  RealProcessCalls& r = g_real_calls;
+  RealCall(&r.exit_, "_exit");
+  RealCall(&r.Exit_, "_Exit");
+  RealCall(&r.quick_exit_, "quick_exit");
+  RealCall(&r.execve_, "execve");
+  RealCall(&r.execv_, "execv");
+  RealCall(&r.execvp_, "execvp");
+  RealCall(&r.execvpe_, "execvpe");
+  RealCall(&r.fexecve_, "fexecve");
+}
+}  // namespace
 
 // _exit() skips atexit handlers, so a process ending with it (e.g. a forked worker) would lose its
 // last flush period: finish the file first. Not in a vfork child, which shares the parent's
@@ -835,9 +916,7 @@ extern "C" __attribute__((visibility("default"), noreturn)) void _exit(int statu
       profagent::internal::CoreLocksAvailable(200)) {
     profagent::internal::FinishBeforeExit("_exit", status, true);
   }
-  using ExitFn = void (*)(int);
-  static ExitFn real = reinterpret_cast<ExitFn>(dlsym(RTLD_NEXT, "_exit"));
-  if (real != nullptr) real(status);
+  if (auto real = RealCall(&g_real_calls.exit_, "_exit")) real(status);
   syscall(SYS_exit_group, status);
   __builtin_unreachable();
 }
@@ -851,10 +930,6 @@ void FinishBefore(const char* why, int status, bool may_exit) {
       profagent::internal::CoreLocksAvailable(200)) {
     profagent::internal::FinishBeforeExit(why, status, may_exit);
   }
-}
-template <typename F>
-F Next(const char* name) {
-  return reinterpret_cast<F>(dlsym(RTLD_NEXT, name));
 }
 
 // Whether an exec of `path` can succeed as far as the file system says (an executable regular
@@ -896,21 +971,21 @@ bool ExecutableInPath(const char* file) {
 extern "C" __attribute__((visibility("default"))) int execve(const char* path, char* const argv[],
                                                            char* const envp[]) {
   if (Executable(path)) FinishBefore("exec", 0, false);
-  static auto real = Next<int (*)(const char*, char* const*, char* const*)>("execve");
+  auto real = RealCall(&g_real_calls.execve_, "execve");
   if (real == nullptr) return errno = ENOSYS, -1;
   return real(path, argv, envp);
 }
 
 extern "C" __attribute__((visibility("default"))) int execv(const char* path, char* const argv[]) {
   if (Executable(path)) FinishBefore("exec", 0, false);
-  static auto real = Next<int (*)(const char*, char* const*)>("execv");
+  auto real = RealCall(&g_real_calls.execv_, "execv");
   if (real == nullptr) return errno = ENOSYS, -1;
   return real(path, argv);
 }
 
 extern "C" __attribute__((visibility("default"))) int execvp(const char* file, char* const argv[]) {
   if (ExecutableInPath(file)) FinishBefore("exec", 0, false);
-  static auto real = Next<int (*)(const char*, char* const*)>("execvp");
+  auto real = RealCall(&g_real_calls.execvp_, "execvp");
   if (real == nullptr) return errno = ENOSYS, -1;
   return real(file, argv);
 }
@@ -918,7 +993,7 @@ extern "C" __attribute__((visibility("default"))) int execvp(const char* file, c
 extern "C" __attribute__((visibility("default"))) int execvpe(const char* file, char* const argv[],
                                                             char* const envp[]) {
   if (ExecutableInPath(file)) FinishBefore("exec", 0, false);
-  static auto real = Next<int (*)(const char*, char* const*, char* const*)>("execvpe");
+  auto real = RealCall(&g_real_calls.execvpe_, "execvpe");
   if (real == nullptr) return errno = ENOSYS, -1;
   return real(file, argv, envp);
 }
@@ -926,7 +1001,7 @@ extern "C" __attribute__((visibility("default"))) int execvpe(const char* file, 
 extern "C" __attribute__((visibility("default"))) int fexecve(int fd, char* const argv[],
                                                             char* const envp[]) {
   FinishBefore("exec", 0, false);
-  static auto real = Next<int (*)(int, char* const*, char* const*)>("fexecve");
+  auto real = RealCall(&g_real_calls.fexecve_, "fexecve");
   if (real == nullptr) return errno = ENOSYS, -1;
   return real(fd, argv, envp);
 }
@@ -976,7 +1051,7 @@ extern "C" __attribute__((visibility("default"))) int execle(const char* path, c
 
 extern "C" __attribute__((visibility("default"), noreturn)) void quick_exit(int status) {
   FinishBefore("quick_exit", status, true);
-  static auto real = Next<void (*)(int)>("quick_exit");
+  auto real = RealCall(&g_real_calls.quick_exit_, "quick_exit");
   if (real != nullptr) real(status);
   syscall(SYS_exit_group, status);
   __builtin_unreachable();
@@ -984,7 +1059,7 @@ extern "C" __attribute__((visibility("default"), noreturn)) void quick_exit(int 
 
 extern "C" __attribute__((visibility("default"), noreturn)) void _Exit(int status) {
   FinishBefore("_exit", status, true);
-  static auto real = Next<void (*)(int)>("_Exit");
+  auto real = RealCall(&g_real_calls.Exit_, "_Exit");
   if (real != nullptr) real(status);
   syscall(SYS_exit_group, status);
   __builtin_unreachable();

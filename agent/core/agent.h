@@ -270,6 +270,11 @@ void SetSignalFlush(void (*request)(), bool (*done)());
 // `flush` writes what is still open (NVTX ranges: a server's run, so the report knows its label).
 // It must not wait on a lock an interrupted thread may hold (try_lock, or skip).
 void SetSignalRangeFlush(void (*flush)());
+// Libraries that install crash handlers only over the default disposition (Open MPI's stack
+// trace handler in MPI_Init) would see the agent's instead and skip theirs: around such an
+// initialization the agent's handlers step aside, then come back over what is still default.
+void YieldSignalHandlers();
+void RetakeSignalHandlers();
 
 // Starts `fn` on a detached thread; false when the system refuses a thread (RLIMIT_NPROC, a
 // cgroup's pids.max): the caller degrades, never throws into the application.

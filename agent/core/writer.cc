@@ -77,6 +77,7 @@ struct WriterState {
   // does the last drain and the footer itself, and watches the shutdown hooks meanwhile.
   std::atomic<bool> exit_armed{false};
   const char* exit_reason = "_exit";
+  std::atomic<const char*> shutdown_reason{nullptr};  // StopWriter's or FinishBeforeExit's
   int exit_status = 0;
   bool exit_may_exit = false;  // the process may end if the hooks hang (not for exec)
   char exit_stalled_reason[96] = {};
@@ -981,6 +982,9 @@ uint64_t DrainRing(WriterState* w, ThreadState* ts, BatchBuilder* b,
 }
 
 void Pass(WriterState* w, bool final_pass) {
+  // A file finished early (a signal during a shutdown) gets nothing more; its shutdown path
+  // passes here once more afterwards.
+  if (w->stopped.load(std::memory_order_acquire)) return;
   auto& g = G();
   std::vector<ThreadState*> threads;
   {
@@ -1115,6 +1119,7 @@ void WriteFooter(WriterState* w, const char* reason) {
 
 // After the final drain: the footer, the file closed, the writer marked stopped.
 void FinishFile(WriterState* w, const char* reason) {
+  if (w->stopped.load(std::memory_order_acquire)) return;  // finished already (see Pass)
   G().writer_running.store(false);
   WriteFooter(w, reason);
   if (w->fd >= 0) {
@@ -1134,6 +1139,18 @@ void FinishFile(WriterState* w, const char* reason) {
 // that does not come in time (stuck on such a lock) is given up. A shutdown already under way
 // on another thread finishes the file itself (its StopWriter joins this thread).
 constexpr uint64_t kSignalFlushNs = 300000000ull;
+
+// A footer's reason for a signal: "signal 15 (SIGTERM)".
+const char* SignalReason(int sig) {
+  static char reasons[NSIG][32];  // filled on first use per signal (the writer thread only)
+  if (sig <= 0 || sig >= NSIG) return "fatal signal";
+  if (reasons[sig][0] == '\0') {
+    const char* abbrev = sigabbrev_np(sig);
+    snprintf(reasons[sig], sizeof(reasons[sig]), "signal %d (SIG%s)", sig,
+             abbrev != nullptr ? abbrev : "?");
+  }
+  return reasons[sig];
+}
 
 bool FinishAfterSignal(WriterState* w, int sig) {
   auto& g = G();
@@ -1162,15 +1179,7 @@ bool FinishAfterSignal(WriterState* w, int sig) {
     g.closing.store(true);
   }
   Pass(w, true);
-  const char* name = sig == SIGTERM   ? "signal 15 (SIGTERM)"
-                     : sig == SIGINT  ? "signal 2 (SIGINT)"
-                     : sig == SIGABRT ? "signal 6 (SIGABRT)"
-                     : sig == SIGSEGV ? "signal 11 (SIGSEGV)"
-                     : sig == SIGBUS  ? "signal 7 (SIGBUS)"
-                     : sig == SIGFPE  ? "signal 8 (SIGFPE)"
-                     : sig == SIGILL  ? "signal 4 (SIGILL)"
-                                      : "fatal signal";
-  FinishFile(w, name);
+  FinishFile(w, SignalReason(sig));
   return true;
 }
 
@@ -1242,6 +1251,21 @@ void* WriterMain(void*) {
       // serving it, whose shutdown hooks may wait for ring space, until that thread stops it.)
       w->signal_stop.store(-1);
       if (FinishAfterSignal(w, sig)) break;
+      // A shutdown (exit, exec, StopWriter) was under way, and the signal may have landed on
+      // the very thread running it: its shutdown hooks cannot go on until the handler returns,
+      // and the handler waits for the file. Finish it now, without them (their last device
+      // records are lost); the handler then ends the process with the signal.
+      g.closing.store(true);
+      Pass(w, true);
+      snprintf(w->exit_stalled_reason, sizeof(w->exit_stalled_reason), "%s, then %s",
+               w->shutdown_reason.load() != nullptr ? w->shutdown_reason.load() : "shutdown",
+               SignalReason(sig));
+      Log(1,
+          "%s arrived while the profile was being finished: finished without the shutdown "
+          "hooks",
+          SignalReason(sig));
+      FinishFile(w, w->exit_stalled_reason);
+      break;
     }
     if (w->exit_armed.load(std::memory_order_acquire)) {
       if (stop) {  // the exit hook's shutdown hooks returned: the last drain, here
@@ -1382,6 +1406,7 @@ void FinishBeforeExit(const char* reason, int status, bool may_exit) {
     WaitFileFinished(w);
     return;
   }
+  w->shutdown_reason.store(reason);
   w->exit_reason = reason;
   w->exit_status = status;
   w->exit_may_exit = may_exit;
@@ -1397,6 +1422,7 @@ void FinishBeforeExit(const char* reason, int status, bool may_exit) {
 void StopWriter(const char* reason) {
   auto& g = G();
   if (g.shutting_down.exchange(true)) return;
+  W()->shutdown_reason.store(reason);
   RunShutdownHooks();  // (device records of what was recorded still arrive)
   WriterState* w = W();
   if (w->thread_started) {
@@ -1427,6 +1453,7 @@ void WriterAfterForkChild() {
   w->stop.store(false);
   w->signal_stop.store(0);
   w->exit_armed.store(false);
+  w->shutdown_reason.store(nullptr);
   w->thread_started = false;
   w->stopped.store(false);
   w->fd = -1;

@@ -412,6 +412,16 @@ size_t PollOnce(std::vector<Pending>* inflight, std::unordered_map<const void*, 
 
 std::vector<Pending>* g_inflight_list = nullptr;  // owned by the poller thread
 
+// A fatal signal's flush (SetSignalFlush): the poller gives the operations still in flight up to
+// 100 ms to finish and resolves them, as DrainAtShutdown does at exit (no shutdown hook runs at
+// a signal). Asked for by number, done when the poller has drained since.
+std::atomic<uint64_t> g_signal_asked{0}, g_signal_done{0};
+void AskSignalDrain() { g_signal_asked.fetch_add(1, std::memory_order_acq_rel); }
+bool SignalDrainDone() {
+  return g_signal_done.load(std::memory_order_acquire) >=
+         g_signal_asked.load(std::memory_order_acquire);
+}
+
 void PollerLoop() {
   HookGuard guard;  // the poller's CUDA calls are the agent's own
   // Event queries are legal during another thread's global-mode stream capture only in relaxed
@@ -429,6 +439,16 @@ void PollerLoop() {
       Reanchor();
     }
     g_inflight.store(int(left), std::memory_order_relaxed);
+    if (const uint64_t asked = g_signal_asked.load(std::memory_order_acquire);
+        asked > g_signal_done.load(std::memory_order_relaxed)) {
+      for (int i = 0; i < 500 && left > 0; ++i) {
+        usleep(200);
+        std::lock_guard<std::mutex> lock(PollMu());
+        left = PollOnce(g_inflight_list, &names);
+      }
+      g_signal_done.store(asked, std::memory_order_release);
+      continue;
+    }
     GrowPools();
     usleep(left ? 200 : 1000);
   }
@@ -545,6 +565,7 @@ bool StartEventTimer(bool probe, std::string* reason) {
       return false;
     }
     AtShutdown(DrainAtShutdown);
+    SetSignalFlush(AskSignalDrain, SignalDrainDone);
     pthread_atfork(ForkPrepare, ForkParent, ForkChild);
   }
   *reason = "CUDA events around each operation";

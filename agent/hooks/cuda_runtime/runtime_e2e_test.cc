@@ -1753,6 +1753,25 @@ TEST_CASE("A server stopped or crashing while serving: steps keep their work, ru
   }
 }
 
+// A SIGTERM while the agent finishes the file at exit (a supervisor stopping the job as its main
+// thread exits): the file is finished at once, without the shutdown hooks the signal may have
+// interrupted (before, the handler waited 2 s for them and the file had no footer).
+TEST_CASE("A SIGTERM during the agent's own exit finish: the file still gets its footer") {
+  for (const char* mode : {"cupti", "events"}) {
+    INFO(mode);
+    Scenario s((std::string("exitterm_") + mode).c_str(),
+               std::string("PROFAGENT_GPU_TIMING=") + mode, kPkg + "rt_serve_stop exit_term");
+    INFO(s.run.err);
+    CHECK((s.run.code == 0 || s.run.code == 128 + SIGTERM));
+    CHECK(s.run.out == "stopping after 10 steps\n");
+    REQUIRE(s.loaded);
+    if (std::string(mode) == "cupti" && CuptiUnavailable(s.prof)) continue;
+    CHECK((s.prof.footer_reason == "exit" ||
+           s.prof.footer_reason == "exit, then signal 15 (SIGTERM)"));
+    CHECK(s.prof.Kind(EV_STEP).size() >= 10);
+  }
+}
+
 // An exec that fails (the program is not there) returns and the process goes on: its profile
 // is not finished by it, the work after it is recorded.
 TEST_CASE("A failed exec leaves the profile open: the work after it is recorded") {

@@ -1186,6 +1186,9 @@ void FlusherLoop() {
       usleep(5000);
     }
     if (g_flusher_stop.load()) break;
+    // A fatal signal's flush: kernels launched just before it may still be running; as at
+    // exit, they get up to 100 ms to finish, so that their records come with times.
+    if (asked > g_urgent_done.load(std::memory_order_relaxed)) WaitForInFlight(100);
     FlushCupti();
     if (asked > g_urgent_done.load(std::memory_order_relaxed)) {
       g_urgent_done.store(asked, std::memory_order_release);

@@ -1964,7 +1964,9 @@ void BeforeFinalize() {
 PROFAGENT_EXPORT int MPI_Init(int* argc, char*** argv) {
   PROFAGENT_COMPLETION_PROLOGUE(Init, argc, argv)
   const uint64_t t0 = Now();
+  YieldSignalHandlers();  // Open MPI's crash handlers go where the default is
   const int rc = fn(argc, argv);
+  RetakeSignalHandlers();
   const uint64_t t1 = Now();
   if (rc == 0) AfterInit();
   EmitApi(real.api, t0, t1, rc);
@@ -1974,7 +1976,9 @@ PROFAGENT_EXPORT int MPI_Init(int* argc, char*** argv) {
 PROFAGENT_EXPORT int MPI_Init_thread(int* argc, char*** argv, int required, int* provided) {
   PROFAGENT_COMPLETION_PROLOGUE(Init_thread, argc, argv, required, provided)
   const uint64_t t0 = Now();
+  YieldSignalHandlers();
   const int rc = fn(argc, argv, required, provided);
+  RetakeSignalHandlers();
   const uint64_t t1 = Now();
   if (rc == 0) AfterInit();
   EmitApi(real.api, t0, t1, rc);

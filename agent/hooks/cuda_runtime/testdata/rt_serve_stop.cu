@@ -5,10 +5,13 @@
 //   sigterm: raise(SIGTERM) (the agent finishes the file, then the signal ends the process);
 //   exit:    exit(0) (the run is still open on the engine thread);
 //   throw:   an exception nobody catches (std::terminate, abort: SIGABRT);
-//   segv:    a write through a null pointer (SIGSEGV).
+//   segv:    a write through a null pointer (SIGSEGV);
+//   exit_term: exit(0), and a SIGTERM 300 us later (a supervisor stopping the job), while the
+//            agent is still finishing the file at exit.
 // Prints "stopping after N steps" first.
 #include <cuda_runtime.h>
 #include <nvtx3/nvToolsExt.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <csignal>
@@ -44,6 +47,13 @@ int main(int argc, char** argv) {
   printf("stopping after %d steps\n", g_steps.load() >= 10 ? 10 : 0);
   fflush(stdout);
   if (strcmp(how, "exit") == 0) exit(0);
+  if (strcmp(how, "exit_term") == 0) {
+    std::thread([] {
+      usleep(300);
+      kill(getpid(), SIGTERM);
+    }).detach();
+    exit(0);
+  }
   if (strcmp(how, "throw") == 0) throw std::runtime_error("engine failed");
   if (strcmp(how, "segv") == 0) {
     volatile int* volatile nowhere = nullptr;
