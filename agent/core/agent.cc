@@ -746,6 +746,12 @@ void SetSignalRangeFlush(void (*flush)()) {
   internal::g_signal_range_flush.store(flush, std::memory_order_release);
 }
 
+void FinishProfileNow(const char* reason) {
+  if (internal::WriterOwnedByThisProcess() && internal::CoreLocksAvailable(200)) {
+    internal::FinishBeforeExit(reason, 0, false);
+  }
+}
+
 void AtShutdown(void (*fn)()) {
   auto& g = G();
   std::lock_guard<std::mutex> lock(g.mu);

@@ -275,6 +275,10 @@ void SetSignalRangeFlush(void (*flush)());
 // initialization the agent's handlers step aside, then come back over what is still default.
 void YieldSignalHandlers();
 void RetakeSignalHandlers();
+// Finishes the file now, as at exit (the shutdown hooks, the last drain, the footer with
+// `reason`, which must outlive the process): before a call that ends the process without
+// returning through exit (MPI_Abort). Later calls of the process are not recorded.
+void FinishProfileNow(const char* reason);
 
 // Starts `fn` on a detached thread; false when the system refuses a thread (RLIMIT_NPROC, a
 // cgroup's pids.max): the caller degrades, never throws into the application.

@@ -1216,6 +1216,10 @@ void FileAnalysis::OnOther(const Record& r) {
         warnings_.push_back(absl::StrCat(path_, ": the process crashed (", footer_reason_,
                                          "): its profile ends there"));
       }
+      if (absl::StartsWith(footer_reason_, "MPI_Abort")) {
+        warnings_.push_back(absl::StrCat(path_, ": the process called ", footer_reason_,
+                                         ", which ended the job: its profile ends there"));
+      }
       if (r.footer().dropped() > 0) drops_[UINT32_MAX] = r.footer().dropped();
       if (r.footer().unrecorded_calls() > 0) {
         warnings_.push_back(absl::StrCat(path_, ": ", r.footer().unrecorded_calls(),
