@@ -141,6 +141,16 @@ void OnFatalSignal(int sig) {
   // Blocked until this handler returns, then the application's own disposition. (A fault
   // signal also comes back when the faulting instruction runs again, with that disposition.)
   raise(sig);
+  // A stop request (not a fault, nor abort, whose core should show where they happened) is
+  // delivered right here: another signal that came during the finish and waits, masked, must
+  // not end the process first (a SIGINT would, being lower-numbered, on return).
+  if (sig != SIGSEGV && sig != SIGBUS && sig != SIGFPE && sig != SIGILL && sig != SIGTRAP &&
+      sig != SIGSYS && sig != SIGABRT) {
+    sigset_t only;
+    sigemptyset(&only);
+    sigaddset(&only, sig);
+    pthread_sigmask(SIG_UNBLOCK, &only, nullptr);
+  }
   errno = saved_errno;
 }
 
