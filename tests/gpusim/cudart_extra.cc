@@ -134,6 +134,67 @@ cudaError_t PrefetchImpl(const ApiInfo& info, const void* ptr, size_t count,
   return api.Return(cudaSuccess);
 }
 
+// cudaMemPrefetchBatchAsync: `count` ranges, locations applied from prefetchLocIdxs[k] on (the
+// first index 0, increasing, below count; at most count locations), flags 0. Each range's last
+// prefetch location reads back like cudaMemPrefetchAsync's.
+cudaError_t PrefetchBatchImpl(const ApiInfo& info, void** dptrs, size_t* sizes, size_t count,
+                              cudaMemLocation* locs, size_t* loc_idxs, size_t num_locs,
+                              unsigned long long flags, cudaStream_t stream, bool pt) {
+  cudaMemPrefetchBatchAsync_v13000_params params{dptrs,    sizes,    count, locs,
+                                                 loc_idxs, num_locs, flags, stream};
+  ApiCall api(info, &params);
+  if (count == 0 || dptrs == nullptr || sizes == nullptr || locs == nullptr ||
+      loc_idxs == nullptr || num_locs == 0 || num_locs > count || flags != 0 || loc_idxs[0] != 0) {
+    return api.Return(cudaErrorInvalidValue);
+  }
+  for (size_t k = 0; k < num_locs; ++k) {
+    if ((k > 0 && loc_idxs[k] <= loc_idxs[k - 1]) || loc_idxs[k] >= count) {
+      return api.Return(cudaErrorInvalidValue);
+    }
+    if (cudaError_t err = CheckLocation(locs[k]); err != cudaSuccess) return api.Return(err);
+  }
+  for (size_t i = 0; i < count; ++i) {
+    if (dptrs[i] == nullptr && sizes[i] > 0) return api.Return(cudaErrorInvalidValue);
+  }
+  if (gpusim::ResolveStream(stream, pt) == nullptr) {
+    return api.Return(cudaErrorInvalidResourceHandle);
+  }
+  size_t k = 0;
+  for (size_t i = 0; i < count; ++i) {
+    while (k + 1 < num_locs && loc_idxs[k + 1] <= i) ++k;
+    RecordAdvice(dptrs[i], sizes[i], AdviceKind::kPrefetch, true, locs[k]);
+  }
+  return api.Return(cudaSuccess);
+}
+
+// The native atomic operations of a link, per cudaAtomicOperation (0..12, else
+// cudaErrorInvalidValue): between two devices (NVLink-like, as cudaDeviceGetP2PAttribute says),
+// all of them on signed and unsigned 32- and 64-bit integers (integer operations; reductions
+// for add, min, max and the bitwise ones) and 32/64-bit floats; to the host, none (PCIe on
+// x86: cudaDevAttrHostNativeAtomicSupported is 0).
+cudaError_t AtomicCapabilities(unsigned* caps, const cudaAtomicOperation* ops, unsigned count,
+                               bool peer) {
+  if (caps == nullptr || ops == nullptr || count == 0) return cudaErrorInvalidValue;
+  for (unsigned i = 0; i < count; ++i) {
+    const int op = int(ops[i]);
+    if (op < cudaAtomicOperationIntegerAdd || op > cudaAtomicOperationFloatMax) {
+      return cudaErrorInvalidValue;
+    }
+    unsigned c = 0;
+    if (peer) {
+      const bool fp = op >= cudaAtomicOperationFloatAdd;
+      c = cudaAtomicCapabilityScalar32 | cudaAtomicCapabilityScalar64;
+      if (!fp) c |= cudaAtomicCapabilitySigned | cudaAtomicCapabilityUnsigned;
+      if (op != cudaAtomicOperationExchange && op != cudaAtomicOperationCAS &&
+          op != cudaAtomicOperationIntegerIncrement && op != cudaAtomicOperationIntegerDecrement) {
+        c |= cudaAtomicCapabilityReduction;
+      }
+    }
+    caps[i] = c;
+  }
+  return cudaSuccess;
+}
+
 cudaError_t AttachImpl(const ApiInfo& info, cudaStream_t stream, void* ptr, size_t length,
                        unsigned flags, bool pt) {
   cudaStreamAttachMemAsync_v6000_params params{stream, ptr, length, flags};
@@ -250,6 +311,54 @@ cudaError_t cudaGetDriverEntryPointByVersion_ptsz(const char* symbol, void** fun
                                                   unsigned int cudaVersion,
                                                   unsigned long long flags,
                                                   cudaDriverEntryPointQueryResult* driverStatus);
+
+cudaError_t cudaMemPrefetchBatchAsync_ptsz(void** dptrs, size_t* sizes, size_t count,
+                                           cudaMemLocation* prefetchLocs, size_t* prefetchLocIdxs,
+                                           size_t numPrefetchLocs, unsigned long long flags,
+                                           cudaStream_t stream);
+
+cudaError_t cudaMemPrefetchBatchAsync(void** dptrs, size_t* sizes, size_t count,
+                                      cudaMemLocation* prefetchLocs, size_t* prefetchLocIdxs,
+                                      size_t numPrefetchLocs, unsigned long long flags,
+                                      cudaStream_t stream) {
+  static const ApiInfo kInfo("cudaMemPrefetchBatchAsync");
+  return PrefetchBatchImpl(kInfo, dptrs, sizes, count, prefetchLocs, prefetchLocIdxs,
+                           numPrefetchLocs, flags, stream, false);
+}
+
+cudaError_t cudaMemPrefetchBatchAsync_ptsz(void** dptrs, size_t* sizes, size_t count,
+                                           cudaMemLocation* prefetchLocs, size_t* prefetchLocIdxs,
+                                           size_t numPrefetchLocs, unsigned long long flags,
+                                           cudaStream_t stream) {
+  static const ApiInfo kInfo("cudaMemPrefetchBatchAsync_ptsz");
+  return PrefetchBatchImpl(kInfo, dptrs, sizes, count, prefetchLocs, prefetchLocIdxs,
+                           numPrefetchLocs, flags, stream, true);
+}
+
+cudaError_t cudaDeviceGetHostAtomicCapabilities(unsigned int* capabilities,
+                                                const enum cudaAtomicOperation* operations,
+                                                unsigned int count, int device) {
+  static const ApiInfo kInfo("cudaDeviceGetHostAtomicCapabilities");
+  cudaDeviceGetHostAtomicCapabilities_v13000_params params{capabilities, operations, count, device};
+  ApiCall api(kInfo, &params);
+  if (device < 0 || device >= gpusim::DeviceCount()) return api.Return(cudaErrorInvalidDevice);
+  return api.Return(AtomicCapabilities(capabilities, operations, count, false));
+}
+
+cudaError_t cudaDeviceGetP2PAtomicCapabilities(unsigned int* capabilities,
+                                               const enum cudaAtomicOperation* operations,
+                                               unsigned int count, int srcDevice, int dstDevice) {
+  static const ApiInfo kInfo("cudaDeviceGetP2PAtomicCapabilities");
+  cudaDeviceGetP2PAtomicCapabilities_v13000_params params{capabilities, operations, count,
+                                                          srcDevice, dstDevice};
+  ApiCall api(kInfo, &params);
+  const int n = gpusim::DeviceCount();
+  if (srcDevice < 0 || srcDevice >= n || dstDevice < 0 || dstDevice >= n ||
+      srcDevice == dstDevice) {
+    return api.Return(cudaErrorInvalidDevice);
+  }
+  return api.Return(AtomicCapabilities(capabilities, operations, count, true));
+}
 
 cudaError_t cudaMemPrefetchAsync(const void* devPtr, size_t count, cudaMemLocation location,
                                  unsigned int flags, cudaStream_t stream) {

@@ -133,6 +133,28 @@ int main() {
                   accessed[1], accessed[2]),
            1;
   }
+  // A batch prefetch: the first range to the host, the second to device 0.
+  {
+    void* ptrs[] = {m, m + 1024};
+    size_t sizes[] = {4096, 4096};
+    cudaMemLocation locs[2];
+    memset(locs, 0, sizeof(locs));
+    locs[0].type = cudaMemLocationTypeHost;
+    locs[1].type = cudaMemLocationTypeDevice;
+    size_t idxs[] = {0, 1};
+    EXPECT(cudaMemPrefetchBatchAsync(ptrs, sizes, 2, locs, idxs, 2, 0, 0), cudaSuccess);
+    EXPECT(
+        cudaMemRangeGetAttribute(&v, sizeof(v), cudaMemRangeAttributeLastPrefetchLocation, m, 4096),
+        cudaSuccess);
+    if (v != cudaCpuDeviceId) return printf("FAIL batch prefetch to host %d\n", v), 1;
+    EXPECT(cudaMemRangeGetAttribute(&v, sizeof(v), cudaMemRangeAttributeLastPrefetchLocation,
+                                    m + 1024, 4096),
+           cudaSuccess);
+    if (v != 0) return printf("FAIL batch prefetch to device %d\n", v), 1;
+    size_t bad_idxs[] = {1, 0};
+    EXPECT(cudaMemPrefetchBatchAsync(ptrs, sizes, 2, locs, bad_idxs, 2, 0, 0),
+           cudaErrorInvalidValue);
+  }
   EXPECT(cudaMemRangeGetAttribute(&v, 2, cudaMemRangeAttributeReadMostly, m, 64),
          cudaErrorInvalidValue);
   EXPECT(cudaMemRangeGetAttribute(&v, sizeof(v), cudaMemRangeAttributeReadMostly, m, 2 << 20),
@@ -157,6 +179,18 @@ int main() {
   EXPECT(cudaDeviceGetP2PAttribute(&v, cudaDevP2PAttrPerformanceRank, 1, 0), cudaSuccess);
   EXPECT(cudaDeviceGetP2PAttribute(&v, cudaDevP2PAttrAccessSupported, 0, 0),
          cudaErrorInvalidDevice);
+  // Native atomics: between the two devices, integer add in every width; none to the host.
+  {
+    cudaAtomicOperation ops[] = {cudaAtomicOperationIntegerAdd, cudaAtomicOperationFloatAdd};
+    unsigned caps[2] = {0, 0};
+    EXPECT(cudaDeviceGetP2PAtomicCapabilities(caps, ops, 2, 0, 1), cudaSuccess);
+    if ((caps[0] & cudaAtomicCapabilityScalar64) == 0 || (caps[1] & cudaAtomicCapabilitySigned)) {
+      return printf("FAIL p2p atomics %x %x\n", caps[0], caps[1]), 1;
+    }
+    EXPECT(cudaDeviceGetHostAtomicCapabilities(caps, ops, 2, 0), cudaSuccess);
+    if (caps[0] != 0 || caps[1] != 0) return printf("FAIL host atomics\n"), 1;
+    EXPECT(cudaDeviceGetP2PAtomicCapabilities(caps, ops, 2, 1, 1), cudaErrorInvalidDevice);
+  }
   char bus[32];
   int by_bus = -1;
   EXPECT(cudaDeviceGetPCIBusId(bus, sizeof(bus), 1), cudaSuccess);
