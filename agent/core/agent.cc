@@ -9,6 +9,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -77,10 +78,52 @@ std::atomic<bool> g_init_started{false};
 
 std::atomic<void (*)()> g_thread_exit_fns[8];
 
+// An alternate signal stack the agent gave the thread (GiveAltStack), so that its crash handler
+// runs after a stack overflow too; nullptr when the thread had one of its own.
+__thread void* t_altstack __attribute__((tls_model("initial-exec"))) = nullptr;
+// (Pages are touched only when a handler runs on it; roomy for an application handler that
+// asked for SA_ONSTACK without giving a stack of its own.)
+constexpr size_t kAltStackBytes = 256 << 10;
+
+void GiveAltStack() {
+  stack_t cur;
+  if (t_altstack != nullptr || sigaltstack(nullptr, &cur) != 0 || !(cur.ss_flags & SS_DISABLE)) {
+    return;
+  }
+  void* mem = mmap(nullptr, kAltStackBytes, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (mem == MAP_FAILED) return;
+  stack_t ss;
+  ss.ss_sp = mem;
+  ss.ss_size = kAltStackBytes;
+  ss.ss_flags = 0;
+  if (sigaltstack(&ss, nullptr) != 0) {
+    munmap(mem, kAltStackBytes);
+    return;
+  }
+  t_altstack = mem;
+}
+
+void TakeAltStack() {
+  if (t_altstack == nullptr) return;
+  stack_t cur;
+  if (sigaltstack(nullptr, &cur) == 0 && cur.ss_sp == t_altstack) {
+    if (cur.ss_flags & SS_ONSTACK) return;  // (exiting from a handler on it: keep it)
+    stack_t off;
+    off.ss_sp = nullptr;
+    off.ss_size = 0;
+    off.ss_flags = SS_DISABLE;
+    sigaltstack(&off, nullptr);
+  }
+  munmap(t_altstack, kAltStackBytes);
+  t_altstack = nullptr;
+}
+
 void OnThreadExit(void* p) {
   for (auto& f : g_thread_exit_fns) {
     if (auto fn = f.load(std::memory_order_acquire)) fn();
   }
+  TakeAltStack();
   auto* ts = static_cast<ThreadState*>(p);
   if (ts != nullptr) ts->exited.store(true, std::memory_order_release);
   t_state = nullptr;
@@ -170,7 +213,9 @@ void InstallSignalHandlers() {
     sigemptyset(&sa.sa_mask);
     sigaddset(&sa.sa_mask, SIGTERM);  // one finish at a time: a second signal waits for it
     sigaddset(&sa.sa_mask, SIGINT);
-    sa.sa_flags = SA_RESTART;
+    // On the thread's alternate stack when it has one (GiveAltStack): a stack overflow's
+    // SIGSEGV still reaches the handler.
+    sa.sa_flags = SA_RESTART | SA_ONSTACK;
     sigaction(sig, &sa, &g_old_action[sig]);
   }
 }
@@ -390,6 +435,7 @@ ThreadState* RegisterThisThread() {
   pthread_setspecific(g_exit_key, ts);
   t_state = ts;
   t_ring = ts->ring;
+  GiveAltStack();
   t_registering = false;
   return ts;
 }
@@ -866,6 +912,7 @@ extern "C" __attribute__((visibility("default"))) int profagent_init() {
   pthread_key_create(&g_exit_key, OnThreadExit);
   pthread_atfork(AtForkPrepare, AtForkParent, AtForkChild);
   atexit(AtExit);
+  GiveAltStack();  // the main thread's (the others get theirs when they first record)
   // The profile's descriptor goes above 512 (writer.cc HighFd): grow the descriptor table that
   // far now, while the process likely has one thread. Grown later, with threads running, the
   // kernel waits for an RCU grace period (6 to 27 ms measured), at the first flush or on a

@@ -1666,11 +1666,11 @@ TEST_CASE("Calls made while the file is being finished are counted in the footer
                               << s.prof.footer_unrecorded);
     CHECK(launches >= 20);
     // The worker went on while the file was finished (a 1 ms kernel and its synchronize per
-    // round: more than a round fits in the in-flight wait and the last drain).
-    CHECK(s.prof.footer_unrecorded >= 2);
-    // Every recorded launch ran (the truth log may lack the kernels launched last, should the
-    // process end before they complete).
-    CHECK(launches <= ran);
+    // round; how many rounds fit in the finish depends on the machine's load).
+    CHECK(s.prof.footer_unrecorded >= 1);
+    // Every recorded launch ran, but the last one may still have been running when the process
+    // ended (then not in the truth log); the kernels that ran unrecorded were counted.
+    CHECK(launches <= ran + 1);
   }
 }
 
@@ -1690,7 +1690,9 @@ TEST_CASE("A server stopped or crashing while serving: steps keep their work, ru
       {"sigterm", {128 + SIGTERM, "signal 15 (SIGTERM)"}},
       {"exit", {0, "exit"}},
       {"throw", {128 + SIGABRT, "signal 6 (SIGABRT)"}},
-      {"segv", {128 + SIGSEGV, "signal 11 (SIGSEGV)"}}};
+      {"segv", {128 + SIGSEGV, "signal 11 (SIGSEGV)"}},
+      // (The agent gives each thread it records an alternate signal stack.)
+      {"overflow", {128 + SIGSEGV, "signal 11 (SIGSEGV)"}}};
   for (const auto& [how, end] : ends) {
     for (const char* mode : {"cupti", "events"}) {
       INFO(how << " " << mode);
@@ -1729,7 +1731,7 @@ TEST_CASE("A server stopped or crashing while serving: steps keep their work, ru
       CHECK(warnings.find("without device activity") == std::string::npos);
       // A crash says so; a stop does not.
       CHECK((warnings.find("the process crashed (" + end.second + ")") != std::string::npos) ==
-            (how == "throw" || how == "segv"));
+            (how == "throw" || how == "segv" || how == "overflow"));
       // The open run is in the file (at a signal too: label and all), as the engine thread's
       // (the thread of its steps), and holds the steps.
       CHECK(warnings.find("label is unknown") == std::string::npos);

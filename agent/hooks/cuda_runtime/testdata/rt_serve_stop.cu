@@ -6,6 +6,7 @@
 //   exit:    exit(0) (the run is still open on the engine thread);
 //   throw:   an exception nobody catches (std::terminate, abort: SIGABRT);
 //   segv:    a write through a null pointer (SIGSEGV);
+//   overflow: unbounded recursion (a stack overflow: SIGSEGV on a stack with no room left);
 //   exit_term: exit(0), and a SIGTERM 300 us later (a supervisor stopping the job), while the
 //            agent is still finishing the file at exit.
 // Prints "stopping after N steps" first.
@@ -24,6 +25,13 @@
 __global__ void serve_step_kernel(float* p) {}
 
 std::atomic<int> g_steps{0};
+
+// Recurses until the stack runs out (each frame keeps a buffer the compiler cannot drop).
+__attribute__((noinline)) int Deeper(int n) {
+  volatile char frame[512];
+  frame[0] = char(n);
+  return Deeper(n + 1) + frame[0];
+}
 
 int main(int argc, char** argv) {
   const char* how = argc > 1 ? argv[1] : "sigterm";
@@ -55,6 +63,7 @@ int main(int argc, char** argv) {
     exit(0);
   }
   if (strcmp(how, "throw") == 0) throw std::runtime_error("engine failed");
+  if (strcmp(how, "overflow") == 0) return Deeper(0);
   if (strcmp(how, "segv") == 0) {
     volatile int* volatile nowhere = nullptr;
     *nowhere = 1;
