@@ -173,6 +173,15 @@ void OnFatalSignal(int sig) {
   struct sigaction cur;
   const bool direct = sigaction(sig, nullptr, &cur) == 0 && !(cur.sa_flags & SA_SIGINFO) &&
                       cur.sa_handler == OnFatalSignal;
+  const bool fault = sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL ||
+                     sig == SIGTRAP || sig == SIGSYS || sig == SIGABRT;
+  // The process was already ending (its own exit, _exit or exec under way, or an earlier signal
+  // being handled): without the agent it would be gone by now, so a stop signal does not get to
+  // decide how it ends. The ending goes on (and finishes the file as it would).
+  if (!fault && G().shutting_down.load(std::memory_order_acquire)) {
+    errno = saved_errno;
+    return;
+  }
   internal::FinishFromSignal(sig, 2000);
   if (!direct) {
     // An application handler installed after ours called it as the previous handler: the file
@@ -187,8 +196,7 @@ void OnFatalSignal(int sig) {
   // A stop request (not a fault, nor abort, whose core should show where they happened) is
   // delivered right here: another signal that came during the finish and waits, masked, must
   // not end the process first (a SIGINT would, being lower-numbered, on return).
-  if (sig != SIGSEGV && sig != SIGBUS && sig != SIGFPE && sig != SIGILL && sig != SIGTRAP &&
-      sig != SIGSYS && sig != SIGABRT) {
+  if (!fault) {
     sigset_t only;
     sigemptyset(&only);
     sigaddset(&only, sig);
@@ -781,6 +789,12 @@ bool StartDetachedThread(void (*fn)()) {
   pthread_attr_t attr;
   if (pthread_attr_init(&attr) != 0) return false;
   pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  // The agent's threads (the CUPTI flusher, the event poller) take no process-directed stop
+  // signal: a handler running on one of them would hold up the very work the finish waits for.
+  // Created with them blocked (the mask is inherited), the caller's mask restored after.
+  sigset_t block, old;
+  internal::BlockedInAgentThreads(&block);
+  pthread_sigmask(SIG_BLOCK, &block, &old);
   pthread_t t;
   const int rc = pthread_create(
       &t, &attr,
@@ -789,9 +803,20 @@ bool StartDetachedThread(void (*fn)()) {
         return nullptr;
       },
       reinterpret_cast<void*>(fn));
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
   pthread_attr_destroy(&attr);
   return rc == 0;
 }
+
+namespace internal {
+void BlockedInAgentThreads(sigset_t* set) {
+  sigemptyset(set);
+  for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGPIPE, SIGALRM, SIGVTALRM, SIGUSR1, SIGUSR2,
+                  SIGXCPU, SIGPROF, SIGXFSZ}) {
+    sigaddset(set, sig);
+  }
+}
+}  // namespace internal
 
 void SetSignalFlush(void (*request)(), bool (*done)()) {
   internal::g_signal_flush_done.store(done, std::memory_order_release);

@@ -2,6 +2,7 @@
 #ifndef PROFAGENT_AGENT_CORE_INTERNAL_H_
 #define PROFAGENT_AGENT_CORE_INTERNAL_H_
 
+#include <signal.h>
 #include <sys/types.h>
 
 #include <atomic>
@@ -180,6 +181,9 @@ bool FinishFromSignal(int sig, int timeout_ms);
 // itself inside malloc or a lock they need), the writer finishes the file without them after
 // 5 s and, when `may_exit`, ends the process with `status`.
 void FinishBeforeExit(const char* reason, int status, bool may_exit);
+// The signals the agent's own threads block (stop requests, timers, SIGPROF, SIGXFSZ): a
+// process-directed one then goes to an application thread.
+void BlockedInAgentThreads(sigset_t* set);
 // SetSignalFlush's functions (writer.cc; read by FinishAfterSignal).
 extern std::atomic<void (*)()> g_signal_flush_request;
 extern std::atomic<bool (*)()> g_signal_flush_done;

@@ -1219,12 +1219,8 @@ bool ExitHooksStalled(WriterState* w, ExitWatch* watch) {
 }
 
 void* WriterMain(void*) {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGPROF);
-  sigaddset(&set, SIGXFSZ);  // (FlushOut stops before the size limit; a race leaves EFBIG)
+  sigset_t set;  // (SIGXFSZ among them: FlushOut stops before the size limit; a race: EFBIG)
+  BlockedInAgentThreads(&set);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   pthread_setname_np(pthread_self(), "profagent-wr");
   HookGuard guard;  // nothing the writer calls may record itself

@@ -1209,12 +1209,22 @@ void FileAnalysis::OnOther(const Record& r) {
     case Record::kFooter:
       footer_reason_ = r.footer().reason();
       // A crash the agent finished the file at (abort, a fault): the run did not end normally.
-      if ((absl::StartsWith(footer_reason_, "signal ") &&
-           !absl::StrContains(footer_reason_, "(SIGTERM)") &&
-           !absl::StrContains(footer_reason_, "(SIGINT)")) ||
-          footer_reason_ == "fatal signal") {
-        warnings_.push_back(absl::StrCat(path_, ": the process crashed (", footer_reason_,
-                                         "): its profile ends there"));
+      // Another signal that ends a process (a hangup, SIGPIPE, a CPU-time limit, a timer) is
+      // said too; SIGTERM and SIGINT are how servers are stopped.
+      if (absl::StartsWith(footer_reason_, "signal ") || footer_reason_ == "fatal signal") {
+        bool crash = footer_reason_ == "fatal signal";
+        for (const char* s : {"(SIGABRT)", "(SIGSEGV)", "(SIGBUS)", "(SIGFPE)", "(SIGILL)",
+                              "(SIGTRAP)", "(SIGSYS)"}) {
+          crash |= absl::StrContains(footer_reason_, s);
+        }
+        if (crash) {
+          warnings_.push_back(absl::StrCat(path_, ": the process crashed (", footer_reason_,
+                                           "): its profile ends there"));
+        } else if (!absl::StrContains(footer_reason_, "(SIGTERM)") &&
+                   !absl::StrContains(footer_reason_, "(SIGINT)")) {
+          warnings_.push_back(absl::StrCat(path_, ": the process was ended by ", footer_reason_,
+                                           ": its profile ends there"));
+        }
       }
       if (absl::StartsWith(footer_reason_, "MPI_Abort")) {
         warnings_.push_back(absl::StrCat(path_, ": the process called ", footer_reason_,

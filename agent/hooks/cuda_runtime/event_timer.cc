@@ -441,7 +441,8 @@ void PollerLoop() {
     g_inflight.store(int(left), std::memory_order_relaxed);
     if (const uint64_t asked = g_signal_asked.load(std::memory_order_acquire);
         asked > g_signal_done.load(std::memory_order_relaxed)) {
-      for (int i = 0; i < 500 && left > 0; ++i) {
+      const uint64_t until = MonotonicNs() + 100000000ull;  // 100 ms of wall time at most
+      while (left > 0 && MonotonicNs() < until) {
         usleep(200);
         std::lock_guard<std::mutex> lock(PollMu());
         left = PollOnce(g_inflight_list, &names);

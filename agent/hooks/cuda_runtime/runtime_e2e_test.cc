@@ -1691,6 +1691,7 @@ TEST_CASE("A server stopped or crashing while serving: steps keep their work, ru
       {"exit", {0, "exit"}},
       {"throw", {128 + SIGABRT, "signal 6 (SIGABRT)"}},
       {"segv", {128 + SIGSEGV, "signal 11 (SIGSEGV)"}},
+      {"sighup", {128 + SIGHUP, "signal 1 (SIGHUP)"}},
       // (The agent gives each thread it records an alternate signal stack.)
       {"overflow", {128 + SIGSEGV, "signal 11 (SIGSEGV)"}}};
   for (const auto& [how, end] : ends) {
@@ -1729,9 +1730,11 @@ TEST_CASE("A server stopped or crashing while serving: steps keep their work, ru
       const std::string warnings = (*sum)["meta"]["warnings"].dump();
       INFO(warnings);
       CHECK(warnings.find("without device activity") == std::string::npos);
-      // A crash says so; a stop does not.
+      // A crash says so, and another signal that ended it; a stop (SIGTERM) does not.
       CHECK((warnings.find("the process crashed (" + end.second + ")") != std::string::npos) ==
             (how == "throw" || how == "segv" || how == "overflow"));
+      CHECK((warnings.find("the process was ended by " + end.second) != std::string::npos) ==
+            (how == "sighup"));
       // The open run is in the file (at a signal too: label and all), as the engine thread's
       // (the thread of its steps), and holds the steps.
       CHECK(warnings.find("label is unknown") == std::string::npos);
@@ -1756,8 +1759,10 @@ TEST_CASE("A server stopped or crashing while serving: steps keep their work, ru
 }
 
 // A SIGTERM while the agent finishes the file at exit (a supervisor stopping the job as its main
-// thread exits): the file is finished at once, without the shutdown hooks the signal may have
-// interrupted (before, the handler waited 2 s for them and the file had no footer).
+// thread exits): without the agent the process would be gone, so the exit goes on and ends it
+// with the application's status, the file finished as at any exit (before, the handler waited
+// 2 s for shutdown hooks it had interrupted, and the file had no footer). Only a signal that
+// comes before the exit began ends the process.
 TEST_CASE("A SIGTERM during the agent's own exit finish: the file still gets its footer") {
   for (const char* mode : {"cupti", "events"}) {
     INFO(mode);
@@ -1768,8 +1773,8 @@ TEST_CASE("A SIGTERM during the agent's own exit finish: the file still gets its
     CHECK(s.run.out == "stopping after 10 steps\n");
     REQUIRE(s.loaded);
     if (std::string(mode) == "cupti" && CuptiUnavailable(s.prof)) continue;
-    CHECK((s.prof.footer_reason == "exit" ||
-           s.prof.footer_reason == "exit, then signal 15 (SIGTERM)"));
+    CHECK((s.run.code == 0 ? s.prof.footer_reason == "exit"
+                           : s.prof.footer_reason == "signal 15 (SIGTERM)"));
     CHECK(s.prof.Kind(EV_STEP).size() >= 10);
   }
 }

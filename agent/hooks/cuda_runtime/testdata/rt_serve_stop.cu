@@ -6,6 +6,7 @@
 //   exit:    exit(0) (the run is still open on the engine thread);
 //   throw:   an exception nobody catches (std::terminate, abort: SIGABRT);
 //   segv:    a write through a null pointer (SIGSEGV);
+//   sighup:  raise(SIGHUP) (a hangup: ends the process by default too);
 //   overflow: unbounded recursion (a stack overflow: SIGSEGV on a stack with no room left);
 //   exit_term: exit(0), and a SIGTERM 300 us later (a supervisor stopping the job), while the
 //            agent is still finishing the file at exit.
@@ -64,6 +65,7 @@ int main(int argc, char** argv) {
   }
   if (strcmp(how, "throw") == 0) throw std::runtime_error("engine failed");
   if (strcmp(how, "overflow") == 0) return Deeper(0);
+  if (strcmp(how, "sighup") == 0) raise(SIGHUP);
   if (strcmp(how, "segv") == 0) {
     volatile int* volatile nowhere = nullptr;
     *nowhere = 1;
