@@ -176,9 +176,13 @@ void OnFatalSignal(int sig) {
   const bool fault = sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL ||
                      sig == SIGTRAP || sig == SIGSYS || sig == SIGABRT;
   // The process was already ending (its own exit, _exit or exec under way, or an earlier signal
-  // being handled): without the agent it would be gone by now, so a stop signal does not get to
-  // decide how it ends. The ending goes on (and finishes the file as it would).
-  if (!fault && G().shutting_down.load(std::memory_order_acquire)) {
+  // being handled, on this thread or another): without the agent it would be gone by now, so a
+  // stop signal does not get to decide how it ends. The ending goes on (and finishes the file as
+  // it would).
+  static std::atomic<int> first_signal{0};
+  int none = 0;
+  const bool first = first_signal.compare_exchange_strong(none, sig);
+  if (!fault && (!first || G().shutting_down.load(std::memory_order_acquire))) {
     errno = saved_errno;
     return;
   }
