@@ -163,7 +163,14 @@ constexpr int kFinishSignals[] = {SIGTERM,   SIGINT,  SIGABRT, SIGSEGV, SIGBUS, 
                                   SIGILL,    SIGHUP,  SIGQUIT, SIGPIPE, SIGXCPU, SIGALRM,
                                   SIGVTALRM, SIGUSR1, SIGUSR2, SIGSYS,  SIGTRAP};
 struct sigaction g_old_action[NSIG];
-bool g_yielded[NSIG];  // under the caller's serialization (MPI_Init is called once)
+bool g_yielded[NSIG];
+
+// A crash (a fault, or abort): its core should show where it happened, so its handler lets the
+// re-raised signal arrive only on return. The other finish signals are requests from outside.
+bool IsFault(int sig) {
+  return sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL || sig == SIGTRAP ||
+         sig == SIGSYS || sig == SIGABRT;
+}  // under the caller's serialization (MPI_Init is called once)
 
 void OnFatalSignal(int sig) {
   // Async-signal-safe only: the interrupted thread may hold any lock (malloc's among them). The
@@ -173,8 +180,7 @@ void OnFatalSignal(int sig) {
   struct sigaction cur;
   const bool direct = sigaction(sig, nullptr, &cur) == 0 && !(cur.sa_flags & SA_SIGINFO) &&
                       cur.sa_handler == OnFatalSignal;
-  const bool fault = sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL ||
-                     sig == SIGTRAP || sig == SIGSYS || sig == SIGABRT;
+  const bool fault = IsFault(sig);
   // The process was already ending (its own exit, _exit or exec under way, or an earlier signal
   // being handled, on this thread or another): without the agent it would be gone by now, so a
   // stop signal does not get to decide how it ends. The ending goes on (and finishes the file as
@@ -815,10 +821,11 @@ bool StartDetachedThread(void (*fn)()) {
 namespace internal {
 void BlockedInAgentThreads(sigset_t* set) {
   sigemptyset(set);
-  for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGPIPE, SIGALRM, SIGVTALRM, SIGUSR1, SIGUSR2,
-                  SIGXCPU, SIGPROF, SIGXFSZ}) {
-    sigaddset(set, sig);
+  for (int sig : kFinishSignals) {
+    if (!IsFault(sig)) sigaddset(set, sig);
   }
+  sigaddset(set, SIGPROF);
+  sigaddset(set, SIGXFSZ);
 }
 }  // namespace internal
 
@@ -831,11 +838,18 @@ void SetSignalRangeFlush(void (*flush)()) {
   internal::g_signal_range_flush.store(flush, std::memory_order_release);
 }
 
-void FinishProfileNow(const char* reason) {
+namespace {
+// Before the process ends without returning through exit (_exit, quick_exit, exec,
+// MPI_Abort): the file finished as at exit. Not in a vfork child (posix_spawn), whose writer is
+// the parent's; never waiting on a held core lock (_exit is called from signal handlers).
+void FinishBefore(const char* why, int status, bool may_exit) {
   if (internal::WriterOwnedByThisProcess() && internal::CoreLocksAvailable(200)) {
-    internal::FinishBeforeExit(reason, 0, false);
+    internal::FinishBeforeExit(why, status, may_exit);
   }
 }
+}  // namespace
+
+void FinishProfileNow(const char* reason) { FinishBefore(reason, 0, false); }
 
 void AtShutdown(void (*fn)()) {
   auto& g = G();
@@ -1004,10 +1018,7 @@ __attribute__((constructor)) void ResolveRealProcessCalls() {
 // memory (the writer belongs to the parent then).
 extern "C" __attribute__((visibility("default"), noreturn)) void _exit(int status) {
   // _exit is async-signal-safe and often called from handlers: never wait on a held mutex.
-  if (profagent::internal::WriterOwnedByThisProcess() &&
-      profagent::internal::CoreLocksAvailable(200)) {
-    profagent::internal::FinishBeforeExit("_exit", status, true);
-  }
+  profagent::FinishBefore("_exit", status, true);
   if (auto real = RealCall(&g_real_calls.exit_, "_exit")) real(status);
   syscall(SYS_exit_group, status);
   __builtin_unreachable();
@@ -1017,12 +1028,7 @@ extern "C" __attribute__((visibility("default"), noreturn)) void _exit(int statu
 // first, as at exit (a successful exec starts the preloaded agent again, with a file of its
 // own). Not in a vfork child (posix_spawn), whose writer is the parent's.
 namespace {
-void FinishBefore(const char* why, int status, bool may_exit) {
-  if (profagent::internal::WriterOwnedByThisProcess() &&
-      profagent::internal::CoreLocksAvailable(200)) {
-    profagent::internal::FinishBeforeExit(why, status, may_exit);
-  }
-}
+using profagent::FinishBefore;
 
 // Whether an exec of `path` can succeed as far as the file system says (an executable regular
 // file). An exec that fails (a program not installed) returns, and the process goes on: its

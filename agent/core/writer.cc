@@ -1183,6 +1183,14 @@ bool FinishAfterSignal(WriterState* w, int sig) {
   return true;
 }
 
+// The file finished while shutdown hooks are still running or stuck elsewhere: no new thread
+// registers (closing), the last drain, the footer.
+void FinishWithoutHooks(WriterState* w, const char* reason) {
+  G().closing.store(true);
+  Pass(w, true);
+  FinishFile(w, reason);
+}
+
 // How long the shutdown hooks of an exit hook may go without the file growing before the
 // writer finishes the file without them.
 constexpr uint64_t kExitHooksStallNs = 5000000000ull;
@@ -1206,14 +1214,11 @@ bool ExitHooksStalled(WriterState* w, ExitWatch* watch) {
     return false;
   }
   if (now - watch->since_ns < kExitHooksStallNs) return false;
-  auto& g = G();
-  g.closing.store(true);
-  Pass(w, true);
   snprintf(w->exit_stalled_reason, sizeof(w->exit_stalled_reason),
            "%s (shutdown hooks stuck for 5 s: device records may be missing)", w->exit_reason);
   Log(1, "%s: the shutdown hooks made no progress for 5 s; file finished without them",
       w->exit_reason);
-  FinishFile(w, w->exit_stalled_reason);
+  FinishWithoutHooks(w, w->exit_stalled_reason);
   if (w->exit_may_exit) syscall(SYS_exit_group, w->exit_status);
   return true;
 }
@@ -1247,12 +1252,11 @@ void* WriterMain(void*) {
       // serving it, whose shutdown hooks may wait for ring space, until that thread stops it.)
       w->signal_stop.store(-1);
       if (FinishAfterSignal(w, sig)) break;
-      // A shutdown (exit, exec, StopWriter) was under way, and the signal may have landed on
-      // the very thread running it: its shutdown hooks cannot go on until the handler returns,
-      // and the handler waits for the file. Finish it now, without them (their last device
-      // records are lost); the handler then ends the process with the signal.
-      g.closing.store(true);
-      Pass(w, true);
+      // A shutdown (exit, exec, StopWriter) was under way and a fault came (a stop signal's
+      // handler returns at once then, OnFatalSignal): it may be on the very thread running the
+      // shutdown hooks, which cannot go on until the handler returns, and the handler waits for
+      // the file. Finish it now, without them (their last device records are lost); the
+      // handler then ends the process with the signal.
       snprintf(w->exit_stalled_reason, sizeof(w->exit_stalled_reason), "%s, then %s",
                w->shutdown_reason.load() != nullptr ? w->shutdown_reason.load() : "shutdown",
                SignalReason(sig));
@@ -1260,7 +1264,7 @@ void* WriterMain(void*) {
           "%s arrived while the profile was being finished: finished without the shutdown "
           "hooks",
           SignalReason(sig));
-      FinishFile(w, w->exit_stalled_reason);
+      FinishWithoutHooks(w, w->exit_stalled_reason);
       break;
     }
     if (w->exit_armed.load(std::memory_order_acquire)) {

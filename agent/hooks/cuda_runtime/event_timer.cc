@@ -412,6 +412,21 @@ size_t PollOnce(std::vector<Pending>* inflight, std::unordered_map<const void*, 
 
 std::vector<Pending>* g_inflight_list = nullptr;  // owned by the poller thread
 
+// At exit or a fatal signal: the operations still in flight get up to 100 ms (of wall time) to
+// finish, polled every `pause_us`. Returns how many are left.
+size_t DrainInFlight(std::unordered_map<const void*, uint32_t>* names, unsigned pause_us) {
+  const uint64_t until = MonotonicNs() + 100000000ull;
+  for (;;) {
+    size_t left;
+    {
+      std::lock_guard<std::mutex> lock(PollMu());
+      left = PollOnce(g_inflight_list, names);
+    }
+    if (left == 0 || MonotonicNs() >= until) return left;
+    usleep(pause_us);
+  }
+}
+
 // A fatal signal's flush (SetSignalFlush): the poller gives the operations still in flight up to
 // 100 ms to finish and resolves them, as DrainAtShutdown does at exit (no shutdown hook runs at
 // a signal). Asked for by number, done when the poller has drained since.
@@ -441,12 +456,7 @@ void PollerLoop() {
     g_inflight.store(int(left), std::memory_order_relaxed);
     if (const uint64_t asked = g_signal_asked.load(std::memory_order_acquire);
         asked > g_signal_done.load(std::memory_order_relaxed)) {
-      const uint64_t until = MonotonicNs() + 100000000ull;  // 100 ms of wall time at most
-      while (left > 0 && MonotonicNs() < until) {
-        usleep(200);
-        std::lock_guard<std::mutex> lock(PollMu());
-        left = PollOnce(g_inflight_list, &names);
-      }
+      DrainInFlight(&names, 200);
       g_signal_done.store(asked, std::memory_order_release);
       continue;
     }
@@ -496,15 +506,7 @@ __attribute__((noinline)) void StartPollerInChild() {
 void DrainAtShutdown() {
   HookGuard guard;
   static auto& names = *new std::unordered_map<const void*, uint32_t>();
-  size_t left = 0;
-  for (int i = 0; i < 100; ++i) {
-    {
-      std::lock_guard<std::mutex> lock(PollMu());
-      left = PollOnce(g_inflight_list, &names);
-    }
-    if (left == 0) break;
-    usleep(1000);
-  }
+  size_t left = DrainInFlight(&names, 1000);
   g_stop.store(true);
   if (left > 0) {  // the poller may have resolved some meanwhile: count what is really left
     std::lock_guard<std::mutex> lock(PollMu());
