@@ -164,6 +164,9 @@ constexpr int kFinishSignals[] = {SIGTERM,   SIGINT,  SIGABRT, SIGSEGV, SIGBUS, 
                                   SIGVTALRM, SIGUSR1, SIGUSR2, SIGSYS,  SIGTRAP};
 struct sigaction g_old_action[NSIG];
 bool g_yielded[NSIG];
+// The first process-ending signal the agent finished the file for (its handler, or a signal the
+// process sent itself at the default disposition): it decides how the process ends.
+std::atomic<int> g_first_signal{0};
 
 // A crash (a fault, or abort): its core should show where it happened, so its handler lets the
 // re-raised signal arrive only on return. The other finish signals are requests from outside.
@@ -185,9 +188,8 @@ void OnFatalSignal(int sig) {
   // being handled, on this thread or another): without the agent it would be gone by now, so a
   // stop signal does not get to decide how it ends. The ending goes on (and finishes the file as
   // it would).
-  static std::atomic<int> first_signal{0};
   int none = 0;
-  const bool first = first_signal.compare_exchange_strong(none, sig);
+  const bool first = g_first_signal.compare_exchange_strong(none, sig);
   if (!fault && (!first || G().shutting_down.load(std::memory_order_acquire))) {
     errno = saved_errno;
     return;
@@ -851,6 +853,50 @@ void FinishBefore(const char* why, int status, bool may_exit) {
 
 void FinishProfileNow(const char* reason) { FinishBefore(reason, 0, false); }
 
+// A signal this process sends itself (kill, raise, ...) that will end it by its default action
+// with no handler of the agent's running first: the file is finished first, as the agent's
+// handler would (FinishFromSignal: the writer's bounded finish, safe where the caller is itself
+// a signal handler). Python exits this way after an unhandled KeyboardInterrupt (SIGINT set
+// back to its default, then kill(getpid(), SIGINT)); crash handlers (Python's faulthandler, a
+// crash reporter) restore the default disposition and raise the signal again; a program may
+// SIGKILL itself. Async-signal-safe.
+void BeforeSelfSignal(int sig) {
+  if (!g_initialized.load(std::memory_order_acquire) || sig <= 0 || sig >= NSIG) return;
+  if (G().shutting_down.load(std::memory_order_acquire)) return;  // ending already
+  switch (sig) {  // the signals whose default action does not end the process
+    case SIGCHLD:
+    case SIGCONT:
+    case SIGSTOP:
+    case SIGTSTP:
+    case SIGTTIN:
+    case SIGTTOU:
+    case SIGURG:
+    case SIGWINCH:
+      return;
+    default:
+      break;
+  }
+  if (sig != SIGKILL) {
+    struct sigaction cur;  // a handler (the agent's own among them) or ignored: not the end
+    if (sigaction(sig, nullptr, &cur) != 0 || (cur.sa_flags & SA_SIGINFO) ||
+        cur.sa_handler != SIG_DFL) {
+      return;
+    }
+    // Unblocked on the calling thread, a signal it sends its own process is delivered to it.
+    // Blocked, the process may be taking it with sigwait (a server's signal thread): not the
+    // end. A fault signal is the exception: a crash handler re-sending it from inside the
+    // handler, where it is blocked until the handler returns, and the process then dies of it.
+    sigset_t mask;
+    if (!IsFault(sig) &&
+        (pthread_sigmask(SIG_BLOCK, nullptr, &mask) != 0 || sigismember(&mask, sig))) {
+      return;
+    }
+  }
+  int none = 0;
+  if (!g_first_signal.compare_exchange_strong(none, sig)) return;  // one is being handled
+  internal::FinishFromSignal(sig, 2000);
+}
+
 void AtShutdown(void (*fn)()) {
   auto& g = G();
   std::lock_guard<std::mutex> lock(g.mu);
@@ -987,6 +1033,12 @@ struct RealProcessCalls {
   int (*execvp_)(const char*, char* const*);
   int (*execvpe_)(const char*, char* const*, char* const*);
   int (*fexecve_)(int, char* const*, char* const*);
+  int (*kill_)(pid_t, int);
+  int (*killpg_)(pid_t, int);
+  int (*raise_)(int);
+  int (*pthread_kill_)(pthread_t, int);
+  int (*tgkill_)(pid_t, pid_t, int);
+  int (*sigqueue_)(pid_t, int, const union sigval);
 };
 RealProcessCalls g_real_calls;
 
@@ -1010,6 +1062,12 @@ __attribute__((constructor)) void ResolveRealProcessCalls() {
   RealCall(&r.execvp_, "execvp");
   RealCall(&r.execvpe_, "execvpe");
   RealCall(&r.fexecve_, "fexecve");
+  RealCall(&r.kill_, "kill");
+  RealCall(&r.killpg_, "killpg");
+  RealCall(&r.raise_, "raise");
+  RealCall(&r.pthread_kill_, "pthread_kill");
+  RealCall(&r.tgkill_, "tgkill");
+  RealCall(&r.sigqueue_, "sigqueue");
 }
 }  // namespace
 
@@ -1161,6 +1219,58 @@ extern "C" __attribute__((visibility("default"), noreturn)) void _Exit(int statu
   if (real != nullptr) real(status);
   syscall(SYS_exit_group, status);
   __builtin_unreachable();
+}
+
+// A process signalling itself (its own pid, its process group, or the calling thread; Linux
+// never sends kill(-1, ...) to its caller) with a signal that ends it: BeforeSelfSignal first.
+// Sent elsewhere (a launcher stopping its workers), untouched.
+namespace {
+bool IncludesSelf(pid_t pid) {
+  return pid == 0 || pid == getpid() || (pid < -1 && -pid == getpgrp());
+}
+}  // namespace
+
+extern "C" __attribute__((visibility("default"))) int kill(pid_t pid, int sig) {
+  if (IncludesSelf(pid)) profagent::BeforeSelfSignal(sig);
+  auto real = RealCall(&g_real_calls.kill_, "kill");
+  if (real == nullptr) return int(syscall(SYS_kill, pid, sig));
+  return real(pid, sig);
+}
+
+extern "C" __attribute__((visibility("default"))) int killpg(pid_t pgrp, int sig) {
+  if (pgrp == 0 || pgrp == getpgrp()) profagent::BeforeSelfSignal(sig);
+  auto real = RealCall(&g_real_calls.killpg_, "killpg");
+  if (real == nullptr) return int(syscall(SYS_kill, -pgrp, sig));
+  return real(pgrp, sig);
+}
+
+extern "C" __attribute__((visibility("default"))) int raise(int sig) {
+  profagent::BeforeSelfSignal(sig);
+  auto real = RealCall(&g_real_calls.raise_, "raise");
+  if (real == nullptr) return int(syscall(SYS_tgkill, getpid(), syscall(SYS_gettid), sig));
+  return real(sig);
+}
+
+extern "C" __attribute__((visibility("default"))) int pthread_kill(pthread_t thread, int sig) {
+  if (pthread_equal(thread, pthread_self())) profagent::BeforeSelfSignal(sig);
+  auto real = RealCall(&g_real_calls.pthread_kill_, "pthread_kill");
+  if (real == nullptr) return ENOSYS;
+  return real(thread, sig);
+}
+
+extern "C" __attribute__((visibility("default"))) int tgkill(pid_t tgid, pid_t tid, int sig) {
+  if (tgid == getpid() && tid == pid_t(syscall(SYS_gettid))) profagent::BeforeSelfSignal(sig);
+  auto real = RealCall(&g_real_calls.tgkill_, "tgkill");
+  if (real == nullptr) return int(syscall(SYS_tgkill, tgid, tid, sig));
+  return real(tgid, tid, sig);
+}
+
+extern "C" __attribute__((visibility("default"))) int sigqueue(pid_t pid, int sig,
+                                                               const union sigval value) {
+  if (pid == getpid()) profagent::BeforeSelfSignal(sig);
+  auto real = RealCall(&g_real_calls.sigqueue_, "sigqueue");
+  if (real == nullptr) return errno = ENOSYS, -1;
+  return real(pid, sig, value);
 }
 
 // Stops recording: runs the shutdown hooks, drains every ring, writes the footer and closes the

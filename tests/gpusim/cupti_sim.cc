@@ -1029,7 +1029,7 @@ CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc requ
     start = !a.thread_started;
     a.thread_started = true;
   }
-  if (start) std::thread(&DeliveryThread).detach();
+  if (start) gpusim::StartSimThread(&DeliveryThread);
   return CUPTI_SUCCESS;
 }
 

@@ -203,6 +203,31 @@ uint64_t gpusim_graph_node_id(const void* node);
 
 #ifdef __cplusplus
 }
+
+#include <signal.h>
+
+#include <thread>
+#include <utility>
+
+namespace gpusim {
+// Starts one of the simulator's own threads (a stream's worker, CUPTI's delivery thread),
+// detached, with the process-directed signals blocked (the faults, which only the thread's own
+// instructions raise, excepted). They stand in for device hardware and the driver's threads: the
+// legacy stream's worker is created before main, where no real CUDA thread exists, and must not
+// take a signal the application's threads all block (a server's sigwait thread would never see
+// it, and the process would die of it instead).
+template <typename F, typename... Args>
+void StartSimThread(F&& f, Args&&... args) {
+  sigset_t block, old;
+  sigfillset(&block);
+  for (int fault : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS, SIGABRT}) {
+    sigdelset(&block, fault);
+  }
+  pthread_sigmask(SIG_BLOCK, &block, &old);
+  std::thread(std::forward<F>(f), std::forward<Args>(args)...).detach();
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+}
+}  // namespace gpusim
 #endif
 
 #endif  // PROFAGENT_TESTS_GPUSIM_GPUSIM_INTERNAL_H_

@@ -102,7 +102,7 @@ Stream* NewStream(int device, uint32_t id, unsigned flags, int priority, bool le
   s->flags = flags;
   s->priority = priority;
   s->legacy = legacy;
-  std::thread(WorkerLoop, s).detach();
+  StartSimThread(WorkerLoop, s);
   return s;
 }
 

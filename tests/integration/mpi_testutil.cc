@@ -80,6 +80,7 @@ class Loader : public analyzer::Visitor {
       p_->comms[r.comm().id()] = r.comm();
     } else if (r.has_footer()) {
       p_->dropped = r.footer().dropped();
+      p_->footer_reason = r.footer().reason();
     }
   }
 
@@ -146,11 +147,12 @@ int Run(const std::string& cmd, std::string* out) {
 
 bool HaveMpirun() { return Run("command -v mpirun >/dev/null", nullptr) == 0; }
 
-int RunMpiUnderAgent(int np, const std::string& program, const std::string& out,
-                     std::string* log) {
+int RunMpiUnderAgent(int np, const std::string& program, const std::string& out, std::string* log,
+                     const std::string& args) {
   return Run("mpirun --allow-run-as-root --oversubscribe -np " + std::to_string(np) +
                  " -x LD_PRELOAD=" + Runfile("agent/libprofagent.so") +
-                 " -x PROFAGENT_OUTPUT=" + out + " " + Runfile("tests/integration/" + program),
+                 " -x PROFAGENT_OUTPUT=" + out + " " + Runfile("tests/integration/" + program) +
+                 (args.empty() ? "" : " " + args),
              log);
 }
 

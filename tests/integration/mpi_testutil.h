@@ -58,6 +58,7 @@ struct RankProfile {
   };
   std::vector<Dev> device_ops;
   bool has_footer = false;
+  std::string footer_reason;
   uint64_t dropped = 0;
   std::string error;  // non-empty when the file could not be read
 };
@@ -75,9 +76,10 @@ int Run(const std::string& cmd, std::string* out);
 bool HaveMpirun();
 
 // Runs the test program `program` (a tests/integration runfile) with `mpirun -np np`, the agent
-// preloaded and writing to `out`; returns the exit status, appends the output to *log.
-int RunMpiUnderAgent(int np, const std::string& program, const std::string& out,
-                     std::string* log);
+// preloaded and writing to `out`, with the arguments `args`; returns the exit status, appends
+// the output to *log.
+int RunMpiUnderAgent(int np, const std::string& program, const std::string& out, std::string* log,
+                     const std::string& args = "");
 // A file's collective and point-to-point records by communicator id, each in start order.
 std::map<uint64_t, std::vector<const CollRecord*>> CallsByComm(const RankProfile& p);
 // The id of the communicator whose unique id is `uid` ("world"), 0 when there is none.

@@ -1693,7 +1693,14 @@ TEST_CASE("A server stopped or crashing while serving: steps keep their work, ru
       {"segv", {128 + SIGSEGV, "signal 11 (SIGSEGV)"}},
       {"sighup", {128 + SIGHUP, "signal 1 (SIGHUP)"}},
       // (The agent gives each thread it records an alternate signal stack.)
-      {"overflow", {128 + SIGSEGV, "signal 11 (SIGSEGV)"}}};
+      {"overflow", {128 + SIGSEGV, "signal 11 (SIGSEGV)"}},
+      // The process signalling itself at the default disposition (no agent handler runs): the
+      // agent's kill/raise finish the file first (before, no footer, the last flush period
+      // and every CUPTI device record lost). A signal a sigwait thread takes ends nothing.
+      {"python_int", {128 + SIGINT, "signal 2 (SIGINT)"}},
+      {"selfkill", {128 + SIGKILL, "signal 9 (SIGKILL)"}},
+      {"reraise", {128 + SIGSEGV, "signal 11 (SIGSEGV)"}},
+      {"sigwait", {0, "exit"}}};
   for (const auto& [how, end] : ends) {
     for (const char* mode : {"cupti", "events"}) {
       INFO(how << " " << mode);
@@ -1732,9 +1739,9 @@ TEST_CASE("A server stopped or crashing while serving: steps keep their work, ru
       CHECK(warnings.find("without device activity") == std::string::npos);
       // A crash says so, and another signal that ended it; a stop (SIGTERM) does not.
       CHECK((warnings.find("the process crashed (" + end.second + ")") != std::string::npos) ==
-            (how == "throw" || how == "segv" || how == "overflow"));
+            (how == "throw" || how == "segv" || how == "overflow" || how == "reraise"));
       CHECK((warnings.find("the process was ended by " + end.second) != std::string::npos) ==
-            (how == "sighup"));
+            (how == "sighup" || how == "selfkill"));
       // The open run is in the file (at a signal too: label and all), as the engine thread's
       // (the thread of its steps), and holds the steps.
       CHECK(warnings.find("label is unknown") == std::string::npos);
@@ -1756,6 +1763,31 @@ TEST_CASE("A server stopped or crashing while serving: steps keep their work, ru
       CHECK(warnings.find("no recorded step") == std::string::npos);
     }
   }
+}
+
+// Python after Ctrl-C: an uncaught KeyboardInterrupt ends the interpreter with SIGINT at its
+// default disposition, sent to itself once Python's own handler is gone (no handler of the
+// agent's runs then; before, the profile had no footer and, with CUPTI, no device record: at a
+// short run, no file at all). CUPTI mode: ctypes calls the runtime through its own handle, which
+// no interposer sees (README); rt_serve_stop python_int is the same ending in both modes.
+TEST_CASE("Python interrupted by Ctrl-C: the profile is finished, with its device records") {
+  if (system("command -v python3 >/dev/null 2>&1") != 0) {
+    WARN("python3 not found: test skipped");
+    return;
+  }
+  Scenario s("keyboard_interrupt", "PROFAGENT_GPU_TIMING=cupti",
+             "python3 " + Abs(kPkg + "testdata/rt_keyboard_interrupt.py"));
+  INFO(s.run.err);
+  CHECK(s.run.code == 128 + SIGINT);
+  CHECK(s.run.out == "interrupting\n");
+  REQUIRE(s.loaded);
+  CHECK(s.prof.footer_reason == "signal 2 (SIGINT)");
+  if (CuptiUnavailable(s.prof)) return;
+  CHECK(s.prof.Kind(EV_MEMSET).size() == 5);
+  size_t memsets = 0;
+  for (const DevOp& d : s.prof.dev) memsets += d.op.kind() == DOP_MEMSET;
+  CHECK(memsets == 5);
+  CHECK(OfPid(s.truth, "memset", 0).size() == 5);
 }
 
 // A SIGTERM while the agent finishes the file at exit (a supervisor stopping the job as its main

@@ -10,9 +10,18 @@
 //   overflow: unbounded recursion (a stack overflow: SIGSEGV on a stack with no room left);
 //   exit_term: exit(0), and a SIGTERM 300 us later (a supervisor stopping the job), while the
 //            agent is still finishing the file at exit.
+// And the process signalling itself, its disposition the default again (no agent handler runs):
+//   python_int: as Python after an unhandled KeyboardInterrupt: its SIGINT handler (set at
+//            start) back to the default, then kill(getpid(), SIGINT);
+//   selfkill: kill(getpid(), SIGKILL);
+//   reraise: a crash handler (set at start, as glog's or faulthandler) catches a SIGSEGV, sets
+//            the default back and raises it again (blocked until the handler returns);
+//   sigwait: SIGTERM blocked in every thread and taken by a signal thread with sigwait, which
+//            exits the process (0) in order: kill(getpid(), SIGTERM) does not end it.
 // Prints "stopping after N steps" first.
 #include <cuda_runtime.h>
 #include <nvtx3/nvToolsExt.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -34,8 +43,33 @@ __attribute__((noinline)) int Deeper(int n) {
   return Deeper(n + 1) + frame[0];
 }
 
+void OnInterrupt(int) {}
+
+void ReraiseCrash(int sig) {
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+
 int main(int argc, char** argv) {
   const char* how = argc > 1 ? argv[1] : "sigterm";
+  if (strcmp(how, "python_int") == 0) signal(SIGINT, OnInterrupt);
+  if (strcmp(how, "reraise") == 0) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = ReraiseCrash;
+    sigaction(SIGSEGV, &sa, nullptr);
+  }
+  if (strcmp(how, "sigwait") == 0) {
+    sigset_t term;
+    sigemptyset(&term);
+    sigaddset(&term, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &term, nullptr);  // inherited by every thread created after
+    std::thread([term] {
+      int sig = 0;
+      sigwait(&term, &sig);
+      exit(0);
+    }).detach();
+  }
   std::thread([] {
     cudaStream_t s;
     if (cudaStreamCreate(&s) != cudaSuccess) return;
@@ -63,6 +97,16 @@ int main(int argc, char** argv) {
     }).detach();
     exit(0);
   }
+  if (strcmp(how, "python_int") == 0) {
+    signal(SIGINT, SIG_DFL);
+    kill(getpid(), SIGINT);
+  }
+  if (strcmp(how, "selfkill") == 0) kill(getpid(), SIGKILL);
+  if (strcmp(how, "sigwait") == 0) {
+    kill(getpid(), SIGTERM);
+    for (;;) pause();
+  }
+  if (strcmp(how, "reraise") == 0) how = "segv";
   if (strcmp(how, "throw") == 0) throw std::runtime_error("engine failed");
   if (strcmp(how, "overflow") == 0) return Deeper(0);
   if (strcmp(how, "sighup") == 0) raise(SIGHUP);
