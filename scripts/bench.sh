@@ -7,6 +7,7 @@ scripts/setup.sh >/dev/null
 Q=${1:-}
 bazel build //agent/core:core_bench //tests/gpusim:gpusim_bench //tests/gpusim:all \
   //agent:profagent //agent/hooks/cuda_runtime:launch_bench_sh //agent/hooks/nvtx:nvtx_bench \
+  //agent/hooks/cuda_runtime:stop_bench_sh \
   //tests/integration:mpi_overhead_bench_run //analyzer/report:report_bench \
   //analyzer/perfetto:perfetto_bench //kernels:inference >/dev/null 2>&1 || {
   echo "bench: build failed"; exit 1; }
@@ -23,6 +24,9 @@ LD_LIBRARY_PATH="$SIM" "$BIN/tests/gpusim/gpusim_bench" 100000
 
 echo "== agent overhead per launch (launch_bench_sh: no agent vs agent, same run)"
 "$BIN/agent/hooks/cuda_runtime/launch_bench_sh" 100000 5 3
+
+echo "== SIGTERM to process end, no agent vs agent (stop_bench_sh: the file's finish at a signal)"
+"$BIN/agent/hooks/cuda_runtime/stop_bench_sh" 20
 
 echo "== NVTX overhead (nvtx_bench): without a tool, then with the agent"
 "$BIN/agent/hooks/nvtx/nvtx_bench"

@@ -1168,7 +1168,7 @@ bool FinishAfterSignal(WriterState* w, int sig) {
     const uint64_t until = MonotonicNs() + kSignalFlushNs;
     while (!done() && MonotonicNs() < until) {
       Pass(w, false);  // the flush may wait for ring space
-      struct timespec ts = {0, 1000000};
+      struct timespec ts = {0, 100000};
       nanosleep(&ts, nullptr);
     }
   }
@@ -1346,9 +1346,9 @@ bool FinishFromSignal(int sig, int timeout_ms) {
   w->signal_stop.compare_exchange_strong(none, sig);
   w->wake.store(true);
   sem_post(&w->wake_sem);
-  for (int waited_us = 0; waited_us < timeout_ms * 1000; waited_us += 500) {
+  for (int waited_us = 0; waited_us < timeout_ms * 1000; waited_us += 100) {
     if (w->stopped.load(std::memory_order_acquire)) return true;
-    struct timespec ts = {0, 500000};
+    struct timespec ts = {0, 100000};
     nanosleep(&ts, nullptr);
   }
   return w->stopped.load(std::memory_order_acquire);

@@ -18,6 +18,7 @@
 //            the default back and raises it again (blocked until the handler returns);
 //   sigwait: SIGTERM blocked in every thread and taken by a signal thread with sigwait, which
 //            exits the process (0) in order: kill(getpid(), SIGTERM) does not end it.
+// And for stop_bench: pause: main waits for a signal from outside while the engine serves.
 // Prints "stopping after N steps" first.
 #include <cuda_runtime.h>
 #include <nvtx3/nvToolsExt.h>
@@ -102,6 +103,9 @@ int main(int argc, char** argv) {
     kill(getpid(), SIGINT);
   }
   if (strcmp(how, "selfkill") == 0) kill(getpid(), SIGKILL);
+  if (strcmp(how, "pause") == 0) {
+    for (;;) pause();
+  }
   if (strcmp(how, "sigwait") == 0) {
     kill(getpid(), SIGTERM);
     for (;;) pause();
