@@ -13,6 +13,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
@@ -316,6 +317,48 @@ bool IsPerStepBucketMs(const std::string& name) {
   return (name.find("buckets_model_avg_ms") != std::string::npos ||
           name.find("buckets_engine_avg_ms") != std::string::npos) &&
          (EndsWith(name, ".ms") || EndsWith(name, ".mean") || EndsWith(name, ".std"));
+}
+
+// Each step's KV length from stats.step_kv_samples (NaN where the KV bins do not take the
+// step), when it holds one entry per step sample (`steps`); else empty.
+std::vector<double> KvSamples(const OJson& s, size_t steps) {
+  std::vector<double> v;
+  auto st = s.find("stats");
+  if (st == s.end() || !st->is_object()) return v;
+  auto it = st->find("step_kv_samples");
+  if (it == st->end() || !it->is_array() || it->size() != steps) return v;
+  for (const auto& x : *it) v.push_back(x.is_number() ? x.get<double>() : NAN);
+  return v;
+}
+
+// A KV bin's metric that per-step samples can test: decode_length_buckets[LO-HI].latency_ms.STAT
+// (HI "inf" for the open last bin) or decode_length_buckets[LO-HI].tokens_per_s.
+struct KvBinMetric {
+  double lo = 0, hi = INFINITY;
+  std::string stat;  // "p50", ..., or "tokens_per_s"
+};
+
+std::optional<KvBinMetric> KvBinMetricFor(const std::string& name) {
+  static const std::string kPrefix = "decode_length_buckets[";
+  if (name.rfind(kPrefix, 0) != 0) return std::nullopt;
+  const size_t close = name.find(']', kPrefix.size());
+  if (close == std::string::npos) return std::nullopt;
+  const std::string range = name.substr(kPrefix.size(), close - kPrefix.size());
+  const size_t dash = range.find('-');
+  if (dash == std::string::npos) return std::nullopt;
+  KvBinMetric m;
+  if (!absl::SimpleAtod(range.substr(0, dash), &m.lo)) return std::nullopt;
+  const std::string hi = range.substr(dash + 1);
+  if (hi != "inf" && !absl::SimpleAtod(hi, &m.hi)) return std::nullopt;
+  const std::string rest = name.substr(close + 1);
+  if (rest == ".tokens_per_s") {
+    m.stat = "tokens_per_s";
+  } else if (rest.rfind(".latency_ms.", 0) == 0) {
+    m.stat = rest.substr(12);
+  } else {
+    return std::nullopt;
+  }
+  return m;
 }
 
 std::optional<Statistic> StepStatisticFor(const std::string& name) {
@@ -791,6 +834,7 @@ DiffResult DiffSummaries(const OJson& base, const OJson& now, const DiffOptions&
                             kb = Samples(now, "step_tokens_samples");
   const bool have_samples = sa.size() >= 2 && sb.size() >= 2;
   const bool have_tokens = have_samples && ka.size() == sa.size() && kb.size() == sb.size();
+  const std::vector<double> kva = KvSamples(base, sa.size()), kvb = KvSamples(now, sb.size());
   const size_t block_a = BlockLength(sa.size()), block_b = BlockLength(sb.size());
   double mwu_p = 1;
   if (have_samples) {
@@ -983,8 +1027,45 @@ DiffResult DiffSummaries(const OJson& base, const OJson& now, const DiffOptions&
           absl::StrAppend(&m.test, "; runs (", va.size(), " vs ", vb.size(),
                           ") Welch p=", FmtP(p, options.alpha));
         }
-      } else if (name.rfind("runs_aggregate.", 0) == 0 && EndsWith(name, ".mean") &&
-                 runs_a >= 2 && runs_b >= 2) {
+      } else if (auto bin = KvBinMetricFor(name); bin && !kva.empty() && !kvb.empty()) {
+        // A KV bin's metric: the same tests over the steps the bin takes on each side.
+        std::vector<double> ta, tb, toka, tokb;
+        auto pick = [&](const std::vector<double>& kv, const std::vector<double>& t,
+                        const std::vector<double>& tok, std::vector<double>* out_t,
+                        std::vector<double>* out_tok) {
+          for (size_t i = 0; i < kv.size(); ++i) {
+            if (std::isnan(kv[i]) || kv[i] < bin->lo || kv[i] >= bin->hi) continue;
+            out_t->push_back(t[i]);
+            if (tok.size() == t.size()) out_tok->push_back(tok[i]);
+          }
+        };
+        pick(kva, sa, ka, &ta, &toka);
+        pick(kvb, sb, kb, &tb, &tokb);
+        const auto stat = StepStatisticFor("stats.step_latency_ms." + bin->stat);
+        const bool ratio = bin->stat == "tokens_per_s";
+        if (ta.size() >= 2 && tb.size() >= 2 && (stat || ratio) &&
+            (!ratio || (toka.size() == ta.size() && tokb.size() == tb.size()))) {
+          m.tested = true;
+          const std::string steps = absl::StrCat("bin steps ", ta.size(), " vs ", tb.size(), ": ");
+          if (ratio) {
+            auto ci = BootstrapRatioDiffInterval(ta, toka, tb, tokb, options.alpha,
+                                                 options.bootstrap_resamples, options.seed,
+                                                 BlockLength(ta.size()), BlockLength(tb.size()));
+            m.significant = ci.second < 0;
+            m.test = absl::StrCat(steps, "tokens/s diff CI", level, " [", Fmt(ci.first), ", ",
+                                  Fmt(ci.second), "]");
+          } else {
+            auto ci =
+                BootstrapDiffInterval(ta, tb, *stat, options.alpha, options.bootstrap_resamples,
+                                      options.seed, BlockLength(ta.size()), BlockLength(tb.size()));
+            m.significant = ci.first > 0;
+            m.test = absl::StrCat(steps, "step ", bin->stat, " diff CI", level, " [", Fmt(ci.first),
+                                  ", ", Fmt(ci.second),
+                                  "] ms; MWU p=", FmtP(MannWhitneyP(ta, tb), options.alpha));
+          }
+        }
+      } else if (name.rfind("runs_aggregate.", 0) == 0 && EndsWith(name, ".mean") && runs_a >= 2 &&
+                 runs_b >= 2) {
         const std::string base_key = name.substr(0, name.size() - 5);  // drop ".mean"
         auto sd = [&](const std::map<std::string, std::optional<double>>& vals) {
           auto it = vals.find(base_key + ".std");

@@ -661,6 +661,36 @@ TEST_CASE("a new profile that lost all its steps is a regression") {
 }
 
 // Profile directories are summarized in memory with the report library.
+// 60 decode steps, one after another (a gap of half a step between them), 4 tokens each: step
+// i takes ms(i) (+-1 % deterministic jitter) at the KV length kv(i) (-1: none).
+void WriteStepProfile(const std::string& dir, const std::function<double(int)>& ms,
+                      const std::function<int64_t(int)>& kv, int steps = 60) {
+  mkdir(dir.c_str(), 0755);
+  testing::ProfileWriter w(dir + "/rank0.pb");
+  REQUIRE(w.ok());
+  w.Header(100, "h", 0, 1700000000000000000ull, 1000000000);
+  w.String(1, "decode");
+  w.Thread(0, 100, "main");
+  Record r;
+  EventBatch* b = r.mutable_batch();
+  b->set_thread(0);
+  b->set_base_ns(1000000000);
+  double prev_ms = 0;
+  for (int i = 0; i < steps; ++i) {
+    Event* e = b->add_events();
+    e->set_dt(i == 0 ? 0 : static_cast<int64_t>(prev_ms * 1.5e6));
+    prev_ms = ms(i);
+    e->set_dur(static_cast<uint64_t>(prev_ms * 1e6 * (1 + 0.01 * ((i * 7) % 5 - 2) / 2)));
+    e->set_kind(EV_STEP);
+    e->mutable_step()->set_phase(1);
+    e->mutable_step()->set_index(i);
+    e->mutable_step()->set_tokens(4);
+    e->mutable_step()->set_kv(kv(i));
+    e->mutable_step()->set_bsz(-1);
+  }
+  w.Write(r);
+}
+
 void WriteStepProfile(const std::string& dir, double step_ms) {
   mkdir(dir.c_str(), 0755);
   testing::ProfileWriter w(dir + "/rank0.pb");
@@ -708,6 +738,51 @@ TEST_CASE("profile directories are summarized in memory and compared") {
   REQUIRE(mean->verdict == Verdict::kRegression);
   std::ostringstream out2, err2;
   REQUIRE(RunDiffCommand(root + "/base", root + "/base", DiffOptions(), false, out2, err2) == 0);
+}
+
+// A slowdown at long contexts only: the KV bin that holds those steps is tested over its own
+// steps (step_kv_samples) and is a regression, the short-context bin is not (before, every KV
+// bin metric was "worse, untested": no samples).
+TEST_CASE("KV bins are tested over their own steps") {
+  const char* tmp = getenv("TEST_TMPDIR");
+  const std::string root = std::string(tmp != nullptr ? tmp : "/tmp") + "/diff_kv";
+  mkdir(root.c_str(), 0755);
+  auto kv = [](int i) -> int64_t { return i % 2 == 0 ? 100 : 700; };
+  WriteStepProfile(
+      root + "/base", [](int) { return 10.0; }, kv);
+  WriteStepProfile(
+      root + "/long_slow", [](int i) { return i % 2 == 0 ? 10.0 : 13.0; }, kv);
+  auto a = LoadSummary(root + "/base");
+  auto b = LoadSummary(root + "/long_slow");
+  REQUIRE(a.ok());
+  REQUIRE(b.ok());
+  const auto& samples = (*a)["stats"]["step_kv_samples"];
+  REQUIRE(samples.size() == 60);
+  CHECK(samples[0] == 100);
+  CHECK(samples[1] == 700);
+  DiffResult d = DiffSummaries(*a, *b, DiffOptions());
+  const MetricDiff* slow = Find(d, "decode_length_buckets[512-1024].latency_ms.p50");
+  REQUIRE(slow != nullptr);
+  CHECK(slow->change_pct == Approx(30).epsilon(0.02));
+  CHECK(slow->verdict == Verdict::kRegression);
+  CHECK(slow->test.find("bin steps 30 vs 30: step p50 diff CI99") != std::string::npos);
+  const MetricDiff* tps = Find(d, "decode_length_buckets[512-1024].tokens_per_s");
+  REQUIRE(tps != nullptr);
+  CHECK(tps->verdict == Verdict::kRegression);
+  CHECK(tps->test.find("tokens/s diff CI99") != std::string::npos);
+  const MetricDiff* fast = Find(d, "decode_length_buckets[0-512].latency_ms.p50");
+  REQUIRE(fast != nullptr);
+  CHECK(fast->verdict == Verdict::kWithin);
+  for (const MetricDiff& m : d.metrics) {
+    INFO(m.name);
+    if (m.name.rfind("decode_length_buckets", 0) == 0) CHECK(m.verdict != Verdict::kUntested);
+  }
+  // Steps without a KV length: no step_kv_samples, the bins are empty.
+  WriteStepProfile(
+      root + "/no_kv", [](int) { return 10.0; }, [](int) -> int64_t { return -1; });
+  auto c = LoadSummary(root + "/no_kv");
+  REQUIRE(c.ok());
+  CHECK(!(*c)["stats"].contains("step_kv_samples"));
 }
 
 }  // namespace

@@ -2784,8 +2784,15 @@ struct StepSet {
   uint64_t total_ns = 0;  // sum of the step wall times (engine `others` = this - mapped time)
   std::vector<double> samples_ms;
   std::vector<int64_t> samples_tokens;  // per step, in step order (0 when it has none)
+  // Per step, in step order: its KV length when a KV bin takes it (a decode step, or one with
+  // no phase, that has a KV length), else -1.
+  std::vector<int64_t> samples_kv;
+  bool any_kv = false;
   std::vector<std::pair<uint64_t, uint64_t>> windows;  // [start, end) of each step
 };
+
+// Whether the KV-length bins take a step (decode_length_buckets).
+bool KvBinned(const StepRec& s) { return s.kv >= 0 && (s.phase.empty() || s.phase == "decode"); }
 
 // Wall time the steps cover: the union of their windows. The sum of step wall times for steps
 // one after another; less when they overlap (threads serving concurrently) or nest (a draft
@@ -2818,6 +2825,8 @@ void AddStep(StepSet* s, const StepRec& st) {
   s->total_ns += d;
   s->samples_ms.push_back(Round6(NsToMs(double(d))));
   s->samples_tokens.push_back(st.tokens > 0 ? st.tokens : 0);
+  s->samples_kv.push_back(KvBinned(st) ? st.kv : -1);
+  s->any_kv |= KvBinned(st);
   s->windows.emplace_back(st.start, st.end);
 }
 
@@ -2834,6 +2843,12 @@ Json StatsJson(const StepSet& s, bool with_samples) {
   if (with_samples) {
     j["step_latency_ms_samples"] = s.samples_ms;
     j["step_tokens_samples"] = s.samples_tokens;
+    // (Only when a step has one: diff tests each KV bin's metrics over its steps.)
+    if (s.any_kv) {
+      Json kv = Json::array();
+      for (int64_t x : s.samples_kv) kv.push_back(x >= 0 ? Json(x) : Json(nullptr));
+      j["step_kv_samples"] = std::move(kv);
+    }
   }
   j["gpu_busy_ms_per_step"] = s.busy.count() > 0 ? Num(NsToMs(s.busy.Mean())) : Json(nullptr);
   return j;
@@ -2869,7 +2884,7 @@ Json KvBinsJson(const ReportOptions& opt, const std::vector<const StepRec*>& ste
   const auto& edges = opt.kv_edges;
   std::vector<StepSet> bins(edges.size());
   for (const StepRec* s : steps) {
-    if (s->kv < 0 || (!s->phase.empty() && s->phase != "decode")) continue;
+    if (!KvBinned(*s)) continue;
     auto it = std::upper_bound(edges.begin(), edges.end(), s->kv);
     if (it == edges.begin()) continue;
     AddStep(&bins[size_t(it - edges.begin()) - 1], *s);
