@@ -91,7 +91,8 @@ struct LaunchPayload {   // kLaunch, kGraphLaunch (func = graph exec, grid/block
   uint32_t grid_x;
   uint16_t grid_y, grid_z;
   uint32_t block;        // PackBlock(x, y, z)
-  uint32_t shmem;
+  uint32_t shmem : 24;   // bytes (a rejected launch's absurd request saturates at 2^24 - 1)
+  uint32_t device : 8;   // the launch's device under host timing (the op is the launch), else 0
 };
 
 struct MemPayload {      // kMemcpy, kMemset, kAlloc, kFree

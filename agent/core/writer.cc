@@ -710,6 +710,7 @@ void EncodeEvent(WriterState* w, BatchBuilder* b, const RawEvent& e, const uint8
         m.U64(7, s);
         b->launch_stream = s;
       }
+      m.U64(10, l.device);  // host timing only (0, not written, otherwise)
       if (api_sid != b->launch_api) {
         m.U64(9, api_sid);
         b->launch_api = api_sid;

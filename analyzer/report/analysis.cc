@@ -14,6 +14,7 @@
 #include <regex>
 #include <set>
 #include <thread>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 
@@ -67,6 +68,14 @@ int64_t SaturatedAdd(int64_t a, int64_t b) {
 Json Num(double x) {
   if (!std::isfinite(x)) return nullptr;
   return Round6(x);
+}
+
+// A value that may be far below 1 (a tiny message's GB/s): 6 significant digits, not 6 decimals.
+Json NumSig(double x) {
+  if (!std::isfinite(x)) return nullptr;
+  if (x == 0) return 0.0;
+  const double scale = std::pow(10.0, 5 - std::floor(std::log10(std::fabs(x))));
+  return std::round(x * scale) / scale;
 }
 
 // A latency block (SUMMARY_FORMAT.md "LAT"); samples are in ns, `scale` converts.
@@ -154,6 +163,24 @@ std::string SizeClass(uint64_t bytes) {
   uint64_t lo = 1024;
   while (lo * 4 <= bytes && lo < (1ull << 50)) lo *= 4;
   return absl::StrCat(label(lo), "-", label(lo * 4));
+}
+
+// The lower bound in bytes of a SizeClass label ("4KiB-16KiB": 4096); "in graph" (size unknown)
+// sorts after every size.
+uint64_t SizeClassLow(const std::string& label) {
+  static const std::pair<const char*, int> kUnits[] = {
+      {"TiB", 40}, {"GiB", 30}, {"MiB", 20}, {"KiB", 10}, {"B", 0}};
+  const size_t dash = label.find('-');
+  if (dash == std::string::npos) return UINT64_MAX;
+  const std::string low = label.substr(0, dash);
+  for (const auto& [unit, shift] : kUnits) {
+    if (absl::EndsWith(low, unit)) {
+      uint64_t v = 0;
+      if (!absl::SimpleAtoi(low.substr(0, low.size() - strlen(unit)), &v)) return UINT64_MAX;
+      return v << shift;
+    }
+  }
+  return UINT64_MAX;
 }
 
 // An op's name lowered, without its library prefix, underscores, or the `I` of a nonblocking
@@ -3507,8 +3534,20 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
       cranks[c.first].insert(f->rank_);
     }
   }
+  // By library and op, then by size (a size sweep reads top to bottom; the labels' text order
+  // put 16KiB before 1KiB).
+  std::vector<std::map<std::string, CollAgg>::const_iterator> rows;
+  for (auto it = cm.begin(); it != cm.end(); ++it) rows.push_back(it);
+  auto row_key = [](const std::string& key) {
+    std::vector<std::string> k = absl::StrSplit(key, '\0');
+    k.resize(3);
+    return std::make_tuple(k[0], k[1], SizeClassLow(k[2]), k[2]);
+  };
+  std::stable_sort(rows.begin(), rows.end(),
+                   [&](auto a, auto b) { return row_key(a->first) < row_key(b->first); });
   Json cops = Json::array();
-  for (const auto& c : cm) {
+  for (const auto& row : rows) {
+    const auto& c = *row;
     std::vector<std::string> k = absl::StrSplit(c.first, '\0');
     Json jc;
     jc["lib"] = k[0];
@@ -3526,15 +3565,19 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
     const uint64_t timed = ca.count - std::min(ca.untimed, ca.count);
     double mean_ns = timed > 0 ? double(ca.span_ns()) / double(timed) : 0;
     jc["mean_us"] = timed > 0 ? Num(mean_ns / 1e3) : Json(nullptr);
-    double algbw = mean_ns > 0 ? double(bytes) / mean_ns : 0;  // bytes/ns == GB/s
+    // bytes/ns == GB/s, of the calls' exact mean size (the integer `bytes` is truncated: a row
+    // of mixed small sizes read busbw/algbw off the bus factor by 1.5%).
+    const double mean_bytes =
+        c.second.count > 0 ? double(c.second.bytes) / double(c.second.count) : 0;
+    double algbw = mean_ns > 0 ? mean_bytes / mean_ns : 0;
     // Graph replays: size unknown. One-sided calls: transfer time unknown. Zero-byte calls
     // (barriers): no bandwidth.
     const bool sized =
         mean_ns > 0 && bytes > 0 && k[2] != kGraphSizeClass && !OneSided(LowerOp(k[1]));
-    jc["algbw_gbps"] = sized ? Num(algbw) : Json(nullptr);
+    jc["algbw_gbps"] = sized ? NumSig(algbw) : Json(nullptr);
     const double bus_per_call =
         c.second.count > 0 ? c.second.bus_bytes / double(c.second.count) : 0;
-    jc["busbw_gbps"] = sized ? Num(bus_per_call / mean_ns) : Json(nullptr);
+    jc["busbw_gbps"] = sized ? NumSig(bus_per_call / mean_ns) : Json(nullptr);
     jc["algorithm"] = "";
     cops.push_back(jc);
   }
@@ -3690,6 +3733,16 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
     }
   }
   strag["wait_caused_ms_by_rank"] = wcr;
+  // One process driving every GPU (ncclCommInitAll): the calls' members are all one rank, which
+  // would be its own straggler. Only the per-GPU view means anything then.
+  std::set<int> member_ranks;
+  for (const auto& w : wait_ns) member_ranks.insert(w.first);
+  for (const auto& c : caused_ns) member_ranks.insert(c.first);
+  for (const auto& l : last_count) member_ranks.insert(l.first);
+  if (member_ranks.size() < 2) {
+    top = -1;
+    strag["most_frequent_last_arriver"] = nullptr;
+  }
   strag["straggler"] = top >= 0 ? Json(top) : Json(nullptr);
   // The same per GPU ("rank:device"), NCCL calls only.
   auto gpu_key = [](const std::pair<int, int32_t>& k) {

@@ -149,18 +149,20 @@ void CapturedNote(const Json& c, std::string* md) {
   for (auto it = c["captured_calls"].begin(); it != c["captured_calls"].end(); ++it) {
     absl::StrAppend(&list, list.empty() ? "" : ", ", it.key(), " ", it.value().dump());
   }
-  absl::StrAppend(md, "NCCL calls captured into CUDA graphs: ", list,
-                  ". They ran at the graph launches, counted from their kernels (device time): "
-                  "in their calls' rows, with their sizes, when a kernel is tied to its captured "
-                  "call (below), else in rows of size \"in graph\" (size unknown). ");
   const Json& ig = c.contains("in_graph") ? c["in_graph"] : Json::object();
   const uint64_t matched = ig.value("kernels_matched", uint64_t{0});
   const uint64_t unmatched = ig.value("kernels_unmatched", uint64_t{0});
+  absl::StrAppend(md, "NCCL calls captured into CUDA graphs: ", list,
+                  ". They ran at the graph launches");
   if (matched == 0 && unmatched == 0) {
     md->append(
-        "Their executions were not seen one by one (a graph launch is timed whole "
-        "without CUPTI): the waits and stragglers below leave them out.\n\n");
+        ", whose executions were not seen one by one (a graph launch is timed whole without "
+        "CUPTI): they are not in the table below, nor in the waits and stragglers.\n\n");
   } else {
+    md->append(
+        ", counted from their kernels (device time): in their calls' rows, with their sizes, "
+        "when a kernel is tied to its captured call, else in rows of size \"in graph\" (size "
+        "unknown). ");
     absl::StrAppend(md, matched,
                     " of their kernels were tied to their captured call (by capture order and "
                     "launch count, per rank) and are in the waits and stragglers below",

@@ -1066,6 +1066,43 @@ TEST_CASE("collectives: sizes and bus bandwidth follow nccl-tests' conventions")
   }
 }
 
+// Rows of one op sort by size, as a size sweep reads (before: by the labels' text, 16KiB-64KiB
+// before 1KiB-4KiB); a row mixing sizes (56 and 57 bytes) takes algbw from the exact mean size, so
+// busbw / algbw is the bus factor (before: from the truncated integer mean, 1.5% off).
+TEST_CASE("collectives: rows sort by size; mixed sizes keep busbw / algbw at the factor") {
+  const std::string dir = TmpDir("coll_order");
+  {
+    ProfileBuilder b(dir + "/rank0.pb");
+    b.WriteHeader(0, 4, "h0", GPU_TIMING_HOST);
+    uint64_t t = 0;
+    auto call = [&](const char* op, uint64_t bytes) {
+      Event e = MpiCall(b, op, bytes, 0, -1);
+      e.set_dur(100 * kUs);
+      b.Host(1, t += 200 * kUs, 0, e);
+    };
+    for (uint64_t bytes : {20u << 10, 2u << 20, 2u << 10, 56u, 57u, 300u << 10}) {
+      call("Allreduce", bytes);
+    }
+    call("Barrier", 0);
+    b.Close(true);
+  }
+  auto s = BuildSummary({dir + "/rank0.pb"}, ReportOptions(), "");
+  REQUIRE(s.ok());
+  std::vector<std::string> order;
+  for (const auto& r : (*s)["collectives"]["ops"]) {
+    order.push_back(r["op"].get<std::string>() + " " + r["size_class"].get<std::string>());
+    if (r["size_class"] == "0B-1KiB" && r["op"] == "Allreduce") {
+      CHECK(r["bytes"] == 56);  // (the mean, truncated)
+      CHECK(r["busbw_gbps"].get<double>() / r["algbw_gbps"].get<double>() ==
+            Approx(1.5).epsilon(1e-4));
+      CHECK(r["algbw_gbps"].get<double>() == Approx(56.5 / 100e3).epsilon(1e-3));
+    }
+  }
+  CHECK(order == std::vector<std::string>{"Allreduce 0B-1KiB", "Allreduce 1KiB-4KiB",
+                                          "Allreduce 16KiB-64KiB", "Allreduce 256KiB-1MiB",
+                                          "Allreduce 1MiB-4MiB", "Barrier 0B-1KiB"});
+}
+
 // Two ranks, four allreduces: rank 1 arrives 2 us after rank 0 three times, rank 0 arrives 3 ms
 // after rank 1 once. Rank 1 is the most frequent last arriver, but rank 0 is the straggler: the
 // others waited 3 ms for it, 6 us for rank 1.

@@ -319,6 +319,11 @@ void CheckInitAllGroup(const std::string& timing) {
   CHECK(ranks == std::set<int>{0, 1, 2, 3});
   REQUIRE(uids.size() == 1);
   CHECK(uids.begin()->rfind("nccl-all:", 0) == 0);
+  // One call, one event (before: one per device, three of them stretched over the agent's work).
+  size_t init_calls = 0;
+  for (const OtherEvent& o : p.others)
+    init_calls += o.kind == EV_COMM && o.name == "ncclCommInitAll";
+  CHECK(init_calls == 1);
   // One AllReduce per communicator, all members of the same group, each seq 0 on its comm.
   REQUIRE(p.colls.size() == 4);
   std::set<uint64_t> comms;
@@ -391,6 +396,9 @@ void CheckInitAllGroup(const std::string& timing) {
   const std::string sum = ss.str();
   INFO(sum.substr(sum.find("\"stragglers\"")));
   CHECK(sum.find("\"most_frequent_last_arriver_gpu\": \"0:2\"") != std::string::npos);
+  // One process drives every GPU: no rank-level straggler (it would be rank 0, itself).
+  CHECK(sum.find("\"straggler\": null") != std::string::npos);
+  CHECK(sum.find("\"most_frequent_last_arriver\": null") != std::string::npos);
   for (int d = 0; d < 4; ++d) {
     CHECK(sum.find("\"0:" + std::to_string(d) + "\":") != std::string::npos);  // a wait per GPU
   }

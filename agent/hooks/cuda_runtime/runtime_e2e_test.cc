@@ -1596,6 +1596,22 @@ TEST_CASE("Work on another device's stream is that device's, in both modes") {
   }
 }
 
+// Host timing: the launch is the op, so it carries its device (before, every kernel was device
+// 0's: device 1's kernels mixed into device 0's streams in ops.csv and the trace).
+TEST_CASE("Host timing: each kernel launch carries its device") {
+  Scenario s("launch_device_host", "GPUSIM_DEVICES=2 PROFAGENT_GPU_TIMING=host",
+             kPkg + "rt_stream_names");
+  REQUIRE(s.run.code == 0);
+  REQUIRE(s.loaded);
+  std::map<std::string, std::set<uint32_t>> devices;
+  for (const HostEv* l : s.prof.Kind(EV_LAUNCH))
+    devices[s.prof.Str(l->ev.name())].insert(l->ev.device());
+  CHECK(devices["other_device_kernel(float*)"] == std::set<uint32_t>{1});
+  CHECK(devices["legacy_named_kernel(float*)"] == std::set<uint32_t>{0});
+  CHECK(devices["prefill_named_kernel(float*)"] == std::set<uint32_t>{0});
+  CHECK(devices.size() == 6);
+}
+
 // NVTX stream names reach the file as StreamInfo records keyed as the device ops of the stream
 // are (CUPTI's stream id, or the file's stream index under CUDA events), the last name winning;
 // device and event names as notes.

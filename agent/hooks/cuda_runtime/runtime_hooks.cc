@@ -339,7 +339,12 @@ inline cudaError_t DoLaunch(uint16_t api, EvType type, const LaunchDesc& d, Call
   e.launch.grid_y = uint16_t(d.grid.y);
   e.launch.grid_z = uint16_t(d.grid.z);
   e.launch.block = block;
-  e.launch.shmem = uint32_t(d.shmem);
+  e.launch.shmem = uint32_t(d.shmem < 0xffffff ? d.shmem : 0xffffff);
+  e.launch.device = 0;
+  if (mode == kHost) {  // (the device op of the other modes carries its device)
+    const int created = CreatedStreamDevice(d.stream);
+    e.launch.device = uint8_t(created >= 0 ? created : t_device);
+  }
   if (slot != nullptr) {
     EmitCommit();
   } else if (fits) {
@@ -374,6 +379,41 @@ inline bool WaitsForDevice(EvType type, uint32_t kind, const void* ptr) {
     return g_allocs.Find(U64(ptr), &a) && a.kind == 1;  // MEM_HOST_PINNED
   }
   return kind != cudaMemcpyDeviceToDevice;
+}
+
+Real<decltype(&cudaPointerGetAttributes)> r_pointer_attributes("cudaPointerGetAttributes");
+Real<decltype(&cudaPeekAtLastError)> r_peek_error("cudaPeekAtLastError");
+Real<decltype(&cudaGetLastError)> r_get_error("cudaGetLastError");
+
+// A cudaMemcpyDefault copy's direction, as the runtime infers it from the pointers (unified
+// addressing), under CUDA-event timing: a device-to-device copy (simpleP2P's) does not wait for
+// the device, so its end is not capped at the call's return (before: read as 0 us), and its
+// bucket is memcpy.d2d, not memcpy.other. Managed memory, or a pointer the runtime does not
+// know, keeps cudaMemcpyDefault. The application's last error is left as it was: skipped when
+// one is pending, cleared when the agent's own query set one.
+uint32_t ResolvedCopyKind(uint32_t kind, const void* dst, const void* src) {
+  if (kind != cudaMemcpyDefault || Mode() != kEvents) return kind;
+  auto attributes = r_pointer_attributes.get();
+  auto peek = r_peek_error.get();
+  auto get = r_get_error.get();
+  if (attributes == nullptr || peek == nullptr || get == nullptr) return kind;
+  HookGuard guard;  // the agent's own calls
+  if (peek() != cudaSuccess) return kind;
+  auto where = [&](const void* p) -> int {  // 0 host, 1 device, -1 unknown or managed
+    cudaPointerAttributes a;
+    std::memset(&a, 0, sizeof(a));
+    if (attributes(&a, p) != cudaSuccess) {
+      get();
+      return -1;
+    }
+    if (a.type == cudaMemoryTypeDevice) return 1;
+    if (a.type == cudaMemoryTypeHost || a.type == cudaMemoryTypeUnregistered) return 0;
+    return -1;
+  };
+  const int d = where(dst), s = where(src);
+  if (d < 0 || s < 0) return kind;
+  if (d == 1) return s == 1 ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice;
+  return s == 1 ? cudaMemcpyDeviceToHost : cudaMemcpyHostToHost;
 }
 
 template <typename Call>
@@ -922,29 +962,40 @@ EXPORT cudaError_t cudaGraphLaunch_ptsz(cudaGraphExec_t exec, cudaStream_t strea
 // ---- Copies and sets ---------------------------------------------------------------------------
 DEFINE_REAL(cudaMemcpy)
 EXPORT cudaError_t cudaMemcpy(void* dst, const void* src, size_t count, cudaMemcpyKind kind) {
-  return rt::Intercept(real_cudaMemcpy, [&](auto real) {
-    return rt::DoMem(api_cudaMemcpy, EvType::kMemcpy, count, kind, dst, nullptr, true,
-                     [&] { return real(dst, src, count, kind); });
-  }, dst, src, count, kind);
+  return rt::Intercept(
+      real_cudaMemcpy,
+      [&](auto real) {
+        return rt::DoMem(api_cudaMemcpy, EvType::kMemcpy, count,
+                         rt::ResolvedCopyKind(kind, dst, src), dst, nullptr, true,
+                         [&] { return real(dst, src, count, kind); });
+      },
+      dst, src, count, kind);
 }
 
 DEFINE_REAL(cudaMemcpyAsync)
 EXPORT cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t count, cudaMemcpyKind kind,
                                    cudaStream_t stream) {
-  return rt::Intercept(real_cudaMemcpyAsync, [&](auto real) {
-    return rt::DoMem(api_cudaMemcpyAsync, EvType::kMemcpy, count, kind, dst, stream, false,
-                     [&] { return real(dst, src, count, kind, stream); });
-  }, dst, src, count, kind, stream);
+  return rt::Intercept(
+      real_cudaMemcpyAsync,
+      [&](auto real) {
+        return rt::DoMem(api_cudaMemcpyAsync, EvType::kMemcpy, count,
+                         rt::ResolvedCopyKind(kind, dst, src), dst, stream, false,
+                         [&] { return real(dst, src, count, kind, stream); });
+      },
+      dst, src, count, kind, stream);
 }
 
 DEFINE_REAL(cudaMemcpyAsync_ptsz)
 EXPORT cudaError_t cudaMemcpyAsync_ptsz(void* dst, const void* src, size_t count,
                                         cudaMemcpyKind kind, cudaStream_t stream) {
-  return rt::Intercept(real_cudaMemcpyAsync_ptsz, [&](auto real) {
-    return rt::DoMem(api_cudaMemcpyAsync_ptsz, EvType::kMemcpy, count, kind, dst, rt::Pt(stream),
-                     false,
-                     [&] { return real(dst, src, count, kind, stream); });
-  }, dst, src, count, kind, stream);
+  return rt::Intercept(
+      real_cudaMemcpyAsync_ptsz,
+      [&](auto real) {
+        return rt::DoMem(api_cudaMemcpyAsync_ptsz, EvType::kMemcpy, count,
+                         rt::ResolvedCopyKind(kind, dst, src), dst, rt::Pt(stream), false,
+                         [&] { return real(dst, src, count, kind, stream); });
+      },
+      dst, src, count, kind, stream);
 }
 
 DEFINE_REAL(cudaMemcpyPeer)
@@ -968,21 +1019,29 @@ EXPORT cudaError_t cudaMemcpyPeerAsync(void* dst, int dst_dev, const void* src, 
 DEFINE_REAL(cudaMemcpy2D)
 EXPORT cudaError_t cudaMemcpy2D(void* dst, size_t dpitch, const void* src, size_t spitch,
                                 size_t width, size_t height, cudaMemcpyKind kind) {
-  return rt::Intercept(real_cudaMemcpy2D, [&](auto real) {
-    return rt::DoMem(api_cudaMemcpy2D, EvType::kMemcpy, uint64_t(width) * height, kind, dst, nullptr, true,
-                     [&] { return real(dst, dpitch, src, spitch, width, height, kind); });
-  }, dst, dpitch, src, spitch, width, height, kind);
+  return rt::Intercept(
+      real_cudaMemcpy2D,
+      [&](auto real) {
+        return rt::DoMem(api_cudaMemcpy2D, EvType::kMemcpy, uint64_t(width) * height,
+                         rt::ResolvedCopyKind(kind, dst, src), dst, nullptr, true,
+                         [&] { return real(dst, dpitch, src, spitch, width, height, kind); });
+      },
+      dst, dpitch, src, spitch, width, height, kind);
 }
 
 DEFINE_REAL(cudaMemcpy2DAsync)
 EXPORT cudaError_t cudaMemcpy2DAsync(void* dst, size_t dpitch, const void* src, size_t spitch,
                                      size_t width, size_t height, cudaMemcpyKind kind,
                                      cudaStream_t stream) {
-  return rt::Intercept(real_cudaMemcpy2DAsync, [&](auto real) {
-    return rt::DoMem(api_cudaMemcpy2DAsync, EvType::kMemcpy, uint64_t(width) * height, kind, dst,
-                     stream, false,
-                     [&] { return real(dst, dpitch, src, spitch, width, height, kind, stream); });
-  }, dst, dpitch, src, spitch, width, height, kind, stream);
+  return rt::Intercept(
+      real_cudaMemcpy2DAsync,
+      [&](auto real) {
+        return rt::DoMem(api_cudaMemcpy2DAsync, EvType::kMemcpy, uint64_t(width) * height,
+                         rt::ResolvedCopyKind(kind, dst, src), dst, stream, false, [&] {
+                           return real(dst, dpitch, src, spitch, width, height, kind, stream);
+                         });
+      },
+      dst, dpitch, src, spitch, width, height, kind, stream);
 }
 
 DEFINE_REAL(cudaMemset)
@@ -1261,12 +1320,13 @@ EXPORT cudaError_t cudaEventDestroy(cudaEvent_t event) {
 
 // Synchronous copies and sets on the per-thread default stream.
 PROFAGENT_MEM_HOOK(cudaMemcpy_ptds, (void* dst, const void* src, size_t n, cudaMemcpyKind k),
-                   (dst, src, n, k), EvType::kMemcpy, n, k, dst, cudaStreamPerThread, true)
+                   (dst, src, n, k), EvType::kMemcpy, n, rt::ResolvedCopyKind(k, dst, src), dst,
+                   cudaStreamPerThread, true)
 PROFAGENT_MEM_HOOK(cudaMemcpy2D_ptds,
                    (void* dst, size_t dp, const void* src, size_t sp, size_t w, size_t h,
                     cudaMemcpyKind k),
-                   (dst, dp, src, sp, w, h, k), EvType::kMemcpy, uint64_t(w) * h, k, dst,
-                   cudaStreamPerThread, true)
+                   (dst, dp, src, sp, w, h, k), EvType::kMemcpy, uint64_t(w) * h,
+                   rt::ResolvedCopyKind(k, dst, src), dst, cudaStreamPerThread, true)
 PROFAGENT_MEM_HOOK(cudaMemset_ptds, (void* p, int v, size_t n), (p, v, n), EvType::kMemset, n, 0,
                    p, cudaStreamPerThread, true)
 PROFAGENT_MEM_HOOK(cudaMemset2D_ptds, (void* p, size_t pitch, int v, size_t w, size_t h),
@@ -1276,8 +1336,8 @@ PROFAGENT_MEM_HOOK(cudaMemset2D_ptds, (void* p, size_t pitch, int v, size_t w, s
 PROFAGENT_MEM_HOOK(cudaMemcpy2DAsync_ptsz,
                    (void* dst, size_t dp, const void* src, size_t sp, size_t w, size_t h,
                     cudaMemcpyKind k, cudaStream_t s),
-                   (dst, dp, src, sp, w, h, k, s), EvType::kMemcpy, uint64_t(w) * h, k, dst,
-                   rt::Pt(s), false)
+                   (dst, dp, src, sp, w, h, k, s), EvType::kMemcpy, uint64_t(w) * h,
+                   rt::ResolvedCopyKind(k, dst, src), dst, rt::Pt(s), false)
 PROFAGENT_MEM_HOOK(cudaMemset2DAsync_ptsz,
                    (void* p, size_t pitch, int v, size_t w, size_t h, cudaStream_t s),
                    (p, pitch, v, w, h, s), EvType::kMemset, uint64_t(w) * h, 0, p, rt::Pt(s),

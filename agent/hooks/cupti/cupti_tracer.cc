@@ -210,7 +210,8 @@ LaunchShapeExtra FillLaunch(RawEvent* e, const void* f, dim3 g, dim3 b, size_t s
   e->launch.grid_y = uint16_t(g.y);
   e->launch.grid_z = uint16_t(g.z);
   e->launch.block = PackBlock(b.x, b.y, b.z);
-  e->launch.shmem = uint32_t(shmem);
+  e->launch.shmem = uint32_t(shmem < 0xffffff ? shmem : 0xffffff);
+  e->launch.device = 0;  // (the kernel's device op carries it)
   return LaunchShapeExtra{{g.x, g.y, g.z}, {b.x, b.y, b.z}};
 }
 

@@ -346,11 +346,11 @@ inline void After(uint16_t api, uint8_t op_index, Kind kind, ncclComm_t comm, cu
 }
 
 void EmitComm(uint16_t api, uint64_t t0, ncclResult_t rc, ncclComm_t comm, ncclComm_t parent,
-              int rank, int size) {
+              int rank, int size, uint64_t t1 = 0) {
   if (!Recording()) return;
   RawEvent e{};
   e.t0 = t0;
-  e.t1 = Now();
+  e.t1 = t1 != 0 ? t1 : Now();
   e.type = EvType::kComm;
   e.api = api;
   e.ret = static_cast<int32_t>(rc);
@@ -731,6 +731,7 @@ PROFAGENT_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t* comm, int ndev, const 
   if (!guard.outermost()) return fn(comm, ndev, devlist);
   const uint64_t t0 = Now();
   const ncclResult_t rc = fn(comm, ndev, devlist);
+  const uint64_t t1 = Now();
   if (rc == ncclSuccess && comm != nullptr) {
     // One process owns every rank: the id only has to be unique in this process's file.
     static std::atomic<uint32_t> n_init_all{0};
@@ -739,10 +740,10 @@ PROFAGENT_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t* comm, int ndev, const 
       uint32_t n;
     } key{uint64_t(getpid()), n_init_all.fetch_add(1)};
     const uint64_t uid = Fnv1a64(&key, sizeof(key));
-    for (int i = 0; i < ndev; ++i) {
-      AddComm(comm[i], i, ndev, uid, "nccl-all", nullptr, false);
-      EmitComm(real.api, t0, rc, comm[i], nullptr, i, ndev);
-    }
+    for (int i = 0; i < ndev; ++i) AddComm(comm[i], i, ndev, uid, "nccl-all", nullptr, false);
+    // One call, one event (its communicators are in the CommDefs): not one per device, each but
+    // the first stretched over the agent's own bookkeeping.
+    if (ndev > 0) EmitComm(real.api, t0, rc, comm[0], nullptr, 0, ndev, t1);
   }
   return rc;
 }
