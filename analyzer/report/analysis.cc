@@ -3604,6 +3604,31 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
       call_lib[key] = a.lib;
     }
   }
+  // Every MPI arrival (the start of the wait or test that covered a call) per communicator, in
+  // time order: the rank whose entry into MPI let a blocked member's call complete (below).
+  std::unordered_map<std::string, std::vector<std::pair<int64_t, int>>> mpi_entries;
+  for (const auto& c : calls) {
+    if (call_lib[c.first] != LIB_MPI) continue;
+    auto& v = mpi_entries[std::get<0>(c.first)];
+    for (const Member& m : c.second) v.emplace_back(m.at, m.rank);
+  }
+  for (auto& kv : mpi_entries) std::sort(kv.second.begin(), kv.second.end());
+  // The other rank that entered MPI on `uid` last at or before `t`, when that was after `after`
+  // (an entry into a later call, not an arrival at this one) and at most `within` before `t`
+  // (the entry that moved the call on: it completed right after); else -1.
+  auto progressed_by = [&](const std::string& uid, int64_t t, int rank, int64_t after,
+                           int64_t within) {
+    auto it = mpi_entries.find(uid);
+    if (it == mpi_entries.end()) return -1;
+    const auto& v = it->second;
+    auto e = std::upper_bound(v.begin(), v.end(), std::make_pair(t, INT_MAX));
+    while (e != v.begin()) {
+      --e;
+      if (e->first <= after || t - e->first > within) return -1;
+      if (e->second != rank) return e->second;
+    }
+    return -1;
+  };
   Distribution skew;
   std::map<int, double> wait_ns;
   std::map<int, std::map<int, double>> wait_ns_by_lib;  // lib -> rank -> ns
@@ -3615,10 +3640,17 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
   std::set<int> waited;  // ranks with a matched call
   // (rank, wait group) -> the longest wait of the requests one MPI_Wait*/Test* finished, and
   // the rank it waited for then (MPI only: no device).
+  // Of the longest: `wait` for the last arriver `last`, of which `moved` is due to `moved_to`
+  // (which held the last arriver in its previous call), and `held` after the last arrival, due
+  // to `held_by` (MPI, see below).
   struct GroupWait {
     double wait = -1;
     int last = -1;
     int lib = 0;
+    double moved = 0;
+    int moved_to = -1;
+    double held = 0;
+    int held_by = -1;
   };
   std::map<std::pair<int, int64_t>, GroupWait> group_waits;
   // A call is complete when every member of its communicator (both ends of a point-to-point
@@ -3636,6 +3668,8 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
     return it != comm_size.end() ? it->second : 0;
   };
   uint64_t matched = 0, partial = 0;
+  // The calls compared: those every member of whose communicator is in the selected files.
+  std::vector<const std::pair<const CallKey, std::vector<Member>>*> compared;
   for (const auto& c : calls) {
     const int want = members_of(c.first);
     if (want >= 2 && int(c.second.size()) < want) {
@@ -3644,29 +3678,100 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
     }
     if (c.second.size() < 2) continue;
     ++matched;
-    int64_t lo = INT64_MAX, hi = INT64_MIN;
+    compared.push_back(&c);
+  }
+  // MPI: blocked after the last arrival. MPI moves a nonblocking call on only inside MPI calls,
+  // so a member's request may complete only when another rank next enters MPI (a post / compute
+  // / test loop under Open MPI: the slow rank's next test, a whole compute phase later). The
+  // time a member stays in a call beyond what the quickest member needed after the last arrival
+  // (the operation itself) is a wait for the rank whose entry into MPI came just before it
+  // completed; and a member so held that arrives last at its next call on the communicator is
+  // late because of that rank, up to the time it was held. Left out, the ranks held back posted
+  // their next call late and took the blame as last arrivers (round-16 sweep: a fast rank named
+  // straggler 9 times in 12, the slow one cleared).
+  struct Held {
+    uint64_t ns = 0;  // unweighted
+    int by = -1;
+  };
+  std::map<std::tuple<std::string, uint64_t, int, uint64_t>, Held> held_in;  // uid, pair, rank, seq
+  auto last_of = [](const std::vector<Member>& members, int64_t* lo, int64_t* hi) {
+    *lo = INT64_MAX;
+    *hi = INT64_MIN;
     const Member* last = nullptr;
-    for (const Member& m : c.second) {
-      lo = std::min(lo, m.at);
-      if (last == nullptr || m.at > hi ||
-          (m.at == hi && std::make_pair(m.rank, m.device) < std::make_pair(last->rank, last->device))) {
-        hi = m.at;
+    for (const Member& m : members) {
+      *lo = std::min(*lo, m.at);
+      if (last == nullptr || m.at > *hi ||
+          (m.at == *hi &&
+           std::make_pair(m.rank, m.device) < std::make_pair(last->rank, last->device))) {
+        *hi = m.at;
         last = &m;
       }
     }
+    return last;
+  };
+  for (const auto* c : compared) {
+    if (call_lib[c->first] != LIB_MPI) continue;
+    int64_t lo, hi;
+    last_of(c->second, &lo, &hi);
+    auto after_last = [hi = hi](const Member& m) {
+      const int64_t done = SaturatedAdd(m.at, m.dur);
+      return done > hi ? uint64_t(done) - uint64_t(hi) : uint64_t{0};
+    };
+    // (Members done before the last arrival, an eager send or a broadcast's root, took no part.)
+    uint64_t quickest = UINT64_MAX;
+    for (const Member& m : c->second) {
+      if (SaturatedAdd(m.at, m.dur) >= hi) quickest = std::min(quickest, after_last(m));
+    }
+    // Held 20 us or more (less is noise), and unblocked by another rank's entry into a later
+    // call, the call completing within 100 us of it: a progress dependency, not a slow
+    // operation.
+    constexpr uint64_t kMinHeldNs = 20000, kProgressWindowNs = 100000;
+    for (const Member& m : c->second) {
+      if (SaturatedAdd(m.at, m.dur) < hi) continue;
+      const uint64_t ns = after_last(m) - quickest;
+      if (ns < kMinHeldNs) continue;
+      const int by = progressed_by(std::get<0>(c->first), SaturatedAdd(m.at, m.dur), m.rank, hi,
+                                   int64_t(kProgressWindowNs));
+      if (by < 0) continue;
+      held_in[{std::get<0>(c->first), std::get<1>(c->first), m.rank, std::get<2>(c->first)}] =
+          Held{ns, by};
+    }
+  }
+  for (const auto* c : compared) {
+    const CallKey& key = c->first;
+    int64_t lo, hi;
+    const Member* last = last_of(c->second, &lo, &hi);
     skew.Add(double(uint64_t(hi) - uint64_t(lo)));  // hi >= lo: exact in 64 bits
-    for (const Member& m : c.second) {
+    // The last arriver held in its previous call on this communicator (or pair).
+    Held late_for;
+    if (std::get<2>(key) > 0) {
+      auto it =
+          held_in.find({std::get<0>(key), std::get<1>(key), last->rank, std::get<2>(key) - 1});
+      if (it != held_in.end()) late_for = it->second;
+    }
+    for (const Member& m : c->second) {
       const uint64_t behind = uint64_t(hi) - uint64_t(m.at);
       const double wait = double(std::min<uint64_t>(behind, uint64_t(m.dur))) * m.weight;
+      const double moved = late_for.by >= 0 ? std::min(wait, double(late_for.ns) * m.weight) : 0.0;
+      Held held;
+      if (auto it = held_in.find({std::get<0>(key), std::get<1>(key), m.rank, std::get<2>(key)});
+          it != held_in.end()) {
+        held = it->second;
+      }
+      const double held_ns = double(held.ns) * m.weight;
       waited.insert(m.rank);
-      if (m.wait_group != 0) {  // counted once per wait call, below
+      if (m.wait_group != 0) {  // counted once per wait call (its longest request), below
         GroupWait& g = group_waits[{m.rank, m.wait_group}];
-        if (wait >= g.wait) g = GroupWait{wait, last->rank, call_lib[c.first]};
+        if (wait + held_ns >= g.wait + g.held) {
+          g = GroupWait{wait, last->rank, call_lib[key], moved, late_for.by, held_ns, held.by};
+        }
         continue;
       }
-      wait_ns[m.rank] += wait;
-      caused_ns[last->rank] += wait;
-      wait_ns_by_lib[call_lib[c.first]][m.rank] += wait;
+      wait_ns[m.rank] += wait + held_ns;
+      caused_ns[last->rank] += wait - moved;
+      if (moved > 0) caused_ns[late_for.by] += moved;
+      if (held.by >= 0) caused_ns[held.by] += held_ns;
+      wait_ns_by_lib[call_lib[key]][m.rank] += wait + held_ns;
       if (m.device >= 0) gpu_wait_ns[{m.rank, m.device}] += wait;
       if (last->device >= 0) gpu_caused_ns[{last->rank, last->device}] += wait;
     }
@@ -3675,9 +3780,12 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
   }
   for (const auto& g : group_waits) {
     const int rank = g.first.first;
-    wait_ns[rank] += g.second.wait;
-    caused_ns[g.second.last] += g.second.wait;
-    wait_ns_by_lib[g.second.lib][rank] += g.second.wait;
+    const GroupWait& w = g.second;
+    wait_ns[rank] += w.wait + w.held;
+    caused_ns[w.last] += w.wait - w.moved;
+    if (w.moved > 0 && w.moved_to >= 0) caused_ns[w.moved_to] += w.moved;
+    if (w.held > 0 && w.held_by >= 0) caused_ns[w.held_by] += w.held;
+    wait_ns_by_lib[w.lib][rank] += w.wait + w.held;
   }
   Json per_rank = Json::array();
   for (auto* f : sel) {

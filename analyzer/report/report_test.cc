@@ -1482,6 +1482,71 @@ TEST_CASE("nonblocking MPI calls are timed from posting to completion") {
 // receiver posts 50 us before the sender), a rank's Send to itself (no one waits), Allreduce #1
 // (rank 1 30 us late). Before, keying by sequence number alone merged Allreduce #0 with the
 // transfer and the self-send into one "call".
+// A post / compute / test loop under Open MPI's progress rule (round-16 sweep, nbwait): ranks 0
+// and 1 post an MPI_Iallreduce every 340 us; rank 0 tests 20 us later, rank 1 computes 300 us
+// first. Rank 2 is fast too, but its request completes only when rank 1 next enters MPI (its
+// next test, 3 us before), so it posts every later call 305 us late and arrives last, 25 us
+// after rank 1. By arrivals alone, rank 2 is the straggler and rank 1 caused nothing. Rank 2's
+// time blocked after the last arrival is a wait for rank 1 (whose entry into MPI let it
+// complete), and so is the lateness it brings to its next call: rank 1 is the straggler.
+TEST_CASE(
+    "stragglers: a rank held back by MPI progress passes the blame to the one it waited for") {
+  const std::string dir = TmpDir("progress_hold");
+  constexpr int kIters = 10;
+  auto t = [](int k) { return (1000 + 340 * uint64_t(k)) * kUs; };
+  for (int rank = 0; rank < 3; ++rank) {
+    ProfileBuilder b(dir + "/rank" + std::to_string(rank) + ".pb");
+    b.WriteHeader(rank, 3, "h", GPU_TIMING_HOST);
+    Record off;
+    off.mutable_clock_offset()->set_offset_ns(0);
+    off.mutable_clock_offset()->set_method("mpi-pingpong");
+    b.Write(off);
+    Record comm;
+    comm.mutable_comm()->set_id(1);
+    comm.mutable_comm()->set_lib(LIB_MPI);
+    comm.mutable_comm()->set_unique_id("world");
+    comm.mutable_comm()->set_size(3);
+    comm.mutable_comm()->set_rank(rank);
+    b.Write(comm);
+    for (int k = 0; k < kIters; ++k) {
+      uint64_t post = t(k), arrive = 0, complete = 0;
+      if (rank == 0) {
+        arrive = post + 20 * kUs;
+        complete = t(k) + 328 * kUs;  // (rank 2's arrival, 3 us)
+      } else if (rank == 1) {
+        arrive = post + 300 * kUs;
+        complete = t(k) + 330 * kUs;
+      } else {
+        if (k > 0) post = t(k) + 305 * kUs;  // its previous call completed 303 us into this one
+        arrive = post + 20 * kUs;
+        complete = t(k + 1) + 303 * kUs;  // at rank 1's next test
+      }
+      Event e = MpiCall(b, "Iallreduce", 64, uint64_t(k), -1);
+      e.mutable_coll()->set_nonblocking(true);
+      e.mutable_coll()->set_wait_ns(arrive);
+      e.mutable_coll()->set_complete_ns(complete);
+      b.Host(1, post, 0, e);
+    }
+    b.Close(true);
+  }
+  auto s =
+      BuildSummary({dir + "/rank0.pb", dir + "/rank1.pb", dir + "/rank2.pb"}, ReportOptions(), "");
+  REQUIRE(s.ok());
+  const Json& sg = (*s)["collectives"]["stragglers"];
+  INFO(sg.dump());
+  CHECK(sg["calls_matched"] == kIters);
+  CHECK(sg["last_arriver_counts"]["2"] == kIters - 1);  // rank 2 arrives last from call 1 on
+  CHECK(sg["straggler"] == 1);
+  const double by1 = sg["wait_caused_ms_by_rank"]["1"].get<double>();
+  const double by2 = sg["wait_caused_ms_by_rank"].value("2", 0.0);
+  CHECK(by1 > 10 * by2);
+  // Rank 2's own waits: 280 us for rank 1 in call 0 (the only one it is not last at), then held
+  // 315 us after the last arrival (343 or 318 us, less the 28 or 3 us the quickest needed) in
+  // every call but the last, whose completion no later test of rank 1 explains.
+  CHECK(sg["wait_ms_by_rank"]["2"].get<double>() == Approx(0.280 + 0.315 * (kIters - 1)));
+  CHECK(by2 == 0.0);  // its lateness is rank 1's doing
+}
+
 TEST_CASE("stragglers: point-to-point calls are matched per ordered pair of ranks") {
   const std::string dir = TmpDir("p2p");
   auto mpi = [](ProfileBuilder& b, const char* op, uint64_t seq, int peer) {

@@ -60,8 +60,10 @@ TEST_CASE("post, compute, wait: the late waiter is the straggler, waits as measu
   CHECK(s["straggler"] == 1);
   CHECK(s["last_arriver_counts"]["1"].get<int>() >= 25);  // of 30 exchanges per rank pair/call
   for (int r : {0, 2}) {
-    // Blocked 3 ms in each of 30 waits for rank 1, about 90 ms: the profile's wait agrees with
-    // the program's measure (one wait for two requests counts once).
+    // Blocked 3 ms in each of 30 waits for rank 1, about 90 ms, and in the barriers: the
+    // profile's wait agrees with the program's measure (one wait for two requests counts
+    // once). (Before the program counted its barriers, the start-up barrier's wait made the
+    // profile's 8% more, near the bound under load.)
     const double wait = s["wait_ms_by_rank"][std::to_string(r)].get<double>();
     INFO("rank " << r << ": profile " << wait << " ms, program " << blocked_ms[r] << " ms");
     CHECK(blocked_ms[r] > 60);
