@@ -691,30 +691,10 @@ void WriteStepProfile(const std::string& dir, const std::function<double(int)>& 
   w.Write(r);
 }
 
+// 30 steps of step_ms each (+-1 %), no KV length.
 void WriteStepProfile(const std::string& dir, double step_ms) {
-  mkdir(dir.c_str(), 0755);
-  testing::ProfileWriter w(dir + "/rank0.pb");
-  REQUIRE(w.ok());
-  w.Header(100, "h", 0, 1700000000000000000ull, 1000000000);
-  w.String(1, "decode");
-  w.Thread(0, 100, "main");
-  Record r;
-  EventBatch* b = r.mutable_batch();
-  b->set_thread(0);
-  b->set_base_ns(1000000000);
-  for (int i = 0; i < 30; ++i) {
-    Event* e = b->add_events();
-    e->set_dt(i == 0 ? 0 : static_cast<int64_t>(step_ms * 1.5e6));
-    // +-1 % deterministic jitter around step_ms.
-    e->set_dur(static_cast<uint64_t>(step_ms * 1e6 * (1 + 0.01 * ((i * 7) % 5 - 2) / 2)));
-    e->set_kind(EV_STEP);
-    e->mutable_step()->set_phase(1);
-    e->mutable_step()->set_index(i);
-    e->mutable_step()->set_tokens(4);
-    e->mutable_step()->set_kv(-1);
-    e->mutable_step()->set_bsz(-1);
-  }
-  w.Write(r);
+  WriteStepProfile(dir, [step_ms](int) { return step_ms; }, [](int) -> int64_t { return -1; },
+                   30);
 }
 
 TEST_CASE("profile directories are summarized in memory and compared") {

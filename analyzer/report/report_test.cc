@@ -125,9 +125,10 @@ Event MpiCall(ProfileBuilder& b, const char* op, uint64_t bytes, uint64_t seq, i
   return e;
 }
 
-// The records a rank of a two-rank job writes before its calls: a zero clock offset to rank 0
-// and communicator 1 (`unique_id`, 2 members, this rank).
-void WriteTwoRankComm(ProfileBuilder* b, int rank, CollLibrary lib, const std::string& unique_id) {
+// The records a rank of a job of `size` ranks writes before its calls: a zero clock offset to
+// rank 0 and communicator 1 (`unique_id`, `size` members, this rank).
+void WriteRankComm(ProfileBuilder* b, int rank, int size, CollLibrary lib,
+                   const std::string& unique_id) {
   Record off;
   off.mutable_clock_offset()->set_offset_ns(0);
   off.mutable_clock_offset()->set_method("mpi-pingpong");
@@ -136,9 +137,13 @@ void WriteTwoRankComm(ProfileBuilder* b, int rank, CollLibrary lib, const std::s
   comm.mutable_comm()->set_id(1);
   comm.mutable_comm()->set_lib(lib);
   comm.mutable_comm()->set_unique_id(unique_id);
-  comm.mutable_comm()->set_size(2);
+  comm.mutable_comm()->set_size(size);
   comm.mutable_comm()->set_rank(rank);
   b->Write(comm);
+}
+
+void WriteTwoRankComm(ProfileBuilder* b, int rank, CollLibrary lib, const std::string& unique_id) {
+  WriteRankComm(b, rank, 2, lib, unique_id);
 }
 
 DeviceOp Kernel(uint64_t dur) {
@@ -1142,17 +1147,7 @@ TEST_CASE("stragglers: calls missing some of their ranks are left out, not misre
   for (int rank = 0; rank < 3; ++rank) {
     ProfileBuilder b(dir + "/rank" + std::to_string(rank) + ".pb");
     b.WriteHeader(rank, 3, "h", GPU_TIMING_HOST);
-    Record off;
-    off.mutable_clock_offset()->set_offset_ns(0);
-    off.mutable_clock_offset()->set_method("mpi-pingpong");
-    b.Write(off);
-    Record comm;
-    comm.mutable_comm()->set_id(1);
-    comm.mutable_comm()->set_lib(LIB_MPI);
-    comm.mutable_comm()->set_unique_id("world");
-    comm.mutable_comm()->set_size(3);
-    comm.mutable_comm()->set_rank(rank);
-    b.Write(comm);
+    WriteRankComm(&b, rank, 3, LIB_MPI, "world");
     for (uint64_t i = 0; i < 4; ++i) {
       uint64_t at = (1000 + 10000 * i + (rank == 1 ? 100 : 0)) * kUs;
       if (rank == 2) at += 5000 * kUs;
@@ -1497,17 +1492,7 @@ TEST_CASE(
   for (int rank = 0; rank < 3; ++rank) {
     ProfileBuilder b(dir + "/rank" + std::to_string(rank) + ".pb");
     b.WriteHeader(rank, 3, "h", GPU_TIMING_HOST);
-    Record off;
-    off.mutable_clock_offset()->set_offset_ns(0);
-    off.mutable_clock_offset()->set_method("mpi-pingpong");
-    b.Write(off);
-    Record comm;
-    comm.mutable_comm()->set_id(1);
-    comm.mutable_comm()->set_lib(LIB_MPI);
-    comm.mutable_comm()->set_unique_id("world");
-    comm.mutable_comm()->set_size(3);
-    comm.mutable_comm()->set_rank(rank);
-    b.Write(comm);
+    WriteRankComm(&b, rank, 3, LIB_MPI, "world");
     for (int k = 0; k < kIters; ++k) {
       uint64_t post = t(k), arrive = 0, complete = 0;
       if (rank == 0) {
