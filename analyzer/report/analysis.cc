@@ -8,6 +8,8 @@
 #include <atomic>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <deque>
 #include <map>
 #include <memory>
 #include <queue>
@@ -1117,6 +1119,41 @@ class FileAnalysis : public ViewVisitor {
   std::vector<std::string> csv_names_, csv_buckets_;
   std::vector<bool> csv_name_done_;
   uint64_t op_index_ = 0;
+  // ops.csv rows in execution order (device start, then arrival). Device records reach the file
+  // up to a writer pass apart (the CUDA-event poller's and a synchronizing thread's rings, 20 ms;
+  // CUPTI's buffers of several streams or devices, its 200 ms flush): a row is written once
+  // kCsvReorderNs of device time has been seen past its start, so rows no more out of order than
+  // that come out in order. Memory: the rows of that much device time, in one arena.
+  static constexpr uint64_t kCsvReorderNs = 250000000ull;
+  struct PendingRow {
+    uint64_t start, seq;
+    size_t off, len;  // the row from its name on, in the arena
+  };
+  // Rows that came in start order queue in csv_fifo_ (sorted as they came: O(1)); a row that
+  // starts before the last queued one goes to csv_heap_ (a min-heap by start, then arrival).
+  std::deque<PendingRow> csv_fifo_;
+  std::vector<PendingRow> csv_heap_;
+  std::unique_ptr<char[]> csv_arena_;  // (not a string: no zero fill of each row's room)
+  size_t csv_arena_size_ = 0, csv_arena_cap_ = 0, csv_dead_ = 0, csv_row_at_ = 0;
+  uint64_t csv_seq_ = 0, csv_max_start_ = 0;
+  // Room for a row of at most `n` bytes at the arena's end; CsvRow(start, len) after writing it.
+  char* CsvRowSpace(size_t n) {
+    if (csv_arena_size_ + n > csv_arena_cap_) {
+      const size_t cap = std::max(csv_arena_cap_ * 2, csv_arena_size_ + n + (1u << 16));
+      std::unique_ptr<char[]> grown(new char[cap]);
+      if (csv_arena_size_ > 0) std::memcpy(grown.get(), csv_arena_.get(), csv_arena_size_);
+      csv_arena_ = std::move(grown);
+      csv_arena_cap_ = cap;
+    }
+    csv_row_at_ = csv_arena_size_;
+    return csv_arena_.get() + csv_row_at_;
+  }
+  void CsvRow(uint64_t start, size_t len);
+  void CsvWriteOldest();
+  void CsvCompact();
+  void CsvDrain() {
+    while (!csv_fifo_.empty() || !csv_heap_.empty()) CsvWriteOldest();
+  }
 };
 
 // ----- pass 1 --------------------------------------------------------------------------------
@@ -1663,6 +1700,11 @@ absl::Status FileAnalysis::Pass2(const std::string& csv_part) {
     FinishSweeps();
     Finish2();
   }
+  if (csv_.is_open()) CsvDrain();  // (the rows still held for ordering)
+  std::vector<PendingRow>().swap(csv_heap_);
+  std::deque<PendingRow>().swap(csv_fifo_);
+  csv_arena_.reset();
+  csv_arena_size_ = csv_arena_cap_ = 0;
   // What the merge does not need goes now (files are merged after every thread finished).
   sweeps_.clear();
   ranges_.Clear();
@@ -2237,6 +2279,80 @@ void FileAnalysis::JoinLaunch(uint64_t corr, const PendingLaunch& l) {
   }
 }
 
+namespace {
+// The heap's order: the row that starts first (then the one that came first) on top.
+struct LaterRow {
+  template <typename Row>
+  bool operator()(const Row& a, const Row& b) const {
+    return a.start != b.start ? a.start > b.start : a.seq > b.seq;
+  }
+};
+}  // namespace
+
+void FileAnalysis::CsvRow(uint64_t start, size_t len) {
+  const PendingRow row{start, csv_seq_++, csv_row_at_, len};
+  csv_arena_size_ = csv_row_at_ + len;  // (the rest of the room given back)
+  if (csv_fifo_.empty() || csv_fifo_.back().start <= start) {
+    csv_fifo_.push_back(row);
+  } else {
+    csv_heap_.push_back(row);
+    std::push_heap(csv_heap_.begin(), csv_heap_.end(), LaterRow());
+  }
+  csv_max_start_ = std::max(csv_max_start_, start);
+  for (;;) {
+    const PendingRow* oldest = nullptr;
+    if (!csv_fifo_.empty()) oldest = &csv_fifo_.front();
+    if (!csv_heap_.empty() && (oldest == nullptr || LaterRow()(*oldest, csv_heap_.front()))) {
+      oldest = &csv_heap_.front();
+    }
+    if (oldest == nullptr || oldest->start + kCsvReorderNs > csv_max_start_) break;
+    CsvWriteOldest();
+  }
+}
+
+void FileAnalysis::CsvWriteOldest() {
+  PendingRow r;
+  if (!csv_heap_.empty() &&
+      (csv_fifo_.empty() || LaterRow()(csv_fifo_.front(), csv_heap_.front()))) {
+    std::pop_heap(csv_heap_.begin(), csv_heap_.end(), LaterRow());
+    r = csv_heap_.back();
+    csv_heap_.pop_back();
+  } else {
+    r = csv_fifo_.front();
+    csv_fifo_.pop_front();
+  }
+  char* p = csv_.Reserve(48 + r.len);
+  p = PutI64(p, rank_);
+  *p++ = ',';
+  p = PutU64(p, op_index_++);
+  *p++ = ',';
+  std::memcpy(p, csv_arena_.get() + r.off, r.len);
+  csv_.Commit(p + r.len);
+  csv_dead_ += r.len;
+  if (csv_fifo_.empty() && csv_heap_.empty()) {
+    csv_arena_size_ = csv_dead_ = 0;
+  } else if (csv_dead_ > (1u << 20) && csv_dead_ * 2 > csv_arena_size_) {
+    CsvCompact();
+  }
+}
+
+// Written rows' bytes are reclaimed when they are most of the arena: the rows still held move
+// to the front (each byte moves a bounded number of times).
+void FileAnalysis::CsvCompact() {
+  std::unique_ptr<char[]> kept(new char[csv_arena_cap_]);
+  size_t at = 0;
+  auto keep = [&](PendingRow& h) {
+    std::memcpy(kept.get() + at, csv_arena_.get() + h.off, h.len);
+    h.off = at;
+    at += h.len;
+  };
+  for (PendingRow& h : csv_fifo_) keep(h);
+  for (PendingRow& h : csv_heap_) keep(h);
+  csv_arena_ = std::move(kept);
+  csv_arena_size_ = at;
+  csv_dead_ = 0;
+}
+
 void FileAnalysis::Emit(const PendingOp& op, const PendingLaunch* l) {
   const uint64_t dur = op.end > op.start ? op.end - op.start : 0;
   // An op a graph launch ran: the call that made its node (captured, or added by hand) says
@@ -2322,13 +2438,12 @@ void FileAnalysis::Emit(const PendingOp& op, const PendingLaunch* l) {
     } else if (l != nullptr && l->path >= 0) {
       csv_path = &csv_paths_[l->path];
     }
-    // 16 fields of at most 20 digits (or 3 x 11 for grid/block) besides the strings.
-    char* p = csv_.Reserve(512 + csv_name.size() + bname.size() +
-                           (csv_path != nullptr ? csv_path->size() : 0));
-    p = PutI64(p, rank_);
-    *p++ = ',';
-    p = PutU64(p, op_index_++);
-    *p++ = ',';
+    // 16 fields of at most 20 digits (or 3 x 11 for grid/block) besides the strings; the row
+    // from its name on (rank and index are written with it, in start order: CsvRow).
+    const size_t room =
+        512 + csv_name.size() + bname.size() + (csv_path != nullptr ? csv_path->size() : 0);
+    char* const row_begin = CsvRowSpace(room);
+    char* p = row_begin;
     p = PutStr(p, csv_name);
     *p++ = ',';
     p = PutStr(p, bname);
@@ -2387,7 +2502,7 @@ void FileAnalysis::Emit(const PendingOp& op, const PendingLaunch* l) {
     *p++ = ',';
     p = PutU64(p, op.device);
     *p++ = '\n';
-    csv_.Commit(p);
+    CsvRow(op.start, size_t(p - row_begin));
   }
 }
 

@@ -2037,6 +2037,41 @@ TEST_CASE("ops.csv NVTX path: overlapping start/end ranges, an ended one is not 
 // A request range and a qkv_proj range started by the launching thread (1) and ended by a host
 // callback thread (2), where the agent records them (Event.start_thread = 1): they enclose
 // thread 1's kernels, in nvtx_path and in the model buckets. Thread 2's own launch is outside.
+// ops.csv is in execution order: device records written out of order (under CUDA events the
+// first step's ops came last once: the poller's ring and a synchronizing thread's are drained
+// in turn) come out by device start, numbered in that order; one 4 s late (beyond the 250 ms
+// reorder window) stays where it came.
+TEST_CASE("ops.csv rows are in execution order, whatever order the records came in") {
+  const std::string dir = TmpDir("ops_order");
+  {
+    ProfileBuilder b(dir + "/rank0.pb");
+    b.WriteHeader(0, 1, "h0", GPU_TIMING_CUPTI);
+    const uint32_t k = b.Str("k");
+    for (uint32_t i = 1; i <= 4; ++i) {
+      b.Host(1, (100 * i) * kUs, i, ProfileBuilder::Launch(k, 5 * kUs));
+    }
+    b.Host(1, 280 * kUs, 5, ProfileBuilder::Launch(k, 5 * kUs));
+    b.Host(1, 4000000 * kUs, 6, ProfileBuilder::Launch(k, 5 * kUs));
+    b.Flush();
+    b.Device(0, 350 * kUs, 3, Kernel(10 * kUs));
+    b.Device(0, 450 * kUs, 4, Kernel(10 * kUs));
+    b.Flush();
+    b.Device(0, 150 * kUs, 1, Kernel(10 * kUs));  // written after later ones: reordered
+    b.Device(0, 250 * kUs, 2, Kernel(10 * kUs));
+    b.Flush();
+    b.Device(0, 4000050 * kUs, 6, Kernel(10 * kUs));
+    b.Flush();
+    b.Device(0, 300 * kUs, 5, Kernel(10 * kUs));  // 4 s behind the latest start seen: kept
+    b.Close(true);
+  }
+  std::string printed;
+  REQUIRE(RunReport(dir, dir, ReportOptions(), &printed).ok());
+  std::vector<std::string> rows;
+  for (const auto& f : OpsRows(dir)) rows.push_back(f[1] + "@" + f[10]);  // index@start_ns
+  CHECK(rows == std::vector<std::string>{"0@50000", "1@150000", "2@250000", "3@350000", "4@200000",
+                                         "5@3999950000"});
+}
+
 TEST_CASE("ops.csv NVTX path: a start/end range ended on another thread is its starter's") {
   const std::string dir = TmpDir("cross_thread_range");
   {
@@ -2111,7 +2146,8 @@ TEST_CASE("ops.csv: an NCCL kernel timed with CUDA events is joined to its call"
     // launch_ns, api_dur_ns, start_ns, launch_to_start_ns, step, nvtx_path
     got.push_back(absl::StrJoin({f[8], f[9], f[10], f[13], f[14], f[15]}, ","));
   }
-  CHECK(got == std::vector<std::string>{",,2100000,,0,step", "1000000,5000,1010000,5000,0,step"});
+  // (In execution order: the ungrouped call's kernel ran first, though written last.)
+  CHECK(got == std::vector<std::string>{"1000000,5000,1010000,5000,0,step", ",,2100000,,0,step"});
   auto s = BuildSummary({dir + "/rank0.pb"}, ReportOptions(), "");
   REQUIRE(s.ok());
   CHECK((*s)["host"]["launch_to_start_us"]["count"] == 1);
