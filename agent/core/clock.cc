@@ -1,6 +1,7 @@
 #include "agent/core/clock.h"
 
 #include <cpuid.h>
+#include <errno.h>
 
 #include <atomic>
 #include <cstdio>
@@ -72,38 +73,68 @@ void Pair(uint64_t* tsc, uint64_t* mono, uint64_t* width) {
   *width = best;
 }
 
+// The tick rate is measured over at least this much time since InitClock's first reading.
+constexpr uint64_t kCalibrationNs = 20 * 1000 * 1000;
+
+// 0: not calibrated yet, 1: being calibrated, 2: calibrated (g_cal holds a rate).
+std::atomic<int> g_calibrated{0};
+
+// Measures the tick rate over the time since InitClock, waiting for the rest of
+// kCalibrationNs when the process is younger than that. Runs on the first conversion, which the
+// agent's own threads make (the writer, the CUDA-event poller), not the application's: a
+// process that never records pays nothing at start-up (before, 20 ms of sleep in every
+// preloaded process: /bin/true, every step of a shell script).
+void Calibrate() {
+  int none = 0;
+  if (!g_calibrated.compare_exchange_strong(none, 1, std::memory_order_acq_rel)) {
+    while (g_calibrated.load(std::memory_order_acquire) != 2) {
+      timespec ts{0, 100000};
+      nanosleep(&ts, nullptr);
+    }
+    return;
+  }
+  const uint64_t since = MonotonicNs() - g_first_mono;
+  if (since < kCalibrationNs) {
+    const uint64_t rest = kCalibrationNs - since;
+    timespec req{time_t(rest / 1000000000ull), long(rest % 1000000000ull)};
+    while (nanosleep(&req, &req) != 0 && errno == EINTR) {
+    }
+  }
+  uint64_t t1, m1, w;
+  Pair(&t1, &m1, &w);
+  double ns_per_tick =
+      t1 > g_first_tsc ? double(m1 - g_first_mono) / double(t1 - g_first_tsc) : 0.0;
+  // (An implausible rate, a TSC that went backwards: 1 ns per tick rather than nonsense.)
+  if (!(ns_per_tick > 0.01 && ns_per_tick <= 100.0)) ns_per_tick = 1.0;
+  Store({t1, m1, uint64_t(ns_per_tick * 4294967296.0)});
+  g_calibrated.store(2, std::memory_order_release);
+}
+
 }  // namespace
 
 void InitClock() {
   std::call_once(g_once, [] {
     if (!TscIsInvariant()) return;
-    uint64_t t0, m0, w;
-    Pair(&t0, &m0, &w);
-    timespec req{0, 20 * 1000 * 1000};
-    nanosleep(&req, nullptr);
-    uint64_t t1, m1;
-    Pair(&t1, &m1, &w);
-    if (t1 <= t0 || m1 <= m0) return;
-    double ns_per_tick = double(m1 - m0) / double(t1 - t0);
-    if (ns_per_tick <= 0.01 || ns_per_tick > 100.0) return;
-    g_first_tsc = t0;
-    g_first_mono = m0;
-    Store({t1, m1, uint64_t(ns_per_tick * 4294967296.0)});
+    uint64_t w;
+    Pair(&g_first_tsc, &g_first_mono, &w);
+    // Calibrated on first use (Calibrate): the ticks recorded meanwhile convert then.
     internal::g_use_tsc = true;
   });
 }
 
 void RecalibrateClock() {
   if (!internal::g_use_tsc) return;
+  if (g_calibrated.load(std::memory_order_acquire) != 2) return Calibrate();
   uint64_t t, m, w;
   Pair(&t, &m, &w);
-  if (t <= g_first_tsc || m - g_first_mono < 10 * 1000 * 1000) return;
+  if (t <= g_first_tsc || m - g_first_mono < kCalibrationNs) return;
   double ns_per_tick = double(m - g_first_mono) / double(t - g_first_tsc);
   Store({t, m, uint64_t(ns_per_tick * 4294967296.0)});
 }
 
 uint64_t TicksToNs(uint64_t ticks) {
   if (!internal::g_use_tsc) return ticks;
+  if (__builtin_expect(g_calibrated.load(std::memory_order_acquire) != 2, 0)) Calibrate();
   Calibration c = Load();
   int64_t d = int64_t(ticks - c.tsc0);
   __int128 ns = (__int128)d * (__int128)c.mult;

@@ -36,7 +36,8 @@ inline uint64_t Now() {
   return MonotonicNs();
 }
 
-// Decides the clock source and calibrates it (about 20 ms). Idempotent; call before any Now().
+// Decides the clock source (no wait: the tick rate is measured at the first conversion, over
+// at least 20 ms since this call). Idempotent; call before any Now().
 void InitClock();
 
 // Converts raw ticks to CLOCK_MONOTONIC ns. Thread-safe; not for the hot path (uses a
