@@ -3422,6 +3422,22 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
     if (!positions) break;
   }
   if (ref == nullptr) ref = sel[0];
+  // Several processes without a rank with steps of their own (multiprocessing workers, a chain
+  // of processes): the figures are one process's; say so, and which.
+  if (positions) {
+    std::vector<std::string> with_steps;
+    for (auto* f : sel) {
+      if (!f->steps_.empty()) with_steps.push_back(f->path_.substr(f->path_.rfind('/') + 1));
+    }
+    if (with_steps.size() > 1) {
+      warnings.push_back(absl::StrCat(
+          with_steps.size(), " processes without a rank recorded steps (",
+          absl::StrJoin(with_steps, ", "), "): stats, runs, buckets and KV bins are ",
+          ref->path_.substr(ref->path_.rfind('/') + 1),
+          "'s (the most steps), not the others'; report each apart (--ranks N, N its position "
+          "in meta.ranks) for theirs"));
+    }
+  }
   if (ref->steps_.empty()) {
     warnings.push_back(
         options.patterns_explicit

@@ -2430,6 +2430,11 @@ TEST_CASE("files without a rank: a lone one is rank 0 quietly, several are numbe
         std::string::npos);
   CHECK(warnings(*two).find("pid101.pb: no rank recorded; using its position (1)") !=
         std::string::npos);
+  // Both recorded steps: the figures are one process's, and the report says whose.
+  CHECK(warnings(*two).find("2 processes without a rank recorded steps (pid100.pb, pid101.pb): "
+                            "stats, runs, buckets and KV bins are pid100.pb's") !=
+        std::string::npos);
+  CHECK(warnings(*one).find("processes without a rank recorded steps") == std::string::npos);
 }
 
 // `engine api` rules map any recorded call by its API name: copies and launches too (before,
