@@ -596,9 +596,8 @@ uint32_t InternString(const std::string& s) {
   std::lock_guard<std::mutex> lock(g.mu);
   auto it = g.string_ids.find(s);
   if (it != g.string_ids.end()) return it->second;
-  g.strings.push_back(s);
-  g.transient.push_back(false);
-  uint32_t id = uint32_t(g.strings.size());
+  const uint32_t id = ++g.next_string_id;
+  g.kept_strings.emplace_back(id, s);
   g.string_ids.emplace(s, id);
   return id;
 }
@@ -618,9 +617,8 @@ uint32_t InternMessage(const char* text, size_t len) {
     g.message_ids.clear();
     g.message_bytes = 0;
   }
-  g.strings.push_back(s);
-  g.transient.push_back(true);
-  const uint32_t id = uint32_t(g.strings.size());
+  const uint32_t id = ++g.next_string_id;
+  g.new_messages.emplace_back(id, s);
   g.message_bytes += len + 64;  // (with the map's own cost per entry)
   g.message_ids.emplace(std::move(s), id);
   return id;

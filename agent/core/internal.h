@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -110,14 +111,18 @@ struct Global {
   std::vector<ThreadState*> free_threads;
   uint32_t next_thread_index = 1;
 
-  // Strings: id -> value (index id-1), value -> id.
-  std::vector<std::string> strings;
+  // Strings, ids 1, 2, ... in order of interning (next_string_id: the last given).
+  // `kept_strings`: names (kernels, domains, registered strings), kept for the process's life
+  // (a fork child's file writes them all again); value -> id in `string_ids`.
+  uint32_t next_string_id = 0;
+  std::vector<std::pair<uint32_t, std::string>> kept_strings;
   std::unordered_map<std::string, uint32_t> string_ids;
-  // NVTX messages (InternMessage): most are unique (a step's kv list), so they are not kept
-  // for the process's life. `transient[id - 1]` marks their ids: the writer frees the text once
-  // the string is in the file. `message_ids` dedupes recent ones (a repeated range name keeps
-  // one id) within kMessageCacheBytes of text, then starts over.
-  std::vector<bool> transient;
+  // NVTX messages (InternMessage): most are unique (a step's kv list), so they are not kept:
+  // queued until the writer puts them in the file, then gone (no slot per message stays: a
+  // server's unique messages grew a vector by 32 bytes a step, and its doublings paused the
+  // writer for tens of ms). `message_ids` dedupes recent ones (a repeated range name keeps one
+  // id) within kMessageCacheBytes of text, then starts over.
+  std::deque<std::pair<uint32_t, std::string>> new_messages;
   std::unordered_map<std::string, uint32_t> message_ids;
   size_t message_bytes = 0;
   std::vector<std::string> apis;        // api id -> name (index 0 = "")

@@ -406,17 +406,20 @@ uint32_t StreamIndexSlow(WriterState* w, uint64_t handle);
 void EncodePendingLocked(WriterState* w) {
   auto& g = G();
   // Strings first: every id used by a later record is defined before it.
-  for (; w->strings_written < g.strings.size(); ++w->strings_written) {
-    std::string& text = g.strings[w->strings_written];
-    const bool transient = g.transient[w->strings_written];
-    // An NVTX message freed after the parent wrote it (this is a fork child's file, which
-    // never uses that id): nothing to write.
-    if (transient && text.empty()) continue;
+  auto write_string = [w](uint32_t id, const std::string& text) {
     w->msg.Clear();
-    w->msg.U64(1, w->strings_written + 1);
+    w->msg.U64(1, id);
     w->msg.StrAlways(2, text);
     Frame(w, kRecString, w->msg);
-    if (transient) std::string().swap(text);  // in the file now; the agent needs it no more
+  };
+  for (; w->strings_written < g.kept_strings.size(); ++w->strings_written) {
+    const auto& k = g.kept_strings[w->strings_written];
+    write_string(k.first, k.second);
+  }
+  // NVTX messages: in the file now, the agent needs them no more. (A fork child's file never
+  // uses the ids of those its parent wrote.)
+  for (; !g.new_messages.empty(); g.new_messages.pop_front()) {
+    write_string(g.new_messages.front().first, g.new_messages.front().second);
   }
   if (g.process_info_dirty) {
     g.process_info_dirty = false;
