@@ -301,6 +301,7 @@ void AtExit() { internal::StopWriter("exit"); }
 
 namespace internal {
 std::atomic<uint64_t> g_paused_at{0};
+bool RankIsSelected(int rank) { return RankSelected(G().config, rank); }
 }  // namespace internal
 
 namespace {

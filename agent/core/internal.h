@@ -172,6 +172,8 @@ void StopWriter(const char* reason);
 // True when the core's mutexes can be taken within `timeout_ms` (false when the calling thread,
 // interrupted by a signal, holds one: a flush from the handler would deadlock).
 bool CoreLocksAvailable(int timeout_ms);
+// Whether PROFAGENT_RANKS selects `rank` (every rank when unset; an unknown one, < 0, too).
+bool RankIsSelected(int rank);
 // True when this process started the writer (false in a vfork child sharing our memory).
 bool WriterOwnedByThisProcess();
 // Wakes the writer (flush request). Async-signal-safe.

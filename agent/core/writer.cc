@@ -334,6 +334,12 @@ bool OpenFile(WriterState* w) {
     dir = g.config.output_dir;
     rank = g.rank;
   }
+  // A rank PROFAGENT_RANKS leaves out, known by the first pass (learned after the first events,
+  // before any file): no file (what was recorded before is discarded).
+  if (!RankIsSelected(rank)) {
+    w->file_failed = true;
+    return false;
+  }
   const HostFacts facts = ReadHostFacts();
   if (!MkdirP(dir)) {
     Log(1, "cannot create output directory %s (%s); the agent is disabled", dir.c_str(),
@@ -387,7 +393,23 @@ bool OpenFile(WriterState* w) {
 void MaybeRenameLocked(WriterState* w) {
   auto& g = G();
   // Also again when the rank changed (a process driving several NCCL ranks takes its lowest).
-  if (w->fd < 0 || g.rank < 0 || (w->path_has_rank && w->path_rank == g.rank)) return;
+  if (w->fd < 0 || g.rank < 0) return;
+  if (!RankIsSelected(g.rank)) {
+    // A rank learned after recording began (an NCCL-only job without launcher variables, an
+    // MPI singleton) that PROFAGENT_RANKS leaves out: its file goes, as if it had never
+    // recorded (before, it stayed and, its rank the lowest with steps, made the report's
+    // figures). Recording stopped when the rank became known (SetRankInfo).
+    struct stat st;
+    if (fstat(w->fd, &st) == 0 && st.st_dev == w->file_dev && st.st_ino == w->file_ino) {
+      unlink(w->path.c_str());
+      close(w->fd);
+    }
+    Log(2, "rank %d is not in PROFAGENT_RANKS: %s removed", g.rank, w->path.c_str());
+    w->fd = -1;
+    w->file_failed = true;
+    return;
+  }
+  if (w->path_has_rank && w->path_rank == g.rank) return;
   for (int attempt = 0; attempt < 2; ++attempt) {
     std::string p = OutputPathFor(g.rank, getpid(), attempt == 1);
     if (link(w->path.c_str(), p.c_str()) == 0) {
@@ -1013,6 +1035,10 @@ void Pass(WriterState* w, bool final_pass) {
   {
     std::lock_guard<std::mutex> lock(g.mu);
     MaybeRenameLocked(w);
+  }
+  if (w->fd < 0) {  // its rank deselected (MaybeRenameLocked): discard what is queued
+    for (ThreadState* ts : threads) ts->ring->Consume(ts->ring->ReadableEnd());
+    return;
   }
   w->unknown_funcs.clear();
   BatchBuilder b;

@@ -7,17 +7,17 @@
 // Across ranks: equal communicator unique ids and sequence numbers. When the agent has device
 // timing (CUPTI surface linked in), each call's correlation id leads to a device op whose
 // interval matches the truth.
-#include <catch2/catch.hpp>
-#include <nlohmann/json.hpp>
-
 #include <dirent.h>
+#include <sys/stat.h>
 
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <fstream>
 #include <iterator>
-#include <memory>
 #include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -419,6 +419,26 @@ int RunOnGpusim(const std::string& out, const std::string& env, const std::strin
                  Runfile("agent/libprofagent.so") + " PROFAGENT_OUTPUT=" + out +
                  "/prof PROFAGENT_GPU_TIMING=cupti " + program,
              log);
+}
+
+// PROFAGENT_RANKS=1 with ranks learned only at ncclCommInitRank (forked children, no launcher
+// variables at start-up): rank 0's file, begun before its rank was known, is removed; rank 1's
+// stays (before, rank 0's stayed, and as the lowest rank with steps made the report's figures).
+TEST_CASE("PROFAGENT_RANKS: a rank learned late and not selected leaves no file") {
+  const std::string out = FreshDir("nccl_ranks_select");
+  std::string log;
+  REQUIRE(RunOnGpusim(out, "PROFAGENT_RANKS=1", Runfile("tests/gpusim/nccl_ranks") + " 2 timing",
+                      &log) == 0);
+  INFO(log);
+  std::set<int> ranks;
+  for (const RankProfile& p : LoadProfileDir(out + "/prof")) {
+    REQUIRE(p.error.empty());
+    ranks.insert(p.rank);
+  }
+  CHECK(ranks.count(0) == 0);
+  CHECK(ranks.count(1) == 1);
+  struct stat st;
+  CHECK(stat((out + "/prof/rank0.pb").c_str(), &st) != 0);
 }
 
 // The report of `out`/prof written to `out`/rep, as summary.json.
