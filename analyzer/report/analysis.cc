@@ -3445,6 +3445,20 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
                            options.step_pattern, "`): step statistics are empty")
             : "no steps found (no EV_STEP events and no NVTX range matching the step "
               "pattern): step statistics are empty");
+    // What the agent was told that records no step: a schedule whose wait and warm-up the run
+    // never got past, a capture range never opened.
+    const auto& cfg = ref->header_.config();
+    if (auto it = cfg.find("PROFAGENT_SCHEDULE"); it != cfg.end() && !it->second.empty()) {
+      warnings.back() += absl::StrCat(
+          "; the agent recorded under PROFAGENT_SCHEDULE ", it->second,
+          ": steps are recorded only in its active phases (a run shorter than its wait and "
+          "warm-up records none)");
+    }
+    if (auto it = cfg.find("PROFAGENT_CAPTURE");
+        it != cfg.end() && it->second != "all" && !it->second.empty()) {
+      warnings.back() += absl::StrCat("; the agent recorded under PROFAGENT_CAPTURE=", it->second,
+                                      ": only between cudaProfilerStart and cudaProfilerStop");
+    }
   }
   meta["ranks"] = Json(std::vector<int>(ranks.begin(), ranks.end()));
   meta["world_size"] = world;

@@ -2505,6 +2505,32 @@ TEST_CASE("--kv-reduce re-reduces the kv lists of agent-recorded steps") {
 // use what the agent was told when the report is not told otherwise: its PROFAGENT_STEP_PATTERN
 // (a prefill range the user excluded stays out) and PROFAGENT_KV_REDUCE. Before, the report's
 // defaults: --kv-reduce alone brought the prefill step back.
+// No step recorded under a schedule (a run shorter than its wait and warm-up): the warning says
+// so, rather than blame the step pattern alone.
+TEST_CASE("no steps under PROFAGENT_SCHEDULE: the warning names the schedule") {
+  const std::string dir = TmpDir("sched_no_steps");
+  {
+    ProfileBuilder b(dir + "/rank0.pb");
+    Record r;
+    Header* h = r.mutable_header();
+    h->set_pid(1000);
+    h->set_hostname("h0");
+    h->set_rank(0);
+    h->set_world_size(1);
+    h->set_gpu_timing(GPU_TIMING_CUPTI);
+    (*h->mutable_config())["PROFAGENT_SCHEDULE"] = "wait=95,warmup=0,active=10,repeat=1";
+    b.Write(r);
+    b.Host(1, 0, 1, ProfileBuilder::Launch(b.Str("k"), 5 * kUs));
+    b.Close(true);
+  }
+  auto s = BuildSummary({dir + "/rank0.pb"}, ReportOptions(), "");
+  REQUIRE(s.ok());
+  const std::string w = (*s)["meta"]["warnings"].dump();
+  INFO(w);
+  CHECK(w.find("no steps found") != std::string::npos);
+  CHECK(w.find("PROFAGENT_SCHEDULE wait=95,warmup=0,active=10,repeat=1") != std::string::npos);
+}
+
 TEST_CASE("re-derived steps follow the agent's recorded step pattern and kv reduction") {
   for (bool agent_steps : {true, false}) {
     INFO("agent steps " << agent_steps);
