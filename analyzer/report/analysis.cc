@@ -3387,10 +3387,13 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
     for (size_t i = 1; i < unranked.size(); ++i) {
       const FileAnalysis* a = unranked[i - 1];
       const FileAnalysis* b = unranked[i];
-      const bool related = a->header_.pid() == b->header_.pid() ||
-                           a->header_.pid() == b->header_.ppid() ||
-                           b->header_.pid() == a->header_.ppid() ||
-                           a->header_.ppid() == b->header_.ppid() || SameJob(a, b);
+      // Both know their job: that decides (two runs started from one shell are siblings).
+      const bool jobs_known = !a->header_.job().empty() && !b->header_.job().empty();
+      const bool related = jobs_known ? SameJob(a, b)
+                                      : a->header_.pid() == b->header_.pid() ||
+                                            a->header_.pid() == b->header_.ppid() ||
+                                            b->header_.pid() == a->header_.ppid() ||
+                                            a->header_.ppid() == b->header_.ppid();
       if (related || a->header_.hostname() != b->header_.hostname() || b->t0_ <= a->t1_) continue;
       warnings.push_back(absl::StrCat(
           "files without a rank from unrelated processes that ran one after the other (",

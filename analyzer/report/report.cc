@@ -510,7 +510,8 @@ absl::StatusOr<std::string> RunStats(const std::string& path) {
     if (fs.truncated) {
       absl::StrAppend(&out, "  end: TRUNCATED: ", fs.warning, "\n");
     } else if (fs.has_footer) {
-      absl::StrAppend(&out, "  end: clean (",
+      // (Finished with a footer: how the process ended is the reason, a crash included.)
+      absl::StrAppend(&out, "  end: finished (",
                       v.footer.reason().empty() ? "footer" : v.footer.reason(), ", ",
                       v.footer.records(), " records written",
                       v.footer.unrecorded_calls() > 0

@@ -1358,12 +1358,12 @@ TEST_CASE("meta: files of one rank from unrelated processes are flagged as sever
 // job's workers) are not.
 TEST_CASE("meta: unranked files of processes that ran one after the other are flagged") {
   auto write = [](const std::string& path, uint32_t pid, uint64_t start_us,
-                  const std::string& job = "") {
+                  const std::string& job = "", uint32_t ppid = 0) {
     ProfileBuilder b(path);
     Record r;
     Header* h = r.mutable_header();
     h->set_pid(pid);
-    h->set_ppid(1000 + pid);
+    h->set_ppid(ppid != 0 ? ppid : 1000 + pid);
     h->set_job(job);
     h->set_hostname("h0");
     h->set_rank(-1);
@@ -1390,6 +1390,11 @@ TEST_CASE("meta: unranked files of processes that ran one after the other are fl
   write(dir + "/pid950.pb", 950, 9000, "43.1700000000000000000");
   CHECK_FALSE(flagged({dir + "/pid800.pb", dir + "/pid900.pb"}));
   CHECK(flagged({dir + "/pid900.pb", dir + "/pid950.pb"}));
+  // Two runs started from one shell (siblings: one parent), each its own job: flagged (before,
+  // the shared parent made them related).
+  write(dir + "/pid1100.pb", 1100, 0, "1100.1", 77);
+  write(dir + "/pid1200.pb", 1200, 5000, "1200.2", 77);
+  CHECK(flagged({dir + "/pid1100.pb", dir + "/pid1200.pb"}));
 }
 
 // Files without ranks have positions, not ranks: the reference is the one with the most steps
@@ -2891,7 +2896,7 @@ TEST_CASE("CLI: exit code 2 and one stderr line on bad input; stats counts") {
   CHECK(st->find("rank0.pb: schema 1.0, rank 0, host h0") != std::string::npos);
   CHECK(st->find("device ops: 10 (DOP_KERNEL 9, DOP_MEMCPY 1)") != std::string::npos);
   CHECK(st->find("drops: 3") != std::string::npos);
-  CHECK(st->find("end: clean (exit") != std::string::npos);
+  CHECK(st->find("end: finished (exit") != std::string::npos);
   {
     CLI::App app;
     int code = -1;

@@ -439,6 +439,7 @@ bool SignalDrainDone() {
 
 void PollerLoop() {
   HookGuard guard;  // the poller's CUDA calls are the agent's own
+  pthread_setname_np(pthread_self(), "profagent-ev");  // (ps -L tells the agent's CPU apart)
   // Event queries are legal during another thread's global-mode stream capture only in relaxed
   // mode (the documented escape for tools).
   if (auto exchange = r_exchange_mode.get()) {

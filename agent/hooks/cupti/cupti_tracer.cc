@@ -149,13 +149,17 @@ void CUPTIAPI BufferCompleted(CUcontext ctx, uint32_t stream_id, uint8_t* buffer
       bool untimed = false;
       // A buffer holds thousands of records: wait for ring space rather than drop (this is
       // CUPTI's thread, not the application's).
+      // (Kernel records counted as the launches are, WaitForInFlight: of recorded calls only.)
       if (!ActivityToEvent(rec, g_clock, InternName, &e, &untimed)) {
         g_untimed_records += untimed;
-        if (untimed && e.dev.kind == 0 && e.dev.graph == 0) g_kernel_records.fetch_add(1);
+        if (untimed && e.dev.kind == 0 && e.dev.graph == 0 && Gate().Recorded(e.dev.corr)) {
+          g_kernel_records.fetch_add(1);
+        }
         continue;
       }
-      if (e.dev.kind == 0 && e.dev.graph == 0) g_kernel_records.fetch_add(1);
-      if (Gate().Recorded(e.dev.corr)) {
+      const bool recorded = Gate().Recorded(e.dev.corr);
+      if (e.dev.kind == 0 && e.dev.graph == 0 && recorded) g_kernel_records.fetch_add(1);
+      if (recorded) {
         const uint64_t node = GraphNodeOf(rec);
         if (node != 0) {
           EmitWaitWithBytes(e, &node, sizeof(node));
@@ -1067,11 +1071,12 @@ void CUPTIAPI ApiCallback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId c
       if (ts.rt_cb_depth++ == 0) {
         ts.rt_cbid = cbid;
         ts.api_corr = cb->correlationId;
-        Gate().Note(cb->correlationId, Recording());
+        ts.rt_recording = Recording();
+        Gate().Note(cb->correlationId, ts.rt_recording);
         ts.rt_t0 = Now();
       }
     } else if (ts.rt_cb_depth > 0 && --ts.rt_cb_depth == 0) {
-      CountRuntimeLaunch(cbid, cb);
+      if (ts.rt_recording) CountRuntimeLaunch(cbid, cb);
       // Not through an interposer and not the agent's own call: record it here.
       if (ts.in_runtime == 0 && !HookGuard::Active()) NoteCaptureFromCallback(cbid, cb);
       if (ts.in_runtime == 0 && !HookGuard::Active() && RecordingMemory()) {
@@ -1097,7 +1102,8 @@ void CUPTIAPI ApiCallback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId c
   // Driver-API launch (the other cbids enabled in this domain).
   if (enter) {
     ts.drv_t0 = Now();
-    if (ts.rt_cb_depth == 0) Gate().Note(cb->correlationId, Recording());
+    ts.drv_recording = Recording();
+    if (ts.rt_cb_depth == 0) Gate().Note(cb->correlationId, ts.drv_recording);
     SetLastDriverLaunchCorrelation(cb->correlationId);
     NoteDriverLaunch(DriverLaunchStream(cbid, cb->functionParams), cb->correlationId);
     // Inside an interposed runtime call whose own cbid is not enabled (a runtime newer than
@@ -1110,7 +1116,7 @@ void CUPTIAPI ApiCallback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId c
   }
   // A driver launch of its own (NCCL, a driver-API program): a launch to wait for at exit (one
   // inside a runtime call was counted with that call).
-  if (ts.rt_cb_depth == 0 && cb->functionReturnValue != nullptr &&
+  if (ts.rt_cb_depth == 0 && ts.drv_recording && cb->functionReturnValue != nullptr &&
       *static_cast<const CUresult*>(cb->functionReturnValue) == CUDA_SUCCESS &&
       !Capturing(DriverLaunchStream(cbid, cb->functionParams), false)) {
     g_kernels_launched.fetch_add(1, std::memory_order_relaxed);
@@ -1125,15 +1131,18 @@ void CUPTIAPI ApiCallback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId c
 // At exit: kernels launched without a synchronization after them may still be running. The
 // final (forced) flush would deliver them without times, or not at all: give them up to
 // `budget_ms` to finish, taking the buffers that are complete meanwhile (a default flush).
-// Only the kernels launched so far: threads still serving go on launching (unrecorded, once
-// recording stopped), and waiting for the records to catch up with them spent the whole budget
-// at every stop signal (100 ms, where a supervisor's grace before SIGKILL can be 5 ms).
+// Only the kernels of recorded calls (both counts): threads still serving go on launching,
+// unrecorded once recording stopped, and waiting for the records to catch up with all of them
+// spent the whole budget at every stop signal (100 ms, where a supervisor's grace before SIGKILL
+// can be 5 ms). A recorded call still returning (counted on its way out) is waited for.
 void WaitForInFlight(int budget_ms) {
   const uint64_t deadline = MonotonicNs() + uint64_t(budget_ms) * 1000000ull;
-  const uint64_t launched = g_kernels_launched.load(std::memory_order_relaxed);
-  while (g_kernel_records.load() < launched && MonotonicNs() < deadline) {
+  auto pending = [] {
+    return g_kernel_records.load() < g_kernels_launched.load(std::memory_order_relaxed);
+  };
+  while (pending() && MonotonicNs() < deadline) {
     g_api.flush_all(0);
-    if (g_kernel_records.load() >= launched) break;
+    if (!pending()) break;
     usleep(200);
   }
 }
@@ -1190,6 +1199,7 @@ bool UrgentFlushDone() {
 
 void FlusherLoop() {
   HookGuard guard;
+  pthread_setname_np(pthread_self(), "profagent-cupti");  // (ps -L tells the agent's CPU apart)
   while (!g_flusher_stop.load(std::memory_order_relaxed)) {
     // A flush every 200 ms, or at once when an urgent one is asked for.
     timespec until;

@@ -35,6 +35,10 @@ struct ThreadState {
   uint32_t rt_cbid;      // callback id of the outermost runtime call (valid while rt_cb_depth > 0)
   uint64_t rt_t0;        // enter time (ticks) of a runtime call recorded from callbacks
   uint64_t drv_t0;       // enter time (ticks) of a driver launch recorded from callbacks
+  // Whether the outermost runtime call, or the driver launch, began while recording: only the
+  // kernels of such calls are waited for at a finish (WaitForInFlight).
+  bool rt_recording;
+  bool drv_recording;
 };
 extern thread_local ThreadState t_state __attribute__((tls_model("initial-exec")));
 
