@@ -2510,21 +2510,27 @@ TEST_CASE("--kv-reduce re-reduces the kv lists of agent-recorded steps") {
 // use what the agent was told when the report is not told otherwise: its PROFAGENT_STEP_PATTERN
 // (a prefill range the user excluded stays out) and PROFAGENT_KV_REDUCE. Before, the report's
 // defaults: --kv-reduce alone brought the prefill step back.
+// The header of a one-rank CUPTI job (rank 0, pid 1000, host h0) with the agent `config` given.
+Record SingleRankHeader(const std::map<std::string, std::string>& config) {
+  Record r;
+  Header* h = r.mutable_header();
+  h->set_pid(1000);
+  h->set_hostname("h0");
+  h->set_rank(0);
+  h->set_world_size(1);
+  h->set_agent_version("test-1.0");
+  h->set_gpu_timing(GPU_TIMING_CUPTI);
+  for (const auto& kv : config) (*h->mutable_config())[kv.first] = kv.second;
+  return r;
+}
+
 // No step recorded under a schedule (a run shorter than its wait and warm-up): the warning says
 // so, rather than blame the step pattern alone.
 TEST_CASE("no steps under PROFAGENT_SCHEDULE: the warning names the schedule") {
   const std::string dir = TmpDir("sched_no_steps");
   {
     ProfileBuilder b(dir + "/rank0.pb");
-    Record r;
-    Header* h = r.mutable_header();
-    h->set_pid(1000);
-    h->set_hostname("h0");
-    h->set_rank(0);
-    h->set_world_size(1);
-    h->set_gpu_timing(GPU_TIMING_CUPTI);
-    (*h->mutable_config())["PROFAGENT_SCHEDULE"] = "wait=95,warmup=0,active=10,repeat=1";
-    b.Write(r);
+    b.Write(SingleRankHeader({{"PROFAGENT_SCHEDULE", "wait=95,warmup=0,active=10,repeat=1"}}));
     b.Host(1, 0, 1, ProfileBuilder::Launch(b.Str("k"), 5 * kUs));
     b.Close(true);
   }
@@ -2542,17 +2548,8 @@ TEST_CASE("re-derived steps follow the agent's recorded step pattern and kv redu
     const std::string dir = TmpDir("recorded_patterns");
     {
       ProfileBuilder b(dir + "/rank0.pb");
-      Record r;
-      Header* h = r.mutable_header();
-      h->set_pid(1000);
-      h->set_hostname("h0");
-      h->set_rank(0);
-      h->set_world_size(1);
-      h->set_agent_version("test-1.0");
-      h->set_gpu_timing(GPU_TIMING_CUPTI);
-      (*h->mutable_config())["PROFAGENT_STEP_PATTERN"] = "^step phase=decode";
-      (*h->mutable_config())["PROFAGENT_KV_REDUCE"] = "max";
-      b.Write(r);
+      b.Write(SingleRankHeader(
+          {{"PROFAGENT_STEP_PATTERN", "^step phase=decode"}, {"PROFAGENT_KV_REDUCE", "max"}}));
       const uint32_t prefill = b.Str("step phase=prefill tokens=100");
       const uint32_t decode = b.Str("step phase=decode tokens=4 kv=100,400,700");
       b.Host(1, 0, 0, ProfileBuilder::Nvtx(prefill, 900 * kUs, 0));
