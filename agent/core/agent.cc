@@ -639,6 +639,11 @@ uint32_t InternKernelName(const std::string& name) {
 
 uint32_t CurrentThreadIndex() { return t_state != nullptr ? t_state->index : 0; }
 
+uint32_t RegisterCurrentThread() {
+  if (t_state == nullptr) SlowThreadState();
+  return CurrentThreadIndex();
+}
+
 uint16_t RegisterApi(const char* name) {
   auto& g = G();
   std::lock_guard<std::mutex> lock(ApiMu());

@@ -178,6 +178,9 @@ uint16_t RegisterApi(const char* name);
 
 // The calling thread's small index (EventBatch.thread), 0 while it has recorded nothing.
 uint32_t CurrentThreadIndex();
+// Registers the calling thread (its ring; the writer thread and the agent's signal handlers
+// start with the process's first) unless the agent is disabled or closing; its index, or 0.
+uint32_t RegisterCurrentThread();
 const char* ApiName(uint16_t id);
 
 // Remembers the (mangled) device-function name of a host stub; the writer demangles it and

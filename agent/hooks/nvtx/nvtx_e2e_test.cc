@@ -2,11 +2,14 @@
 // the record file with the generated protobuf code (proto/profagent.proto) and checks every
 // range against the times the program printed: message, nesting depth, domain, registered
 // string, payload, color, category, steps and runs, the range left open at exit.
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
-#include <catch2/catch.hpp>
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -290,6 +293,47 @@ TEST_CASE("the schedule records only the active steps, and KV reduction is confi
   CHECK(ranges.count("outer") == 0);
   CHECK(ranges.count("inner") == 0);
   CHECK(ranges.count("layer 3") == 0);
+}
+
+// A process whose only act is an open range (an orchestrator's `run`), stopped by SIGTERM: its
+// file holds the range, open, and a footer (before: the thread registered at its first pop, so
+// no writer and no handler existed, and the process left no file at all).
+TEST_CASE("a process with only an open range, stopped by SIGTERM, writes it") {
+  const std::string dir = profagent::testing::MakeTempDir("nvtx_e2e_orchestrator");
+  REQUIRE(!dir.empty());
+  int out[2];
+  REQUIRE(pipe(out) == 0);
+  const pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    dup2(out[1], 1);
+    close(out[0]);
+    setenv("LD_PRELOAD", Runfile("agent/hooks/nvtx/libprofagent_nvtx_test.so").c_str(), 1);
+    setenv("PROFAGENT_OUTPUT", dir.c_str(), 1);
+    const std::string prog = Runfile("agent/hooks/nvtx/nvtx_orchestrator");
+    execl(prog.c_str(), prog.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  close(out[1]);
+  char line[16] = {};
+  REQUIRE(read(out[0], line, 6) == 6);  // "ready\n"
+  close(out[0]);
+  usleep(50000);
+  kill(pid, SIGTERM);
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  CHECK(WIFSIGNALED(status));
+  CHECK(WTERMSIG(status) == SIGTERM);
+  const Parsed p = ParseFile(OnlyPbFile(dir));
+  CHECK(p.footer);
+  size_t open_runs = 0;
+  for (const auto& e : p.events) {
+    if (e.e.kind() == profagent::EV_NVTX_PUSH) {
+      auto it = p.strings.find(e.e.name());
+      open_runs += it != p.strings.end() && it->second == "run label=orchestrate";
+    }
+  }
+  CHECK(open_runs == 1);
 }
 
 TEST_CASE("PROFAGENT_ENABLE=0: no injection, no file, same program output") {

@@ -377,7 +377,11 @@ int DoPush(const Domain* dom, const MsgSrc& m) {
   ThreadStack* s = GetStack();
   if (s == nullptr) return -1;
   if (__builtin_expect(s->owner.load(std::memory_order_relaxed) == 0, 0)) {
-    s->owner.store(CurrentThreadIndex(), std::memory_order_relaxed);
+    // The thread registers at its first push, not its first pop: a process whose first act is
+    // a range around everything (an orchestrator's `run`) then has its writer and signal
+    // handlers, so a SIGTERM or Ctrl-C still writes the open range (before: no file at all).
+    s->owner.store(Recording() ? RegisterCurrentThread() : CurrentThreadIndex(),
+                   std::memory_order_relaxed);
   }
   if (__builtin_expect(s->depth >= s->capacity, 0) &&
       (s->overflow > 0 || !GrowStack(s))) {

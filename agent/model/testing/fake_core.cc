@@ -62,6 +62,7 @@ void AddNote(const char* level, const std::string& text) {
 }
 
 uint32_t CurrentThreadIndex() { return 1; }  // one recording thread
+uint32_t RegisterCurrentThread() { return 1; }
 
 void NameOsThread(uint32_t tid, const std::string& name) {
   AddNote("thread name", std::to_string(tid) + " " + name);
