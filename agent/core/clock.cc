@@ -76,6 +76,18 @@ void Pair(uint64_t* tsc, uint64_t* mono, uint64_t* width) {
 // The tick rate is measured over at least this much time since InitClock's first reading.
 constexpr uint64_t kCalibrationNs = 20 * 1000 * 1000;
 
+// Stores the tick rate measured from InitClock's reading to now, anchored now; false (nothing
+// stored) for an implausible one.
+bool MeasureRate() {
+  uint64_t t, m, w;
+  Pair(&t, &m, &w);
+  if (t <= g_first_tsc || m <= g_first_mono) return false;
+  const double ns_per_tick = double(m - g_first_mono) / double(t - g_first_tsc);
+  if (!(ns_per_tick > 0.01 && ns_per_tick <= 100.0)) return false;
+  Store({t, m, uint64_t(ns_per_tick * 4294967296.0)});
+  return true;
+}
+
 // 0: not calibrated yet, 1: being calibrated, 2: calibrated (g_cal holds a rate).
 std::atomic<int> g_calibrated{0};
 
@@ -100,13 +112,8 @@ void Calibrate() {
     while (nanosleep(&req, &req) != 0 && errno == EINTR) {
     }
   }
-  uint64_t t1, m1, w;
-  Pair(&t1, &m1, &w);
-  double ns_per_tick =
-      t1 > g_first_tsc ? double(m1 - g_first_mono) / double(t1 - g_first_tsc) : 0.0;
   // (An implausible rate, a TSC that went backwards: 1 ns per tick rather than nonsense.)
-  if (!(ns_per_tick > 0.01 && ns_per_tick <= 100.0)) ns_per_tick = 1.0;
-  Store({t1, m1, uint64_t(ns_per_tick * 4294967296.0)});
+  if (!MeasureRate()) Store({g_first_tsc, g_first_mono, uint64_t(4294967296.0)});
   g_calibrated.store(2, std::memory_order_release);
 }
 
@@ -125,11 +132,7 @@ void InitClock() {
 void RecalibrateClock() {
   if (!internal::g_use_tsc) return;
   if (g_calibrated.load(std::memory_order_acquire) != 2) return Calibrate();
-  uint64_t t, m, w;
-  Pair(&t, &m, &w);
-  if (t <= g_first_tsc || m - g_first_mono < kCalibrationNs) return;
-  double ns_per_tick = double(m - g_first_mono) / double(t - g_first_tsc);
-  Store({t, m, uint64_t(ns_per_tick * 4294967296.0)});
+  MeasureRate();  // (over the whole run so far: a better fit as it grows)
 }
 
 uint64_t TicksToNs(uint64_t ticks) {
