@@ -1149,6 +1149,7 @@ class FileAnalysis : public ViewVisitor {
     return csv_arena_.get() + csv_row_at_;
   }
   void CsvRow(uint64_t start, size_t len);
+  const PendingRow* CsvOldest() const;  // the next row in order, or null
   void CsvWriteOldest();
   void CsvCompact();
   void CsvDrain() {
@@ -2299,21 +2300,23 @@ void FileAnalysis::CsvRow(uint64_t start, size_t len) {
     std::push_heap(csv_heap_.begin(), csv_heap_.end(), LaterRow());
   }
   csv_max_start_ = std::max(csv_max_start_, start);
-  for (;;) {
-    const PendingRow* oldest = nullptr;
-    if (!csv_fifo_.empty()) oldest = &csv_fifo_.front();
-    if (!csv_heap_.empty() && (oldest == nullptr || LaterRow()(*oldest, csv_heap_.front()))) {
-      oldest = &csv_heap_.front();
-    }
-    if (oldest == nullptr || oldest->start + kCsvReorderNs > csv_max_start_) break;
+  while (const PendingRow* oldest = CsvOldest()) {
+    if (oldest->start + kCsvReorderNs > csv_max_start_) break;
     CsvWriteOldest();
   }
 }
 
+const FileAnalysis::PendingRow* FileAnalysis::CsvOldest() const {
+  if (csv_heap_.empty()) return csv_fifo_.empty() ? nullptr : &csv_fifo_.front();
+  if (csv_fifo_.empty() || LaterRow()(csv_fifo_.front(), csv_heap_.front())) {
+    return &csv_heap_.front();
+  }
+  return &csv_fifo_.front();
+}
+
 void FileAnalysis::CsvWriteOldest() {
   PendingRow r;
-  if (!csv_heap_.empty() &&
-      (csv_fifo_.empty() || LaterRow()(csv_fifo_.front(), csv_heap_.front()))) {
+  if (csv_fifo_.empty() || CsvOldest() != &csv_fifo_.front()) {  // the heap's
     std::pop_heap(csv_heap_.begin(), csv_heap_.end(), LaterRow());
     r = csv_heap_.back();
     csv_heap_.pop_back();
