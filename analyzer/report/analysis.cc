@@ -978,7 +978,8 @@ class FileAnalysis : public ViewVisitor {
   absl::flat_hash_map<uint64_t, uint64_t> node_source_;  // copy -> the node it copies
   void ResolveGraphNodes();
   NodeContext ContextOf(uint32_t context);
-  // ops.csv path of a graph node's op: the launch's path, "(graph)", the node's (by id pair).
+  // ops.csv path of a graph's op: the launch's path, "(graph)", the node's if it has one (by
+  // id pair; -1: none).
   absl::flat_hash_map<std::pair<int32_t, int32_t>, int32_t> graph_paths_;
   absl::flat_hash_map<std::string, int32_t> node_path_index_;  // a node's path -> path id
   int32_t GraphPath(int32_t launch_path, int32_t node_path);
@@ -2436,8 +2437,8 @@ void FileAnalysis::Emit(const PendingOp& op, const PendingLaunch* l) {
   if (csv_.is_open()) {
     const std::string& csv_name = CsvName(name_id, bucket);
     const std::string* csv_path = nullptr;
-    if (node != nullptr && node->path >= 0) {
-      csv_path = &csv_paths_[GraphPath(l->path, node->path)];
+    if (l != nullptr && l->graph) {  // a graph's op, even one whose node has no path
+      csv_path = &csv_paths_[GraphPath(l->path, node != nullptr ? node->path : -1)];
     } else if (l != nullptr && l->path >= 0) {
       csv_path = &csv_paths_[l->path];
     }
@@ -2680,9 +2681,8 @@ FileAnalysis::NodeContext FileAnalysis::ContextOf(uint32_t context) {
 int32_t FileAnalysis::GraphPath(int32_t launch_path, int32_t node_path) {
   auto it = graph_paths_.find({launch_path, node_path});
   if (it != graph_paths_.end()) return it->second;
-  std::string p = launch_path >= 0
-                      ? absl::StrCat(paths_[launch_path], "/(graph)/", paths_[node_path])
-                      : absl::StrCat("(graph)/", paths_[node_path]);
+  std::string p = launch_path >= 0 ? absl::StrCat(paths_[launch_path], "/(graph)") : "(graph)";
+  if (node_path >= 0) absl::StrAppend(&p, "/", paths_[node_path]);
   const int32_t id = int32_t(paths_.size());
   csv_paths_.push_back(CsvField(p));
   paths_.push_back(std::move(p));

@@ -2338,10 +2338,11 @@ TEST_CASE("graph nodes: a replayed kernel takes the NVTX range its node was capt
   for (const auto& f : OpsRows(dir)) paths.push_back(f[15]);
   CHECK(paths == std::vector<std::string>{
                      "step/decode/(graph)/capture/qkv_proj", "step/decode/(graph)/capture/o_proj",
-                     "step/decode/(graph)/capture", "step/decode", "step/decode"});
+                     "step/decode/(graph)/capture", "step/decode/(graph)", "step/decode/(graph)"});
 }
 
-// CUDA-event timing: a graph launch is one op, named by its call; report.md says so.
+// CUDA-event timing: a graph launch is one op, named by its call, its ops.csv path marked
+// "(graph)"; report.md says so.
 TEST_CASE("events timing: a graph launch is one kernel row, and report.md says why") {
   const std::string dir = TmpDir("graph_events");
   {
@@ -2367,6 +2368,9 @@ TEST_CASE("events timing: a graph launch is one kernel row, and report.md says w
   REQUIRE(s.ok());
   REQUIRE((*s)["kernels"].size() == 1);
   CHECK((*s)["kernels"][0]["name"] == "cudaGraphLaunch");
+  const auto rows = OpsRows(dir);  // launched in no NVTX range: still marked a graph's
+  REQUIRE(rows.size() == 1);
+  CHECK(rows[0][15] == "(graph)");
   CHECK(ReadAll(dir + "/report.md").find("`cudaGraphLaunch` rows are whole graph launches") !=
         std::string::npos);
 }
