@@ -5,7 +5,16 @@ a GPU machine, tests/gpusim's on the CPU (through LD_LIBRARY_PATH). nvcc is take
 $CUDA_HOME (default /usr/local/cuda), which .bazelrc passes into actions.
 """
 
-def cuda_binary(name, srcs, hdrs = [], copts = [], linkopts = [], visibility = None, tags = []):
+def cuda_binary(
+        name,
+        srcs,
+        hdrs = [],
+        copts = [],
+        linkopts = [],
+        arch = "-arch=sm_80",
+        visibility = None,
+        tags = []):
+    """`arch`: nvcc's architecture flags ("" for nvcc's default, as a plain `nvcc` build)."""
     cu = [s for s in srcs if s.endswith(".cu") or s.endswith(".cc") or s.endswith(".cpp")]
     native.genrule(
         name = name + "_nvcc",
@@ -13,7 +22,7 @@ def cuda_binary(name, srcs, hdrs = [], copts = [], linkopts = [], visibility = N
         outs = [name],
         cmd = " ".join([
             "$${CUDA_HOME:-/usr/local/cuda}/bin/nvcc -O2 -std=c++17 -cudart shared",
-            "-arch=sm_80",
+            arch,
             "-I. -I$(GENDIR)",
             " ".join(copts),
             " ".join(["$(location %s)" % s for s in cu]),

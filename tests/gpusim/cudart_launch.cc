@@ -343,19 +343,21 @@ extern "C" {
 
 // ---- Registration (called by nvcc-generated code at load time; not reported) ---------------
 
+// Each fat binary is a module: the handle nvcc's code passes back to __cudaRegisterFunction
+// leads to the code image the simulated device (compute capability 9.0) would run, whose
+// architecture cudaFuncGetAttributes reports (CUB dispatches on it).
 void** __cudaRegisterFatBinary(void* fat_cubin) {
-  static void* handle_storage = nullptr;
-  (void)fat_cubin;
-  return &handle_storage;
+  return &gpusim::RegisterModule(fat_cubin)->handle;
 }
 
 void __cudaRegisterFatBinaryEnd(void**) {}
 
 void __cudaUnregisterFatBinary(void**) {}
 
-void __cudaRegisterFunction(void**, const char* host_fun, char* device_fun,
+void __cudaRegisterFunction(void** module, const char* host_fun, char* device_fun,
                             const char* device_name, int, uint3*, uint3*, dim3*, dim3*, int*) {
-  gpusim::RegisterKernel(host_fun, device_name != nullptr ? device_name : device_fun);
+  gpusim::RegisterKernel(host_fun, device_name != nullptr ? device_name : device_fun,
+                         gpusim::ModuleOf(module));
 }
 
 void __cudaRegisterVar(void**, char* host_var, char*, const char*, int, size_t size, int,
@@ -504,8 +506,8 @@ cudaError_t cudaFuncGetAttributes(struct cudaFuncAttributes* attr, const void* f
   *attr = cudaFuncAttributes();
   attr->maxThreadsPerBlock = 1024;
   attr->numRegs = 32;
-  attr->ptxVersion = 80;
-  attr->binaryVersion = 80;
+  attr->ptxVersion = k->ptx_version;
+  attr->binaryVersion = k->binary_version;
   attr->maxDynamicSharedSizeBytes = k->max_dynamic_shared_bytes.load();
   attr->preferredShmemCarveout = k->preferred_carveout.load();
   return api.Return(cudaSuccess);

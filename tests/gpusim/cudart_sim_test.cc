@@ -505,6 +505,25 @@ TEST_CASE(
   CHECK(r.err.find("not supported") == std::string::npos);
 }
 
+// The device (compute capability 9.0) runs what a real one would pick from the fat binary:
+// the newest cubin of its major version, else the newest PTX it can compile (binary 9.0), else
+// (built only for newer GPUs) the newest image. CUB's dispatch needs the version to be one the
+// program was built for: under nvcc's default (sm_75), Thrust and CUB run.
+TEST_CASE("cudaFuncGetAttributes reports the architecture of the image the device runs") {
+  const std::pair<const char*, const char*> cases[] = {
+      {"default", "ptx=75 binary=90 cub=750 launch=cudaSuccess"},  // sm_75 cubin: other major
+      {"ptx80", "ptx=80 binary=90 cub=800 launch=cudaSuccess"},
+      {"multi", "ptx=90 binary=90 cub=900 launch=cudaSuccess"},
+      {"newer", "ptx=100 binary=100 cub=1000 launch=cudaSuccess"},
+  };
+  for (const auto& c : cases) {
+    RunResult r = Run(std::string("tests/gpusim/sim_arch_") + c.first, {}, {});
+    INFO(c.first << ": " << r.out << r.err);
+    CHECK(r.exit_code == 0);
+    CHECK(r.out == std::string(c.second) + "\n");
+  }
+}
+
 // The checks of sim_pools; `legacy` is false for the per-thread-default-stream build, whose
 // synchronous calls go to the per-thread stream instead of the legacy one (id 0).
 void CheckPoolsScenario(const std::string& program, bool legacy) {

@@ -41,6 +41,7 @@ struct State {
   std::shared_mutex kernels_mu;
   std::unordered_map<const void*, Kernel*> kernels_by_fn;
   std::unordered_set<const void*> kernel_handles;
+  std::unordered_set<const Module*> modules;  // registered fat binaries
 
   std::shared_mutex streams_mu;          // guards `streams` (read on every stream lookup)
   std::unordered_set<Stream*> streams;   // live created / per-thread streams
@@ -492,7 +493,84 @@ cudaError_t& LastError() {
 
 // ---- Kernels --------------------------------------------------------------------------------
 
-Kernel* RegisterKernel(const void* host_fn, const char* mangled_name) {
+void ChooseImage(const void* fat_cubin, int device_arch, int* ptx_version, int* binary_version) {
+  *ptx_version = *binary_version = device_arch;
+  // nvcc's wrapper (magic 0x466243b1) points at the fat binary: a 16-byte header (magic
+  // 0xBA55ED50, version, header size, size of the entries) and entries, each a header (kind:
+  // 1 PTX, 2 cubin; its header size at +4, its payload size at +8, the architecture at +28) and
+  // the payload. Several fat binaries may follow each other.
+  struct Wrapper {
+    int32_t magic;
+    int32_t version;
+    const unsigned char* data;
+    const void* filename_or_fatbins;
+  };
+  const auto* w = static_cast<const Wrapper*>(fat_cubin);
+  if (w == nullptr || uint32_t(w->magic) != 0x466243b1u || w->data == nullptr) return;
+  auto u16 = [](const unsigned char* p) {
+    uint16_t v;
+    memcpy(&v, p, 2);
+    return v;
+  };
+  auto u32 = [](const unsigned char* p) {
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+  };
+  auto u64 = [](const unsigned char* p) {
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+  };
+  const unsigned char* fb = w->data;
+  if (u32(fb) != 0xBA55ED50u) return;
+  const uint16_t header_size = u16(fb + 6);
+  const uint64_t entries_size = u64(fb + 8);
+  if (header_size < 16 || entries_size > (uint64_t(1) << 34)) return;
+  int best_cubin = -1, best_ptx = -1, newest = -1;
+  const unsigned char* e = fb + header_size;
+  const unsigned char* const end = e + entries_size;
+  for (int n = 0; n < 100000 && e + 32 <= end; ++n) {
+    const uint16_t kind = u16(e);
+    const uint32_t entry_header = u32(e + 4);
+    const uint64_t payload = u64(e + 8);
+    const int arch = int(u32(e + 28));
+    if (entry_header < 32 || payload > uint64_t(end - e)) break;
+    if (arch > 0 && arch < 10000) {
+      newest = std::max(newest, arch);
+      if (kind == 2 && arch / 10 == device_arch / 10 && arch <= device_arch) {
+        best_cubin = std::max(best_cubin, arch);
+      } else if (kind == 1 && arch <= device_arch) {
+        best_ptx = std::max(best_ptx, arch);
+      }
+    }
+    if (uint64_t(end - e) < entry_header + payload) break;
+    e += entry_header + payload;
+  }
+  if (best_cubin > 0) {
+    *ptx_version = *binary_version = best_cubin;
+  } else if (best_ptx > 0) {
+    *ptx_version = best_ptx;  // JIT-compiled for the device
+  } else if (newest > 0) {
+    *ptx_version = *binary_version = newest;
+  }
+}
+
+Module* RegisterModule(const void* fat_cubin) {
+  Module* m = new Module();
+  ChooseImage(fat_cubin, 90, &m->ptx_version, &m->binary_version);
+  std::unique_lock<std::shared_mutex> lock(S().kernels_mu);
+  S().modules.insert(m);
+  return m;
+}
+
+const Module* ModuleOf(void** handle) {
+  const Module* m = reinterpret_cast<const Module*>(handle);
+  std::shared_lock<std::shared_mutex> lock(S().kernels_mu);
+  return S().modules.count(m) != 0 ? m : nullptr;
+}
+
+Kernel* RegisterKernel(const void* host_fn, const char* mangled_name, const Module* module) {
   State& st = S();
   {
     std::shared_lock<std::shared_mutex> lock(st.kernels_mu);
@@ -507,6 +585,10 @@ Kernel* RegisterKernel(const void* host_fn, const char* mangled_name) {
   k->demangled = (status == 0 && demangled != nullptr) ? demangled : k->mangled;
   free(demangled);
   k->cost = st.costs.ForKernel(k->demangled);
+  if (module != nullptr) {
+    k->ptx_version = module->ptx_version;
+    k->binary_version = module->binary_version;
+  }
   std::unique_lock<std::shared_mutex> lock(st.kernels_mu);
   auto inserted = st.kernels_by_fn.emplace(host_fn, k);
   if (!inserted.second) {

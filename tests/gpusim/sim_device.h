@@ -62,6 +62,17 @@ struct Kernel {
   std::atomic<int> max_dynamic_shared_bytes{48 << 10};
   std::atomic<int> preferred_carveout{-1};
   std::atomic<bool> non_portable_cluster{false};  // cudaFuncAttributeNonPortableClusterSizeAllowed
+  // The architecture of the code image the device runs (cudaFuncAttributes.ptxVersion and
+  // binaryVersion: major * 10 + minor), from its module.
+  int ptx_version = 90;
+  int binary_version = 90;
+};
+
+// A registered fat binary (__cudaRegisterFatBinary): `handle` is what nvcc's code holds.
+struct Module {
+  void* handle = nullptr;  // first: &handle is the module
+  int ptx_version = 90;
+  int binary_version = 90;
 };
 
 // One unit of work of a stream (also the work of a graph node, copied into a stream at launch).
@@ -270,7 +281,18 @@ inline cudaError_t SetError(cudaError_t e) {
 
 // ---- Kernels ------------------------------------------------------------------------------
 
-Kernel* RegisterKernel(const void* host_fn, const char* mangled_name);
+// The module of a fat binary, with the image the simulated device would load from it
+// (ChooseImage); never freed, as kernels keep its architecture.
+Module* RegisterModule(const void* fat_cubin);
+const Module* ModuleOf(void** handle);  // nullptr: not a module handle
+// Which image of a fat binary a device of compute capability `device_arch` (major * 10 + minor)
+// runs, as the driver picks it: the newest cubin of the same major version at most the device's,
+// else the newest PTX at most the device's (compiled for the device: binary = device_arch); a
+// fat binary with neither (built only for newer GPUs: a real device could not run it) runs on
+// its newest image. Unknown layouts keep the defaults (device_arch).
+void ChooseImage(const void* fat_cubin, int device_arch, int* ptx_version, int* binary_version);
+Kernel* RegisterKernel(const void* host_fn, const char* mangled_name,
+                       const Module* module = nullptr);
 // Finds a kernel by host stub address or by its Kernel* handle; nullptr if unknown.
 Kernel* FindKernel(const void* func);
 

@@ -239,7 +239,8 @@ struct Scenario {
         << "^long_kernel 300\n^after_probe_kernel 2000\n"
         << "^after_read_kernel 2000\n^burst_kernel 200\n"
         << "^worker_wait_kernel 50000\n^tail_first_kernel 5000\n^tail_kernel 2000\n"
-        << "^sync_sets_kernel 2000\n^before_term_kernel 500\n^serve_step_kernel 200\n";
+        << "^sync_sets_kernel 2000\n^before_term_kernel 500\n^serve_step_kernel 200\n"
+        << "^void\\scub:: 1000\n";
     run = Run(dir, "GPUSIM_COSTS=" + dir + "/costs.txt GPUSIM_TRUTH=" + dir +
                        "/truth.json PROFAGENT_OUTPUT=" + dir + "/prof LD_PRELOAD=" +
                        AgentPath() + " " + env,
@@ -2056,6 +2057,52 @@ TEST_CASE("file size and memory limits: the application runs as without the agen
           "sh -c 'ulimit -v 1500000; exec " + Abs(kPkg + "rt_workload") + "'");
   INFO(block.err);
   CHECK(block.code == 0);  // not a hang (Run's timeout gives -1)
+}
+
+// Thrust and CUB built for nvcc's default architecture: the program runs as without the agent,
+// every kernel once with its (long, templated) name and device time, and CCCL's own NVTX ranges
+// (its domain) are recorded beside the application's steps.
+void CheckThrust(const std::string& timing) {
+  const std::string bare_dir = MakeTempDir("thrust_bare");
+  const RunResult bare = Run(bare_dir, "", kPkg + "rt_thrust");
+  REQUIRE(bare.code == 0);
+  REQUIRE(bare.out.rfind("thrust done: cudaSuccess", 0) == 0);
+  Scenario s("thrust", "PROFAGENT_GPU_TIMING=" + timing, kPkg + "rt_thrust");
+  CHECK(s.run.code == 0);
+  CHECK(s.run.out == bare.out);
+  REQUIRE(s.loaded);
+  if (timing == "cupti" && CuptiUnavailable(s.prof)) return;
+  const bool cupti = timing == "cupti";
+  CheckLaunchesMatchTruth(s, /*by_corr=*/cupti);
+  // Under CUDA events a copy to pageable memory reads as its call (documented): there only.
+  CheckDeviceDurations(s, /*include_graph_kernels=*/false, /*exact_copies=*/cupti,
+                       /*copy_durations=*/cupti);
+  size_t templated = 0;
+  for (const TruthOp& t : OfPid(s.truth, "kernel", 0)) {
+    templated += t.name.find("cub::") != std::string::npos && t.name.find('<') != std::string::npos;
+  }
+  CHECK(templated >= 3 * 6);  // per step at least: fill, transform, reduce, sort, scan, sum
+  int steps = 0, cccl = 0;
+  for (const HostEv* r : s.prof.Kind(EV_NVTX_RANGE)) {
+    const std::string name = s.prof.Str(r->ev.name());
+    if (r->ev.domain() == 0) {
+      steps += name.rfind("step ", 0) == 0;
+    } else {
+      INFO("domain " << s.prof.Str(r->ev.domain()) << ": " << name);
+      CHECK(name.rfind("cub::", 0) == 0);
+      ++cccl;
+    }
+  }
+  CHECK(steps == 3);
+  CHECK(cccl >= 3 * 5);
+}
+
+TEST_CASE("Thrust and CUB at nvcc's default architecture, CUPTI: every kernel once, timed") {
+  CheckThrust("cupti");
+}
+
+TEST_CASE("Thrust and CUB at nvcc's default architecture, CUDA events: every kernel once") {
+  CheckThrust("events");
 }
 
 }  // namespace
