@@ -9,12 +9,15 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "absl/strings/strip.h"
 #include "analyzer/reader.h"
 
 namespace profagent {
@@ -34,6 +37,68 @@ std::string Pct(const Json& v) {
 
 std::string Cell(const std::string& s) {
   return absl::StrReplaceAll(s, {{"|", "\\|"}, {"\n", " "}});
+}
+
+bool IdentChar(char c) { return absl::ascii_isalnum(c) || c == '_'; }
+
+// ShortKernelName's pass: template arguments at depth >= `keep_depth` + 1 become "…", a
+// qualified name keeps its last scope only ("a::b::c" is "b::c"), "(anonymous namespace)::"
+// goes.
+std::string ElideName(absl::string_view s, int keep_depth) {
+  std::string out;
+  int depth = 0;
+  for (size_t i = 0; i < s.size();) {
+    const char c = s[i];
+    if (c == '<') {
+      ++depth;
+      if (depth <= keep_depth) out += '<';
+      if (depth == keep_depth + 1) out += "<…";
+      ++i;
+      continue;
+    }
+    if (c == '>' && depth > 0) {
+      if (depth <= keep_depth + 1) out += '>';
+      --depth;
+      ++i;
+      continue;
+    }
+    if (depth > keep_depth) {
+      ++i;
+      continue;
+    }
+    constexpr absl::string_view kAnon = "(anonymous namespace)::";
+    if (c == '(' && absl::StartsWith(s.substr(i), kAnon)) {
+      i += kAnon.size();
+      continue;
+    }
+    if (IdentChar(c)) {
+      size_t j = i;
+      while (j < s.size() && IdentChar(s[j])) ++j;
+      const absl::string_view ident = s.substr(i, j - i);
+      if (ident == "operator") {  // operator<, operator(): copied as they are, up to '('
+        const size_t paren = s.find('(', j + 1);
+        const size_t stop = paren == absl::string_view::npos ? s.size() : paren;
+        absl::StrAppend(&out, s.substr(i, stop - i));
+        i = stop;
+        continue;
+      }
+      if (s.substr(j, 2) == "::" && j + 2 < s.size() && IdentChar(s[j + 2])) {
+        // A scope: kept only when the next identifier ends the chain ("__tabulate::functor").
+        size_t k = j + 2;
+        while (k < s.size() && IdentChar(s[k])) ++k;
+        if (s.substr(k, 2) == "::") {
+          i = j + 2;
+          continue;
+        }
+      }
+      absl::StrAppend(&out, ident);
+      i = j;
+      continue;
+    }
+    out += c;
+    ++i;
+  }
+  return out;
 }
 
 std::string PlusMinus(const Json& ms) {
@@ -247,19 +312,39 @@ std::string RenderMarkdown(const Json& s) {
     md += "| kernel | bucket | count | total ms | mean us | p50 us | p99 us | share |\n"
           "|---|---|---:|---:|---:|---:|---:|---:|\n";
     constexpr size_t kKernelRows = 25;
+    // Long names shortened; rows that would read the same numbered in table order.
+    std::vector<std::string> shown;
+    std::map<std::string, int> same;
+    bool shortened = false;
+    for (const Json& k : s["kernels"]) {
+      if (shown.size() == kKernelRows) break;
+      const std::string& full = k["name"].get_ref<const std::string&>();
+      shown.push_back(ShortKernelName(full));
+      shortened |= shown.back() != full;
+      if (shown.back() != full) ++same[shown.back()];
+    }
+    std::map<std::string, int> seen;
+    for (std::string& name : shown) {
+      auto it = same.find(name);
+      if (it != same.end() && it->second > 1) absl::StrAppend(&name, " [", ++seen[name], "]");
+    }
     size_t n = 0;
     for (const Json& k : s["kernels"]) {
       if (++n > kKernelRows) break;
-      absl::StrAppend(&md, "| ", Cell(k["name"].get<std::string>()), " | ",
-                      k["bucket"].get<std::string>(), " | ", F(k["count"]), " | ",
-                      F(k["total_ms"]), " | ", F(k["mean_us"]), " | ", F(k["p50_us"]), " | ",
-                      F(k["p99_us"]), " | ", Pct(k["share"]), " |\n");
+      absl::StrAppend(&md, "| ", Cell(shown[n - 1]), " | ", k["bucket"].get<std::string>(), " | ",
+                      F(k["count"]), " | ", F(k["total_ms"]), " | ", F(k["mean_us"]), " | ",
+                      F(k["p50_us"]), " | ", F(k["p99_us"]), " | ", Pct(k["share"]), " |\n");
     }
     if (s["kernels"].size() > kKernelRows) {
       absl::StrAppend(&md, "| (", s["kernels"].size() - kKernelRows,
                       " more kernels: summary.json `kernels`) | | | | | | | |\n");
     }
     md += "\n";
+    if (shortened) {
+      md +=
+          "Names over 100 characters are shortened (namespaces, parameters and nested template "
+          "arguments left out); summary.json and ops.csv have them in full.\n\n";
+    }
     // Under CUDA-event timing a graph launch is one op: its kernels are not broken down.
     const bool events = s["meta"]["gpu_timing"] == "events" || s["meta"]["gpu_timing"] == "mixed";
     for (const Json& k : s["kernels"]) {
@@ -597,6 +682,29 @@ void AddReportCommands(CLI::App& app, int* exit_code) {
     fputs(out->c_str(), stdout);
     *exit_code = 0;
   });
+}
+
+std::string ShortKernelName(const std::string& name, size_t max_len) {
+  if (name.size() <= max_len) return name;
+  absl::string_view s = name;
+  absl::ConsumePrefix(&s, "void ");
+  // The parameter list: the parenthesized group that ends the name.
+  absl::string_view params;
+  if (absl::EndsWith(s, ")")) {
+    int depth = 0;
+    for (size_t i = s.size(); i-- > 0;) {
+      if (s[i] == ')') ++depth;
+      if (s[i] == '(' && --depth == 0) {
+        params = s.substr(i);
+        s = s.substr(0, i);
+        break;
+      }
+    }
+  }
+  const std::string tail = params.empty() ? "" : params == "()" ? "()" : "(…)";
+  std::string out = ElideName(s, 1) + tail;
+  if (out.size() > max_len + max_len / 5) out = ElideName(s, 0) + tail;
+  return out;
 }
 
 }  // namespace analyzer

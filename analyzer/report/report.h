@@ -33,6 +33,12 @@ absl::Status RunReport(const std::string& dir, const std::string& out_dir,
 // report.md from a summary (pure function of the JSON).
 std::string RenderMarkdown(const Json& summary);
 
+// A kernel name as report.md's tables show it: unchanged up to `max_len` characters; longer
+// (templated C++ kernels), without its return type and parameters, each qualified name with its
+// last scope only, and template arguments nested inside template arguments elided ("…"); if
+// that is still over `max_len` + 20%, all template arguments elided.
+std::string ShortKernelName(const std::string& name, size_t max_len = 100);
+
 // The few lines `report` prints.
 std::string ShortSummary(const Json& summary);
 

@@ -2973,6 +2973,29 @@ TEST_CASE("every prefix and single-byte corruption of a file: an answer or an er
   CHECK(errors >= 12);  // the cuts inside the 12-byte preamble
 }
 
+// report.md's kernel table: long templated names shortened, short ones as they are.
+TEST_CASE("ShortKernelName keeps short names and elides the bulk of long templated ones") {
+  CHECK(ShortKernelName("ampere_sgemm_128x64_tn") == "ampere_sgemm_128x64_tn");
+  const std::string cutlass =
+      "void cutlass::Kernel2<cutlass_80_tensorop_s1688gemm_64x64_16x6_tn_align4>("
+      "cutlass_80_tensorop_s1688gemm_64x64_16x6_tn_align4::Params)";
+  CHECK(ShortKernelName(cutlass) ==
+        "cutlass::Kernel2<cutlass_80_tensorop_s1688gemm_64x64_16x6_tn_align4>(…)");
+  CHECK(ShortKernelName(cutlass, 200) == cutlass);
+  // One scope per qualified name; arguments of arguments elided.
+  CHECK(ShortKernelName("void cub::CUB_300001_SM_750::detail::for_each::static_kernel<cub::"
+                        "CUB_300001_SM_750::detail::for_each::policy_hub_t::policy_500_t, long, "
+                        "thrust::THRUST_300001_SM_750_NS::cuda_cub::__tabulate::functor<thrust::"
+                        "detail::normal_iterator<float*>, long> >(long, int)") ==
+        "for_each::static_kernel<policy_hub_t::policy_500_t, long, __tabulate::functor<…> >(…)");
+  // Still too long: every template argument elided. An anonymous namespace goes; empty
+  // parameters stay "()"; an operator is kept as written.
+  const std::string many(150, 'x');
+  CHECK(ShortKernelName("void (anonymous namespace)::k<" + many + ">()") == "k<…>()");
+  CHECK(ShortKernelName("void ns::Functor<" + many + ">::operator()<int>(int)", 60) ==
+        "ns::Functor<…>::operator()<int>(…)");
+}
+
 }  // namespace
 }  // namespace analyzer
 }  // namespace profagent
