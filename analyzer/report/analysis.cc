@@ -1650,7 +1650,17 @@ int FileAnalysis::Holding(int i, uint64_t t, const std::vector<int>& parent) con
   // make it long).
   for (int hops = 0; i >= 0 && hops < 64; ++hops) {
     const StepRec& s = steps_[size_t(i)];
-    if (t < s.end || t == s.start) return i;
+    if (t < s.end || t == s.start) {
+      // Steps that overlap without nesting (a scheduler thread opens the next step before the
+      // executor ends this one): t is the oldest open one's. A step that encloses i is i's
+      // parent in the other sense (nesting): the innermost holds t.
+      for (int p = parent[size_t(i)]; p >= 0 && ++hops < 64; p = parent[size_t(p)]) {
+        const StepRec& ps = steps_[size_t(p)];
+        if (ps.end >= steps_[size_t(i)].end || t >= ps.end) break;
+        i = p;
+      }
+      return i;
+    }
     i = parent[size_t(i)];
   }
   return -1;

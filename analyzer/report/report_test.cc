@@ -1988,6 +1988,39 @@ TEST_CASE("async scheduling: an op that starts between steps belongs to its laun
   }
 }
 
+// Async scheduling across threads: the scheduler opens step i+1 (start/end ranges, ended by
+// the executor) while the executor still works on step i. Work launched in the overlap is the
+// older step's, the one still open (the newest step used to win, leaving step i's tail in i+1).
+TEST_CASE("async scheduling: in overlapping steps, work belongs to the oldest open step") {
+  const std::string dir = TmpDir("overlap_steps");
+  {
+    ProfileBuilder b(dir + "/rank0.pb");
+    b.WriteHeader(0, 1, "h0", GPU_TIMING_CUPTI);
+    const uint32_t step = b.Str("step tokens=1");
+    for (uint64_t i = 0; i < 3; ++i) {  // [0, 100), [70, 200), [170, 300)
+      Event e = ProfileBuilder::Nvtx(step, (i == 0 ? 100 : 130) * kUs, 0);
+      e.clear_depth();
+      e.set_start_end(true);
+      b.Host(2, (i == 0 ? 0 : 100 * i - 30) * kUs, 0, e);
+    }
+    const uint64_t launches[] = {10, 80, 110, 180, 210};  // 80 and 180: in an overlap
+    uint64_t corr = 0;
+    for (uint64_t at : launches) {
+      ++corr;
+      b.Host(2, at * kUs, corr, ProfileBuilder::Launch(b.Str("k" + std::to_string(corr)), 2 * kUs));
+    }
+    b.Flush();
+    for (uint64_t c = 1; c <= corr; ++c)
+      b.Device(0, (launches[c - 1] + 5) * kUs, c, Kernel(10 * kUs));
+    b.Close(true);
+  }
+  std::string printed;
+  REQUIRE(RunReport(dir, dir, ReportOptions(), &printed).ok());
+  std::vector<std::string> steps;
+  for (const auto& f : OpsRows(dir)) steps.push_back(f[2] + ":" + f[14]);
+  CHECK(steps == std::vector<std::string>{"k1:0", "k2:0", "k3:1", "k4:1", "k5:2"});
+}
+
 // Two threads serving concurrently, each 2 steps of 0.99 ms with 10 tokens, over the same 2 ms:
 // 40 tokens in 2 ms of wall time is 20000 tokens/s (the sum of step times, 3.96 ms, would
 // halve it). Per-step latency is unchanged.
