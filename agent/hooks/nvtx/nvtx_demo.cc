@@ -99,6 +99,23 @@ int main(int argc, char** argv) {
   snprintf(buf, sizeof(buf), "R other %llu %llu %llu %llu cross-thread", (unsigned long long)sb0,
            (unsigned long long)sa0, (unsigned long long)sb1, (unsigned long long)sa1);
   g_lines.push_back(buf);
+  // Opened on a thread that records nothing else (a Python scheduler thread), ended here.
+  uint64_t ob0 = 0, oa0 = 0;
+  nvtxRangeId_t opened = 0;
+  std::thread opener([&] {
+    nvtxNameOsThreadA(uint32_t(syscall(SYS_gettid)), "nvtx-scheduler");
+    ob0 = MonoNs();
+    opened = nvtxRangeStartA("opened-elsewhere");
+    oa0 = MonoNs();
+  });
+  opener.join();
+  const uint64_t ob1 = MonoNs();
+  nvtxRangeEnd(opened);
+  const uint64_t oa1 = MonoNs();
+  snprintf(buf, sizeof(buf), "R other %llu %llu %llu %llu opened-elsewhere",
+           (unsigned long long)ob0, (unsigned long long)oa0, (unsigned long long)ob1,
+           (unsigned long long)oa1);
+  g_lines.push_back(buf);
   // A mark.
   uint64_t mb = MonoNs();
   nvtxMarkA("checkpoint");

@@ -148,8 +148,8 @@ TEST_CASE("every NVTX range of an unmodified program is recorded with the right 
   const std::string dir = profagent::testing::MakeTempDir("nvtx_e2e");
   REQUIRE(!dir.empty());
   const std::vector<Truth> truth = ParseTruth(RunDemo(dir, ""));
-  // 2 nested + 10 step/sampler + cross + mark + layer + wide + plugin + run
-  REQUIRE(truth.size() == 18);
+  // 2 nested + 10 step/sampler + 2 cross-thread + mark + layer + wide + plugin + run
+  REQUIRE(truth.size() == 19);
   const Parsed p = ParseFile(OnlyPbFile(dir));
   CHECK(p.footer);
 
@@ -165,7 +165,7 @@ TEST_CASE("every NVTX range of an unmodified program is recorded with the right 
       default: break;
     }
   }
-  REQUIRE(ranges.size() == 17);
+  REQUIRE(ranges.size() == 18);
   // nvtxNameOsThread names the track of the thread it names, before or after its first event.
   std::multiset<std::string> names;
   for (const auto& kv : p.thread_names) names.insert(kv.second);
@@ -176,6 +176,12 @@ TEST_CASE("every NVTX range of an unmodified program is recorded with the right 
       CHECK(p.thread_names.at(ev.thread) == "nvtx-worker");  // ended on the worker
       REQUIRE(ev.e.start_thread() != 0);                     // started on the main thread
       CHECK(p.thread_names.at(ev.e.start_thread()) == "engine-main");
+    }
+    // Started by a thread with no other event: that thread's, named.
+    if (ev.e.kind() == profagent::EV_NVTX_RANGE && p.S(ev.e.name()) == "opened-elsewhere") {
+      REQUIRE(ev.e.start_thread() != 0);
+      CHECK(ev.e.start_thread() != ev.thread);
+      CHECK(p.thread_names.at(ev.e.start_thread()) == "nvtx-scheduler");
     }
     if (ev.e.kind() == profagent::EV_NVTX_MARK) {
       CHECK(p.thread_names.at(ev.thread) == "engine-main");
@@ -233,7 +239,10 @@ TEST_CASE("every NVTX range of an unmodified program is recorded with the right 
   // The dlopened library's own NVTX instance reached the injection too.
   CHECK(one("plugin range").depth() == 1);
   // Only the start/end range says so (the analyzer gives those tracks of their own).
-  for (const auto& kv : ranges) CHECK(kv.second->e.start_end() == (kv.first == "cross-thread"));
+  for (const auto& kv : ranges) {
+    CHECK(kv.second->e.start_end() ==
+          (kv.first == "cross-thread" || kv.first == "opened-elsewhere"));
+  }
   // The cross-thread range was ended on another thread: recorded there.
   const Ev& cross = *ranges.find("cross-thread")->second;
   const Ev& outer = *ranges.find("outer")->second;
@@ -241,8 +250,8 @@ TEST_CASE("every NVTX range of an unmodified program is recorded with the right 
   // Mark.
   REQUIRE(marks.size() == 1);
   CHECK(p.S(marks[0]->e.name()) == "checkpoint");
-  CHECK(marks[0]->start >= truth[13].b0 - kTolNs);
-  CHECK(marks[0]->start <= truth[13].a0 + kTolNs);
+  CHECK(marks[0]->start >= truth[14].b0 - kTolNs);
+  CHECK(marks[0]->start <= truth[14].a0 + kTolNs);
   // Steps: five, parsed, in the run, with the times of their ranges.
   REQUIRE(steps.size() == 5);
   auto step_range = ranges.lower_bound("step phase=decode tokens=8 kv=100,300 bsz=2");
@@ -340,7 +349,7 @@ TEST_CASE("PROFAGENT_ENABLE=0: no injection, no file, same program output") {
   const std::string dir = profagent::testing::MakeTempDir("nvtx_e2e_off");
   REQUIRE(!dir.empty());
   const std::string out = RunDemo(dir, "PROFAGENT_ENABLE=0");
-  CHECK(ParseTruth(out).size() == 18);
+  CHECK(ParseTruth(out).size() == 19);
   CHECK(profagent::testing::ListDir(dir).empty());
 }
 

@@ -425,6 +425,14 @@ int DoPop(const Domain* dom) {
 }
 
 // ---- Start/end ----------------------------------------------------------------------------
+
+// The starting thread of a start/end range: registered now if it has recorded nothing yet (a
+// Python scheduler thread that only opens steps), so the range is drawn on its track and its
+// nvtxNameOsThread name is kept, not left to whichever thread ends it.
+uint32_t StartingThread() {
+  const uint32_t t = CurrentThreadIndex();
+  return t != 0 || !Recording() ? t : RegisterCurrentThread();
+}
 // Slow path: a start whose probes found the table full goes to the overflow map.
 __attribute__((noinline)) void StartOverflow(uint64_t id, const Domain* dom, const MsgSrc& m,
                                              uint64_t t0) {
@@ -434,7 +442,7 @@ __attribute__((noinline)) void StartOverflow(uint64_t id, const Domain* dom, con
     Capture(&r, dom, m);
     r.cookie = ModelStart(r);
     r.t0 = t0;
-    r.start_thread = CurrentThreadIndex();
+    r.start_thread = StartingThread();
     std::lock_guard<std::mutex> l(g_start_overflow_mu);
     if (g_start_overflow == nullptr) {
       g_start_overflow = new std::unordered_map<uint64_t, OpenRange>();
@@ -477,7 +485,7 @@ nvtxRangeId_t DoStart(const Domain* dom, const MsgSrc& m) {
         Capture(&slot.r, dom, m);
         slot.r.cookie = ModelStart(slot.r);
         slot.r.t0 = t0;
-        slot.r.start_thread = CurrentThreadIndex();
+        slot.r.start_thread = StartingThread();
         slot.key.store(id, std::memory_order_release);
         return id;
       }
