@@ -968,10 +968,11 @@ TEST_CASE("Schedule + graph step rule, CUDA events: only the active steps' launc
 }
 
 // PROFAGENT_CAPTURE=cudaProfilerApi: only what runs between cudaProfilerStart and Stop.
-void CheckCaptureRange(const std::string& timing) {
+// `handle`: the program calls them through a dlopen handle (CUPTI's callbacks see them).
+void CheckCaptureRange(const std::string& timing, bool handle = false) {
   Scenario s(("range_" + timing).c_str(),
              "PROFAGENT_GPU_TIMING=" + timing + " PROFAGENT_CAPTURE=cudaProfilerApi",
-             kPkg + "rt_range");
+             kPkg + "rt_range" + (handle ? " handle" : ""));
   REQUIRE(s.run.code == 0);
   CHECK(s.run.out == "errors=0\n");
   REQUIRE(s.loaded);
@@ -1024,6 +1025,10 @@ TEST_CASE("Capture range cudaProfilerApi, CUPTI: only the work between start and
 
 TEST_CASE("Capture range cudaProfilerApi, CUDA events: only the work between start and stop") {
   CheckCaptureRange("events");
+}
+
+TEST_CASE("Capture range from calls through a dlopen handle, CUPTI: seen by its callbacks") {
+  CheckCaptureRange("cupti", /*handle=*/true);
 }
 
 TEST_CASE("Runtime calls no interposer sees (a static runtime): CUDA injection + CUPTI record them") {

@@ -1056,6 +1056,16 @@ void GraphNodeCallback(CUpti_CallbackId cbid, const void* data) {
   }
 }
 
+bool IsProfilerCall(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, bool start) {
+  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
+    return cbid == (start ? CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000
+                          : CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000);
+  }
+  return domain == CUPTI_CB_DOMAIN_DRIVER_API &&
+         cbid == (start ? CUPTI_DRIVER_TRACE_CBID_cuProfilerStart
+                        : CUPTI_DRIVER_TRACE_CBID_cuProfilerStop);
+}
+
 void CUPTIAPI ApiCallback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                           const void* data) {
   if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
@@ -1066,6 +1076,13 @@ void CUPTIAPI ApiCallback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId c
   const auto* cb = static_cast<const CUpti_CallbackData*>(data);
   ThreadState& ts = t_state;
   bool enter = cb->callbackSite == CUPTI_API_ENTER;
+  // cudaProfilerStart/Stop (or the driver's) not through the interposer, which handles its own:
+  // the range opens before the call is recorded and closes after it, as there.
+  const bool own = ts.in_runtime == 0 && !HookGuard::Active();
+  if (enter && own && IsProfilerCall(domain, cbid, /*start=*/true) &&
+      (domain == CUPTI_CB_DOMAIN_RUNTIME_API || ts.rt_cb_depth == 0)) {
+    SetCaptureRangeActive(true);
+  }
   if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
     if (enter) {
       if (ts.rt_cb_depth++ == 0) {
@@ -1084,6 +1101,14 @@ void CUPTIAPI ApiCallback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId c
         HookGuard g;
         RecordRuntimeFromCallback(cbid, cb, ts.rt_t0, t1);
       }
+      if (own && IsProfilerCall(domain, cbid, /*start=*/false)) SetCaptureRangeActive(false);
+    }
+    return;
+  }
+  if (IsProfilerCall(domain, cbid, true) || IsProfilerCall(domain, cbid, false)) {
+    // A driver call of the application's own (a runtime call's was handled as that call).
+    if (!enter && own && ts.rt_cb_depth == 0 && IsProfilerCall(domain, cbid, false)) {
+      SetCaptureRangeActive(false);
     }
     return;
   }
@@ -1374,6 +1399,9 @@ bool StartLocked(const std::string& explicit_path, const void* cudart_symbol,
   static const CUpti_CallbackId kRuntimeOptional[] = {
       kCbidLaunchKernel13,
       kCbidLaunchKernel13Ptsz,
+      // The capture range (PROFAGENT_CAPTURE=cudaProfilerApi) from calls no interposer sees.
+      CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000,
+      CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000,
       CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020,
       CUPTI_RUNTIME_TRACE_CBID_cudaMallocHost_v3020,
       CUPTI_RUNTIME_TRACE_CBID_cudaHostAlloc_v3020,
@@ -1482,6 +1510,11 @@ bool StartLocked(const std::string& explicit_path, const void* cudart_symbol,
       CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz,
   };
   for (CUpti_CallbackId id : kDriverMemory) {
+    a.enable_callback(1, g_subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id);
+  }
+  // The driver's capture range calls (numba's cuda.profile_start(), cuda-python).
+  for (CUpti_CallbackId id :
+       {CUPTI_DRIVER_TRACE_CBID_cuProfilerStart, CUPTI_DRIVER_TRACE_CBID_cuProfilerStop}) {
     a.enable_callback(1, g_subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id);
   }
   // Graph nodes (EV_GRAPH_NODE): without them, a kernel a graph runs is known by its launch

@@ -2,12 +2,16 @@
 // cudaProfilerStart/cudaProfilerStop pairs, as torch.cuda.profiler.start()/stop() or a
 // benchmark's "measure only this loop" wraps it. Memory is allocated outside the ranges and
 // freed inside and outside them. NVTX steps: one before, two inside the first range
-// (tokens=2 each), one after it. Exit code 0 when every call succeeded.
+// (tokens=2 each), one after it. Exit code 0 when every call succeeded. With the argument
+// `handle`, cudaProfilerStart/Stop are called through a dlopen handle of the runtime, as a
+// Python engine's ctypes.CDLL makes them: no LD_PRELOAD interposer sees those calls.
 #include <cuda_profiler_api.h>
 #include <cuda_runtime.h>
+#include <dlfcn.h>
 #include <nvtx3/nvToolsExt.h>
 
 #include <cstdio>
+#include <cstring>
 
 #include "agent/hooks/cuda_runtime/testdata/check.h"
 
@@ -15,8 +19,19 @@ __global__ void outside_kernel(float* p) {}
 __global__ void range1_kernel(float* p) {}
 __global__ void range2_kernel(float* p) {}
 
+cudaError_t (*start_fn)() = cudaProfilerStart;
+cudaError_t (*stop_fn)() = cudaProfilerStop;
+#define cudaProfilerStart start_fn
+#define cudaProfilerStop stop_fn
 
-int main() {
+int main(int argc, char** argv) {
+  if (argc > 1 && strcmp(argv[1], "handle") == 0) {
+    void* rt = dlopen("libcudart.so.13", RTLD_NOW | RTLD_LOCAL);
+    if (rt == nullptr) return 2;
+    start_fn = reinterpret_cast<cudaError_t (*)()>(dlsym(rt, "cudaProfilerStart"));
+    stop_fn = reinterpret_cast<cudaError_t (*)()>(dlsym(rt, "cudaProfilerStop"));
+    if (start_fn == nullptr || stop_fn == nullptr) return 2;
+  }
   float *a = nullptr, *b = nullptr, *c = nullptr;
   float host[256] = {};
   cudaStream_t s;
