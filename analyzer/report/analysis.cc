@@ -2908,6 +2908,17 @@ void FileAnalysis::Finish2() {
                                                    "their kernel's timed mean)")
                                     : std::string()));
   }
+  if (host_mode_ && launches_ == 0 && !steps_.empty() &&
+      (timing_ == GPU_TIMING_HOST || timing_ == GPU_TIMING_EVENTS)) {
+    // Steps but no CUDA work at all, where only the interposers see calls.
+    warnings_.push_back(absl::StrCat(
+        path_, ": ", steps_.size(),
+        " steps but no kernel launch or device op recorded (GPU timing ", TimingName(timing_),
+        timing_reason_.empty() ? "" : ": ", timing_reason_,
+        "); if the program did launch work, its calls went through a library handle of their "
+        "own (ctypes, dlsym) or a runtime the agent was not preloaded into, which only CUPTI "
+        "timing sees"));
+  }
   if (unmatched_ops_ > 0) {
     warnings_.push_back(absl::StrCat(path_, ": ", unmatched_ops_,
                                      " device ops without a matching launch (correlation id)"));

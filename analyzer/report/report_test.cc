@@ -3029,6 +3029,30 @@ TEST_CASE("ShortKernelName keeps short names and elides the bulk of long templat
         "ns::Functor<…>::operator()<int>(…)");
 }
 
+// Events or host timing, steps, and not one launch: the calls bypassed the interposers (a ctypes
+// handle; an agent injected without LD_PRELOAD): a warning says so. A CPU-only process (no
+// timing set up) and a CUPTI-timed one get none.
+TEST_CASE("steps without any CUDA work under events or host timing: a warning says why") {
+  for (GpuTimingMode timing :
+       {GPU_TIMING_EVENTS, GPU_TIMING_HOST, GPU_TIMING_UNKNOWN, GPU_TIMING_CUPTI}) {
+    INFO(int(timing));
+    const std::string dir = TmpDir("no_cuda_work_" + std::to_string(int(timing)));
+    {
+      ProfileBuilder b(dir + "/rank0.pb");
+      b.WriteHeader(0, 1, "h0", timing);
+      const uint32_t step = b.Str("step tokens=1");
+      for (uint64_t i = 0; i < 3; ++i) {
+        b.Host(1, i * 100 * kUs, 0, ProfileBuilder::Nvtx(step, 50 * kUs, 0));
+      }
+      b.Close(true);
+    }
+    auto s = BuildSummary({dir + "/rank0.pb"}, ReportOptions(), "");
+    REQUIRE(s.ok());
+    const bool want = timing == GPU_TIMING_EVENTS || timing == GPU_TIMING_HOST;
+    CHECK(HasWarning(*s, "3 steps but no kernel launch or device op recorded") == want);
+  }
+}
+
 }  // namespace
 }  // namespace analyzer
 }  // namespace profagent

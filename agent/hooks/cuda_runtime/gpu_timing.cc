@@ -1,7 +1,7 @@
 #include "agent/hooks/cuda_runtime/gpu_timing.h"
 
 #include <cuda_runtime_api.h>
-
+#include <dlfcn.h>
 #include <sched.h>
 
 #include <mutex>
@@ -32,6 +32,20 @@ std::string& CuptiWhy() {
   return *s;
 }
 
+// Whether the application's CUDA runtime calls reach this library's interposers: false when
+// the agent was loaded by the driver (CUDA_INJECTION64_PATH) without LD_PRELOAD, where the
+// symbol lookup finds the runtime's own functions first.
+bool InterposersSeeCalls() {
+  void* found = dlsym(RTLD_DEFAULT, "cudaLaunchKernel");
+  if (found == nullptr) return true;  // no runtime in the global lookup: nothing to compare
+  Dl_info theirs{}, ours{};
+  if (dladdr(found, &theirs) == 0 ||
+      dladdr(reinterpret_cast<const void*>(&InterposersSeeCalls), &ours) == 0) {
+    return true;
+  }
+  return theirs.dli_fbase == ours.dli_fbase;
+}
+
 // `from_injection`: inside InitializeInjection (cuInit): no CUDA runtime calls.
 void Decide(bool from_injection) {
   HookGuard guard;  // CUDA calls made while deciding are the agent's own
@@ -41,7 +55,19 @@ void Decide(bool from_injection) {
   g_launch_api_sample = cfg.launch_api_sample == 0 ? 1 : cfg.launch_api_sample;
   uint8_t mode = kHost;
   std::string reason;
-  switch (cfg.gpu_timing) {
+  // Injected only: CUDA-event and host timing would see no call at all; CUPTI's callbacks see
+  // them all, so it is used whatever was asked.
+  GpuTimingWanted wanted = cfg.gpu_timing;
+  std::string unseen;
+  if (from_injection && wanted != GpuTimingWanted::kOff && !InterposersSeeCalls()) {
+    unseen =
+        "injected through CUDA_INJECTION64_PATH without LD_PRELOAD, the interposers see no "
+        "CUDA call";
+    if (wanted == GpuTimingWanted::kEvents || wanted == GpuTimingWanted::kHost) {
+      wanted = GpuTimingWanted::kCupti;
+    }
+  }
+  switch (wanted) {
     case GpuTimingWanted::kOff:
       mode = kOff;
       reason = "PROFAGENT_GPU_TIMING=off";
@@ -56,6 +82,13 @@ void Decide(bool from_injection) {
       if (cupti::StartCupti(cfg.cupti_path, cudart, &why)) {
         mode = kCupti;
         reason = why;
+        if (!unseen.empty() && wanted != cfg.gpu_timing) {
+          reason += "; " + unseen + ", so CUPTI instead of the PROFAGENT_GPU_TIMING asked";
+        }
+        break;
+      }
+      if (!unseen.empty()) {
+        reason = why + "; " + unseen + ": no CUDA call or device op is recorded (NVTX only)";
         break;
       }
       if (cfg.gpu_timing == GpuTimingWanted::kCupti) {

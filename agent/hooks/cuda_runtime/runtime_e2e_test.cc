@@ -703,6 +703,39 @@ TEST_CASE("CUDA_INJECTION64_PATH style: InitializeInjection alone records throug
   CHECK(p.Kind(EV_MEMSET).size() == 1);
 }
 
+// Injected only, CUDA-event or host timing would see no call (the interposers are not in the
+// application's lookup): CUPTI is used instead, and said why; without CUPTI the log says that
+// nothing but NVTX can be recorded.
+TEST_CASE("CUDA_INJECTION64_PATH alone with events or host timing asked: CUPTI instead, said") {
+  for (const char* timing : {"events", "host"}) {
+    INFO(timing);
+    std::string dir = MakeTempDir("inject_events");
+    RunResult r = Run(dir,
+                      "GPUSIM_TRUTH=" + dir + "/truth.json PROFAGENT_OUTPUT=" + dir +
+                          "/prof PROFAGENT_GPU_TIMING=" + timing,
+                      kPkg + "rt_inject " + AgentPath());
+    REQUIRE(r.code == 0);
+    CHECK(r.out == "init=1,1 sync=0\n");
+    Profile p;
+    REQUIRE(LoadProfile(dir + "/prof", &p));
+    if (CuptiUnavailable(p)) return;
+    CHECK(p.reason.find("without LD_PRELOAD") != std::string::npos);
+    Scenario s;
+    s.truth = ReadTruth(dir + "/truth.json");
+    s.prof = p;
+    CheckLaunchesMatchTruth(s, /*by_corr=*/true);
+    CheckDeviceDurations(s, false);
+  }
+  std::string dir = MakeTempDir("inject_nocupti");
+  RunResult r = Run(dir, "GPUSIM_CUPTI_FAIL=999 PROFAGENT_OUTPUT=" + dir + "/prof",
+                    kPkg + "rt_inject " + AgentPath());
+  REQUIRE(r.code == 0);
+  CHECK(r.out == "init=1,1 sync=0\n");
+  INFO(r.err);
+  CHECK(r.err.find("GPU timing: host") != std::string::npos);
+  CHECK(r.err.find("no CUDA call or device op is recorded (NVTX only)") != std::string::npos);
+}
+
 TEST_CASE("PROFAGENT_STACKS=N attaches a host stack to 1 launch in N") {
   Scenario s1("stacks1", "PROFAGENT_GPU_TIMING=host PROFAGENT_STACKS=1", kPkg + "rt_workload");
   REQUIRE(s1.loaded);
