@@ -361,6 +361,42 @@ std::optional<KvBinMetric> KvBinMetricFor(const std::string& name) {
   return m;
 }
 
+// The non-warm-up runs' values of a KV bin's metric (runs[].decode_length_buckets), where the
+// run has steps in the bin.
+std::vector<double> RunBinValues(const OJson& s, const KvBinMetric& bin) {
+  std::vector<double> v;
+  auto runs = s.find("runs");
+  if (runs == s.end() || !runs->is_array()) return v;
+  for (const OJson& r : *runs) {
+    if (!r.is_object()) continue;
+    auto w = r.find("warmup");
+    if (w != r.end() && w->is_boolean() && w->get<bool>()) continue;
+    auto bins = r.find("decode_length_buckets");
+    if (bins == r.end() || !bins->is_array()) continue;
+    for (const OJson& b : *bins) {
+      if (!b.is_object()) continue;
+      auto lo = b.find("lo"), hi = b.find("hi");
+      if (lo == b.end() || !lo->is_number() || lo->get<double>() != bin.lo) continue;
+      const bool open = hi == b.end() || hi->is_null();
+      if (open != std::isinf(bin.hi) ||
+          (!open && (!hi->is_number() || hi->get<double>() != bin.hi))) {
+        continue;
+      }
+      const OJson* x = nullptr;
+      if (bin.stat == "tokens_per_s") {
+        auto t = b.find("tokens_per_s");
+        if (t != b.end()) x = &*t;
+      } else if (auto lat = b.find("latency_ms"); lat != b.end() && lat->is_object()) {
+        auto t = lat->find(bin.stat);
+        if (t != lat->end()) x = &*t;
+      }
+      if (x != nullptr && x->is_number()) v.push_back(x->get<double>());
+      break;
+    }
+  }
+  return v;
+}
+
 std::optional<Statistic> StepStatisticFor(const std::string& name) {
   static const std::pair<const char*, Statistic> kMap[] = {
       {"stats.step_latency_ms.mean", Statistic::kMean},
@@ -1062,6 +1098,14 @@ DiffResult DiffSummaries(const OJson& base, const OJson& now, const DiffOptions&
             m.test = absl::StrCat(steps, "step ", bin->stat, " diff CI", level, " [", Fmt(ci.first),
                                   ", ", Fmt(ci.second),
                                   "] ms; MWU p=", FmtP(MannWhitneyP(ta, tb), options.alpha));
+          }
+          // And over runs, as the whole-profile statistics: the bin moved in every run.
+          const std::vector<double> va = RunBinValues(base, *bin), vb = RunBinValues(now, *bin);
+          if (va.size() >= 2 && vb.size() >= 2) {
+            const double p = WelchSamplesP(va, vb);
+            m.significant = m.significant && p < options.alpha;
+            absl::StrAppend(&m.test, "; runs (", va.size(), " vs ", vb.size(),
+                            ") Welch p=", FmtP(p, options.alpha));
           }
         }
       } else if (name.rfind("runs_aggregate.", 0) == 0 && EndsWith(name, ".mean") && runs_a >= 2 &&

@@ -505,6 +505,46 @@ TEST_CASE("step statistics must move across runs, not in one run") {
   CHECK(Find(d, "stats.total_time_ms")->verdict == Verdict::kInfo);
 }
 
+// The same for a KV bin's statistics: every step at KV length 100 (bin [0-512)), per-run bins
+// as the report writes them. One slow run is noise there too; every run slower, a regression.
+TEST_CASE("KV bin statistics must move across runs, not in one run") {
+  auto with_bins = [](nlohmann::ordered_json j) {
+    auto bin = [](const nlohmann::ordered_json& st) {
+      return nlohmann::ordered_json::array({{{"lo", 0},
+                                             {"hi", 512},
+                                             {"steps", st["steps"]},
+                                             {"tokens", st["tokens"]},
+                                             {"latency_ms", st["step_latency_ms"]},
+                                             {"tokens_per_s", st["tokens_per_s"]}}});
+    };
+    j["stats"]["step_kv_samples"] =
+        std::vector<double>(j["stats"]["step_latency_ms_samples"].size(), 100.0);
+    j["decode_length_buckets"] = bin(j["stats"]);
+    for (auto& r : j["runs"]) r["decode_length_buckets"] = bin(r["stats"]);
+    return j;
+  };
+  auto base = with_bins(MakeSummary(4, 50, 1, [](int r, int i) { return 10 * Jitter(r, i); }));
+  auto one_run = with_bins(
+      MakeSummary(4, 50, 1, [](int r, int i) { return (r == 2 ? 16 : 10) * Jitter(r, i); }));
+  DiffResult d = DiffSummaries(base, one_run, DiffOptions());
+  for (const char* name : {"decode_length_buckets[0-512].latency_ms.mean",
+                           "decode_length_buckets[0-512].tokens_per_s"}) {
+    INFO(name);
+    const MetricDiff* m = Find(d, name);
+    REQUIRE(m != nullptr);
+    CHECK(m->tested);
+    CHECK(m->verdict == Verdict::kNoise);
+    CHECK(m->test.find("bin steps 200 vs 200") != std::string::npos);
+    CHECK(m->test.find("runs (4 vs 4) Welch p=") != std::string::npos);
+  }
+  CHECK(d.regressions == 0);
+  auto every_run =
+      with_bins(MakeSummary(4, 50, 1, [](int r, int i) { return 11.5 * Jitter(r, i); }));
+  d = DiffSummaries(base, every_run, DiffOptions());
+  CHECK(Find(d, "decode_length_buckets[0-512].latency_ms.mean")->verdict == Verdict::kRegression);
+  CHECK(Find(d, "decode_length_buckets[0-512].tokens_per_s")->verdict == Verdict::kRegression);
+}
+
 // Without runs, a stretch of slow steps in one profile (a burst of load) is tested in blocks
 // of consecutive steps: the i.i.d. bootstrap's interval is much narrower than the block one.
 TEST_CASE("a burst of slow steps is resampled in blocks") {
