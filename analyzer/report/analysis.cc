@@ -1053,7 +1053,9 @@ class FileAnalysis : public ViewVisitor {
     std::map<std::string, CollAgg>::iterator row;  // its "in graph" row of colls_
   };
   absl::flat_hash_map<uint64_t, std::vector<GraphKernel>> graph_kernels_;
-  std::map<std::pair<std::string, uint64_t>, uint64_t> captured_ordinal_;  // (uid, pair) -> next
+  // (uid, pair, the member's rank) -> next: each rank's k-th capture of a call meets the others'
+  // (one file can hold several ranks of a communicator: ncclCommInitAll, a thread per GPU).
+  std::map<std::tuple<std::string, uint64_t, int>, uint64_t> captured_ordinal_;
   // The last device ops a launch took from pending_op_ (their record came first): the NCCL call
   // that made the launch is recorded when it returns, after the launch, and finds its kernel
   // here.
@@ -2040,7 +2042,7 @@ void FileAnalysis::Host2(const EventView& e) {
         if (open == capturing_.end()) break;
         const uint64_t pair = PairKey(LowerOp(op), cit->second.rank, c.peer());
         const std::string& comm_uid = cit->second.unique_id;
-        const uint64_t ordinal = captured_ordinal_[{comm_uid, pair}]++;
+        const uint64_t ordinal = captured_ordinal_[{comm_uid, pair, cit->second.rank}]++;
         const std::string lop = LowerOp(op);
         const uint64_t bytes = CollSize(lop, false, c.bytes(), c.recv_bytes(), n);
         open->second->push_back(CapturedCall{

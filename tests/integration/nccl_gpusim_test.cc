@@ -506,6 +506,30 @@ TEST_CASE("One process with a thread per NCCL rank: one file, its lowest rank, n
   }
 }
 
+// nccl-tests -t 2 -G: one file holds both ranks, each capturing an AllReduce and a Send/Recv
+// ring into a graph launched 4 times. Each rank's k-th execution meets the other's: every
+// execution is matched, none is "seen on only some ranks" (before, the two ranks' captures were
+// numbered in one sequence and never met).
+TEST_CASE("One process with a thread per rank, collectives in CUDA graphs: all matched") {
+  const std::string out = FreshDir("nccl_thread_graphs");
+  std::string log;
+  const int rc = RunOnGpusim(out, "GPUSIM_DEVICES=2 PROFAGENT_GPU_TIMING=cupti",
+                             Runfile("tests/integration/nccl_thread_ranks") + " 2 graph", &log);
+  INFO(log);
+  REQUIRE(rc == 0);
+  const nlohmann::json sum = ReportOf(out);
+  const nlohmann::json& c = sum["collectives"];
+  INFO(c.dump(1));
+  INFO(sum["meta"]["warnings"].dump());
+  // 2 ranks x 4 launches x 2 kernels (the AllReduce's, the ring's fused SendRecv).
+  CHECK(c["in_graph"]["kernels_matched"] == 16);
+  CHECK(c["in_graph"]["kernels_unmatched"] == 0);
+  // 3 eager AllReduces, then per launch: the AllReduce and each direction of the ring.
+  CHECK(c["stragglers"]["calls_matched"] == 3 + 4 * 3);
+  CHECK(c["stragglers"]["calls_incomplete"] == 0);
+  CHECK(sum["meta"]["warnings"].dump().find("seen on only some") == std::string::npos);
+}
+
 // A group of 100 AllReduces (more than the 64 members the agent first makes room for): every
 // call joined to the group's kernel, each charged its share of it (before, the calls past the
 // 64th had no kernel and the report's time source was "mixed").
