@@ -3976,10 +3976,12 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
   strag["calls_matched"] = matched;
   strag["calls_incomplete"] = partial;
   if (partial > 0) {
-    warnings.push_back(absl::StrCat(
-        partial, " collective or point-to-point calls were seen on only some of their "
-                 "communicator's ranks (rank files missing, not selected with --ranks, or not "
-                 "recorded: PROFAGENT_RANKS): left out of the waits and the straggler"));
+    warnings.push_back(
+        absl::StrCat(partial,
+                     " collective or point-to-point calls were seen on only some of their "
+                     "communicator's ranks (rank files missing, not selected with --ranks, not "
+                     "recorded: PROFAGENT_RANKS, or after the end of a rank's file: a process "
+                     "stopped before the others): left out of the waits and the straggler"));
   }
   strag["skew_us"] = LatJson(skew, 1e-3);
   Json wbr = Json::object(), lac = Json::object();

@@ -222,7 +222,7 @@ void CapturedNote(const Json& c, std::string* md) {
   if (matched == 0 && unmatched == 0) {
     md->append(
         ", whose executions were not seen one by one (a graph launch is timed whole without "
-        "CUPTI): they are not in the table below, nor in the waits and stragglers.\n\n");
+        "CUPTI): they are not in the collectives table, nor in the waits and stragglers.\n\n");
   } else {
     md->append(
         ", counted from their kernels (device time): in their calls' rows, with their sizes, "
