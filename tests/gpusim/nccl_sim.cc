@@ -44,8 +44,15 @@
 //
 // Threading: any thread may call; communicator objects are leaked at destroy (operations still
 // queued on streams keep using them). Not supported: user-defined reduction ops
-// (ncclRedOpCreatePreMulSum), window/device APIs, ncclCommShrink/Revoke, non-blocking configs
-// (treated as blocking).
+// (ncclRedOpCreatePreMulSum), window/device APIs, ncclCommShrink/Revoke, non-blocking splits
+// inside a group (blocking there).
+//
+// Non-blocking communicators (ncclConfig_t.blocking = 0 for ncclCommInitRankConfig,
+// ncclCommInitRankScalable, ncclCommSplit outside a group): the call completes the work but
+// returns ncclInProgress; until ncclCommGetAsyncError has reported ncclInProgress once (the next
+// call reports ncclSuccess), the communicator is not ready: ncclCommCount/UserRank/CuDevice and
+// collectives on it fail with ncclInvalidArgument and set the last error, as NCCL 2.28's
+// ncclCommEnsureReady does.
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/futex.h>
@@ -86,6 +93,7 @@ struct ncclComm {
   std::vector<uint64_t> recv_seq;    // per peer
   uint64_t split_seq;
   std::atomic<int> async_error;
+  std::atomic<bool> not_ready{false};  // non-blocking, ncclCommGetAsyncError not yet polled
   bool destroyed;
 };
 
@@ -200,6 +208,10 @@ const Params& P() {
 
 std::mutex g_err_mu;
 std::string* g_last_error = new std::string;
+
+// NCCL's message for a non-blocking communicator used before it is ready.
+constexpr const char* kNotReady =
+    "Attempt to use communicator before the previous operation returned ncclSuccess";
 
 ncclResult_t Fail(ncclResult_t r, const char* fmt, ...) {
   char buf[512];
@@ -849,6 +861,7 @@ ncclResult_t CheckArgs(ncclComm_t comm, const void* sendbuff, const void* recvbu
                        ncclDataType_t dtype, ncclRedOp_t op, int root, bool needs_send,
                        bool needs_recv) {
   if (comm == nullptr || comm->destroyed) return Fail(ncclInvalidArgument, "invalid communicator");
+  if (comm->not_ready) return Fail(ncclInvalidArgument, "%s", kNotReady);
   if (TypeSize(dtype) == 0) return Fail(ncclInvalidArgument, "invalid datatype %d", dtype);
   if (op < 0 || op >= ncclNumOps) return Fail(ncclInvalidArgument, "invalid reduction op %d", op);
   if (root < -1 || root >= comm->nranks) return Fail(ncclInvalidArgument, "invalid root %d", root);
@@ -1022,6 +1035,15 @@ ncclResult_t FinishSplit(PendingSplit* ps, bool defer_init) {
   return ncclSuccess;
 }
 
+bool NonBlocking(const ncclConfig_t* config) { return config != nullptr && config->blocking == 0; }
+
+// A non-blocking call's end: the communicator is not ready until polled.
+ncclResult_t InProgress(ncclComm_t c) {
+  c->not_ready = true;
+  c->async_error = ncclInProgress;
+  return ncclInProgress;
+}
+
 ncclResult_t InitRank(ncclComm_t* out, int nranks, const ncclUniqueId& id, int rank) {
   if (out == nullptr) return Fail(ncclInvalidArgument, "comm is NULL");
   if (nranks < 1 || rank < 0 || rank >= nranks) {
@@ -1076,14 +1098,16 @@ ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId id, int
 }
 
 ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId id, int rank,
-                                    ncclConfig_t* /*config*/) {
-  return InitRank(comm, nranks, id, rank);
+                                    ncclConfig_t* config) {
+  const ncclResult_t r = InitRank(comm, nranks, id, rank);
+  return r == ncclSuccess && NonBlocking(config) && t_group.depth == 0 ? InProgress(*comm) : r;
 }
 
 ncclResult_t ncclCommInitRankScalable(ncclComm_t* comm, int nranks, int rank, int nids,
-                                      ncclUniqueId* ids, ncclConfig_t* /*config*/) {
+                                      ncclUniqueId* ids, ncclConfig_t* config) {
   if (nids < 1 || ids == nullptr) return Fail(ncclInvalidArgument, "no unique ids");
-  return InitRank(comm, nranks, ids[0], rank);
+  const ncclResult_t r = InitRank(comm, nranks, ids[0], rank);
+  return r == ncclSuccess && NonBlocking(config) && t_group.depth == 0 ? InProgress(*comm) : r;
 }
 
 ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* devlist) {
@@ -1096,7 +1120,7 @@ ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* devlist) {
 }
 
 ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
-                           ncclConfig_t* /*config*/) {
+                           ncclConfig_t* config) {
   if (comm == nullptr || newcomm == nullptr) return Fail(ncclInvalidArgument, "NULL argument");
   // Exchange (color, key) among the parent's ranks: publish ours now; the rest waits for the
   // others, at once or, inside a group (one thread splitting several ranks' communicators, as
@@ -1119,7 +1143,8 @@ ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newc
     t_group.pending_splits.push_back(std::move(ps));
     return ncclSuccess;
   }
-  return FinishSplit(&ps, /*defer_init=*/false);
+  const ncclResult_t r = FinishSplit(&ps, /*defer_init=*/false);
+  return r == ncclSuccess && NonBlocking(config) && *newcomm != nullptr ? InProgress(*newcomm) : r;
 }
 
 ncclResult_t ncclCommFinalize(ncclComm_t comm) {
@@ -1136,18 +1161,21 @@ ncclResult_t ncclCommAbort(ncclComm_t comm) { return ncclCommDestroy(comm); }
 
 ncclResult_t ncclCommCount(const ncclComm_t comm, int* count) {
   if (comm == nullptr || count == nullptr) return Fail(ncclInvalidArgument, "NULL argument");
+  if (comm->not_ready) return Fail(ncclInvalidArgument, "%s", kNotReady);
   *count = comm->nranks;
   return ncclSuccess;
 }
 
 ncclResult_t ncclCommUserRank(const ncclComm_t comm, int* rank) {
   if (comm == nullptr || rank == nullptr) return Fail(ncclInvalidArgument, "NULL argument");
+  if (comm->not_ready) return Fail(ncclInvalidArgument, "%s", kNotReady);
   *rank = comm->rank;
   return ncclSuccess;
 }
 
 ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int* device) {
   if (comm == nullptr || device == nullptr) return Fail(ncclInvalidArgument, "NULL argument");
+  if (comm->not_ready) return Fail(ncclInvalidArgument, "%s", kNotReady);
   *device = comm->device;
   return ncclSuccess;
 }
@@ -1155,6 +1183,8 @@ ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int* device) {
 ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* async_error) {
   if (comm == nullptr || async_error == nullptr) return Fail(ncclInvalidArgument, "NULL argument");
   *async_error = static_cast<ncclResult_t>(comm->async_error.load());
+  // A non-blocking call in progress: reported once, then done.
+  if (comm->not_ready.exchange(false)) comm->async_error = ncclSuccess;
   return ncclSuccess;
 }
 

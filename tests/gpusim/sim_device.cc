@@ -41,7 +41,6 @@ struct State {
   std::shared_mutex kernels_mu;
   std::unordered_map<const void*, Kernel*> kernels_by_fn;
   std::unordered_set<const void*> kernel_handles;
-  std::unordered_set<const Module*> modules;  // registered fat binaries
 
   std::shared_mutex streams_mu;          // guards `streams` (read on every stream lookup)
   std::unordered_set<Stream*> streams;   // live created / per-thread streams
@@ -556,18 +555,30 @@ void ChooseImage(const void* fat_cubin, int device_arch, int* ptx_version, int* 
   }
 }
 
+// Registered fat binaries. Not in State: registration runs at load time, before main, and must
+// not start the device (its threads), which a later fork() would leave unusable in the child
+// (a program that forks its ranks before any CUDA call), as CUDA initializes lazily too.
+std::mutex& ModulesMutex() {
+  static auto* mu = new std::mutex();
+  return *mu;
+}
+std::unordered_set<const Module*>& Modules() {
+  static auto* modules = new std::unordered_set<const Module*>();
+  return *modules;
+}
+
 Module* RegisterModule(const void* fat_cubin) {
   Module* m = new Module();
   ChooseImage(fat_cubin, 90, &m->ptx_version, &m->binary_version);
-  std::unique_lock<std::shared_mutex> lock(S().kernels_mu);
-  S().modules.insert(m);
+  std::lock_guard<std::mutex> lock(ModulesMutex());
+  Modules().insert(m);
   return m;
 }
 
 const Module* ModuleOf(void** handle) {
   const Module* m = reinterpret_cast<const Module*>(handle);
-  std::shared_lock<std::shared_mutex> lock(S().kernels_mu);
-  return S().modules.count(m) != 0 ? m : nullptr;
+  std::lock_guard<std::mutex> lock(ModulesMutex());
+  return Modules().count(m) != 0 ? m : nullptr;
 }
 
 Kernel* RegisterKernel(const void* host_fn, const char* mangled_name, const Module* module) {

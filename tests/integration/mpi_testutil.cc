@@ -62,6 +62,7 @@ class Loader : public analyzer::Visitor {
       o.end_ns = e.end_ns;
       o.handle = ev.handle();
       o.graph = ev.graph();
+      o.ret = ev.ret();
       p_->others.push_back(o);
     }
   }

@@ -42,6 +42,7 @@ struct OtherEvent {  // EV_GROUP, EV_COMM, EV_API
   std::string name;
   uint64_t start_ns = 0, end_ns = 0;
   uint64_t handle = 0, graph = 0;
+  int32_t ret = 0;  // the call's return code
 };
 
 struct RankProfile {

@@ -530,6 +530,57 @@ TEST_CASE("One process with a thread per rank, collectives in CUDA graphs: all m
   CHECK(sum["meta"]["warnings"].dump().find("seen on only some") == std::string::npos);
 }
 
+// Non-blocking communicators (ncclConfig_t.blocking = 0): world init and a split return
+// ncclInProgress and are polled with ncclCommGetAsyncError until ready (gpusim refuses queries
+// before that, as NCCL 2.28 does, recording an error). The agent asks nothing of a communicator
+// in progress, so the program finds no NCCL error left, and completes the registration once it
+// is ready: the halves' AllGathers gather 2 x 16 KiB with n = 2 in busbw, and the per-GPU view
+// is there (before: size 0 and no device, 16 KiB rows with n = 4, "Attempt to use communicator
+// before..." as the program's last error).
+TEST_CASE(
+    "Non-blocking NCCL communicators: registered once ready, the program's errors untouched") {
+  const std::string out = FreshDir("nccl_nonblocking");
+  std::string log;
+  const int rc = RunOnGpusim(out, "PROFAGENT_GPU_TIMING=cupti",
+                             Runfile("tests/gpusim/nccl_ranks") + " 4 nonblocking", &log);
+  INFO(log);
+  REQUIRE(rc == 0);
+  CHECK(log.find("FAIL") == std::string::npos);
+  CHECK(log.find("Attempt to use communicator") == std::string::npos);
+  const nlohmann::json sum = ReportOf(out);
+  const nlohmann::json& c = sum["collectives"];
+  INFO(c.dump(1));
+  int rows = 0;
+  for (const auto& o : c["ops"]) {
+    if (o["op"] == "AllGather") {
+      ++rows;
+      CHECK(o["count"] == 12);     // 3 per rank
+      CHECK(o["bytes"] == 32768);  // per call: 2 ranks x 4096 floats
+      CHECK(o["busbw_gbps"].get<double>() ==
+            Approx(o["algbw_gbps"].get<double>() * 0.5).epsilon(1e-3));  // (n - 1) / n, n = 2
+    } else if (o["op"] == "AllReduce") {
+      ++rows;
+      CHECK(o["busbw_gbps"].get<double>() ==
+            Approx(o["algbw_gbps"].get<double>() * 1.5).epsilon(1e-3));  // 2 (n - 1) / n, n = 4
+    }
+  }
+  CHECK(rows == 2);
+  CHECK(c["stragglers"]["calls_matched"] == 2 * 3 + 2);
+  CHECK(c["stragglers"]["calls_incomplete"] == 0);
+  CHECK(c["stragglers"]["wait_ms_by_gpu"].size() == 4);
+  // The failed ncclCommSplit at the end is recorded with its error on every rank.
+  std::vector<RankProfile> files = LoadProfileDir(out + "/prof");
+  REQUIRE(files.size() == 4);
+  for (const RankProfile& f : files) {
+    int failed = 0;
+    for (const OtherEvent& o : f.others) {
+      failed +=
+          o.kind == EV_COMM && o.name == "ncclCommSplit" && o.ret == 4;  // ncclInvalidArgument
+    }
+    CHECK(failed == 1);
+  }
+}
+
 // A group of 100 AllReduces (more than the 64 members the agent first makes room for): every
 // call joined to the group's kernel, each charged its share of it (before, the calls past the
 // 64th had no kernel and the report's time source was "mixed").

@@ -47,6 +47,7 @@
 #include <mutex>
 #include <new>
 #include <string>
+#include <unordered_map>
 
 #include "agent/core/agent.h"
 #include "agent/core/capture.h"
@@ -174,15 +175,38 @@ int CommCount(ncclComm_t comm) {
 
 uint64_t H(const void* p) { return reinterpret_cast<uint64_t>(p); }
 
+// Non-blocking communicators (ncclConfig_t.blocking = 0) whose creation returned
+// ncclInProgress: NCCL refuses queries on them (and records an error the application may read
+// with ncclGetLastError) until ncclCommGetAsyncError reports ncclSuccess. What is unknown
+// until then is asked at that point (CommReady).
+struct PendingComm {
+  uint64_t uid_hash;
+  const char* prefix;
+  uint64_t parent;
+  int rank;
+  int size;
+};
+std::mutex g_pending_mu;
+std::unordered_map<uint64_t, PendingComm>* g_pending = nullptr;  // leaked: used during exit
+std::atomic<int> g_pending_n{0};
+
 // Slow path: a communicator became known. Registers it with the core and (first real
-// multi-rank communicator of the process) sets the rank from NCCL.
+// multi-rank communicator of the process) sets the rank from NCCL. `ready`: false for a
+// non-blocking one still in progress (nothing is asked of NCCL then; CommReady completes it).
 CommSlot* AddComm(ncclComm_t comm, int rank, int size, uint64_t uid_hash, const char* prefix,
-                  ncclComm_t parent, bool rank_source) {
+                  ncclComm_t parent, bool rank_source, bool ready = true) {
   if (comm == nullptr) return nullptr;
-  const int device = CommDevice(comm);
+  const int device = ready ? CommDevice(comm) : -1;
   CommSlot* slot = g_comms.Insert(H(comm), rank, size, uid_hash, device);
   RegisterComm(H(comm), kLibNccl, H(comm), rank, size, UidString(prefix, uid_hash), device,
                H(parent));
+  if (!ready) {
+    std::lock_guard<std::mutex> lock(g_pending_mu);
+    if (g_pending == nullptr) g_pending = new std::unordered_map<uint64_t, PendingComm>();
+    if (g_pending->emplace(H(comm), PendingComm{uid_hash, prefix, H(parent), rank, size}).second) {
+      g_pending_n.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
   if (rank_source && size > 1 && rank >= 0) {
     // The process's rank: its lowest NCCL rank (threads that each own a rank, ncclCommInitAll),
     // whichever initialization finishes first.
@@ -195,6 +219,36 @@ CommSlot* AddComm(ncclComm_t comm, int rank, int size, uint64_t uid_hash, const 
     }
   }
   return slot;
+}
+
+// A non-blocking communicator became ready (ncclCommGetAsyncError said ncclSuccess): its rank,
+// size and device, asked now, replace the unknowns it was registered with (the analyzer keeps
+// a communicator's last definition).
+void CommReady(ncclComm_t comm) {
+  PendingComm p;
+  {
+    std::lock_guard<std::mutex> lock(g_pending_mu);
+    if (g_pending == nullptr) return;
+    auto it = g_pending->find(H(comm));
+    if (it == g_pending->end()) return;
+    p = it->second;
+    g_pending->erase(it);
+    g_pending_n.fetch_sub(1, std::memory_order_relaxed);
+  }
+  const int rank = p.rank >= 0 ? p.rank : CommUserRank(comm);
+  const int size = p.size > 0 ? p.size : CommCount(comm);
+  const int device = CommDevice(comm);
+  g_comms.Insert(H(comm), rank, size, p.uid_hash, device);
+  RegisterComm(H(comm), kLibNccl, H(comm), rank, size, UidString(p.prefix, p.uid_hash), device,
+               p.parent);
+}
+
+void ForgetPending(ncclComm_t comm) {
+  if (g_pending_n.load(std::memory_order_relaxed) == 0) return;
+  std::lock_guard<std::mutex> lock(g_pending_mu);
+  if (g_pending != nullptr && g_pending->erase(H(comm)) != 0) {
+    g_pending_n.fetch_sub(1, std::memory_order_relaxed);
+  }
 }
 
 // Hot path lookup with a slow-path fallback for communicators created before the agent loaded
@@ -674,6 +728,8 @@ PROFAGENT_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncc
   if ((rc == ncclSuccess || rc == ncclInProgress) && comm != nullptr) {
     AddComm(*comm, rank, nranks, uid, "nccl", nullptr, true);
     EmitComm(real.api, t0, rc, *comm, nullptr, rank, nranks);
+  } else {
+    EmitComm(real.api, t0, rc, nullptr, nullptr, rank, nranks);  // failed: made nothing
   }
   return rc;
 }
@@ -692,8 +748,10 @@ PROFAGENT_EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nrank
   const uint64_t t0 = Now();
   const ncclResult_t rc = fn(comm, nranks, commId, rank, config);
   if ((rc == ncclSuccess || rc == ncclInProgress) && comm != nullptr) {
-    AddComm(*comm, rank, nranks, uid, "nccl", nullptr, true);
+    AddComm(*comm, rank, nranks, uid, "nccl", nullptr, true, rc == ncclSuccess);
     EmitComm(real.api, t0, rc, *comm, nullptr, rank, nranks);
+  } else {
+    EmitComm(real.api, t0, rc, nullptr, nullptr, rank, nranks);
   }
   return rc;
 }
@@ -715,8 +773,10 @@ PROFAGENT_EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t* newcomm, int 
   const uint64_t t0 = Now();
   const ncclResult_t rc = fn(newcomm, nranks, myrank, nId, commIds, config);
   if ((rc == ncclSuccess || rc == ncclInProgress) && newcomm != nullptr) {
-    AddComm(*newcomm, myrank, nranks, uid, "nccl", nullptr, true);
+    AddComm(*newcomm, myrank, nranks, uid, "nccl", nullptr, true, rc == ncclSuccess);
     EmitComm(real.api, t0, rc, *newcomm, nullptr, myrank, nranks);
+  } else {
+    EmitComm(real.api, t0, rc, nullptr, nullptr, myrank, nranks);
   }
   return rc;
 }
@@ -744,6 +804,8 @@ PROFAGENT_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t* comm, int ndev, const 
     // One call, one event (its communicators are in the CommDefs): not one per device, each but
     // the first stretched over the agent's own bookkeeping.
     if (ndev > 0) EmitComm(real.api, t0, rc, comm[0], nullptr, 0, ndev, t1);
+  } else if (rc != ncclSuccess) {
+    EmitComm(real.api, t0, rc, nullptr, nullptr, -1, ndev, t1);
   }
   return rc;
 }
@@ -802,7 +864,8 @@ void AddChild(ncclComm_t parent, ncclComm_t child, int64_t color, uint32_t salt,
   if (child == nullptr) return;  // NCCL_SPLIT_NOCOLOR or excluded rank
   const int rank = rc == ncclSuccess ? CommUserRank(child) : -1;
   const int size = rc == ncclSuccess ? CommCount(child) : 0;
-  AddComm(child, rank, size, SplitHash(parent_hash, color, index, salt), "nccl", parent, false);
+  AddComm(child, rank, size, SplitHash(parent_hash, color, index, salt), "nccl", parent, false,
+          rc == ncclSuccess);
   EmitComm(api, t0, rc, child, parent, rank, size);
 }
 }  // namespace
@@ -827,6 +890,8 @@ PROFAGENT_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key,
       return rc;
     }
     AddChild(comm, *newcomm, color, /*salt=*/1, real.api, t0, rc);
+  } else if (rc != ncclSuccess && rc != ncclInProgress) {
+    EmitComm(real.api, t0, rc, nullptr, comm, -1, 0);
   }
   return rc;
 }
@@ -845,8 +910,11 @@ PROFAGENT_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksL
   const uint64_t t0 = Now();
   const ncclResult_t rc = fn(comm, excludeRanksList, excludeRanksCount, newcomm, config,
                              shrinkFlags);
-  if ((rc == ncclSuccess || rc == ncclInProgress) && newcomm != nullptr)
+  if ((rc == ncclSuccess || rc == ncclInProgress) && newcomm != nullptr) {
     AddChild(comm, *newcomm, 0, /*salt=*/2, real.api, t0, rc);
+  } else if (rc != ncclSuccess && rc != ncclInProgress) {
+    EmitComm(real.api, t0, rc, nullptr, comm, -1, 0);
+  }
   return rc;
 }
 
@@ -866,11 +934,31 @@ ncclResult_t EndComm(const Real& real, const char* name, ncclComm_t comm, bool f
   const uint64_t t0 = Now();
   const ncclResult_t rc = fn(comm);
   EmitComm(real.api, t0, rc, comm, nullptr, rank, size);
-  if (forget) g_comms.Remove(H(comm));
+  if (forget) {
+    ForgetPending(comm);
+    g_comms.Remove(H(comm));
+  }
   return rc;
 }
 }  // namespace
 }  // namespace profagent
+
+// Polled by the owner of a non-blocking communicator: a pass-through, which completes the
+// communicator's registration once NCCL reports it ready.
+PROFAGENT_EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
+  using namespace profagent;
+  using Fn = ncclResult_t (*)(ncclComm_t, ncclResult_t*);
+  static const Real real = Resolve("ncclCommGetAsyncError", "pncclCommGetAsyncError");
+  const Fn fn = reinterpret_cast<Fn>(real.fn);
+  if (fn == nullptr) return MissingReal("ncclCommGetAsyncError");
+  const ncclResult_t rc = fn(comm, asyncError);
+  if (__builtin_expect(g_pending_n.load(std::memory_order_relaxed) != 0, 0) && rc == ncclSuccess &&
+      asyncError != nullptr && *asyncError == ncclSuccess) {
+    HookGuard guard;
+    if (guard.outermost()) CommReady(comm);
+  }
+  return rc;
+}
 
 PROFAGENT_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) {
   static const profagent::Real real = profagent::Resolve("ncclCommDestroy", "pncclCommDestroy");

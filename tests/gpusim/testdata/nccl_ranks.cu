@@ -211,10 +211,29 @@ void RunChecks() {
   }
 }
 
+// Polls a non-blocking communicator until its last operation completed (NCCL's documented
+// pattern); false on an error.
+bool WaitReady(ncclComm_t comm) {
+  ncclResult_t state = ncclInProgress;
+  for (int i = 0; i < 1000000 && state == ncclInProgress; ++i) {
+    if (ncclCommGetAsyncError(comm, &state) != ncclSuccess) return false;
+  }
+  return state == ncclSuccess;
+}
+
 int RunRank(const ncclUniqueId& id, const std::string& mode) {
   cudaSetDevice(0);
   cudaStreamCreate(&g_stream);
-  ncclResult_t init = ncclCommInitRank(&g_comm, g_n, id, g_rank);
+  ncclResult_t init;
+  if (mode == "nonblocking") {
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 0;
+    init = ncclCommInitRankConfig(&g_comm, g_n, id, g_rank, &config);
+    Check(init == ncclInProgress, "nonblocking_init_in_progress");
+    if (init == ncclInProgress) init = WaitReady(g_comm) ? ncclSuccess : ncclInternalError;
+  } else {
+    init = ncclCommInitRank(&g_comm, g_n, id, g_rank);
+  }
   if (init != ncclSuccess) {
     printf("FAIL init %d rank %d\n", int(init), g_rank);
     return 1;
@@ -323,6 +342,35 @@ int RunRank(const ncclUniqueId& id, const std::string& mode) {
     for (int q = g_rank % 2; q < g_n; q += 2) want += q;
     Check(AllEqual(ToHost(d, 8), [&](size_t) { return want; }), "split_allreduce");
     ncclCommDestroy(half);
+  } else if (mode == "nonblocking") {
+    // A non-blocking split (as PyTorch makes them), polled; then 3 AllGathers of 4096 floats
+    // per rank on the half and 2 AllReduces of 1024 floats on the world. No NCCL error is left
+    // for the program to read (ncclGetLastError).
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 0;
+    ncclComm_t half = nullptr;
+    Check(ncclCommSplit(g_comm, g_rank % 2, g_rank, &half, &config) == ncclInProgress,
+          "nonblocking_split_in_progress");
+    Check(half != nullptr && WaitReady(half), "nonblocking_split_ready");
+    int hn = -1;
+    ncclCommCount(half, &hn);
+    float* part = ToDevice(std::vector<float>(4096, float(g_rank)));
+    float* all = ToDevice(std::vector<float>(4096 * size_t(hn), -1.f));
+    for (int k = 0; k < 3; ++k) {
+      NcclOk(ncclAllGather(part, all, 4096, ncclFloat, half, g_stream), "allgather");
+    }
+    float* w = ToDevice(std::vector<float>(1024, 1.f));
+    for (int k = 0; k < 2; ++k) {
+      NcclOk(ncclAllReduce(w, w, 1024, ncclFloat, ncclSum, g_comm, g_stream), "allreduce");
+    }
+    cudaStreamSynchronize(g_stream);
+    const char* last = ncclGetLastError(nullptr);
+    printf("LASTERROR rank %d [%s]\n", g_rank, last != nullptr ? last : "");
+    Check(last == nullptr || *last == '\0', "no_nccl_error_left");
+    ncclCommDestroy(half);
+    // A split that fails (no parent): an error, nothing made.
+    ncclComm_t none = nullptr;
+    Check(ncclCommSplit(nullptr, 0, 0, &none, nullptr) == ncclInvalidArgument, "failed_split");
   } else if (mode == "skip") {
     if (g_rank != 1) {
       float* d = ToDevice(std::vector<float>(16, 1.f));
@@ -341,7 +389,10 @@ int RunRank(const ncclUniqueId& id, const std::string& mode) {
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    fprintf(stderr, "usage: nccl_ranks <nranks> <check|timing|biggroup|skip|split|graph|graph_late|graph_side|initall|initall_split>\n");
+    fprintf(stderr,
+            "usage: nccl_ranks <nranks> "
+            "<check|timing|biggroup|skip|split|nonblocking|graph|graph_late|graph_side|initall|"
+            "initall_split>\n");
     return 2;
   }
   g_n = atoi(argv[1]);
