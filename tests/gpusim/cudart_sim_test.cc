@@ -524,6 +524,19 @@ TEST_CASE("cudaFuncGetAttributes reports the architecture of the image the devic
   }
 }
 
+// Registration (at load time) does not start the device: a child forked before the first CUDA
+// call runs its kernel, and so does the parent after it (before, the child's launch failed with
+// cudaErrorInvalidResourceHandle: the device had started in the parent at registration).
+TEST_CASE("A program with kernels that forks before its first CUDA call: both sides run") {
+  const std::string truth = TmpDir() + "/truth_fork_first.%p.jsonl";
+  RunResult r = Run("tests/gpusim/sim_fork_first", {}, {"GPUSIM_TRUTH=" + truth});
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(r.out ==
+        "child: launch cudaSuccess sync cudaSuccess\n"
+        "parent: launch cudaSuccess sync cudaSuccess\n");
+}
+
 // The checks of sim_pools; `legacy` is false for the per-thread-default-stream build, whose
 // synchronous calls go to the per-thread stream instead of the legacy one (id 0).
 void CheckPoolsScenario(const std::string& program, bool legacy) {

@@ -33,14 +33,43 @@ const CbidEntry kCbids[] = {
 // First id for created streams; ids below are the legacy default streams (device d has id d).
 constexpr uint32_t kFirstStreamId = 64;
 
-struct State {
-  State();
+// What nvcc's registration code fills at load time, before main: kept apart from State, whose
+// construction starts the device (stream workers, the fork handler). As CUDA initializes
+// lazily, a program may fork before its first CUDA call (ranks forked by a launcher) and each
+// child then starts a device of its own; had registration started it, every child would be a
+// forked child of a started device, whose streams do not work.
+struct Registry {
+  Registry();
   CostModel costs;
-  int device_count = 1;
-
   std::shared_mutex kernels_mu;
   std::unordered_map<const void*, Kernel*> kernels_by_fn;
   std::unordered_set<const void*> kernel_handles;
+  std::mutex symbols_mu;
+  std::unordered_map<const void*, size_t> symbols;  // __cudaRegisterVar: host shadow -> size
+  std::mutex modules_mu;
+  std::unordered_set<const Module*> modules;  // registered fat binaries
+};
+
+Registry::Registry() {
+  const char* costs_path = getenv("GPUSIM_COSTS");
+  if (costs_path != nullptr && *costs_path != '\0') {
+    std::string error;
+    if (!costs.LoadFile(costs_path, &error)) {
+      fprintf(stderr, "gpusim: GPUSIM_COSTS=%s: %s; using the default costs\n", costs_path,
+              error.c_str());
+    }
+  }
+}
+
+// Never destroyed (kernels may be looked up during exit).
+Registry& R() {
+  static Registry* registry = new Registry();
+  return *registry;
+}
+
+struct State {
+  State();
+  int device_count = 1;
 
   std::shared_mutex streams_mu;          // guards `streams` (read on every stream lookup)
   std::unordered_set<Stream*> streams;   // live created / per-thread streams
@@ -66,7 +95,6 @@ struct State {
   std::map<uintptr_t, Allocation> allocations;
   // device + managed bytes in `allocations`, plus cuMemCreate's physical memory
   size_t device_bytes[kMaxDevices] = {};
-  std::unordered_map<const void*, size_t> symbols;
 
   std::atomic<uint32_t> next_stream_id{kFirstStreamId};
   std::atomic<uint32_t> next_graph_id{1};
@@ -115,14 +143,6 @@ int ReadRank() {
 }
 
 State::State() {
-  const char* costs_path = getenv("GPUSIM_COSTS");
-  if (costs_path != nullptr && *costs_path != '\0') {
-    std::string error;
-    if (!costs.LoadFile(costs_path, &error)) {
-      fprintf(stderr, "gpusim: GPUSIM_COSTS=%s: %s; using the default costs\n", costs_path,
-              error.c_str());
-    }
-  }
   const char* devices = getenv("GPUSIM_DEVICES");
   if (devices != nullptr && atoi(devices) > 0) device_count = atoi(devices);
   if (device_count > kMaxDevices) device_count = kMaxDevices;
@@ -477,7 +497,7 @@ void SleepUntilNs(uint64_t deadline_ns) {
 
 // ---- Process state --------------------------------------------------------------------------
 
-const CostModel& Costs() { return S().costs; }
+const CostModel& Costs() { return R().costs; }
 int DeviceCount() { return S().device_count; }
 
 int& CurrentDevice() {
@@ -555,34 +575,22 @@ void ChooseImage(const void* fat_cubin, int device_arch, int* ptx_version, int* 
   }
 }
 
-// Registered fat binaries. Not in State: registration runs at load time, before main, and must
-// not start the device (its threads), which a later fork() would leave unusable in the child
-// (a program that forks its ranks before any CUDA call), as CUDA initializes lazily too.
-std::mutex& ModulesMutex() {
-  static auto* mu = new std::mutex();
-  return *mu;
-}
-std::unordered_set<const Module*>& Modules() {
-  static auto* modules = new std::unordered_set<const Module*>();
-  return *modules;
-}
-
 Module* RegisterModule(const void* fat_cubin) {
   Module* m = new Module();
   ChooseImage(fat_cubin, 90, &m->ptx_version, &m->binary_version);
-  std::lock_guard<std::mutex> lock(ModulesMutex());
-  Modules().insert(m);
+  std::lock_guard<std::mutex> lock(R().modules_mu);
+  R().modules.insert(m);
   return m;
 }
 
 const Module* ModuleOf(void** handle) {
   const Module* m = reinterpret_cast<const Module*>(handle);
-  std::lock_guard<std::mutex> lock(ModulesMutex());
-  return Modules().count(m) != 0 ? m : nullptr;
+  std::lock_guard<std::mutex> lock(R().modules_mu);
+  return R().modules.count(m) != 0 ? m : nullptr;
 }
 
 Kernel* RegisterKernel(const void* host_fn, const char* mangled_name, const Module* module) {
-  State& st = S();
+  Registry& st = R();
   {
     std::shared_lock<std::shared_mutex> lock(st.kernels_mu);
     auto it = st.kernels_by_fn.find(host_fn);
@@ -611,7 +619,7 @@ Kernel* RegisterKernel(const void* host_fn, const char* mangled_name, const Modu
 }
 
 Kernel* FindKernel(const void* func) {
-  State& st = S();
+  Registry& st = R();
   std::shared_lock<std::shared_mutex> lock(st.kernels_mu);
   if (st.kernel_handles.count(func) != 0) {
     return const_cast<Kernel*>(static_cast<const Kernel*>(func));
@@ -1293,14 +1301,14 @@ int ResolveCopyKind(const void* dst, const void* src, int kind) {
 }
 
 void RegisterSymbol(const void* host_var, size_t size) {
-  std::lock_guard<std::mutex> lock(S().alloc_mu);
-  S().symbols[host_var] = size;
+  std::lock_guard<std::mutex> lock(R().symbols_mu);
+  R().symbols[host_var] = size;
 }
 
 bool SymbolSize(const void* host_var, size_t* size) {
-  std::lock_guard<std::mutex> lock(S().alloc_mu);
-  auto it = S().symbols.find(host_var);
-  if (it == S().symbols.end()) return false;
+  std::lock_guard<std::mutex> lock(R().symbols_mu);
+  auto it = R().symbols.find(host_var);
+  if (it == R().symbols.end()) return false;
   *size = it->second;
   return true;
 }
