@@ -91,6 +91,16 @@ struct WriterState {
   int path_rank = -1;
 
   WireBuf out;                // pending bytes for the file
+  // Where each frame in `out` ends, and `records` then: a file that meets a size limit or a
+  // full disk keeps the whole frames that fit and ends with a footer saying so.
+  struct FrameEnd {
+    size_t end;
+    uint64_t records;
+  };
+  std::vector<FrameEnd> frame_ends;
+  uint64_t records_flushed = 0;                       // records in frames written out
+  uint64_t records_framed = 0;                        // records in frames (written or in `out`)
+  uint64_t unframed_events = 0, unframed_device = 0;  // encoded, their frame still to come
   WireBuf rec, msg, sub, ev;  // scratch
   uint32_t strings_written = 0;
   std::unordered_map<const void*, uint32_t> func_ids;
@@ -125,6 +135,19 @@ void Frame(WriterState* w, uint32_t field, const WireBuf& body) {
   w->rec.Msg(field, body);
   w->out.Varint(w->rec.size());
   w->out.Append(w->rec);
+  if (field == kRecBatch) {
+    w->records_framed += w->unframed_events;
+    w->unframed_events = 0;
+  } else if (field == kRecDevice) {
+    w->records_framed += w->unframed_device;
+    w->unframed_device = 0;
+  }
+  w->frame_ends.push_back({w->out.size(), w->records_framed});
+}
+
+void ClearOut(WriterState* w) {
+  w->out.Clear();
+  w->frame_ends.clear();
 }
 
 bool WriteAll(int fd, const char* p, size_t n) {
@@ -183,35 +206,95 @@ bool OwnFile(WriterState* w) {
   return false;
 }
 
+// Room kept for the footer after the last whole frame when the file meets a limit.
+constexpr size_t kFooterRoom = 1024;
+
+// The file met a limit at `at` (its size) with `fits` more bytes possible: the whole frames of
+// `out` that fit with a footer after them are written, then a footer whose reason says why the
+// file ends there and whose drop count includes the records cut; recording stops.
+void StopAtLimit(WriterState* w, uint64_t at, uint64_t fits, const std::string& why) {
+  size_t cut = 0;
+  uint64_t records = w->records_flushed;
+  for (const WriterState::FrameEnd& f : w->frame_ends) {
+    if (f.end + kFooterRoom > fits) break;
+    cut = f.end;
+    records = f.records;
+  }
+  bool ok = cut == 0 || WriteAll(w->fd, w->out.data(), cut);
+  auto& g = G();
+  uint64_t dropped = g.upstream_drops.load(std::memory_order_relaxed) + (w->records - records);
+  {
+    std::lock_guard<std::mutex> lock(g.mu);
+    for (ThreadState* ts : g.threads) dropped += ts->ring->drops();
+    for (ThreadState* ts : g.free_threads) dropped += ts->ring->drops();
+  }
+  ClearOut(w);
+  if (ok) {
+    w->msg.Clear();
+    w->msg.U64(1, records);
+    w->msg.U64(2, dropped);
+    w->msg.U64(3, MonotonicNs());
+    w->msg.Str(4, why + "; recording stopped");
+    w->msg.U64(5, g_unrecorded_calls.load(std::memory_order_relaxed));
+    Frame(w, kRecFooter, w->msg);
+    if (at + cut + w->out.size() <= at + fits) ok = WriteAll(w->fd, w->out.data(), w->out.size());
+  }
+  Log(1, "%s: %s; recording stops (%llu records in the file, %llu dropped, said in its footer%s)",
+      w->path.c_str(), why.c_str(), (unsigned long long)records, (unsigned long long)dropped,
+      ok ? "" : ": the footer could not be written");
+  close(w->fd);
+  w->fd = -1;
+  w->file_failed = true;
+  SetEnabled(false);
+  ClearOut(w);
+}
+
 void FlushOut(WriterState* w) {
   if (w->fd < 0 || w->out.size() == 0) {
-    if (w->fd < 0) w->out.Clear();
+    if (w->fd < 0) ClearOut(w);
     return;
   }
   if (!OwnFile(w)) {
-    w->out.Clear();
+    ClearOut(w);
     return;
   }
+  const off_t end = lseek(w->fd, 0, SEEK_END);
+  const uint64_t at = end >= 0 ? uint64_t(end) : 0;
   // Past the file size limit (ulimit -f) a write raises SIGXFSZ, which would kill the
   // application: stop before it.
   struct rlimit fsize;
-  if (getrlimit(RLIMIT_FSIZE, &fsize) == 0 && fsize.rlim_cur != RLIM_INFINITY) {
-    const off_t at = lseek(w->fd, 0, SEEK_END);
-    if (at >= 0 && uint64_t(at) + w->out.size() > uint64_t(fsize.rlim_cur)) {
-      // Up to the limit exactly (no signal there): the reader keeps every whole frame before
-      // the cut one.
-      const uint64_t room =
-          uint64_t(fsize.rlim_cur) > uint64_t(at) ? uint64_t(fsize.rlim_cur) - uint64_t(at) : 0;
-      if (room > 0) WriteAll(w->fd, w->out.data(), size_t(room));
-      Log(1, "%s reached the file size limit (ulimit -f: %llu bytes); recording stops",
-          w->path.c_str(), (unsigned long long)fsize.rlim_cur);
-      close(w->fd);
-      w->fd = -1;
-      w->file_failed = true;
-      SetEnabled(false);
-      w->out.Clear();
-      return;
+  if (end >= 0 && getrlimit(RLIMIT_FSIZE, &fsize) == 0 && fsize.rlim_cur != RLIM_INFINITY &&
+      at + w->out.size() + kFooterRoom > uint64_t(fsize.rlim_cur)) {
+    const uint64_t limit = uint64_t(fsize.rlim_cur);
+    StopAtLimit(w, at, limit > at ? limit - at : 0,
+                "the file size limit (ulimit -f: " + std::to_string(limit) + " bytes) was reached");
+    return;
+  }
+  // The blocks for this write and a footer after it, reserved first (beyond the file's end:
+  // its size does not change): on a full disk the frames that fit and a footer are written,
+  // where the write would have failed partway. A file system without fallocate goes on as
+  // before.
+  if (end >= 0 &&
+      fallocate(w->fd, FALLOC_FL_KEEP_SIZE, end, off_t(w->out.size() + kFooterRoom)) != 0 &&
+      (errno == ENOSPC || errno == EDQUOT)) {
+    const int err = errno;
+    // The largest prefix of whole frames (plus the footer's room) the disk still takes.
+    size_t lo = 0, hi = w->frame_ends.size();  // frames [0, lo) fit; [0, hi] may not
+    while (lo < hi) {
+      const size_t mid = (lo + hi + 1) / 2;
+      if (fallocate(w->fd, FALLOC_FL_KEEP_SIZE, end,
+                    off_t(w->frame_ends[mid - 1].end + kFooterRoom)) == 0) {
+        lo = mid;
+      } else {
+        hi = mid - 1;
+      }
     }
+    const uint64_t fits = lo > 0 ? w->frame_ends[lo - 1].end + kFooterRoom
+                          : fallocate(w->fd, FALLOC_FL_KEEP_SIZE, end, kFooterRoom) == 0
+                              ? kFooterRoom
+                              : 0;
+    StopAtLimit(w, at, fits, std::string("the disk is full (") + strerror(err) + ")");
+    return;
   }
   if (!WriteAll(w->fd, w->out.data(), w->out.size())) {
     Log(1, "write to %s failed (%s); recording stops", w->path.c_str(), strerror(errno));
@@ -220,7 +303,8 @@ void FlushOut(WriterState* w) {
     w->file_failed = true;
     SetEnabled(false);
   }
-  w->out.Clear();
+  w->records_flushed = w->records_framed;
+  ClearOut(w);
 }
 
 bool MkdirP(const std::string& dir) {
@@ -892,6 +976,7 @@ void EncodeEvent(WriterState* w, BatchBuilder* b, const RawEvent& e, const uint8
   }
   m.EndMsg(start);
   ++w->records;
+  ++w->unframed_events;
 }
 
 struct DeviceBuilder {
@@ -941,6 +1026,7 @@ void EncodeDeviceOp(WriterState* w, DeviceBuilder* d, const RawEvent& e, const u
   }
   m.EndMsg(start);
   ++w->records;
+  ++w->unframed_device;
 }
 
 void FinishDevice(WriterState* w, uint32_t device, DeviceBuilder* d) {
@@ -1489,9 +1575,10 @@ void WriterAfterForkChild() {
   w->fd = -1;
   w->file_failed = false;
   w->path.clear();
-  w->out.Clear();
+  ClearOut(w);
   w->strings_written = 0;  // the child's file needs every string again
   w->records = 0;
+  w->records_flushed = w->records_framed = w->unframed_events = w->unframed_device = 0;
   w->last_sync_ns = 0;
   w->notes_written = w->comms_written = w->offsets_written = w->devices_written = 0;
   w->device_syncs_written = 0;

@@ -1294,6 +1294,12 @@ void FileAnalysis::OnOther(const Record& r) {
                                            ": its profile ends there"));
         }
       }
+      if (absl::EndsWith(footer_reason_, "; recording stopped")) {
+        // The agent met a limit (file size, full disk) and ended the file early itself.
+        warnings_.push_back(absl::StrCat(path_, ": ", footer_reason_, " at ", r.footer().records(),
+                                         " records; ", r.footer().dropped(),
+                                         " were dropped then, and nothing after was recorded"));
+      }
       if (absl::StartsWith(footer_reason_, "MPI_Abort")) {
         warnings_.push_back(absl::StrCat(path_, ": the process called ", footer_reason_,
                                          ", which ended the job: its profile ends there"));

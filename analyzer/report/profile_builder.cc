@@ -171,13 +171,14 @@ void ProfileBuilder::Flush() {
   for (auto& d : dev_) FlushDevice(d.first);
 }
 
-void ProfileBuilder::Close(bool footer) {
+void ProfileBuilder::Close(bool footer, const std::string& reason, uint64_t dropped) {
   if (f_ == nullptr) return;
   Flush();
   if (footer) {
     Record r;
     r.mutable_footer()->set_records(events_);
-    r.mutable_footer()->set_reason("exit");
+    r.mutable_footer()->set_reason(reason);
+    r.mutable_footer()->set_dropped(dropped);
     WriteFrame(r);
   }
   fclose(f_);

@@ -47,8 +47,9 @@ class ProfileBuilder {
   void Device(uint32_t device, uint64_t start_ns, uint64_t corr, DeviceOp op);
 
   void Flush();
-  // Flushes and writes a Footer when `footer` is true; closes the file.
-  void Close(bool footer = true);
+  // Flushes and writes a Footer when `footer` is true (with `reason` and `dropped`); closes the
+  // file.
+  void Close(bool footer = true, const std::string& reason = "exit", uint64_t dropped = 0);
   uint64_t events() const { return events_; }
 
  private:

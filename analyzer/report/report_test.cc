@@ -3053,6 +3053,24 @@ TEST_CASE("steps without any CUDA work under events or host timing: a warning sa
   }
 }
 
+// A file the agent ended at a limit (file size, full disk): its footer says so, and the report
+// warns with the records kept and dropped.
+TEST_CASE("a file ended at a size limit or a full disk: the report says where and what was lost") {
+  const std::string dir = TmpDir("limit_footer");
+  {
+    ProfileBuilder b(dir + "/rank0.pb");
+    b.WriteHeader(0, 1, "h0", GPU_TIMING_CUPTI);
+    b.Host(1, 0, 0, ProfileBuilder::Step(1000 * kUs, 1, -1, 0, false));
+    b.Close(true, "the disk is full (No space left on device); recording stopped", 1234);
+  }
+  auto s = BuildSummary({dir + "/rank0.pb"}, ReportOptions(), "");
+  REQUIRE(s.ok());
+  CHECK(HasWarning(*s,
+                   "the disk is full (No space left on device); recording stopped at 1 "
+                   "records; 1234 were dropped then, and nothing after was recorded"));
+  CHECK(HasWarning(*s, "the agent dropped 1234 records"));
+}
+
 }  // namespace
 }  // namespace analyzer
 }  // namespace profagent

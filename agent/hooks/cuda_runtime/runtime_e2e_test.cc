@@ -141,6 +141,7 @@ struct Profile : analyzer::Visitor {
   std::vector<StreamInfo> stream_infos;
   std::vector<std::string> notes;
   uint64_t footer_dropped = 0;
+  uint64_t footer_records = 0;
   uint64_t footer_unrecorded = 0;
   std::string footer_reason;
 
@@ -167,6 +168,7 @@ struct Profile : analyzer::Visitor {
     if (r.has_drops()) drops[r.drops().thread()] = r.drops().count();
     if (r.has_footer()) {
       footer_dropped = r.footer().dropped();
+      footer_records = r.footer().records();
       footer_reason = r.footer().reason();
       footer_unrecorded = r.footer().unrecorded_calls();
     }
@@ -2080,10 +2082,16 @@ TEST_CASE("file size and memory limits: the application runs as without the agen
   INFO(fsize.err);
   CHECK(fsize.code == 0);
   CHECK(fsize.out == "errors=0\n");
-  CHECK(fsize.err.find("reached the file size limit (ulimit -f: 8192 bytes); recording stops") !=
-        std::string::npos);
+  CHECK(fsize.err.find("the file size limit (ulimit -f: 8192 bytes) was reached; recording "
+                       "stops") != std::string::npos);
+  // The whole frames that fit, then a footer that says why the file ends there and how many
+  // records it lost (before: a truncated last frame and no footer).
   Profile p;
-  CHECK(LoadProfile(dir + "/fsize", &p));  // every whole frame up to the limit
+  REQUIRE(LoadProfile(dir + "/fsize", &p));
+  CHECK(p.footer_reason ==
+        "the file size limit (ulimit -f: 8192 bytes) was reached; recording stopped");
+  CHECK(p.footer_records == p.host.size() + p.dev.size());
+  CHECK(p.footer_dropped > 0);  // rt_burst's launches beyond the first frames
   RunResult ring = Run(dir, preload + "/ring PROFAGENT_RING_SIZE=16777216",
                        "sh -c 'ulimit -v 1500000; exec " + Abs(kPkg + "rt_workload") + "'");
   INFO(ring.err);
