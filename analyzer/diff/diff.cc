@@ -255,17 +255,25 @@ std::vector<double> Samples(const OJson& s, const char* key) {
   return v;
 }
 
-// A statistic's value in each non-warm-up run (runs[i].stats.PATH, PATH dotted), in run order.
-std::vector<double> RunValues(const OJson& s, const std::string& path) {
-  std::vector<double> v;
+// Calls fn(run) for each non-warm-up run object of runs[], in run order.
+template <typename Fn>
+void ForEachMeasuredRun(const OJson& s, Fn fn) {
   auto runs = s.find("runs");
-  if (runs == s.end() || !runs->is_array()) return v;
+  if (runs == s.end() || !runs->is_array()) return;
   for (const OJson& r : *runs) {
     if (!r.is_object()) continue;
     auto w = r.find("warmup");
     if (w != r.end() && w->is_boolean() && w->get<bool>()) continue;
+    fn(r);
+  }
+}
+
+// A statistic's value in each non-warm-up run (runs[i].stats.PATH, PATH dotted), in run order.
+std::vector<double> RunValues(const OJson& s, const std::string& path) {
+  std::vector<double> v;
+  ForEachMeasuredRun(s, [&](const OJson& r) {
     auto st = r.find("stats");
-    if (st == r.end() || !st->is_object()) continue;
+    if (st == r.end() || !st->is_object()) return;
     const OJson* x = &*st;
     size_t from = 0;
     while (x != nullptr && from <= path.size()) {
@@ -275,7 +283,7 @@ std::vector<double> RunValues(const OJson& s, const std::string& path) {
       from = dot + 1;
     }
     if (x != nullptr && x->is_number()) v.push_back(x->get<double>());
-  }
+  });
   return v;
 }
 
@@ -365,14 +373,9 @@ std::optional<KvBinMetric> KvBinMetricFor(const std::string& name) {
 // run has steps in the bin.
 std::vector<double> RunBinValues(const OJson& s, const KvBinMetric& bin) {
   std::vector<double> v;
-  auto runs = s.find("runs");
-  if (runs == s.end() || !runs->is_array()) return v;
-  for (const OJson& r : *runs) {
-    if (!r.is_object()) continue;
-    auto w = r.find("warmup");
-    if (w != r.end() && w->is_boolean() && w->get<bool>()) continue;
+  ForEachMeasuredRun(s, [&](const OJson& r) {
     auto bins = r.find("decode_length_buckets");
-    if (bins == r.end() || !bins->is_array()) continue;
+    if (bins == r.end() || !bins->is_array()) return;
     for (const OJson& b : *bins) {
       if (!b.is_object()) continue;
       auto lo = b.find("lo"), hi = b.find("hi");
@@ -393,7 +396,7 @@ std::vector<double> RunBinValues(const OJson& s, const KvBinMetric& bin) {
       if (x != nullptr && x->is_number()) v.push_back(x->get<double>());
       break;
     }
-  }
+  });
   return v;
 }
 
