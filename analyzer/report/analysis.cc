@@ -3771,16 +3771,29 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
     double weight;
     int64_t dur;
     int64_t wait_group;  // Arrival::wait_group
+    bool measured;       // within its file's measured steps (first start to last end)
   };
   // A call: (communicator, point-to-point pair or 0, sequence number).
   using CallKey = std::tuple<std::string, uint64_t, uint64_t>;
   std::map<CallKey, std::vector<Member>> calls;
   std::map<CallKey, int> call_lib;
+  // With measured steps, the straggler view covers the calls made while they ran (as every
+  // aggregate leaves warm-up out): a rank slow to start (loading its model, a long broadcast of
+  // the NCCL id) is no straggler of the serving loop. The calls outside are summed apart.
+  bool scoped = false;
   for (auto* f : sel) {
+    uint64_t t0 = UINT64_MAX, t1 = 0;
+    for (const StepRec& st : f->steps_) {
+      if (st.warmup || st.excluded) continue;
+      t0 = std::min(t0, st.start);
+      t1 = std::max(t1, st.end);
+    }
+    scoped |= t0 <= t1;
     for (const auto& a : f->arrivals_) {
       const CallKey key{f->comm_uids_[a.uid], a.pair, a.seq};
+      const bool measured = t0 <= t1 && a.at >= int64_t(t0) && a.at <= int64_t(t1);
       calls[key].push_back(Member{f->rank_, a.device, SaturatedAdd(a.at, f->clock_offset_),
-                                  a.weight, a.dur, a.wait_group});
+                                  a.weight, a.dur, a.wait_group, measured});
       call_lib[key] = a.lib;
     }
   }
@@ -3917,10 +3930,21 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
           Held{ns, by};
     }
   }
+  uint64_t outside_calls = 0;
+  std::map<int, double> outside_wait_ns;
   for (const auto* c : compared) {
     const CallKey& key = c->first;
     int64_t lo, hi;
     const Member* last = last_of(c->second, &lo, &hi);
+    if (scoped && std::none_of(c->second.begin(), c->second.end(),
+                               [](const Member& m) { return m.measured; })) {
+      ++outside_calls;
+      for (const Member& m : c->second) {
+        const uint64_t behind = uint64_t(hi) - uint64_t(m.at);
+        outside_wait_ns[m.rank] += double(std::min<uint64_t>(behind, uint64_t(m.dur))) * m.weight;
+      }
+      continue;
+    }
     skew.Add(double(uint64_t(hi) - uint64_t(lo)));  // hi >= lo: exact in 64 bits
     // The last arriver held in its previous call on this communicator (or pair).
     Held late_for;
@@ -3981,6 +4005,15 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
   Json strag;
   strag["calls_matched"] = matched;
   strag["calls_incomplete"] = partial;
+  strag["scope"] = scoped ? "measured steps" : "all calls";
+  if (scoped) {
+    Json out = Json::object();
+    out["calls"] = outside_calls;
+    Json w = Json::object();
+    for (const auto& kv : outside_wait_ns) w[std::to_string(kv.first)] = Num(NsToMs(kv.second));
+    out["wait_ms_by_rank"] = w;
+    strag["outside_steps"] = out;
+  }
   if (partial > 0) {
     warnings.push_back(
         absl::StrCat(partial,

@@ -207,6 +207,23 @@ std::string Counts(const std::map<std::string, uint64_t>& m) {
 
 }  // namespace
 
+// The straggler view's calls outside the measured steps (stragglers.outside_steps), if any.
+std::string OutsideSteps(const Json& sg) {
+  if (!sg.contains("outside_steps") || sg["outside_steps"].value("calls", uint64_t{0}) == 0) {
+    return "";
+  }
+  const Json& out = sg["outside_steps"];
+  std::string waits;
+  for (auto it = out["wait_ms_by_rank"].begin(); it != out["wait_ms_by_rank"].end(); ++it) {
+    absl::StrAppend(&waits, waits.empty() ? "" : ", ", "rank ", it.key(), " ", F(it.value()));
+  }
+  return absl::StrCat(
+      "; ", out["calls"].dump(),
+      " calls outside the measured steps (start-up, warm-up) left out (their waits, "
+      "ms: ",
+      waits.empty() ? "-" : waits, ")");
+}
+
 // The NCCL calls captured into CUDA graphs (collectives.captured_calls), when there are any.
 void CapturedNote(const Json& c, std::string* md) {
   if (!c.contains("captured_calls") || c["captured_calls"].empty()) return;
@@ -377,21 +394,20 @@ std::string RenderMarkdown(const Json& s) {
           "host call (MPI; an NCCL call only enqueues).\n\n";
     CapturedNote(c, &md);
     const Json& sg = c["stragglers"];
-    absl::StrAppend(&md, "Stragglers: ", sg["calls_matched"].dump(),
-                    " calls matched across ranks; arrival skew mean ",
-                    F(sg["skew_us"]["mean"]), " us, p99 ", F(sg["skew_us"]["p99"]),
-                    " us; straggler (the others waited for it longest): rank ",
-                    sg["straggler"].is_null() ? std::string("-") : sg["straggler"].dump(),
-                    "; most frequent last arriver: rank ",
-                    sg["most_frequent_last_arriver"].is_null()
-                        ? std::string("-")
-                        : sg["most_frequent_last_arriver"].dump(),
-                    sg.value("calls_incomplete", uint64_t{0}) > 0
-                        ? absl::StrCat("; ", sg["calls_incomplete"].dump(),
-                                       " calls seen on only some of their communicator's ranks "
-                                       "left out")
-                        : std::string(),
-                    "\n\n");
+    absl::StrAppend(
+        &md, "Stragglers: ", sg["calls_matched"].dump(),
+        " calls matched across ranks; arrival skew mean ", F(sg["skew_us"]["mean"]), " us, p99 ",
+        F(sg["skew_us"]["p99"]), " us; straggler (the others waited for it longest): rank ",
+        sg["straggler"].is_null() ? std::string("-") : sg["straggler"].dump(),
+        "; most frequent last arriver: rank ",
+        sg["most_frequent_last_arriver"].is_null() ? std::string("-")
+                                                   : sg["most_frequent_last_arriver"].dump(),
+        sg.value("calls_incomplete", uint64_t{0}) > 0
+            ? absl::StrCat("; ", sg["calls_incomplete"].dump(),
+                           " calls seen on only some of their communicator's ranks "
+                           "left out")
+            : std::string(),
+        OutsideSteps(sg), "\n\n");
     if (!sg["wait_ms_by_rank"].empty()) {
       md += "| rank | wait ms | others' wait for it ms | last arrivals |\n|---:|---:|---:|---:|\n";
       for (auto it = sg["wait_ms_by_rank"].begin(); it != sg["wait_ms_by_rank"].end(); ++it) {

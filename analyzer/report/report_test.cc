@@ -1137,6 +1137,46 @@ TEST_CASE("stragglers: the straggler is the rank waited for longest, not most of
   CHECK(sg["wait_caused_ms_by_rank"]["1"] == 0.006);
 }
 
+// Start-up is no serving loop: rank 1 arrives 50 ms late at a broadcast before the steps
+// (loading its model), rank 0 arrives 1 ms late at each of the 3 allreduces inside its steps.
+// The straggler of the measured steps is rank 0; the broadcast is summed apart (before, its
+// 50 ms made rank 1 the straggler).
+TEST_CASE("stragglers: calls outside the measured steps are summed apart, not in the verdict") {
+  const std::string dir = TmpDir("straggler_scope");
+  for (int rank = 0; rank < 2; ++rank) {
+    ProfileBuilder b(dir + "/rank" + std::to_string(rank) + ".pb");
+    b.WriteHeader(rank, 2, "h", GPU_TIMING_HOST);
+    WriteTwoRankComm(&b, rank, LIB_MPI, "world");
+    Event bcast = MpiCall(b, "Bcast", 128, 0, 0);
+    bcast.set_dur(60000 * kUs);
+    b.Host(1, (rank == 1 ? 51000 : 1000) * kUs, 0, bcast);
+    const uint32_t step = b.Str("step tokens=1");
+    for (uint64_t i = 0; i < 3; ++i) {
+      const uint64_t t = (100000 + 10000 * i) * kUs;
+      b.Host(1, t, 0, ProfileBuilder::Nvtx(step, 5000 * kUs, 0));
+      Event e = MpiCall(b, "Allreduce", 64, i + 1, -1);
+      e.set_dur(2000 * kUs);
+      b.Host(1, t + (rank == 0 ? 1100 : 100) * kUs, 0, e);
+    }
+    b.Close(true);
+  }
+  auto s = BuildSummary({dir + "/rank0.pb", dir + "/rank1.pb"}, ReportOptions(), "");
+  REQUIRE(s.ok());
+  const Json& sg = (*s)["collectives"]["stragglers"];
+  INFO(sg.dump(1));
+  CHECK(sg["calls_matched"] == 4);
+  CHECK(sg["scope"] == "measured steps");
+  CHECK(sg["straggler"] == 0);
+  CHECK(sg["wait_ms_by_rank"]["1"] == 3.0);
+  CHECK(sg["wait_ms_by_rank"]["0"] == 0.0);  // rank 0 waited for no one in the steps
+  CHECK(sg["outside_steps"]["calls"] == 1);
+  CHECK(sg["outside_steps"]["wait_ms_by_rank"]["0"] == 50.0);
+  CHECK(sg["skew_us"]["count"] == 3);
+  const std::string md = RenderMarkdown(*s);
+  CHECK(md.find("1 calls outside the measured steps (start-up, warm-up) left out") !=
+        std::string::npos);
+}
+
 // Three ranks on world (size 3) and a pair: rank 2 arrives 5 ms late at four allreduces; rank
 // 0 sends rank 1 one message. With every file, rank 2 is the straggler. Without rank 2's file
 // (or with --ranks 0,1) the allreduces are incomplete: their last arrival is unknown, so they
