@@ -1374,7 +1374,7 @@ void FileAnalysis::Host1(const EventView& e) {
       ++group_kernel_calls_[c.corr()];
     }
   }
-  if (e.kind == EV_LAUNCH) {
+  if (e.kind == EV_LAUNCH || (e.kind == EV_GRAPH_LAUNCH && !e.captured)) {
     ++launches_;
     if (LaunchTimed(e.kind, e.start_ns, e.end_ns)) {
       ++launches_timed_;
@@ -1996,16 +1996,25 @@ void FileAnalysis::Host2(const EventView& e) {
       std::copy(e.grid, e.grid + 3, l.grid);  // ScanFile already undid the value-1 encoding
       std::copy(e.block, e.block + 3, l.block);
       if (host_mode_) {
-        if (kind == EV_LAUNCH || ((kind == EV_MEMCPY || kind == EV_MEMSET) && !l.empty)) {
+        // A graph launch is one op, named by its call, as under CUDA-event timing.
+        if (kind == EV_LAUNCH || kind == EV_GRAPH_LAUNCH ||
+            ((kind == EV_MEMCPY || kind == EV_MEMSET) && !l.empty)) {
           uint64_t end = e.end_ns;
           if (!l.timed && launches_timed_ > 0) {
             auto own = timed_by_name_.find(e.name);
             end += own != timed_by_name_.end() ? own->second.second / own->second.first
                                                : launches_timed_ns_ / launches_timed_;
           }
-          PendingOp op{e.start_ns, end, e.name, e.stream, e.copy_kind, e.device,
-                       kind == EV_LAUNCH ? DOP_KERNEL : kind == EV_MEMCPY ? DOP_MEMCPY
-                                                                          : DOP_MEMSET};
+          PendingOp op{e.start_ns,
+                       end,
+                       e.name,
+                       e.stream,
+                       e.copy_kind,
+                       e.device,
+                       kind == EV_LAUNCH         ? DOP_KERNEL
+                       : kind == EV_GRAPH_LAUNCH ? DOP_OTHER
+                       : kind == EV_MEMCPY       ? DOP_MEMCPY
+                                                 : DOP_MEMSET};
           std::copy(l.grid, l.grid + 3, op.grid);
           std::copy(l.block, l.block + 3, op.block);
           Emit(op, &l);  // host timing: the launch is the op
@@ -4167,6 +4176,19 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
     japi.push_back(ja);
   }
   host["api"] = japi;
+  // Times of day in the report (a gap's, a memory peak's): ms since the job's first recorded
+  // event, on rank 0's clock, so that one rank's can be compared with another's.
+  int64_t job_t0 = INT64_MAX;
+  for (auto* f : sel) {
+    if (f->t0_ != UINT64_MAX) {
+      job_t0 = std::min(job_t0, SaturatedAdd(int64_t(f->t0_), f->clock_offset_));
+    }
+  }
+  auto job_ms = [job_t0](const FileAnalysis* f, uint64_t t) {
+    const int64_t x = SaturatedAdd(int64_t(t), f->clock_offset_);
+    return job_t0 == INT64_MAX || x <= job_t0 ? 0.0
+                                              : NsToMs(double(uint64_t(x) - uint64_t(job_t0)));
+  };
   std::vector<std::pair<const FileAnalysis*, const Gap*>> gaps;
   for (auto* f : sel) {
     for (const auto& g : f->top_gaps_) gaps.emplace_back(f, &g);
@@ -4181,8 +4203,7 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
     Json j;
     j["rank"] = g.first->rank_;
     j["device"] = g.second->device;
-    uint64_t o = g.first->t0_ == UINT64_MAX ? 0 : g.first->t0_;
-    j["at_ms"] = Num(NsToMs(double(g.second->at - std::min(o, g.second->at))));
+    j["at_ms"] = Num(job_ms(g.first, g.second->at));
     j["gap_us"] = Num(double(g.second->gap) / 1e3);
     j["next_kernel"] = g.second->next_kernel;
     j["stack"] = g.second->stack;
@@ -4193,7 +4214,6 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
   // ----- memory -----
   Json devs = Json::array();
   for (auto* f : sel) {
-    uint64_t o = f->t0_ == UINT64_MAX ? 0 : f->t0_;
     for (const auto& m : f->mem_) {
       Json d;
       d["rank"] = f->rank_;
@@ -4202,7 +4222,7 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
       d["frees"] = m.second.frees;
       d["alloc_bytes"] = m.second.alloc_bytes;
       d["peak_bytes"] = m.second.peak;
-      d["peak_at_ms"] = Num(NsToMs(double(m.second.peak_at - std::min(o, m.second.peak_at))));
+      d["peak_at_ms"] = Num(job_ms(f, m.second.peak_at));
       d["final_bytes"] = m.second.cur;
       devs.push_back(d);
     }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <climits>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -41,6 +42,21 @@ std::string Cell(const std::string& s) {
 
 bool IdentChar(char c) { return absl::ascii_isalnum(c) || c == '_'; }
 
+// A library's versioned (ABI) namespace: "__4", or a name with a run of 5 digits or more
+// ("CUB_300001_SM_750", "THRUST_300001_SM_750_NS").
+bool Versioned(absl::string_view seg) {
+  if (seg.size() > 2 && seg[0] == '_' && seg[1] == '_' &&
+      std::all_of(seg.begin() + 2, seg.end(), absl::ascii_isdigit)) {
+    return true;
+  }
+  int run = 0;
+  for (char c : seg) {
+    run = absl::ascii_isdigit(c) ? run + 1 : 0;
+    if (run >= 5) return true;
+  }
+  return false;
+}
+
 // ShortKernelName's pass: template arguments at depth >= `keep_depth` + 1 become "…", a
 // qualified name keeps its last scope only ("a::b::c" is "b::c"), "(anonymous namespace)::"
 // goes.
@@ -72,26 +88,37 @@ std::string ElideName(absl::string_view s, int keep_depth) {
       continue;
     }
     if (IdentChar(c)) {
+      // A qualified name "a::b::c": its segments, the last one the name.
+      std::vector<absl::string_view> chain;
       size_t j = i;
-      while (j < s.size() && IdentChar(s[j])) ++j;
-      const absl::string_view ident = s.substr(i, j - i);
-      if (ident == "operator") {  // operator<, operator(): copied as they are, up to '('
+      for (;;) {
+        size_t k = j;
+        while (k < s.size() && IdentChar(s[k])) ++k;
+        chain.push_back(s.substr(j, k - j));
+        j = k;
+        if (chain.back() == "operator" || s.substr(k, 2) != "::" || k + 2 >= s.size() ||
+            !IdentChar(s[k + 2])) {
+          break;
+        }
+        j = k + 2;
+      }
+      // Its scope: the nearest segment before it that is no library's versioned namespace
+      // (CCCL's CUB_300001_SM_750, libcu++'s __4).
+      for (size_t q = chain.size() - 1; q-- > 0;) {
+        if (!Versioned(chain[q])) {
+          absl::StrAppend(&out, chain[q], "::");
+          break;
+        }
+      }
+      if (chain.back() == "operator") {  // operator<, operator(): copied as they are, up to '('
+        const size_t from = j - chain.back().size();
         const size_t paren = s.find('(', j + 1);
         const size_t stop = paren == absl::string_view::npos ? s.size() : paren;
-        absl::StrAppend(&out, s.substr(i, stop - i));
+        absl::StrAppend(&out, s.substr(from, stop - from));
         i = stop;
         continue;
       }
-      if (s.substr(j, 2) == "::" && j + 2 < s.size() && IdentChar(s[j + 2])) {
-        // A scope: kept only when the next identifier ends the chain ("__tabulate::functor").
-        size_t k = j + 2;
-        while (k < s.size() && IdentChar(s[k])) ++k;
-        if (s.substr(k, 2) == "::") {
-          i = j + 2;
-          continue;
-        }
-      }
-      absl::StrAppend(&out, ident);
+      absl::StrAppend(&out, chain.back());
       i = j;
       continue;
     }
@@ -99,6 +126,14 @@ std::string ElideName(absl::string_view s, int keep_depth) {
     ++i;
   }
   return out;
+}
+
+// A bandwidth in GB/s: 3 decimals, or 3 significant digits below 0.001 (not "0.000").
+std::string Bw(const Json& v) {
+  if (v.is_number() && v.get<double>() != 0 && std::fabs(v.get<double>()) < 0.001) {
+    return absl::StrFormat("%.3g", v.get<double>());
+  }
+  return F(v);
 }
 
 std::string PlusMinus(const Json& ms) {
@@ -323,6 +358,9 @@ std::string RenderMarkdown(const Json& s) {
   KvTable(&md, s["decode_length_buckets"]);
 
   md += "## Top kernels\n\n";
+  if (!s["kernels"].empty()) {
+    md += "Every rank, the whole profile (start-up and warm-up included): what the GPUs ran.\n\n";
+  }
   if (s["kernels"].empty()) {
     md += "(no device ops)\n\n";
   } else {
@@ -330,20 +368,26 @@ std::string RenderMarkdown(const Json& s) {
           "|---|---|---:|---:|---:|---:|---:|---:|\n";
     constexpr size_t kKernelRows = 25;
     // Long names shortened; rows that would read the same numbered in table order.
-    std::vector<std::string> shown;
-    std::map<std::string, int> same;
+    // (The same kernel in two buckets keeps one number.)
+    std::vector<std::string> shown, full_names;
+    std::map<std::string, std::vector<std::string>> fulls;  // shortened -> its full names
     bool shortened = false;
     for (const Json& k : s["kernels"]) {
       if (shown.size() == kKernelRows) break;
       const std::string& full = k["name"].get_ref<const std::string&>();
       shown.push_back(ShortKernelName(full));
+      full_names.push_back(full);
       shortened |= shown.back() != full;
-      if (shown.back() != full) ++same[shown.back()];
+      auto& v = fulls[shown.back()];
+      if (shown.back() != full && std::find(v.begin(), v.end(), full) == v.end()) {
+        v.push_back(full);
+      }
     }
-    std::map<std::string, int> seen;
-    for (std::string& name : shown) {
-      auto it = same.find(name);
-      if (it != same.end() && it->second > 1) absl::StrAppend(&name, " [", ++seen[name], "]");
+    for (size_t i = 0; i < shown.size(); ++i) {
+      const auto& v = fulls[shown[i]];
+      if (v.size() < 2) continue;
+      const size_t n = size_t(std::find(v.begin(), v.end(), full_names[i]) - v.begin()) + 1;
+      absl::StrAppend(&shown[i], " [", n, "]");
     }
     size_t n = 0;
     for (const Json& k : s["kernels"]) {
@@ -362,13 +406,15 @@ std::string RenderMarkdown(const Json& s) {
           "Names over 100 characters are shortened (namespaces, parameters and nested template "
           "arguments left out); summary.json and ops.csv have them in full.\n\n";
     }
-    // Under CUDA-event timing a graph launch is one op: its kernels are not broken down.
-    const bool events = s["meta"]["gpu_timing"] == "events" || s["meta"]["gpu_timing"] == "mixed";
+    // Under CUDA-event or host timing a graph launch is one op: its kernels are not broken down.
+    const std::string timing = s["meta"]["gpu_timing"].get<std::string>();
+    const bool whole = timing == "events" || timing == "host" || timing == "mixed";
     for (const Json& k : s["kernels"]) {
-      if (events && absl::StartsWith(k["name"].get<std::string>(), "cudaGraphLaunch")) {
+      if (whole && absl::StartsWith(k["name"].get<std::string>(), "cudaGraphLaunch")) {
         md +=
             "`cudaGraphLaunch` rows are whole graph launches (CUDA-event timing times a graph "
-            "as one op); CUPTI timing reports each kernel a graph runs.\n\n";
+            "as one op, host timing by its launch call); CUPTI timing reports each kernel a "
+            "graph runs.\n\n";
         break;
       }
     }
@@ -388,10 +434,13 @@ std::string RenderMarkdown(const Json& s) {
                       Cell(o["op"].get<std::string>()), " | ", o["size_class"].get<std::string>(),
                       " | ", F(o["ranks"]), " | ", F(o["count"]), " | ", F(o["bytes"]), " | ",
                       F(o["mean_us"]), " | ", o["time_source"].get<std::string>(), " | ",
-                      F(o["algbw_gbps"]), " | ", F(o["busbw_gbps"]), " |\n");
+                      Bw(o["algbw_gbps"]), " | ", Bw(o["busbw_gbps"]), " |\n");
     }
-    md += "\nTime of a call: its kernel's device time when the kernel is known (NCCL), else the "
-          "host call (MPI; an NCCL call only enqueues).\n\n";
+    md +=
+        "\nEvery rank, every call. Time of a call: its kernel's device time when the kernel is "
+        "known (NCCL), else the host call (MPI; an NCCL call only enqueues). An NCCL kernel "
+        "starts when its rank arrives and ends after the last one did: its time, and the "
+        "bandwidths, include the wait for late ranks (the waits below).\n\n";
     CapturedNote(c, &md);
     const Json& sg = c["stragglers"];
     absl::StrAppend(
@@ -456,6 +505,9 @@ std::string RenderMarkdown(const Json& s) {
 
   md += "## Host overhead\n\n";
   const Json& h = s["host"];
+  absl::StrAppend(
+      &md, "Reference rank ", meta["options"]["reference_rank"].dump(), ", its whole profile",
+      h["longest_gaps"].empty() ? "" : "; the longest idle gaps are every rank's", ".\n\n");
   absl::StrAppend(&md, "- wall ", F(h["wall_ms"]), " ms, GPU busy ", F(h["gpu_busy_ms"]),
                   " ms (", Pct(h["gpu_busy_share"]), ")\n");
   absl::StrAppend(&md, "- idle gaps between device work: ", h["idle_gaps"]["count"].dump(),
@@ -490,7 +542,7 @@ std::string RenderMarkdown(const Json& s) {
     for (const Json& g : h["longest_gaps"]) {
       absl::StrAppend(&md, "- rank ", g["rank"].dump(), " device ", g["device"].dump(), " at ",
                       F(g["at_ms"]), " ms: ", F(g["gap_us"]), " us before `",
-                      g["next_kernel"].get<std::string>(), "`");
+                      ShortKernelName(g["next_kernel"].get<std::string>()), "`");
       if (!g["stack"].empty()) {
         std::vector<std::string> fr;
         for (const Json& f : g["stack"]) fr.push_back(f.get<std::string>());

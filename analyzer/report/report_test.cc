@@ -2448,6 +2448,37 @@ TEST_CASE("events timing: a graph launch is one kernel row, and report.md says w
         std::string::npos);
 }
 
+// Host timing: a graph launch is one op (its launch call's time), as under CUDA events, in
+// its step's GPU time and buckets (before, host timing left graph launches out: steps made of
+// graph launches had no GPU time at all).
+TEST_CASE("host timing: a graph launch is one op, in its step") {
+  const std::string dir = TmpDir("graph_host");
+  {
+    ProfileBuilder b(dir + "/rank0.pb");
+    b.WriteHeader(0, 1, "h", GPU_TIMING_HOST);
+    b.Host(1, 100 * kUs, 0, ProfileBuilder::Nvtx(b.Str("step tokens=1"), 100 * kUs, 0));
+    Event gl;
+    gl.set_kind(EV_GRAPH_LAUNCH);
+    gl.set_name(b.Str("cudaGraphLaunch"));
+    gl.set_dur(20 * kUs);
+    gl.set_graph(0xabc);
+    b.Host(1, 120 * kUs, 1, gl);
+    b.Close(true);
+  }
+  std::string printed;
+  REQUIRE(RunReport(dir, dir, ReportOptions(), &printed).ok());
+  std::ifstream in(dir + "/summary.json");
+  const Json s = Json::parse(in);
+  REQUIRE(s["kernels"].size() == 1);
+  CHECK(s["kernels"][0]["name"] == "cudaGraphLaunch");
+  CHECK(s["kernels"][0]["total_ms"] == 0.02);
+  CHECK(s["host"]["per_step"]["gpu_busy_ms"]["mean"] == 0.02);
+  const auto rows = OpsRows(dir);
+  REQUIRE(rows.size() == 1);
+  CHECK(rows[0][15] == "step/(graph)");
+  CHECK(ReadAll(dir + "/report.md").find("host timing by its launch call") != std::string::npos);
+}
+
 // A launch whose call failed ran nothing: a warning of its own, not "without device activity".
 // A process that launched nothing (a CPU-only MPI rank) gets no "no device activity" warning,
 // and a row of nonblocking calls none of which was seen completing has no mean (null, not 0).
@@ -3065,6 +3096,12 @@ TEST_CASE("ShortKernelName keeps short names and elides the bulk of long templat
   // parameters stay "()"; an operator is kept as written.
   const std::string many(150, 'x');
   CHECK(ShortKernelName("void (anonymous namespace)::k<" + many + ">()") == "k<…>()");
+  // A library's versioned namespace is no scope: the one before it is.
+  CHECK(ShortKernelName("void cub::CUB_300001_SM_750::DeviceRadixSortOnesweepKernel<" + many +
+                        ">(cuda::std::__4::tuple<int>)") ==
+        "cub::DeviceRadixSortOnesweepKernel<…>(…)");
+  CHECK(ShortKernelName("void k<cuda::std::__4::tuple<int>, " + many.substr(0, 90) + ">()") ==
+        "k<std::tuple<…>, " + many.substr(0, 90) + ">()");
   CHECK(ShortKernelName("void ns::Functor<" + many + ">::operator()<int>(int)", 60) ==
         "ns::Functor<…>::operator()<int>(…)");
 }
