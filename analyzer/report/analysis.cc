@@ -906,7 +906,10 @@ class FileAnalysis : public ViewVisitor {
   uint32_t UidIndex(const std::string& uid);
   void Finish1();
   void Finish2();
-  int KernelBucket(uint32_t name);
+  // The model bucket of a kernel name by the kernel rules (-1: none); `*yields`: the rule
+  // yields to an enclosing NVTX range (`bucket?`).
+  int KernelBucket(uint32_t name, bool* yields = nullptr);
+  static constexpr int16_t kYieldsBit = 0x4000;  // in kernel_bucket_: a yielding rule's
   int ApiEngineBucket(uint32_t name);
   // A free the agent recorded for memory a cudaDeviceReset released (its API is the reset's).
   bool ImpliedFree(const EventView& e) const {
@@ -1741,13 +1744,20 @@ absl::Status FileAnalysis::Pass2(const std::string& csv_part) {
   return s;
 }
 
-int FileAnalysis::KernelBucket(uint32_t name) {
+int FileAnalysis::KernelBucket(uint32_t name, bool* yields) {
+  if (yields != nullptr) *yields = false;
   if (name >= strings_.size()) return -1;  // undefined string: no rule can match
   if (name >= kernel_bucket_.size()) kernel_bucket_.resize(name + 1, -2);
   int16_t& b = kernel_bucket_[name];
   if (b == -2) {
-    std::string bucket = ctx_->rules.Match(RuleScope::kModel, RuleTarget::kKernel, Str(name));
+    bool y = false;
+    std::string bucket = ctx_->rules.Match(RuleScope::kModel, RuleTarget::kKernel, Str(name), &y);
     b = int16_t(bucket.empty() ? -1 : ctx_->Bucket(bucket));
+    if (y && b >= 0) b = int16_t(b | kYieldsBit);
+  }
+  if (b >= 0 && (b & kYieldsBit) != 0) {
+    if (yields != nullptr) *yields = true;
+    return b & ~kYieldsBit;
   }
   return b;
 }
@@ -2400,12 +2410,14 @@ void FileAnalysis::Emit(const PendingOp& op, const PendingLaunch* l) {
     // The kernel's name decides: the launch's, else (no name, or one no rule knows: a driver
     // launch recorded without its kernel) the device op's. A GEMM or an unknown kernel goes to
     // the innermost NVTX projection range.
-    bucket = l != nullptr && l->name != 0 && !l->graph ? KernelBucket(l->name) : -1;
-    if (bucket < 0 && op.name != 0) bucket = KernelBucket(op.name);
-    if (bucket < 0 || bucket == ctx_->gemm) {
-      bucket = node != nullptr && node->model >= 0  ? node->model
-               : l != nullptr && l->nvtx_model >= 0 ? l->nvtx_model
-                                                    : ctx_->others;
+    bool yields = false;
+    bucket = l != nullptr && l->name != 0 && !l->graph ? KernelBucket(l->name, &yields) : -1;
+    if (bucket < 0 && op.name != 0) bucket = KernelBucket(op.name, &yields);
+    if (bucket < 0 || bucket == ctx_->gemm || yields) {
+      const int nvtx = node != nullptr && node->model >= 0  ? node->model
+                       : l != nullptr && l->nvtx_model >= 0 ? l->nvtx_model
+                                                            : -1;
+      bucket = nvtx >= 0 ? nvtx : yields ? bucket : ctx_->others;
     }
   }
   // An unnamed op is named by its launch; a copy or set a graph ran, by its bucket (the graph

@@ -2479,6 +2479,29 @@ TEST_CASE("host timing: a graph launch is one op, in its step") {
   CHECK(ReadAll(dir + "/report.md").find("host timing by its launch call") != std::string::npos);
 }
 
+// A sort is the sampler's unless an NVTX range says whose: the same CUB radix sort launched
+// inside an `expert_sort` range (MoE routing) is moe.experts, outside any range sampler.
+TEST_CASE("a radix sort inside a mapped NVTX range takes the range's bucket, else sampler") {
+  const std::string dir = TmpDir("sort_bucket");
+  {
+    ProfileBuilder b(dir + "/rank0.pb");
+    b.WriteHeader(0, 1, "h", GPU_TIMING_CUPTI);
+    const uint32_t sort = b.Str("void cub::DeviceRadixSortOnesweepKernel<int>(int*)");
+    b.Host(1, 100 * kUs, 0, ProfileBuilder::Nvtx(b.Str("expert_sort"), 50 * kUs, 0));
+    b.Host(1, 110 * kUs, 1, ProfileBuilder::Launch(sort, 5 * kUs));
+    b.Host(1, 300 * kUs, 2, ProfileBuilder::Launch(sort, 5 * kUs));
+    b.Flush();
+    b.Device(0, 120 * kUs, 1, Kernel(10 * kUs));
+    b.Device(0, 310 * kUs, 2, Kernel(30 * kUs));
+    b.Close(true);
+  }
+  auto s = BuildSummary({dir + "/rank0.pb"}, ReportOptions(), "");
+  REQUIRE(s.ok());
+  std::map<std::string, double> ms;
+  for (const auto& k : (*s)["kernels"]) ms[k["bucket"]] += k["total_ms"].get<double>();
+  CHECK(ms == std::map<std::string, double>{{"moe.experts", 0.01}, {"sampler", 0.03}});
+}
+
 // A launch whose call failed ran nothing: a warning of its own, not "without device activity".
 // A process that launched nothing (a CPU-only MPI rank) gets no "no device activity" warning,
 // and a row of nonblocking calls none of which was seen completing has no mean (null, not 0).

@@ -41,7 +41,10 @@ model kernel norm             rms_?norm|layer_?norm|layernorm|rmsnorm|groupnorm
 model kernel mlp.act          act_and_mul|silu|gelu|swiglu|geglu|doactivation|activation
 model kernel embed            embedding|embed|indexselect|index_select|get_rows|tensorrt_llm::kernels::lookup_kernel
 # --- sampling (FlashInfer sampling, PyTorch top-k/sort/softmax, argmax) ---
-model kernel sampler          topk|top_k|topp|top_p|sampling|sample|argmax|multinomial|gumbel|softmax|radixsort|gathertopk|applypenalt|apply_penalt
+model kernel sampler          topk|top_k|topp|top_p|sampling|sample|argmax|multinomial|gumbel|softmax|gathertopk|applypenalt|apply_penalt
+# a sort (CUB's radix sort under torch.sort) is the sampler's, unless an NVTX range says whose
+# (MoE routing sorts expert ids) ---
+model kernel sampler?         radixsort
 # --- GEMMs: cuBLAS (sm90_xmma_gemm_*, ampere_*gemm*, nvjet_*, gemv*), cuBLASLt, CUTLASS, Marlin, Triton,
 # llama.cpp (mul_mat_q, mul_mat_vec_q, mmq, mmvq, mmf) ---
 model kernel gemm             gemm|gemv|xmma|nvjet|cutlass|s16816|s1688|h16816|h1688|wgmma|sm\d+_|ampere_|volta_|turing_|hopper_|matmul|mul_mat|\bmmv?[qf]\b|splitk|marlin|cublas|cijk_
@@ -163,6 +166,13 @@ absl::Status BucketRules::LoadText(const std::string& text, const std::string& o
       return err(absl::StrCat("unknown target `", w[1], "` (kernel, nvtx or api)"));
     }
     rule.bucket = w[2];
+    if (rule.bucket.size() > 1 && rule.bucket.back() == '?') {
+      if (rule.scope != RuleScope::kModel || rule.target != RuleTarget::kKernel) {
+        return err("`bucket?` (yield to an NVTX range) is for model kernel rules only");
+      }
+      rule.bucket.pop_back();
+      rule.yields = true;
+    }
     // The regex is the rest of the line after the bucket (it may contain spaces).
     size_t pos = line.find(w[2], line.find(w[1]) + w[1].size()) + w[2].size();
     rule.pattern = std::string(absl::StripAsciiWhitespace(line.substr(pos)));
@@ -188,11 +198,16 @@ absl::Status BucketRules::LoadText(const std::string& text, const std::string& o
   return absl::OkStatus();
 }
 
-std::string BucketRules::Match(RuleScope scope, RuleTarget target, const std::string& name) const {
+std::string BucketRules::Match(RuleScope scope, RuleTarget target, const std::string& name,
+                               bool* yields) const {
   for (const BucketRule& r : rules_) {
     if (r.scope != scope || r.target != target) continue;
-    if (SearchPrefix(name, r.re)) return r.bucket;
+    if (SearchPrefix(name, r.re)) {
+      if (yields != nullptr) *yields = r.yields;
+      return r.bucket;
+    }
   }
+  if (yields != nullptr) *yields = false;
   return "";
 }
 

@@ -8,10 +8,10 @@
 // and the model-bucket precedence:
 //   1. a DeviceOp that is a memcpy/memset -> memcpy.h2d|d2h|d2d|h2h|memset|other;
 //   2. a model `kernel` rule with a concrete bucket -> that bucket;
-//   3. otherwise (the kernel rule said `gemm`, the generic GEMM class, or nothing matched) the
-//      innermost enclosing NVTX range of the launch that matches a model `nvtx` rule decides
-//      (`qkv_proj` -> attn.qkv_proj, ...);
-//   4. otherwise `others`.
+//   3. otherwise (the kernel rule said `gemm`, the generic GEMM class, or a bucket written
+//      `bucket?`, or nothing matched) the innermost enclosing NVTX range of the launch that
+//      matches a model `nvtx` rule decides (`qkv_proj` -> attn.qkv_proj, ...);
+//   4. otherwise the `bucket?` rule's bucket, else `others`.
 // Engine buckets come from NVTX ranges (engine `nvtx` rules) by exclusive time: a mapped range
 // nested in another mapped range takes its time away from the outer one.
 //
@@ -43,6 +43,10 @@ struct BucketRule {
   std::string bucket;
   std::string pattern;
   std::regex re;
+  // A model kernel rule written `bucket?`: its bucket unless an enclosing NVTX range matches a
+  // model nvtx rule (a generic library kernel, e.g. a CUB radix sort: the sampler's, or the
+  // MoE routing's inside an `expert` range).
+  bool yields = false;
 };
 
 class BucketRules {
@@ -57,8 +61,10 @@ class BucketRules {
   // Same, from text (`origin` names it in errors).
   absl::Status LoadText(const std::string& text, const std::string& origin);
 
-  // First matching rule's bucket, or "" when none matches.
-  std::string Match(RuleScope scope, RuleTarget target, const std::string& name) const;
+  // First matching rule's bucket, or "" when none matches; `*yields` (when given) tells
+  // whether that rule yields to an NVTX range (BucketRule::yields).
+  std::string Match(RuleScope scope, RuleTarget target, const std::string& name,
+                    bool* yields = nullptr) const;
 
   // Every bucket name a rule can produce (plus memcpy.* and others), for registries.
   std::vector<std::string> AllBuckets() const;

@@ -129,6 +129,24 @@ TEST_CASE("a rules file overrides the defaults, `clear` drops them, errors name 
   CHECK(r.LoadFile("/nonexistent/rules").message() == "/nonexistent/rules: cannot open rules file");
 }
 
+// `bucket?`: the rule's bucket, yielding to an NVTX range (the analyzer decides with it).
+TEST_CASE("a kernel rule written bucket? yields to NVTX ranges; only kernel rules may") {
+  BucketRules r = BucketRules::Defaults();
+  bool yields = false;
+  CHECK(r.Match(RuleScope::kModel, RuleTarget::kKernel,
+                "void cub::CUB_300001_SM_750::DeviceRadixSortOnesweepKernel<...>(...)",
+                &yields) == "sampler");
+  CHECK(yields);
+  CHECK(r.Match(RuleScope::kModel, RuleTarget::kKernel, "topKPerRowDecode", &yields) == "sampler");
+  CHECK(!yields);
+  REQUIRE(r.LoadText("model kernel norm? my_norm\n", "y.rules").ok());
+  CHECK(r.Match(RuleScope::kModel, RuleTarget::kKernel, "my_norm_kernel", &yields) == "norm");
+  CHECK(yields);
+  CHECK(r.LoadText("engine nvtx decode? dec\n", "y.rules").message() ==
+        "y.rules:1: `bucket?` (yield to an NVTX range) is for model kernel rules only");
+  for (const std::string& b : r.AllBuckets()) CHECK(b.back() != '?');
+}
+
 TEST_CASE("a trailing comment after whitespace is not part of the regex") {
   BucketRules r = BucketRules::Defaults();
   REQUIRE(r.LoadText("model kernel mlp.act rms_norm   # fused here\n"
