@@ -1194,6 +1194,10 @@ std::string RenderDiffText(const DiffResult& r, const DiffOptions& options) {
   for (const auto& row : rows) {
     for (size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
   }
+  // A metric named after a templated kernel (hundreds of characters) overflows its column
+  // rather than pad every row to its length.
+  constexpr size_t kMaxNameWidth = 80;
+  width[0] = std::min(width[0], kMaxNameWidth);
   std::string out = absl::StrCat("profagent diff: ", Headline(r), "\n  base: ", r.base_label,
                                  "\n  new:  ", r.new_label, "\n");
   for (const std::string& n : r.notes) out += "  note: " + n + "\n";
@@ -1203,7 +1207,7 @@ std::string RenderDiffText(const DiffResult& r, const DiffOptions& options) {
       std::string cell = row[c];
       const bool right = c >= 1 && c <= 4;
       if (c + 1 < row.size()) {
-        const std::string pad(width[c] - cell.size(), ' ');
+        const std::string pad(cell.size() < width[c] ? width[c] - cell.size() : 0, ' ');
         cell = right ? pad + cell : cell + pad;
         cell += "  ";
       }

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -13,9 +14,8 @@
 #include <string>
 #include <vector>
 
-#include <catch2/catch.hpp>
-
 #include "CLI/CLI.hpp"
+#include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
 #include "analyzer/perfetto/test_profile.h"
 #include "proto/profagent.pb.h"
@@ -194,6 +194,26 @@ TEST_CASE("a change of GPU timing mode fails the gate with a note") {
   CHECK(text.find("metric significantly worse") == std::string::npos);
   now["meta"]["gpu_timing"] = "cupti";
   CHECK(DiffSummaries(*base, now, DiffOptions()).regressions == 0);
+}
+
+// A templated kernel's name (hundreds of characters) overflows the metric column on its own
+// rows; the other rows are not padded to its length.
+TEST_CASE("text output: a very long metric name does not widen every row") {
+  auto base = LoadSummary(kData + "diff_base.json");
+  REQUIRE(base.ok());
+  REQUIRE(!(*base)["kernels"].empty());
+  (*base)["kernels"][0]["name"] =
+      "void cub::DeviceRadixSortOnesweepKernel<" + std::string(400, 'x') + ">()";
+  const std::string text =
+      RenderDiffText(DiffSummaries(*base, *base, DiffOptions()), DiffOptions());
+  size_t longest = 0, header = 0;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    longest = std::max(longest, line.size());
+    if (absl::StartsWith(line, "metric")) header = line.size();
+  }
+  CHECK(longest > 400);  // the long name's rows
+  CHECK(header > 0);
+  CHECK(header < 200);
 }
 
 // A bucket only NEW lists (a kernel added: buckets with no time are not listed) went up from 0:
