@@ -220,6 +220,18 @@ void StopAtLimit(WriterState* w, uint64_t at, uint64_t fits, const std::string& 
     cut = f.end;
     records = f.records;
   }
+  if (at == 0 && cut == 0) {
+    // Not even the header fits: a file holding a footer alone would be unreadable. None.
+    Log(1, "%s: %s before the profile's header could be written; no file (recording stops)",
+        w->path.c_str(), why.c_str());
+    unlink(w->path.c_str());
+    close(w->fd);
+    w->fd = -1;
+    w->file_failed = true;
+    SetEnabled(false);
+    ClearOut(w);
+    return;
+  }
   bool ok = cut == 0 || WriteAll(w->fd, w->out.data(), cut);
   auto& g = G();
   uint64_t dropped = g.upstream_drops.load(std::memory_order_relaxed) + (w->records - records);

@@ -869,6 +869,7 @@ class FileAnalysis : public ViewVisitor {
   uint64_t unmatched_ops_ = 0, unmatched_launches_ = 0;
   uint64_t failed_launches_ = 0;  // launches, copies, sets whose call returned an error
   uint64_t failed_colls_ = 0;     // collective / point-to-point calls that returned an error
+  uint64_t failed_comms_ = 0;     // communicator creations, splits, shrinks that did
   // Work enqueued during CUDA graph capture (Event.captured): it ran only at graph launches.
   uint64_t captured_launches_ = 0;
   std::map<std::string, uint64_t> captured_colls_;  // op -> NCCL calls captured into graphs
@@ -1376,6 +1377,12 @@ void FileAnalysis::Host1(const EventView& e) {
         c.group() != 0 && c.corr() != 0) {
       ++group_kernel_calls_[c.corr()];
     }
+  }
+  if (e.kind == EV_COMM && e.ret != 0) {
+    // ncclInProgress is a non-blocking NCCL communicator's success.
+    const uint32_t api = ApiNameId(e);
+    const bool nccl = api != 0 && api < strings_.size() && absl::StartsWith(Str(api), "nccl");
+    if (!(nccl && e.ret == kNcclInProgress)) ++failed_comms_;
   }
   if (e.kind == EV_LAUNCH || (e.kind == EV_GRAPH_LAUNCH && !e.captured)) {
     ++launches_;
@@ -2956,6 +2963,11 @@ void FileAnalysis::Finish2() {
     warnings_.push_back(absl::StrCat(path_, ": ", failed_colls_,
                                      " MPI or NCCL calls failed (their call returned an error; "
                                      "not counted as collectives or transfers)"));
+  }
+  if (failed_comms_ > 0) {
+    warnings_.push_back(absl::StrCat(path_, ": ", failed_comms_,
+                                     " communicator creations, splits or shrinks failed (their "
+                                     "call returned an error; no communicator was made)"));
   }
   if (failed_launches_ > 0) {
     warnings_.push_back(absl::StrCat(path_, ": ", failed_launches_,

@@ -36,14 +36,24 @@ std::string& CuptiWhy() {
 // the agent was loaded by the driver (CUDA_INJECTION64_PATH) without LD_PRELOAD, where the
 // symbol lookup finds the runtime's own functions first.
 bool InterposersSeeCalls() {
-  void* found = dlsym(RTLD_DEFAULT, "cudaLaunchKernel");
-  if (found == nullptr) return true;  // no runtime in the global lookup: nothing to compare
-  Dl_info theirs{}, ours{};
-  if (dladdr(found, &theirs) == 0 ||
-      dladdr(reinterpret_cast<const void*>(&InterposersSeeCalls), &ours) == 0) {
-    return true;
-  }
-  return theirs.dli_fbase == ours.dli_fbase;
+  Dl_info ours{};
+  if (dladdr(reinterpret_cast<const void*>(&InterposersSeeCalls), &ours) == 0) return true;
+  // The module the application's lookup finds `name` in is this library (null: not found).
+  // The main program's handle searches it, its start-up libraries and RTLD_GLOBAL ones: the
+  // application's view (RTLD_DEFAULT from here would search this library's own scope too).
+  void* app = dlopen(nullptr, RTLD_NOW);
+  if (app == nullptr) return true;
+  auto in_agent = [&ours, app](const char* name) {
+    void* found = dlsym(app, name);
+    Dl_info where{};
+    return found != nullptr && dladdr(found, &where) != 0 && where.dli_fbase == ours.dli_fbase;
+  };
+  // Loaded privately (the driver's dlopen, no LD_PRELOAD): none of this library's symbols is in
+  // the global lookup, whatever holds the runtime (a program's link, a ctypes handle of its
+  // own). Preloaded: its interposer comes first, before any runtime's.
+  const bool seen = in_agent("profagent_init") && in_agent("cudaLaunchKernel");
+  dlclose(app);
+  return seen;
 }
 
 // `from_injection`: inside InitializeInjection (cuInit): no CUDA runtime calls.

@@ -728,6 +728,27 @@ TEST_CASE("CUDA_INJECTION64_PATH alone with events or host timing asked: CUPTI i
     CheckLaunchesMatchTruth(s, /*by_corr=*/true);
     CheckDeviceDurations(s, false);
   }
+  // Python through ctypes (the runtime in no global lookup either), injected by the driver
+  // (CUDA_INJECTION64_PATH alone): CUPTI too, its memsets recorded.
+  for (const char* timing : {"events", "host"}) {
+    INFO("ctypes " << timing);
+    std::string dir = MakeTempDir("inject_ctypes");
+    RunResult r =
+        Run(dir,
+            "GPUSIM_TRUTH=" + dir + "/truth.json PROFAGENT_OUTPUT=" + dir +
+                "/prof PROFAGENT_GPU_TIMING=" + timing + " CUDA_INJECTION64_PATH=" + AgentPath(),
+            "python3 " + Abs(kPkg + "testdata/rt_ctypes_inject.py"));
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    CHECK(r.out == "sync 0\n");
+    Profile p;
+    REQUIRE(LoadProfile(dir + "/prof", &p));
+    if (CuptiUnavailable(p)) return;
+    CHECK(p.reason.find("without LD_PRELOAD") != std::string::npos);
+    size_t memsets = 0;
+    for (const auto& d : p.dev) memsets += d.op.kind() == DOP_MEMSET;
+    CHECK(memsets == 4);
+  }
   std::string dir = MakeTempDir("inject_nocupti");
   RunResult r = Run(dir, "GPUSIM_CUPTI_FAIL=999 PROFAGENT_OUTPUT=" + dir + "/prof",
                     kPkg + "rt_inject " + AgentPath());
