@@ -290,8 +290,9 @@ class FileConverter : public ViewVisitor {
         }
         if (e.shmem != 0) args[n++] = Arg::Uint(pi::kArgShmem, e.shmem);
         args[n++] = Arg::Uint(pi::kArgStream, e.stream);
-        // A failed call, or one captured into a graph, ran nothing: no flow to a device op.
-        flow_out = e.ret == 0 && !e.captured ? e.corr : 0;
+        // A failed call, or one captured into a graph, ran nothing: no flow to a device op;
+        // nor under host timing, which records no device op.
+        flow_out = e.ret == 0 && !e.captured && !meta_.host_timing ? e.corr : 0;
         untimed = e.end_ns == e.start_ns && meta_.launch_api_sample > 1;
         break;
       }
@@ -306,13 +307,13 @@ class FileConverter : public ViewVisitor {
         args[n++] = Arg::Uint(pi::kArgStream, e.stream);
         // 0 bytes: nothing enqueued, no device op to flow to (a batch copy's bytes are its
         // copies' sum).
-        flow_out = e.ret == 0 && !e.captured && e.bytes != 0 ? e.corr : 0;
+        flow_out = e.ret == 0 && !e.captured && e.bytes != 0 && !meta_.host_timing ? e.corr : 0;
         break;
       case EV_GRAPH_LAUNCH:
         name = NameOr(e.name, e.api, kind);
         args[n++] = Arg::Uint(pi::kArgCorrelation, e.corr);
         args[n++] = Arg::Ptr(pi::kArgGraph, e.graph);
-        flow_out = e.ret == 0 && !e.captured ? e.corr : 0;
+        flow_out = e.ret == 0 && !e.captured && !meta_.host_timing ? e.corr : 0;
         untimed = e.end_ns == e.start_ns && meta_.launch_api_sample > 1;
         break;
       case EV_ALLOC:
@@ -1016,9 +1017,13 @@ absl::StatusOr<FileMeta> ScanFileMeta(const std::string& path) {
         meta.start_monotonic_ns = h.start_monotonic_ns();
         meta.boot_id_hash = h.boot_id_hash();
         meta.launch_api_sample = h.launch_api_sample();
+        meta.host_timing = h.gpu_timing() == GPU_TIMING_HOST;
         break;
       }
       case Record::kProcess:
+        if (rec.process().gpu_timing() != GPU_TIMING_UNKNOWN) {
+          meta.host_timing = rec.process().gpu_timing() == GPU_TIMING_HOST;
+        }
         if (rec.process().rank() >= 0) {
           meta.rank = rec.process().rank();
           rank_from_process = true;

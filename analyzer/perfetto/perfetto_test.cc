@@ -921,6 +921,55 @@ TEST_CASE("failed and captured calls start no flow") {
   CHECK(launches == 3);  // all three drawn
 }
 
+// Host timing records no device op: its launches, copies and graph launches start no flow (a
+// flow with no end is what trace processors flag), whether the header or a later ProcessInfo
+// says the mode.
+TEST_CASE("host timing: launches start no flow") {
+  for (bool in_process : {false, true}) {
+    INFO("mode in " << (in_process ? "ProcessInfo" : "Header"));
+    const std::string dir = TmpDir();
+    {
+      ProfileWriter w(dir + "/rank0.pb");
+      REQUIRE(w.ok());
+      Record r;
+      r.mutable_header()->set_pid(50);
+      r.mutable_header()->set_hostname("h");
+      if (!in_process) r.mutable_header()->set_gpu_timing(GPU_TIMING_HOST);
+      w.Write(r);
+      if (in_process) {
+        r.Clear();
+        r.mutable_process()->set_rank(-1);
+        r.mutable_process()->set_gpu_timing(GPU_TIMING_HOST);
+        w.Write(r);
+      }
+      w.String(1, "cudaLaunchKernel");
+      w.String(2, "cudaGraphLaunch");
+      w.String(3, "cudaMemcpyAsync");
+      w.String(10, "kernel_a");
+      w.Thread(0, 50, "main");
+      r.Clear();
+      EventBatch* b = r.mutable_batch();
+      b->set_base_ns(1000);
+      Event* e = AddEvent(b, 0, 300, EV_LAUNCH, 10);
+      e->set_api(1);
+      e->set_stream(3);
+      AddEvent(b, 1000, 300, EV_GRAPH_LAUNCH, 2)->set_graph(7);
+      e = AddEvent(b, 1000, 100, EV_MEMCPY, 3);
+      e->set_bytes(64);
+      e->set_stream(3);
+      w.Write(r);
+      r.Clear();
+      r.mutable_footer()->set_reason("exit");
+      w.Write(r);
+    }
+    std::ostringstream out, err;
+    REQUIRE(RunPerfettoCommand(dir + "/rank0.pb", "", "perfetto", out, err) == 0);
+    Replay r = ReplayTrace(ParseTrace(dir + "/rank0.pftrace"));
+    CHECK(r.flow_out_count.empty());
+    CHECK(r.events.size() >= 3);  // the calls are drawn
+  }
+}
+
 // CUDA-event timing times a graph launch as one unnamed op: it is drawn as "cudaGraphLaunch",
 // as ops.csv names it. A graph node record (EV_GRAPH_NODE) is bookkeeping: nothing is drawn.
 TEST_CASE("an events-mode graph launch op is named cudaGraphLaunch; graph nodes draw nothing") {

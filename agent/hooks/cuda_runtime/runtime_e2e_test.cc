@@ -2126,6 +2126,30 @@ TEST_CASE("file size and memory limits: the application runs as without the agen
   CHECK(block.code == 0);  // not a hang (Run's timeout gives -1)
 }
 
+// A cudaMallocAsync / cudaFreeAsync captured into a graph makes graph memory nodes: nothing is
+// allocated at capture (the graph allocates at its launches, which the agent does not see), so
+// they are plain calls, not an allocation and a free (before: a 3 MiB allocation at capture
+// time, in the memory peak). The eager allocation and free are recorded, in both modes.
+TEST_CASE("Stream-ordered allocation captured into a graph is no allocation, in both modes") {
+  for (const char* timing : {"cupti", "events"}) {
+    INFO(timing);
+    Scenario s("graph_mem", std::string("PROFAGENT_GPU_TIMING=") + timing, kPkg + "rt_graph_mem");
+    REQUIRE(s.run.code == 0);
+    CHECK(s.run.out == "errors=0\n");
+    REQUIRE(s.loaded);
+    const auto allocs = s.prof.Kind(EV_ALLOC), frees = s.prof.Kind(EV_FREE);
+    REQUIRE(allocs.size() == 1);
+    CHECK(allocs[0]->ev.bytes() == 1u << 20);
+    CHECK(frees.size() == 1);
+    int captured_calls = 0;
+    for (const HostEv* h : s.prof.Kind(EV_API)) {
+      const std::string api = s.prof.Str(h->ev.api() != 0 ? h->ev.api() : h->ev.name());
+      captured_calls += api == "cudaMallocAsync" || api == "cudaFreeAsync";
+    }
+    CHECK(captured_calls == 2);
+  }
+}
+
 // Thrust and CUB built for nvcc's default architecture: the program runs as without the agent,
 // every kernel once with its (long, templated) name and device time, and CCCL's own NVTX ranges
 // (its domain) are recorded beside the application's steps.

@@ -539,8 +539,15 @@ inline AllocTable::Entry AsyncAllocLocation(cudaStream_t stream, cudaMemPool_t p
 }
 
 template <typename Call>
+inline cudaError_t DoGeneric(uint16_t api, EvType type, uint64_t a, uint64_t b, Call&& call);
+
+// Stream-ordered allocation and free made on a capturing stream make graph memory nodes:
+// nothing is allocated or freed then (the graph does it at its launches, which the agent does
+// not see), so they are plain calls, not memory events.
+template <typename Call>
 inline cudaError_t DoAsyncAlloc(uint16_t api, void** out, size_t size, cudaStream_t stream,
                                 cudaMemPool_t pool, Call&& call) {
+  if (Capturing(U64(stream))) return DoGeneric(api, EvType::kApi, U64(stream), 0, call);
   const AllocTable::Entry where = AsyncAllocLocation(stream, pool);
   return DoAlloc(api, out, size, where.kind, call, int(where.device));
 }
@@ -548,6 +555,9 @@ inline cudaError_t DoAsyncAlloc(uint16_t api, void** out, size_t size, cudaStrea
 template <typename Call>
 inline cudaError_t DoFree(uint16_t api, void* ptr, uint32_t default_kind, cudaStream_t stream,
                           Call&& call) {
+  if (stream != nullptr && Capturing(U64(stream))) {
+    return DoGeneric(api, EvType::kApi, U64(stream), 0, call);
+  }
   InRuntime marked;
   Mode();
   AllocTable::Entry a{0, default_kind, uint32_t(t_device)};

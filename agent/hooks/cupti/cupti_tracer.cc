@@ -655,6 +655,14 @@ void RecordRuntimeFromCallback(CUpti_CallbackId cbid, const CUpti_CallbackData* 
                       cbid == CUPTI_RUNTIME_TRACE_CBID_cudaHostAlloc_v3020)
                        ? 1
                        : 3;
+      // On a capturing stream: a graph memory node, nothing allocated now (a plain call).
+      if (e.mem.kind == 3 && a != nullptr &&
+          Capturing(reinterpret_cast<uint64_t>(
+                        static_cast<const cudaMallocAsync_v11020_params*>(p)->hStream),
+                    false)) {
+        e.type = EvType::kApi;
+        e.mem = {};
+      }
       break;
     }
     // CUDA arrays: elements x the channel format's size (mem_sizes.h).
@@ -702,6 +710,10 @@ void RecordRuntimeFromCallback(CUpti_CallbackId cbid, const CUpti_CallbackData* 
           cbid != CUPTI_RUNTIME_TRACE_CBID_cudaFreeHost_v3020) {
         e.mem.stream = reinterpret_cast<uint64_t>(
             static_cast<const cudaFreeAsync_v11020_params*>(p)->hStream);
+        if (Capturing(e.mem.stream, false)) {  // a graph memory node (see the allocations)
+          e.type = EvType::kApi;
+          e.mem = {};
+        }
       }
       break;
     }
@@ -916,6 +928,8 @@ void RecordDriverMemory(CUpti_CallbackId cbid, const CUpti_CallbackData* cb, uin
       break;
     }
   }
+  // A stream-ordered call on a capturing stream makes a graph memory node: nothing now.
+  if (e.mem.kind == kMemAsync && e.mem.stream != 0 && Capturing(e.mem.stream, false)) return;
   uint32_t device = 0;
   if (!device_known && cb->context != nullptr && g_api.get_device_id != nullptr &&
       g_api.get_device_id(cb->context, &device) == CUPTI_SUCCESS) {
