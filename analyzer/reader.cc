@@ -864,6 +864,13 @@ absl::StatusOr<std::vector<std::string>> ListProfileFiles(const std::string& dir
     std::string name = e->d_name;
     if (name.size() > 3 && name.compare(name.size() - 3, 3, ".pb") == 0) {
       const std::string path = dir + "/" + name;
+      // Only regular files (through symlinks): a FIFO would block the read, a directory or a
+      // dangling link is no profile.
+      struct stat st;
+      if (stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
+        skipped->push_back(absl::StrCat(path, ": not a regular file; skipped"));
+        continue;
+      }
       if (HeaderIncomplete(path)) {
         skipped->push_back(absl::StrCat(path,
                                         ": no complete header (its process ended before "

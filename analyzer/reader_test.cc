@@ -501,6 +501,24 @@ TEST_CASE("profile directories", "[reader]") {
     CHECK(files->size() == 3);
     CHECK(skipped.empty());
   }
+  // Entries named *.pb that are no regular file: skipped with a line each, never read (a FIFO
+  // would block the report for ever). A symlink to a profile is read.
+  {
+    std::string odd = TempPath("odd_entries");
+    mkdir(odd.c_str(), 0755);
+    WriteFile(odd + "/rank0.pb", whole);
+    REQUIRE(mkfifo((odd + "/fifo.pb").c_str(), 0644) == 0);
+    REQUIRE(mkdir((odd + "/dir.pb").c_str(), 0755) == 0);
+    REQUIRE(symlink((odd + "/missing").c_str(), (odd + "/dangling.pb").c_str()) == 0);
+    REQUIRE(symlink((odd + "/rank0.pb").c_str(), (odd + "/link.pb").c_str()) == 0);
+    std::vector<std::string> skipped;
+    files = ListProfileFiles(odd, &skipped);
+    REQUIRE(files.ok());
+    CHECK(*files == std::vector<std::string>{odd + "/link.pb", odd + "/rank0.pb"});
+    CHECK(skipped == std::vector<std::string>{odd + "/dangling.pb: not a regular file; skipped",
+                                              odd + "/dir.pb: not a regular file; skipped",
+                                              odd + "/fifo.pb: not a regular file; skipped"});
+  }
   // Only headerless files: an error that says so.
   std::string only = TempPath("headerless");
   mkdir(only.c_str(), 0755);

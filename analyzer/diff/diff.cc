@@ -829,7 +829,8 @@ absl::Status CheckComparable(const OJson& base, const OJson& now, const std::str
         absl::StrCat(has_timing(base) ? now_label : base_label,
                      ": no meta.gpu_timing: its device times cannot be compared"));
   }
-  // A metric that is a number on one side and text on the other.
+  // A metric that is a number on one side and text on the other (null, "none", goes with
+  // either: a straggler GPU "R:D" on one side, none on the other).
   std::vector<std::pair<std::string, std::optional<double>>> va, vb;
   std::set<std::string> sa, sb;
   Flatten(base, "", &va, &sa);
@@ -837,7 +838,7 @@ absl::Status CheckComparable(const OJson& base, const OJson& now, const std::str
   for (const auto& [values, strings, label] :
        {std::make_tuple(&va, &sb, &now_label), std::make_tuple(&vb, &sa, &base_label)}) {
     for (const auto& kv : *values) {
-      if (strings->count(kv.first) != 0) {
+      if (kv.second.has_value() && strings->count(kv.first) != 0) {
         return absl::InvalidArgumentError(
             absl::StrCat(*label, ": \"", kv.first, "\" is text, not a number"));
       }

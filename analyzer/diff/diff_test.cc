@@ -675,6 +675,26 @@ TEST_CASE("bad input exits 2 with one line naming the file") {
   }
 }
 
+// A straggler GPU ("R:D") on one side and none (null) on the other: comparable (a rank file
+// lost, an MPI-only job), not bad input.
+TEST_CASE("a text metric that is null on the other side is comparable") {
+  auto base = LoadSummary(kData + "diff_base.json");
+  REQUIRE(base.ok());
+  nlohmann::ordered_json a = *base, b = *base;
+  a["collectives"]["stragglers"]["most_frequent_last_arriver_gpu"] = "0:1";
+  b["collectives"]["stragglers"]["most_frequent_last_arriver_gpu"] = nullptr;
+  const char* tmp = getenv("TEST_TMPDIR");
+  const std::string dir = std::string(tmp != nullptr ? tmp : "/tmp");
+  std::ofstream(dir + "/gpu_a.json") << a.dump() << "\n";
+  std::ofstream(dir + "/gpu_b.json") << b.dump() << "\n";
+  for (const auto& [x, y] : {std::make_pair(dir + "/gpu_a.json", dir + "/gpu_b.json"),
+                             std::make_pair(dir + "/gpu_b.json", dir + "/gpu_a.json")}) {
+    std::ostringstream out, err;
+    INFO(err.str());
+    CHECK(RunDiffCommand(x, y, DiffOptions(), false, out, err) == 0);
+  }
+}
+
 // A NEW summary that lost a section, its timing mode, or a metric turned to text is bad input
 // (exit 2), not a clean gate.
 TEST_CASE("summaries that cannot be compared exit 2 naming the file") {

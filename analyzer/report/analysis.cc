@@ -870,6 +870,7 @@ class FileAnalysis : public ViewVisitor {
   uint64_t failed_launches_ = 0;  // launches, copies, sets whose call returned an error
   uint64_t failed_colls_ = 0;     // collective / point-to-point calls that returned an error
   uint64_t failed_comms_ = 0;     // communicator creations, splits, shrinks that did
+  uint64_t host_timed_nccl_ = 0;  // NCCL calls without a device arrival (host timing)
   // Work enqueued during CUDA graph capture (Event.captured): it ran only at graph launches.
   uint64_t captured_launches_ = 0;
   std::map<std::string, uint64_t> captured_colls_;  // op -> NCCL calls captured into graphs
@@ -2152,7 +2153,11 @@ void FileAnalysis::Host2(const EventView& e) {
         // Unmatched: a point-to-point call without a number (an MPI_ANY_SOURCE receive, a
         // transfer with MPI_PROC_NULL) or a rank's transfer to itself, which waits for no one.
         const bool numbered = c.seq() != kNoSeq && (!p2p || c.peer() >= 0);
-        if (numbered && (!p2p || c.peer() != cit->second.rank)) {
+        // Host timing sees no NCCL kernel: an enqueue time is no arrival (the rank arrives when
+        // its stream reaches the kernel), so such calls are left out of the waits.
+        const bool no_arrival = c.lib() == LIB_NCCL && host_mode_;
+        if (no_arrival && numbered) ++host_timed_nccl_;
+        if (numbered && !no_arrival && (!p2p || c.peer() != cit->second.rank)) {
           arrivals_.push_back(Arrival{uid, pair, c.seq(), arrive_ns, int(c.lib()),
                                       c.lib() == LIB_NCCL ? cit->second.device : -1, 1.0 / sharers,
                                       call_dur, wait_group});
@@ -2964,6 +2969,12 @@ void FileAnalysis::Finish2() {
                                      " MPI or NCCL calls failed (their call returned an error; "
                                      "not counted as collectives or transfers)"));
   }
+  if (host_timed_nccl_ > 0) {
+    warnings_.push_back(absl::StrCat(
+        path_, ": ", host_timed_nccl_,
+        " NCCL calls timed on the host only (no device activity records): when the rank "
+        "reached each collective is unknown, so they are left out of the waits and stragglers"));
+  }
   if (failed_comms_ > 0) {
     warnings_.push_back(absl::StrCat(path_, ": ", failed_comms_,
                                      " communicator creations, splits or shrinks failed (their "
@@ -3303,6 +3314,38 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
           " files, first ", files[0], ")"));
     }
   }
+  // Two files of one process (the same pid, host, boot and start: a copy, a symlink, a file
+  // saved twice) would count its work twice: the one with more records is kept.
+  std::vector<std::string> copy_warnings;
+  {
+    std::map<std::tuple<uint32_t, std::string, uint64_t, uint64_t, uint64_t>, FileAnalysis*> seen;
+    std::vector<FileAnalysis*> kept;
+    for (FileAnalysis* f : sel) {
+      const Header& h = f->header_;
+      if (h.start_monotonic_ns() == 0) {  // no start recorded (not an agent's file): no identity
+        kept.push_back(f);
+        continue;
+      }
+      auto [it, fresh] =
+          seen.emplace(std::make_tuple(h.pid(), h.hostname(), h.boot_id_hash(),
+                                       h.start_monotonic_ns(), h.start_realtime_ns()),
+                       f);
+      if (fresh) {
+        kept.push_back(f);
+        continue;
+      }
+      FileAnalysis* other = it->second;
+      FileAnalysis* drop = f->fsum_.frames > other->fsum_.frames ? other : f;
+      FileAnalysis* keep = drop == f ? other : f;
+      if (drop == other) {
+        std::replace(kept.begin(), kept.end(), other, f);
+        it->second = f;
+      }
+      copy_warnings.push_back(absl::StrCat(drop->path_, ": the same process as ", keep->path_,
+                                           " (a copy of it?): left out"));
+    }
+    sel = std::move(kept);  // (ops.csv appends the parts of `sel` only)
+  }
   std::stable_sort(sel.begin(), sel.end(), [](const FileAnalysis* a, const FileAnalysis* b) {
     return a->rank_ < b->rank_;
   });
@@ -3325,7 +3368,7 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
   std::set<std::string> hosts, versions, timings;
   int world = 0;
   uint64_t drops_total = 0;
-  std::vector<std::string> warnings;
+  std::vector<std::string> warnings = copy_warnings;
   Json jfiles = Json::array();
   for (auto* f : sel) {
     ranks.insert(f->rank_);
@@ -4052,8 +4095,9 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
         absl::StrCat(partial,
                      " collective or point-to-point calls were seen on only some of their "
                      "communicator's ranks (rank files missing, not selected with --ranks, not "
-                     "recorded: PROFAGENT_RANKS, or after the end of a rank's file: a process "
-                     "stopped before the others): left out of the waits and the straggler"));
+                     "recorded: PROFAGENT_RANKS, after the end of a rank's file: a process "
+                     "stopped before the others, or NCCL calls of a host-timed rank): left out "
+                     "of the waits and the straggler"));
   }
   strag["skew_us"] = LatJson(skew, 1e-3);
   Json wbr = Json::object(), lac = Json::object();

@@ -3171,6 +3171,64 @@ TEST_CASE("a file ended at a size limit or a full disk: the report says where an
   CHECK(HasWarning(*s, "the agent dropped 1234 records"));
 }
 
+// A copy of a rank file (or a symlink to it) beside it is the same process: its work is not
+// counted twice; the report says which file was left out.
+TEST_CASE("a copy of a rank file is left out, not counted as a second process") {
+  const std::string dir = TmpDir("copied_rank");
+  {
+    ProfileBuilder b(dir + "/rank0.pb");
+    Record r;
+    Header* h = r.mutable_header();
+    h->set_pid(1000);
+    h->set_hostname("h0");
+    h->set_rank(0);
+    h->set_world_size(1);
+    h->set_gpu_timing(GPU_TIMING_CUPTI);
+    h->set_start_monotonic_ns(123456789);  // as the agent writes: the process's identity
+    b.Write(r);
+    b.Host(1, 100 * kUs, 1, ProfileBuilder::Launch(b.Str("k"), 5 * kUs));
+    b.Flush();
+    b.Device(0, 110 * kUs, 1, Kernel(50 * kUs));
+    b.Close(true);
+  }
+  const std::string copy = dir + "/rank0 (copy).pb";
+  std::ofstream(copy, std::ios::binary) << ReadAll(dir + "/rank0.pb");
+  auto s = BuildSummary({dir + "/rank0 (copy).pb", dir + "/rank0.pb"}, ReportOptions(), "");
+  REQUIRE(s.ok());
+  REQUIRE((*s)["kernels"].size() == 1);
+  CHECK((*s)["kernels"][0]["count"] == 1);
+  CHECK((*s)["meta"]["files"].size() == 1);
+  CHECK(HasWarning(*s, "the same process as"));
+  CHECK(HasWarning(*s, "(a copy of it?): left out"));
+}
+
+// Host timing sees no NCCL kernel: an enqueue time is no arrival. Such calls are left out of
+// the waits (before: waits of enqueue-time differences, uncapped), with a warning per file.
+TEST_CASE("NCCL calls under host timing are left out of the waits, with a warning") {
+  const std::string dir = TmpDir("host_nccl");
+  for (int rank = 0; rank < 2; ++rank) {
+    ProfileBuilder b(dir + "/rank" + std::to_string(rank) + ".pb");
+    b.WriteHeader(rank, 2, "h", GPU_TIMING_HOST);
+    WriteTwoRankComm(&b, rank, LIB_NCCL, "nccl-world");
+    for (uint64_t i = 0; i < 3; ++i) {
+      Event e = MpiCall(b, "AllReduce", 4096, i, -1);
+      e.mutable_coll()->set_lib(LIB_NCCL);
+      e.set_api(b.Str("ncclAllReduce"));
+      e.set_dur(5 * kUs);
+      b.Host(1, (1000 + 1000 * i + (rank == 1 ? 500 : 0)) * kUs, 0, e);
+    }
+    b.Close(true);
+  }
+  auto s = BuildSummary({dir + "/rank0.pb", dir + "/rank1.pb"}, ReportOptions(), "");
+  REQUIRE(s.ok());
+  const Json& sg = (*s)["collectives"]["stragglers"];
+  CHECK(sg["calls_matched"] == 0);
+  CHECK(sg["straggler"].is_null());
+  CHECK(HasWarning(*s, "3 NCCL calls timed on the host only"));
+  REQUIRE((*s)["collectives"]["ops"].size() == 1);
+  CHECK((*s)["collectives"]["ops"][0]["count"] == 6);  // still counted as calls
+}
+
 }  // namespace
 }  // namespace analyzer
 }  // namespace profagent
