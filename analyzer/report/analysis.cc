@@ -835,6 +835,7 @@ class FileAnalysis : public ViewVisitor {
   int timing_ = 0;
   std::string timing_reason_;
   int64_t clock_offset_ = 0;
+  uint64_t clock_offset_error_ = 0;
   bool has_offset_ = false;
   std::map<uint32_t, uint64_t> drops_;
   std::vector<std::string> notes_;
@@ -1251,7 +1252,11 @@ void FileAnalysis::OnOther(const Record& r) {
       break;
     }
     case Record::kClockOffset:
-      clock_offset_ = r.clock_offset().offset_ns();
+      // The measurement with the smallest error bound (as the Perfetto export takes it).
+      if (!has_offset_ || r.clock_offset().error_ns() < clock_offset_error_) {
+        clock_offset_ = r.clock_offset().offset_ns();
+        clock_offset_error_ = r.clock_offset().error_ns();
+      }
       has_offset_ = true;
       break;
     case Record::kDrops: {
