@@ -13,11 +13,13 @@
 #include <deque>
 #include <functional>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <queue>
 #include <set>
 #include <thread>
+#include <tuple>
 #include <unordered_map>
 
 #include "absl/strings/str_cat.h"
@@ -1184,18 +1186,44 @@ struct PartResult {
 
 }  // namespace
 
-absl::Status ExportTrace(const std::vector<std::string>& inputs, const std::string& out_path,
+absl::Status ExportTrace(const std::vector<std::string>& all_inputs, const std::string& out_path,
                          const ExportOptions& options, ExportStats* stats) {
   ExportStats local;
   ExportStats* s = stats != nullptr ? stats : &local;
-  if (inputs.empty()) return absl::InvalidArgumentError("no input files");
-  const size_t n = inputs.size();
+  if (all_inputs.empty()) return absl::InvalidArgumentError("no input files");
+  // Two files of one process (the same pid, host, boot and start: a copy, a symlink) would draw
+  // it twice: the larger one is kept, as the report keeps the one with more records.
+  std::vector<std::string> inputs;
   std::vector<FileMeta> metas;
-  for (const std::string& path : inputs) {
+  std::map<std::tuple<uint32_t, std::string, uint64_t, uint64_t, uint64_t>, size_t> seen;
+  auto size_of = [](const std::string& path) {
+    struct stat st;
+    return stat(path.c_str(), &st) == 0 ? uint64_t(st.st_size) : 0;
+  };
+  for (const std::string& path : all_inputs) {
     auto m = ScanFileMeta(path);
     if (!m.ok()) return m.status();
+    if (m->start_monotonic_ns != 0) {
+      auto key = std::make_tuple(m->pid, m->hostname, m->boot_id_hash, m->start_monotonic_ns,
+                                 m->start_realtime_ns);
+      auto it = seen.find(key);
+      if (it != seen.end()) {
+        std::string& other = inputs[it->second];
+        const bool replace = size_of(path) > size_of(other);
+        s->warnings.push_back(absl::StrCat(replace ? other : path, ": the same process as ",
+                                           replace ? path : other, " (a copy of it?): left out"));
+        if (replace) {
+          other = path;
+          metas[it->second] = std::move(*m);
+        }
+        continue;
+      }
+      seen.emplace(key, inputs.size());
+    }
+    inputs.push_back(path);
     metas.push_back(std::move(*m));
   }
+  const size_t n = inputs.size();
   s->alignment = ComputeAlignment(metas);
   std::vector<int32_t> pids(n);
   std::vector<char> remapped(n, 0);

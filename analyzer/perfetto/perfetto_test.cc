@@ -921,6 +921,40 @@ TEST_CASE("failed and captured calls start no flow") {
   CHECK(launches == 3);  // all three drawn
 }
 
+// A copy of a rank file beside it is the same process: drawn once, with a warning.
+TEST_CASE("a copy of a rank file is drawn once") {
+  const std::string dir = TmpDir();
+  {
+    ProfileWriter w(dir + "/rank0.pb");
+    REQUIRE(w.ok());
+    w.Header(50, "h", 0, 1700000000000000000ull, 1000000000);
+    w.String(1, "cudaLaunchKernel");
+    w.Thread(0, 50, "main");
+    Record r;
+    EventBatch* b = r.mutable_batch();
+    b->set_base_ns(1000);
+    AddEvent(b, 0, 300, EV_LAUNCH, 1);
+    w.Write(r);
+    r.Clear();
+    r.mutable_footer()->set_reason("exit");
+    w.Write(r);
+  }
+  {
+    std::ifstream in(dir + "/rank0.pb", std::ios::binary);
+    std::ofstream(dir + "/rank0 (copy).pb", std::ios::binary) << in.rdbuf();
+  }
+  ExportStats stats;
+  REQUIRE(ExportTrace({dir + "/rank0 (copy).pb", dir + "/rank0.pb"}, dir + "/t.pftrace",
+                      ExportOptions(), &stats)
+              .ok());
+  REQUIRE(stats.warnings.size() == 1);
+  CHECK(stats.warnings[0].find("the same process as") != std::string::npos);
+  Replay r = ReplayTrace(ParseTrace(dir + "/t.pftrace"));
+  int processes = 0;
+  for (const std::string& t : r.tracks) processes += t.rfind("process ", 0) == 0;
+  CHECK(processes == 1);
+}
+
 // Host timing records no device op: its launches, copies and graph launches start no flow (a
 // flow with no end is what trace processors flag), whether the header or a later ProcessInfo
 // says the mode.
