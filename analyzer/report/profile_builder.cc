@@ -85,6 +85,15 @@ Event ProfileBuilder::Launch(uint32_t name, uint64_t dur) {
   return e;
 }
 
+Event ProfileBuilder::GraphLaunch(uint32_t name, uint64_t dur, uint64_t graph) {
+  Event e;
+  e.set_kind(EV_GRAPH_LAUNCH);
+  e.set_name(name);
+  e.set_dur(dur);
+  e.set_graph(graph);
+  return e;
+}
+
 Event ProfileBuilder::Nvtx(uint32_t name, uint64_t dur, uint32_t depth) {
   Event e;
   e.set_kind(EV_NVTX_RANGE);

@@ -2261,11 +2261,7 @@ TEST_CASE("graph launches: every node counted in either record order; one latenc
       b.Device(0, start * kUs, 1, op);
     }
     b.Flush();
-    Event gl;
-    gl.set_kind(EV_GRAPH_LAUNCH);
-    gl.set_name(g);
-    gl.set_dur(5 * kUs);
-    gl.set_graph(0xabc);
+    const Event gl = ProfileBuilder::GraphLaunch(g, 5 * kUs, 0xabc);
     b.Host(1, 100 * kUs, 1, gl);  // returns at 105: 5 us to the first node
     b.Host(1, 300 * kUs, 2, gl);  // launch 2, host first: returns at 305
     b.Flush();
@@ -2372,11 +2368,7 @@ TEST_CASE("graph nodes: a replayed kernel takes the NVTX range its node was capt
     b.Host(1, 50 * kUs, 0, node(3, 0, b.Str("capture")));  // no model range
     b.Host(1, 300 * kUs, 0, ProfileBuilder::Nvtx(step, 300 * kUs, 0));
     b.Host(1, 300 * kUs, 0, ProfileBuilder::Nvtx(decode, 290 * kUs, 1));
-    Event gl;
-    gl.set_kind(EV_GRAPH_LAUNCH);
-    gl.set_name(g);
-    gl.set_dur(5 * kUs);
-    gl.set_graph(0xabc);
+    const Event gl = ProfileBuilder::GraphLaunch(g, 5 * kUs, 0xabc);
     b.Host(1, 310 * kUs, 3, gl);
     b.Flush();
     const uint64_t nodes[] = {11, 12, 13, 14, 0};
@@ -2421,11 +2413,7 @@ TEST_CASE("events timing: a graph launch is one kernel row, and report.md says w
   {
     ProfileBuilder b(dir + "/rank0.pb");
     b.WriteHeader(0, 1, "h", GPU_TIMING_EVENTS);
-    Event gl;
-    gl.set_kind(EV_GRAPH_LAUNCH);
-    gl.set_name(b.Str("cudaGraphLaunch"));
-    gl.set_dur(5 * kUs);
-    gl.set_graph(0xabc);
+    const Event gl = ProfileBuilder::GraphLaunch(b.Str("cudaGraphLaunch"), 5 * kUs, 0xabc);
     b.Host(1, 100 * kUs, 1, gl);
     b.Flush();
     DeviceOp op;
@@ -2457,11 +2445,7 @@ TEST_CASE("host timing: a graph launch is one op, in its step") {
     ProfileBuilder b(dir + "/rank0.pb");
     b.WriteHeader(0, 1, "h", GPU_TIMING_HOST);
     b.Host(1, 100 * kUs, 0, ProfileBuilder::Nvtx(b.Str("step tokens=1"), 100 * kUs, 0));
-    Event gl;
-    gl.set_kind(EV_GRAPH_LAUNCH);
-    gl.set_name(b.Str("cudaGraphLaunch"));
-    gl.set_dur(20 * kUs);
-    gl.set_graph(0xabc);
+    const Event gl = ProfileBuilder::GraphLaunch(b.Str("cudaGraphLaunch"), 20 * kUs, 0xabc);
     b.Host(1, 120 * kUs, 1, gl);
     b.Close(true);
   }
