@@ -902,9 +902,7 @@ TEST_CASE("failed and captured calls start no flow") {
     op->set_kind(DOP_KERNEL);
     op->set_name(10);
     w.Write(r);
-    r.Clear();
-    r.mutable_footer()->set_reason("exit");
-    w.Write(r);
+    w.Footer();
   }
   std::ostringstream out, err;
   REQUIRE(RunPerfettoCommand(dir + "/rank0.pb", "", "perfetto", out, err) == 0);
@@ -935,9 +933,7 @@ TEST_CASE("a copy of a rank file is drawn once") {
     b->set_base_ns(1000);
     AddEvent(b, 0, 300, EV_LAUNCH, 1);
     w.Write(r);
-    r.Clear();
-    r.mutable_footer()->set_reason("exit");
-    w.Write(r);
+    w.Footer();
   }
   {
     std::ifstream in(dir + "/rank0.pb", std::ios::binary);
@@ -992,9 +988,7 @@ TEST_CASE("host timing: launches start no flow") {
       e->set_bytes(64);
       e->set_stream(3);
       w.Write(r);
-      r.Clear();
-      r.mutable_footer()->set_reason("exit");
-      w.Write(r);
+      w.Footer();
     }
     std::ostringstream out, err;
     REQUIRE(RunPerfettoCommand(dir + "/rank0.pb", "", "perfetto", out, err) == 0);

@@ -60,6 +60,12 @@ void ProfileWriter::Thread(uint32_t thread, uint32_t tid, const std::string& nam
   Write(r);
 }
 
+void ProfileWriter::Footer(const std::string& reason) {
+  Record r;
+  r.mutable_footer()->set_reason(reason);
+  Write(r);
+}
+
 void ProfileWriter::Offset(int64_t offset_ns, uint64_t error_ns) {
   Record r;
   r.mutable_clock_offset()->set_offset_ns(offset_ns);

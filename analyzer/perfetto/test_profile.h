@@ -28,6 +28,7 @@ class ProfileWriter {
   void String(uint32_t id, const std::string& value);
   void Thread(uint32_t thread, uint32_t tid, const std::string& name);
   void Offset(int64_t offset_ns, uint64_t error_ns);
+  void Footer(const std::string& reason = "exit");
   void Raw(const void* data, size_t n);  // arbitrary bytes (corruption tests)
   void Close();
 

@@ -85,6 +85,13 @@ Event ProfileBuilder::Launch(uint32_t name, uint64_t dur) {
   return e;
 }
 
+Event ProfileBuilder::StartEndRange(uint32_t name, uint64_t dur) {
+  Event e = Nvtx(name, dur, 0);
+  e.clear_depth();
+  e.set_start_end(true);
+  return e;
+}
+
 Event ProfileBuilder::GraphLaunch(uint32_t name, uint64_t dur, uint64_t graph) {
   Event e;
   e.set_kind(EV_GRAPH_LAUNCH);

@@ -40,6 +40,8 @@ class ProfileBuilder {
   void Host(uint32_t thread, uint64_t start_ns, uint64_t corr, Event e);
   // Convenience builders (return the event for further fields).
   static Event Launch(uint32_t name, uint64_t dur);
+  // An nvtxRangeStart/End range (no nesting depth: free to overlap others), lasting `dur`.
+  static Event StartEndRange(uint32_t name, uint64_t dur);
   // A cudaGraphLaunch of exec `graph` (its call `name`), lasting `dur`.
   static Event GraphLaunch(uint32_t name, uint64_t dur, uint64_t graph);
   static Event Nvtx(uint32_t name, uint64_t dur, uint32_t depth);

@@ -1892,9 +1892,7 @@ TEST_CASE("a step opened ahead of its run by another thread belongs to the run i
     b.Host(2, 100 * kUs, 0, ProfileBuilder::Nvtx(warm, 200 * kUs, 0));   // 100-300
     b.Host(2, 310 * kUs, 0, ProfileBuilder::Nvtx(serve, 690 * kUs, 0));  // 310-1000
     auto step = [&](uint32_t name, uint64_t start, uint64_t end) {
-      Event e = ProfileBuilder::Nvtx(name, (end - start) * kUs, 0);
-      e.clear_depth();
-      e.set_start_end(true);
+      Event e = ProfileBuilder::StartEndRange(name, (end - start) * kUs);
       b.Host(2, start * kUs, 0, e);  // recorded on the ending (executor) thread
     };
     step(small, 50, 150);   // opened before any run: warm
@@ -2038,9 +2036,7 @@ TEST_CASE("async scheduling: in overlapping steps, work belongs to the oldest op
     b.WriteHeader(0, 1, "h0", GPU_TIMING_CUPTI);
     const uint32_t step = b.Str("step tokens=1");
     for (uint64_t i = 0; i < 3; ++i) {  // [0, 100), [70, 200), [170, 300)
-      Event e = ProfileBuilder::Nvtx(step, (i == 0 ? 100 : 130) * kUs, 0);
-      e.clear_depth();
-      e.set_start_end(true);
+      Event e = ProfileBuilder::StartEndRange(step, (i == 0 ? 100 : 130) * kUs);
       b.Host(2, (i == 0 ? 0 : 100 * i - 30) * kUs, 0, e);
     }
     const uint64_t launches[] = {10, 80, 110, 180, 210};  // 80 and 180: in an overlap
@@ -2157,9 +2153,7 @@ TEST_CASE("ops.csv NVTX path: a start/end range ended on another thread is its s
     b.WriteHeader(0, 1, "h0", GPU_TIMING_CUPTI);
     const uint32_t req = b.Str("request id=1"), qkv = b.Str("qkv_proj"), k = b.Str("k");
     auto ended_by_callback = [&](uint32_t name, uint64_t start, uint64_t dur) {
-      Event e = ProfileBuilder::Nvtx(name, dur * kUs, 0);
-      e.clear_depth();
-      e.set_start_end(true);
+      Event e = ProfileBuilder::StartEndRange(name, dur * kUs);
       e.set_start_thread(1);
       b.Host(2, start * kUs, 0, e);
     };
