@@ -852,9 +852,14 @@ class FileAnalysis : public ViewVisitor {
   std::vector<StepRec> steps_;
   std::vector<RunRec> runs_;
   std::vector<BucketAcc> run_buckets_;  // [0] = outside any run, [i] = run i
-  // Key: (name string id << 16) | bucket; name id 0 = unnamed (copies): named by the bucket.
+  // Key: (name string id << 17) | (outside << 16) | bucket; name id 0 = unnamed (copies): named
+  // by the bucket. outside: the op is outside the file's measured steps (see Emit).
   absl::flat_hash_map<uint64_t, KernelAgg> kernels_;
-  uint64_t device_total_ns_ = 0;
+  uint64_t device_total_ns_ = 0;  // the measured ops' device time
+  uint64_t outside_ops_ = 0, outside_ns_ = 0;
+  // The file's measured steps (non-warm-up, not excluded), first start to last end; empty
+  // (t0 > t1) when it has none.
+  uint64_t measured_t0_ = UINT64_MAX, measured_t1_ = 0;
   std::map<std::string, CollAgg> colls_;  // key: lib\0op\0class
   std::vector<Arrival> arrivals_;
   std::vector<std::string> comm_uids_;
@@ -1638,6 +1643,11 @@ void FileAnalysis::Finish1() {
   }
   for (const auto& kv : steps_by_thread_) link(kv.second, &step_parent_thread_);
   if (steps_by_thread_.size() < 2) steps_by_thread_.clear();
+  for (const StepRec& st : steps_) {
+    if (st.warmup || st.excluded) continue;
+    measured_t0_ = std::min(measured_t0_, st.start);
+    measured_t1_ = std::max(measured_t1_, st.end);
+  }
   const size_t nb = ctx_->buckets.size();
   run_buckets_.assign(runs_.size() + 1, BucketAcc{std::vector<uint64_t>(nb, 0),
                                                   std::vector<uint64_t>(nb, 0)});
@@ -2442,9 +2452,6 @@ void FileAnalysis::Emit(const PendingOp& op, const PendingLaunch* l) {
   const bool by_launch = l != nullptr && (!l->graph || op.kind == DOP_OTHER);
   uint32_t name_id = op.name != 0 ? op.name : by_launch ? l->name : 0;
   const std::string& bname = ctx_->buckets[bucket];
-  KernelAgg& k = Kernel((uint64_t(name_id) << 16) | uint64_t(bucket));
-  k.d.Add(double(dur));
-  device_total_ns_ += dur;
 
   // Steps and GPU busy time (union of op intervals). With steps from several threads, an op
   // belongs to a step of the thread that launched it.
@@ -2454,6 +2461,20 @@ void FileAnalysis::Emit(const PendingOp& op, const PendingLaunch* l) {
   // scheduling: the step's range ended before the GPU reached its work).
   if (s < 0 && l != nullptr) {
     s = csv_.is_open() || !steps_by_thread_.empty() ? l->step : StepOf(l->start);
+  }
+  // The kernel table, as every aggregate, covers the measured steps when the file has some: an
+  // op of a warm-up step, or of no step before the first measured one or after the last
+  // (start-up, weight loading, teardown), is counted apart.
+  const bool outside =
+      measured_t0_ <= measured_t1_ && (s >= 0 ? steps_[s].excluded || steps_[s].warmup
+                                              : op.start < measured_t0_ || op.start > measured_t1_);
+  KernelAgg& k = Kernel((uint64_t(name_id) << 17) | (uint64_t(outside) << 16) | uint64_t(bucket));
+  k.d.Add(double(dur));
+  if (outside) {
+    ++outside_ops_;
+    outside_ns_ += dur;
+  } else {
+    device_total_ns_ += dur;
   }
   if (s >= 0) {
     StepRec& st = steps_[s];
@@ -3745,11 +3766,16 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
 
   // ----- kernels (all selected ranks) -----
   std::map<std::string, KernelAgg> kmerged;
-  uint64_t dev_total = 0;
+  uint64_t dev_total = 0, outside_ops = 0, outside_ns = 0;
+  bool kscoped = false;
   for (auto* f : sel) {
     dev_total += f->device_total_ns_;
+    outside_ops += f->outside_ops_;
+    outside_ns += f->outside_ns_;
+    kscoped |= f->measured_t0_ <= f->measured_t1_;
     for (auto& k : f->kernels_) {
-      const uint32_t name_id = uint32_t(k.first >> 16);
+      if ((k.first >> 16) & 1) continue;  // outside the measured steps: counted apart
+      const uint32_t name_id = uint32_t(k.first >> 17);
       const std::string& bucket = ctx.buckets[k.first & 0xffff];
       const std::string& name = name_id != 0 ? f->StrPublic(name_id) : bucket;
       kmerged[absl::StrCat(name, std::string(1, '\0'), bucket)].d.Merge(k.second.d);
@@ -4316,6 +4342,13 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
       BucketsJson(ctx, EngineWithOthers(ctx, engine_all, all.total_ns), all.steps, true);
   out["decode_length_buckets"] = KvBinsJson(options, all_steps);
   out["kernels"] = kernels;
+  {
+    Json ks;
+    ks["scope"] = kscoped ? "measured steps" : "all ops";
+    ks["outside_ops"] = outside_ops;
+    ks["outside_ms"] = Num(NsToMs(double(outside_ns)));
+    out["kernels_scope"] = ks;
+  }
   out["collectives"] = coll;
   out["host"] = host;
   out["memory"] = memory;

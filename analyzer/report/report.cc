@@ -358,11 +358,23 @@ std::string RenderMarkdown(const Json& s) {
   KvTable(&md, s["decode_length_buckets"]);
 
   md += "## Top kernels\n\n";
-  if (!s["kernels"].empty()) {
-    md += "Every rank, the whole profile (start-up and warm-up included): what the GPUs ran.\n\n";
+  if (!s["kernels"].empty() || s["kernels_scope"]["outside_ops"].get<uint64_t>() > 0) {
+    const Json& ks = s["kernels_scope"];
+    if (ks["scope"] == "measured steps") {
+      absl::StrAppend(
+          &md,
+          "Every rank, over its measured steps (first start to last end; a rank "
+          "without any, its whole profile): what the GPUs ran. Left out: ",
+          ks["outside_ops"].dump(), ks["outside_ops"].get<uint64_t>() == 1 ? " op, " : " ops, ",
+          F(ks["outside_ms"]), " ms of device time outside them (start-up, warm-up).\n\n");
+    } else {
+      md += "Every rank, the whole profile (no measured steps): what the GPUs ran.\n\n";
+    }
   }
   if (s["kernels"].empty()) {
-    md += "(no device ops)\n\n";
+    md += s["kernels_scope"]["outside_ops"].get<uint64_t>() > 0
+              ? "(no device ops in the measured steps)\n\n"
+              : "(no device ops)\n\n";
   } else {
     md += "| kernel | bucket | count | total ms | mean us | p50 us | p99 us | share |\n"
           "|---|---|---:|---:|---:|---:|---:|---:|\n";

@@ -380,14 +380,17 @@ TEST_CASE("golden two-rank profile: summary.json, report.md, ops.csv") {
   CHECK(kv[1]["tokens_per_s"] == 1600.0);
   CHECK(kv[2]["steps"] == 1);
   CHECK(kv[6]["hi"].is_null());
-  // Kernels over both ranks: 2360 us of device time; flash 3 x (300, 300, 500).
+  // Kernels over both ranks' measured steps: 2360 us of device time less the warm-up step A's
+  // flash (300 us, counted apart); flash 2 x (300, 500).
   const Json& k0 = s["kernels"][0];
   CHECK(k0["name"] == "flash_fwd_splitkv_kernel");
-  CHECK(k0["count"] == 3);
-  CHECK(k0["total_ms"] == 1.1);
+  CHECK(k0["count"] == 2);
+  CHECK(k0["total_ms"] == 0.8);
   CHECK(k0["p50_us"] == 300.0);
   CHECK(k0["p99_us"] == 500.0);
-  CHECK(k0["share"] == Approx(1100.0 / 2360));
+  CHECK(k0["share"] == Approx(800.0 / 2060));
+  CHECK(s["kernels_scope"] ==
+        Json::parse(R"({"scope": "measured steps", "outside_ops": 1, "outside_ms": 0.3})"));
   CHECK(s["kernels"].back()["bucket"] == "comm.allreduce");
   // Collectives: 4 calls of 1 MiB: 50, 40, 30 us on the host and one timed by its kernel, 60 us
   // on the device (not its 20 us enqueue): 180 us, algbw = 1048576 B / 45000 ns.
@@ -830,6 +833,67 @@ TEST_CASE("the top kernels table says what it leaves out") {
   CHECK(md.find("| (3 more kernels: summary.json `kernels`) |") != std::string::npos);
   CHECK(md.find("| kernel_4 |") != std::string::npos);
   CHECK(md.find("| kernel_3 |") == std::string::npos);
+}
+
+// The kernel table covers the measured steps, as every aggregate: rank 0's start-up kernel, the
+// kernel of its warm-up step and the one after its last step are counted apart; one between two
+// measured steps is in (the window runs from the first measured start to the last end). Rank 1
+// marks no step: its whole profile is in.
+TEST_CASE("the kernel table covers the measured steps; start-up and warm-up counted apart") {
+  const std::string dir = TmpDir("kernelscope");
+  {
+    ProfileBuilder b(dir + "/rank0.pb");
+    b.WriteHeader(0, 2, "h0", GPU_TIMING_CUPTI);
+    // (launch at, name, device duration); steps: warm-up [1000, 2000), [3000, 4000), [5000, 6000)
+    const std::vector<std::tuple<uint64_t, std::string, uint64_t>> launches = {
+        {100, "startup_k", 50},  {1100, "warm_k", 40}, {3100, "step_k", 10},
+        {4500, "between_k", 20}, {5100, "step_k", 30}, {7000, "teardown_k", 60}};
+    b.Host(1, 1000 * kUs, 0, ProfileBuilder::Step(1000 * kUs, 1, 10, 0, true));
+    b.Host(1, 3000 * kUs, 0, ProfileBuilder::Step(1000 * kUs, 1, 10, 0, false));
+    b.Host(1, 5000 * kUs, 0, ProfileBuilder::Step(1000 * kUs, 1, 10, 0, false));
+    uint64_t corr = 0;
+    for (const auto& [at, name, dur] : launches) {
+      b.Host(2, at * kUs, ++corr, ProfileBuilder::Launch(b.Str(name), kUs));
+    }
+    b.Flush();
+    corr = 0;
+    for (const auto& [at, name, dur] : launches) {
+      b.Device(0, (at + 10) * kUs, ++corr, Kernel(dur * kUs));
+    }
+    b.Close(true);
+  }
+  {
+    ProfileBuilder b(dir + "/rank1.pb");
+    b.WriteHeader(1, 2, "h1", GPU_TIMING_CUPTI);
+    b.Host(1, 100 * kUs, 1, ProfileBuilder::Launch(b.Str("worker_k"), kUs));
+    b.Flush();
+    b.Device(0, 110 * kUs, 1, Kernel(70 * kUs));
+    b.Close(true);
+  }
+  auto s = BuildSummary({dir + "/rank0.pb", dir + "/rank1.pb"}, ReportOptions(), "");
+  REQUIRE(s.ok());
+  INFO((*s)["kernels"].dump(1));
+  std::map<std::string, std::pair<int, double>> got;  // name -> count, total ms
+  for (const Json& k : (*s)["kernels"]) {
+    got[k["name"]] = {k["count"].get<int>(), k["total_ms"].get<double>()};
+  }
+  const std::map<std::string, std::pair<int, double>> want = {
+      {"worker_k", {1, 0.07}}, {"step_k", {2, 0.04}}, {"between_k", {1, 0.02}}};
+  CHECK(got == want);
+  CHECK((*s)["kernels"][0]["share"] == Approx(70.0 / 130));
+  CHECK((*s)["kernels_scope"] ==
+        Json::parse(R"({"scope": "measured steps", "outside_ops": 3, "outside_ms": 0.15})"));
+  const std::string md = RenderMarkdown(*s);
+  CHECK(md.find("Left out: 3 ops, 0.150 ms of device time outside them (start-up, warm-up).") !=
+        std::string::npos);
+
+  // Without measured steps (rank 1 alone) the table is the whole profile.
+  auto s1 = BuildSummary({dir + "/rank1.pb"}, ReportOptions(), "");
+  REQUIRE(s1.ok());
+  CHECK((*s1)["kernels_scope"] ==
+        Json::parse(R"({"scope": "all ops", "outside_ops": 0, "outside_ms": 0.0})"));
+  CHECK(RenderMarkdown(*s1).find("Every rank, the whole profile (no measured steps)") !=
+        std::string::npos);
 }
 
 // More APIs than report.md's table shows: it says how many more (before, rows beyond 15 vanished

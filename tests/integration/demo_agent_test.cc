@@ -96,8 +96,23 @@ struct Profile {
     int64_t tokens, kv;
     bool warmup;
     std::string phase;
+    uint64_t start, end, run;
   };
   std::vector<Step> steps;
+  std::map<uint64_t, bool> run_warmup;  // run index -> marked warm-up
+
+  // The measured steps' window (steps of non-warm-up runs, first start to last end): what the
+  // report's kernel table covers.
+  std::pair<uint64_t, uint64_t> Measured() const {
+    uint64_t t0 = UINT64_MAX, t1 = 0;
+    for (const Step& s : steps) {
+      auto r = run_warmup.find(s.run);
+      if (s.warmup || (r != run_warmup.end() && r->second)) continue;
+      t0 = std::min(t0, s.start);
+      t1 = std::max(t1, s.end);
+    }
+    return {t0, t1};
+  }
 };
 
 class Loader : public profagent::analyzer::Visitor {
@@ -120,7 +135,11 @@ class Loader : public profagent::analyzer::Visitor {
     if (e.ev->kind() == profagent::EV_LAUNCH) launch_name_[e.corr] = e.ev->name();
     if (e.ev->kind() == profagent::EV_STEP) {
       const auto& s = e.ev->step();
-      p_->steps.push_back({s.tokens(), s.kv(), s.warmup(), p_->strings[s.phase()]});
+      p_->steps.push_back(
+          {s.tokens(), s.kv(), s.warmup(), p_->strings[s.phase()], e.start_ns, e.end_ns, s.run()});
+    }
+    if (e.ev->kind() == profagent::EV_RUN) {
+      p_->run_warmup[e.ev->step().index()] = e.ev->step().warmup();
     }
   }
 
@@ -247,11 +266,39 @@ void CheckSingleRank(const std::string& timing) {
   json sum = json::parse(in);
   std::map<std::string, double> rep_ms, truth_ms;
   for (const json& k : sum["kernels"]) rep_ms[Short(k["name"])] += k["total_ms"].get<double>();
+  // The table covers the measured steps (the warm-up run's kernels and start-up are counted
+  // apart): the truth's kernels that started in their window.
+  const auto [t0, t1] = p.Measured();
+  REQUIRE(t0 < t1);
   for (const auto& kv : t_by) {
-    for (const auto& se : kv.second) truth_ms[kv.first] += double(se.second - se.first) / 1e6;
+    for (const auto& se : kv.second) {
+      if (se.first >= t0 && se.first <= t1)
+        truth_ms[kv.first] += double(se.second - se.first) / 1e6;
+    }
+  }
+  // The device ops (kernels, copies, sets) counted apart.
+  double truth_outside_ms = 0;
+  size_t truth_outside = 0;
+  for (const json& t : truth) {
+    if (t["op"] != "kernel" && t["op"] != "memcpy" && t["op"] != "memset") continue;
+    const uint64_t start = t["start_ns"].get<uint64_t>();
+    if (start >= t0 && start <= t1) continue;
+    ++truth_outside;
+    truth_outside_ms += double(t["end_ns"].get<uint64_t>() - start) / 1e6;
+  }
+  INFO("truth outside the measured steps: " << truth_outside << " ops, " << truth_outside_ms
+                                            << " ms; report " << sum["kernels_scope"].dump());
+  CHECK(truth_outside > 0);
+  CHECK(sum["kernels_scope"]["scope"] == "measured steps");
+  CHECK(sum["kernels_scope"]["outside_ops"].get<size_t>() == truth_outside);
+  if (timing == "cupti") {
+    CHECK(std::fabs(sum["kernels_scope"]["outside_ms"].get<double>() - truth_outside_ms) <=
+          0.02 * truth_outside_ms);
   }
   std::map<std::string, double> prof_ms;
-  for (const auto& k : p.kernels) prof_ms[Short(k.name)] += double(k.end - k.start) / 1e6;
+  for (const auto& k : p.kernels) {
+    if (k.start >= t0 && k.start <= t1) prof_ms[Short(k.name)] += double(k.end - k.start) / 1e6;
+  }
   for (const auto& kv : truth_ms) {
     INFO("kernel " << kv.first << " truth ms " << kv.second << " profile ms " << prof_ms[kv.first]
                    << " report ms " << rep_ms[kv.first]);
@@ -306,10 +353,14 @@ TEST_CASE("demo with CUDA-graph decode, CUPTI: replayed GEMMs in their captured 
   REQUIRE(in_graph);  // the decode GEMMs did run from graphs
   REQUIRE(gemms.size() % per_forward == 0);
   std::sort(gemms.begin(), gemms.end());
+  // The kernel table covers the measured steps (not the warm-up run).
+  const auto [t0, t1] = LoadDir(dir + "/prof").Measured();
+  REQUIRE(t0 < t1);
   std::map<std::string, double> truth_ms;
   for (size_t k = 0; k < gemms.size(); ++k) {
     const size_t i = k % per_forward;
     const std::string bucket = i + 1 == per_forward ? "lm_head" : order[i % order.size()];
+    if (gemms[k].first < t0 || gemms[k].first > t1) continue;
     truth_ms[bucket] += double(gemms[k].second - gemms[k].first) / 1e6;
   }
   Result rep = Run(Abs("analyzer/profanalyze") + " report " + dir + "/prof -o " + dir + "/rep");
