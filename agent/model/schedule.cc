@@ -14,6 +14,51 @@ Schedule::Phase Schedule::PhaseOf(uint64_t step) const {
   return Phase::kActive;
 }
 
+ScheduleCursor::ScheduleCursor(const Schedule& s) : s_(s) {
+  const uint64_t idle = uint64_t(s.wait_) + s.warmup_;
+  if (!s.set_ || idle + s.active_ == 0) {
+    always_ = active_ = true;
+  } else if (s.active_ == 0) {
+    done_ = true;
+  } else if (idle == 0) {
+    active_ = true;
+    left_ = s.active_;
+  } else {
+    left_ = idle;
+  }
+}
+
+bool ScheduleCursor::OnStepEnd(uint64_t t0, uint64_t t1) {
+  if (always_) return true;
+  if (done_) return false;
+  if (!active_) {
+    if (--left_ == 0) {
+      active_ = true;
+      left_ = s_.active_;
+      on_since_ = t1;
+    }
+    return false;
+  }
+  if (t0 < on_since_) {
+    ++partial_;
+    return false;
+  }
+  if (--left_ == 0) {
+    ++cycles_;
+    const uint64_t idle = uint64_t(s_.wait_) + s_.warmup_;
+    if (s_.repeat_ != 0 && cycles_ >= s_.repeat_) {
+      active_ = false;
+      done_ = true;
+    } else if (idle == 0) {
+      left_ = s_.active_;  // recording stays on
+    } else {
+      active_ = false;
+      left_ = idle;
+    }
+  }
+  return true;
+}
+
 const char* PhaseName(Schedule::Phase p) {
   switch (p) {
     case Schedule::Phase::kWait: return "wait";

@@ -42,8 +42,35 @@ class Schedule {
   bool is_set() const { return set_; }
 
  private:
+  friend class ScheduleCursor;
   bool set_ = false;
   uint32_t wait_ = 0, warmup_ = 0, active_ = 0, repeat_ = 0;
+};
+
+// The schedule's progress over the steps as they end, for steps that may overlap (threads that
+// each mark their own steps): recording resumes when a wait/warm-up phase's last step ends, and
+// a step is recorded only when recording was on for the whole of it (it began at or after the
+// tick recording resumed); the active phase lasts until `active` such whole steps were recorded.
+// A step that ends in an active phase but began before it is not recorded (`partial`): part of
+// its work was not. Steps that do not overlap get exactly PhaseOf's answer, step by step.
+// Not thread-safe: the caller serializes OnStepEnd.
+class ScheduleCursor {
+ public:
+  explicit ScheduleCursor(const Schedule& s);
+  // Recording is on (before the first step ends: the schedule's phase for step 0).
+  bool active() const { return active_; }
+  // A step [t0, t1] (ticks) ended; true when it is recorded. Recording resumes at t1 when this
+  // step ends a wait/warm-up phase.
+  bool OnStepEnd(uint64_t t0, uint64_t t1);
+  uint64_t partial() const { return partial_; }
+
+ private:
+  Schedule s_;
+  bool always_ = false, active_ = false, done_ = false;
+  uint64_t left_ = 0;      // steps left in the current phase (wait+warm-up, or active)
+  uint64_t cycles_ = 0;    // active phases completed
+  uint64_t on_since_ = 0;  // tick recording resumed
+  uint64_t partial_ = 0;
 };
 
 const char* PhaseName(Schedule::Phase p);

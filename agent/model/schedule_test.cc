@@ -114,6 +114,72 @@ TEST_CASE("a schedule that starts active records from the first step") {
   CHECK(fake::EventsOfType(EvType::kStep).size() == 2);
 }
 
+TEST_CASE("the cursor: steps that do not overlap get PhaseOf's answer") {
+  for (const Schedule& sch :
+       {Schedule(), Schedule(1, 1, 2, 2), Schedule(2, 0, 1, 0), Schedule(0, 0, 3, 1),
+        Schedule(0, 2, 1, 3), Schedule(0, 0, 0, 0), Schedule(2, 0, 0, 0), Schedule(3, 0, 2, 0)}) {
+    ScheduleCursor c(sch);
+    std::string got, want;
+    for (uint64_t i = 0; i < 16; ++i) {
+      want += sch.Recorded(i) ? 'A' : '-';
+      got += c.active() ? 'A' : '-';  // recording on while step i runs
+      const bool rec = c.OnStepEnd(10 * i, 10 * i + 5);
+      CHECK(rec == sch.Recorded(i));
+    }
+    CHECK(got == want);
+    CHECK(c.partial() == 0);
+  }
+}
+
+// Two threads' steps overlap by half: A_i = [100 i, 100 i + 100), B_i = [100 i + 50, ...).
+// wait=2, active=2: recording resumes when the second step ends (B0 at 150); A1 (from 100) ends
+// next but began before: not recorded (partial); B1 and A2, whole, are the active phase's two.
+TEST_CASE("the cursor: overlapping steps are recorded only whole, and the phase waits for them") {
+  ScheduleCursor c(Schedule(2, 0, 2, 1));
+  struct S {
+    uint64_t t0, t1;
+    bool recorded;
+  };
+  const std::vector<S> ends = {{0, 100, false},  {50, 150, false}, {100, 200, false},
+                               {150, 250, true}, {200, 300, true}, {250, 350, false},
+                               {300, 400, false}};
+  for (const S& e : ends) {
+    INFO("step [" << e.t0 << ", " << e.t1 << ")");
+    CHECK(c.OnStepEnd(e.t0, e.t1) == e.recorded);
+  }
+  CHECK(c.partial() == 1);
+  CHECK_FALSE(c.active());  // repeat=1: done
+}
+
+TEST_CASE("the model: NVTX steps drive the schedule; step-rule boundaries are then ignored") {
+  Config c;
+  c.schedule_set = true;
+  c.sched_wait = 1;
+  c.sched_active = 1;
+  c.step_rule = StepRule::kStreamSync;
+  fake::Reset(c);
+  ResetForTest(c);
+  // Syncs between and inside the NVTX steps (the engine syncs each step): ignored once the
+  // first NVTX step has ended, with one note.
+  for (int i = 0; i < 6; ++i) {
+    const uint64_t t = uint64_t(100 * i);
+    OnHostSync(t + 10, t + 20, 0);
+    EndStepRange(t, t + 50);
+    OnHostSync(t + 60, t + 70, 0);
+  }
+  auto steps = fake::EventsOfType(EvType::kStep);
+  // The first sync only opened a rule step, which the first NVTX step's end made moot: NVTX
+  // steps alone, w A w A w A (without the fix, rule steps took every other boundary).
+  std::vector<uint64_t> t0s;
+  for (const auto& e : steps) t0s.push_back(e.e.t0);
+  CHECK(t0s == std::vector<uint64_t>{100, 300, 500});
+  size_t notes = 0;
+  for (const std::string& n : fake::Notes()) {
+    notes += n.find("PROFAGENT_STEP_RULE: the application marks NVTX steps") != std::string::npos;
+  }
+  CHECK(notes == 1);
+}
+
 }  // namespace
 }  // namespace model
 }  // namespace profagent

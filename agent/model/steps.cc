@@ -46,6 +46,14 @@ uint32_t CurrentRun() {
   return own != 0 ? own : g_current_run.load(std::memory_order_relaxed);
 }
 std::atomic<uint64_t> g_last_boundary{0};  // step rules: tick of the previous boundary
+// Once the application has marked an NVTX step, the step rule's boundaries are ignored: the
+// report keeps the NVTX steps, and the schedule must count those alone (two interleaved step
+// sequences would switch recording at each other's boundaries).
+std::atomic<bool> g_nvtx_step_seen{false};
+std::atomic<bool> g_rule_ignored_noted{false};
+// The schedule's progress (schedule.h), serialized: steps end on any thread.
+std::mutex g_sched_mu;
+ScheduleCursor* g_cursor = nullptr;  // guarded by g_sched_mu; replaced (leaked) by ResetForTest
 std::atomic<uint64_t> g_bad_values{0};
 std::atomic<bool> g_shutdown_done{false};
 
@@ -70,7 +78,11 @@ void InitSlow() {
   std::lock_guard<std::mutex> lock(g_init_mu);
   if (g_state.load(std::memory_order_acquire) != nullptr) return;
   State* s = BuildState(GetConfig());
-  if (s->schedule.is_set()) SetScheduleActive(s->schedule.Recorded(0));
+  {
+    std::lock_guard<std::mutex> sched(g_sched_mu);
+    g_cursor = new ScheduleCursor(s->schedule);
+    if (s->schedule.is_set()) SetScheduleActive(g_cursor->active());
+  }
   g_state.store(s, std::memory_order_release);
 }
 
@@ -109,17 +121,36 @@ void EmitStepEvent(EvType type, uint64_t t0, uint64_t t1, const ParsedStep* p, u
   Emit(e);
 }
 
-// A step [t0, t1] ended. Emits it when the schedule records it and moves the schedule on.
+void EmitStep(uint64_t t0, uint64_t t1, const ParsedStep* p, uint64_t index, uint8_t source) {
+  if (!InCaptureRange(t0, /*whole=*/true)) return;
+  EmitStepEvent(EvType::kStep, t0, t1, p, index, CurrentRun(), source);
+  g_steps_emitted.fetch_add(1, std::memory_order_relaxed);
+}
+
+// A step [t0, t1] ended. Emits it when the schedule records it (whole: recording was on from
+// its start) and moves the schedule on.
 void EndStep(const State& s, uint64_t t0, uint64_t t1, const ParsedStep* p, uint8_t source) {
-  const uint64_t index = g_steps.fetch_add(1, std::memory_order_relaxed);
-  if (s.schedule.Recorded(index) && InCaptureRange(t0, /*whole=*/true)) {
-    EmitStepEvent(EvType::kStep, t0, t1, p, index, CurrentRun(), source);
-    g_steps_emitted.fetch_add(1, std::memory_order_relaxed);
+  if (!s.schedule.is_set()) {
+    EmitStep(t0, t1, p, g_steps.fetch_add(1, std::memory_order_relaxed), source);
+    return;
   }
-  if (s.schedule.is_set()) SetScheduleActive(s.schedule.Recorded(index + 1));
+  // Under the lock, the step is emitted before recording may pause (its event must not be
+  // the first thing the pause leaves out).
+  std::lock_guard<std::mutex> lock(g_sched_mu);
+  const uint64_t index = g_steps.fetch_add(1, std::memory_order_relaxed);
+  if (g_cursor->OnStepEnd(t0, t1)) EmitStep(t0, t1, p, index, source);
+  SetScheduleActive(g_cursor->active());
 }
 
 void RuleBoundary(const State& s, uint64_t t, uint8_t source) {
+  if (g_nvtx_step_seen.load(std::memory_order_relaxed)) {
+    if (!g_rule_ignored_noted.exchange(true, std::memory_order_relaxed)) {
+      AddNote("warning",
+              "PROFAGENT_STEP_RULE: the application marks NVTX steps; the rule's boundaries "
+              "are ignored from its first NVTX step on");
+    }
+    return;
+  }
   const uint64_t prev = g_last_boundary.exchange(t, std::memory_order_relaxed);
   if (prev == 0) return;  // the first boundary only opens the first step
   EndStep(s, prev, t, nullptr, source);
@@ -155,6 +186,7 @@ void OnNvtxRangeEnd(uint64_t t0, uint64_t t1, const char* msg, size_t n, uint64_
     return;
   }
   if (s->step.Matches(msg, n)) {
+    g_nvtx_step_seen.store(true, std::memory_order_relaxed);
     ParsedStep p = ParseStepMessage(msg, n, s->reduce);
     if (p.bad_values) g_bad_values.fetch_add(p.bad_values, std::memory_order_relaxed);
     EndStep(*s, t0, t1, &p, kSourceNvtx);
@@ -208,6 +240,17 @@ size_t ThreadNvtxContext(char* out, size_t cap) {
 void Shutdown() {
   if (g_shutdown_done.exchange(true)) return;  // the core and the NVTX surface may both call it
   if (auto fn = g_flusher.load(std::memory_order_acquire)) fn();
+  uint64_t partial = 0;
+  {
+    std::lock_guard<std::mutex> lock(g_sched_mu);
+    if (g_cursor != nullptr) partial = g_cursor->partial();
+  }
+  if (partial != 0) {
+    AddNote("warning", std::to_string(partial) +
+                           " step(s) ended in an active phase of PROFAGENT_SCHEDULE but began "
+                           "before recording resumed (steps overlap: several threads): not "
+                           "recorded as steps, their work only in part");
+  }
   const uint64_t bad = g_bad_values.load(std::memory_order_relaxed);
   if (bad != 0) {
     AddNote("warning", std::to_string(bad) +
@@ -234,9 +277,15 @@ void ResetForTest(const Config& config) {
   g_current_run = 0;
   t_current_run = 0;
   g_last_boundary = 0;
+  g_nvtx_step_seen = false;
+  g_rule_ignored_noted = false;
   g_bad_values = 0;
   g_shutdown_done = false;
-  if (s->schedule.is_set()) SetScheduleActive(s->schedule.Recorded(0));
+  {
+    std::lock_guard<std::mutex> sched(g_sched_mu);
+    g_cursor = new ScheduleCursor(s->schedule);  // the previous one is leaked, as the state
+    if (s->schedule.is_set()) SetScheduleActive(g_cursor->active());
+  }
   g_state.store(s, std::memory_order_release);  // the previous state is leaked on purpose
 }
 

@@ -8,11 +8,13 @@
 //
 // Numbering: steps are numbered from 0 in the order they end (StepPayload.index), runs from 1
 // in the order they start (0 means "no run"). A step's `run` is the run open when it ended.
-// Steps from NVTX and from a step rule share one counter (enable one or the other).
+// Steps from NVTX and from a step rule share one counter; once the application has marked an
+// NVTX step, the rule's boundaries are ignored (with a note).
 //
-// Schedule (schedule.h): at every step boundary the model calls SetScheduleActive() for the
-// next step; a kStep event is emitted only for recorded (active) steps, with its process-wide
-// index, so the analyzer sees which steps were skipped. kRun events are always emitted.
+// Schedule (schedule.h, ScheduleCursor): at every step boundary the model calls
+// SetScheduleActive() for what follows; a kStep event is emitted only for recorded steps (active,
+// and recorded whole), with its process-wide index, so the analyzer sees which steps were
+// skipped. kRun events are always emitted.
 //
 // Thread safety: every function may be called from any thread concurrently. Hot-path safety:
 // OnNvtxRangeStart/OnGraphLaunch/OnHostSync take no lock and do not allocate unless the message

@@ -314,6 +314,21 @@ std::string RenderMarkdown(const Json& s) {
   absl::StrAppend(&md, "- steps from: ", meta["options"]["step_source"].get<std::string>(),
                   " (reference rank ", meta["options"]["reference_rank"].dump(),
                   "); warm-up runs and steps excluded\n");
+  // What the agent was told to sample: the figures cover those steps only.
+  const Json& cfg = meta["config"];
+  if (cfg.contains("PROFAGENT_SCHEDULE") && cfg["PROFAGENT_SCHEDULE"].is_string() &&
+      !cfg["PROFAGENT_SCHEDULE"].get<std::string>().empty()) {
+    absl::StrAppend(&md, "- recorded under PROFAGENT_SCHEDULE ",
+                    cfg["PROFAGENT_SCHEDULE"].get<std::string>(),
+                    ": only the steps of its active phases (the agent records nothing during "
+                    "wait and warm-up steps)\n");
+  }
+  if (cfg.contains("PROFAGENT_CAPTURE") && cfg["PROFAGENT_CAPTURE"].is_string() &&
+      cfg["PROFAGENT_CAPTURE"] != "all" && !cfg["PROFAGENT_CAPTURE"].get<std::string>().empty()) {
+    absl::StrAppend(
+        &md, "- recorded under PROFAGENT_CAPTURE=", cfg["PROFAGENT_CAPTURE"].get<std::string>(),
+        ": only between cudaProfilerStart and cudaProfilerStop\n");
+  }
   absl::StrAppend(&md, "- ", StatsLine(st), "\n");
   absl::StrAppend(&md, "- GPU busy per step: ", F(st["gpu_busy_ms_per_step"]), " ms\n");
   absl::StrAppend(&md, "- records dropped by the agent: ", meta["drops"].dump(), "\n\n");

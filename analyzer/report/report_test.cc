@@ -2713,6 +2713,10 @@ TEST_CASE("no steps under PROFAGENT_SCHEDULE: the warning names the schedule") {
   INFO(w);
   CHECK(w.find("no steps found") != std::string::npos);
   CHECK(w.find("PROFAGENT_SCHEDULE wait=95,warmup=0,active=10,repeat=1") != std::string::npos);
+  // report.md's summary says the profile is a sample, whether or not it holds steps.
+  CHECK(RenderMarkdown(*s).find("- recorded under PROFAGENT_SCHEDULE "
+                                "wait=95,warmup=0,active=10,repeat=1: only the steps of its "
+                                "active phases") != std::string::npos);
 }
 
 TEST_CASE("re-derived steps follow the agent's recorded step pattern and kv reduction") {
