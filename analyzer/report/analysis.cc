@@ -701,6 +701,10 @@ class MemTimeline {
         b = it->second.bytes;
         device = it->second.device;
         live_.erase(it);
+      } else if (b == 0) {
+        // Nothing the profile saw allocated (a driver-API allocation under CUDA-event or host
+        // timing, which record runtime calls only): no free of recorded memory.
+        return;
       }
       MemDev& m = (*devs_)[device];
       ++m.frees;
@@ -2061,8 +2065,12 @@ void FileAnalysis::Host2(const EventView& e) {
     case EV_FREE: {
       // Device memory only (pinned and registered host memory is the host's), and only what a
       // call did allocate or free: a failed call changed nothing.
+      // Memory is held from the allocating call's start until the freeing call returns (a
+      // cudaFree waits for the device first: what another thread allocates meanwhile adds up),
+      // as Perfetto's counter draws it.
       if (e.ret != 0 || e.copy_kind == MEM_HOST_PINNED) break;
-      mem_timeline_.Add(MemEvent{e.start_ns, MemoryKey(e), e.bytes, e.device, kind == EV_ALLOC});
+      mem_timeline_.Add(MemEvent{kind == EV_ALLOC ? e.start_ns : e.end_ns, MemoryKey(e), e.bytes,
+                                 e.device, kind == EV_ALLOC});
       break;
     }
     case EV_COLLECTIVE: {
@@ -2970,10 +2978,13 @@ void FileAnalysis::Finish2() {
     warnings_.push_back(absl::StrCat(
         path_, ": no device activity records (GPU timing mode ", TimingName(timing_),
         "): kernel times are host launch API times",
-        launches_timed_ < launches_ ? absl::StrCat(" (", launches_timed_, " of ", launches_,
-                                                   " launches timed; the others count as "
-                                                   "their kernel's timed mean)")
-                                    : std::string()));
+        launches_timed_ == 0          ? absl::StrCat(" (none of the ", launches_,
+                                                     " launches was timed (PROFAGENT_LAUNCH_API_SAMPLE): "
+                                                              "their times read 0)")
+        : launches_timed_ < launches_ ? absl::StrCat(" (", launches_timed_, " of ", launches_,
+                                                     " launches timed; the others count as "
+                                                     "their kernel's timed mean)")
+                                      : std::string()));
   }
   if (host_mode_ && launches_ == 0 && !steps_.empty() &&
       (timing_ == GPU_TIMING_HOST || timing_ == GPU_TIMING_EVENTS)) {

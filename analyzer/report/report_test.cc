@@ -1066,6 +1066,32 @@ TEST_CASE("memory: allocations and frees from several threads count in time orde
   CHECK(devs[0]["final_bytes"] == 0);
 }
 
+// A cudaFree waits for the device before it frees: the memory is held until it returns, so what
+// another thread allocates meanwhile adds to the peak (Perfetto's counter drew 96 MiB while the
+// report said 64). A free of memory the profile never saw allocated (a driver-API allocation
+// under CUDA-event timing, which records runtime calls only) frees nothing recorded.
+TEST_CASE("memory: a free holds its memory until it returns; unknown frees are no frees") {
+  const std::string dir = TmpDir("memory_long_free");
+  {
+    ProfileBuilder b(dir + "/rank0.pb");
+    b.WriteHeader(0, 1, "h0", GPU_TIMING_EVENTS);
+    b.Host(1, 10 * kUs, 0, Mem(EV_ALLOC, 0x1000, 64 << 20, MEM_DEVICE, 0));
+    Event long_free = Mem(EV_FREE, 0x1000, 64 << 20, MEM_DEVICE, 0);
+    long_free.set_dur(50000 * kUs);  // [100 us, 50.1 ms)
+    b.Host(1, 100 * kUs, 0, long_free);
+    b.Host(1, 60000 * kUs, 0, Mem(EV_FREE, 0x9000, 0, MEM_DEVICE, 0));  // cuMemAlloc'd
+    b.Flush();
+    b.Host(2, 1000 * kUs, 0, Mem(EV_ALLOC, 0x2000, 32 << 20, MEM_DEVICE, 0));
+    b.Host(2, 70000 * kUs, 0, Mem(EV_FREE, 0x2000, 32 << 20, MEM_DEVICE, 0));
+    b.Close(true);
+  }
+  auto s = BuildSummary({dir + "/rank0.pb"}, ReportOptions(), "");
+  REQUIRE(s.ok());
+  CHECK(MemoryRows(*s) == std::vector<std::vector<int64_t>>{{0, 2, 2, 96 << 20, 0}});
+  CHECK((*s)["memory"]["devices"][0]["peak_at_ms"] == 0.99);  // thread 2's allocation, on the
+                                                              // job clock from the first event
+}
+
 // Bus bandwidth as nccl-tests computes it, on 4 ranks, each call 1 ms: size = the whole buffer
 // (a reduce-scatter's and an all-to-all's are n times the per-rank or per-peer bytes the agent
 // records, a gather's and a scatter's n times the block), busbw = size / time x 2(n-1)/n for an

@@ -839,6 +839,13 @@ TEST_CASE("PROFAGENT_LAUNCH_API_SAMPLE=N times 1 launch in N at random, never al
     INFO(kv.first << " timed " << kv.second);
     CHECK(kv.second >= 60);  // 125 expected per kernel
   }
+  // The thread's first launch (lazy loading, the slowest) is never timed, its second always is:
+  // a thread that launches a few kernels still has a timed one.
+  auto launches = def.prof.Kind(EV_LAUNCH);
+  std::sort(launches.begin(), launches.end(),
+            [](const auto* a, const auto* b) { return a->start < b->start; });
+  CHECK(launches[0]->ev.dur() == 0);
+  CHECK(launches[1]->ev.dur() != 0);
 }
 
 TEST_CASE("A graph built by hand: CUPTI reports each node once, attributed to its launch") {
@@ -1647,15 +1654,45 @@ TEST_CASE("Work on another device's stream is that device's, in both modes") {
     CHECK(s.run.err.find("not timed") == std::string::npos);
     // Stream-ordered memory is the device of its pool, or of its stream's current pool, not the
     // current device's: (bytes, device) of the allocations, and of the frees.
+    // CUDA 13's location pools: device 1's (512 and 64 KiB); the host's is pinned host memory.
     const std::multiset<std::pair<uint64_t, uint32_t>> want = {
-        {4096, 1}, {4096, 0}, {3 << 20, 1}, {2 << 20, 1}, {1 << 20, 1}, {256 << 10, 0}};
+        {4096, 1},    {4096, 0},      {3 << 20, 1},   {2 << 20, 1},
+        {1 << 20, 1}, {256 << 10, 0}, {512 << 10, 1}, {64 << 10, 1}};
     for (EventKind k : {EV_ALLOC, EV_FREE}) {
       INFO("kind " << k);
       std::multiset<std::pair<uint64_t, uint32_t>> got;
-      for (auto* a : s.prof.Kind(k)) got.insert({a->ev.bytes(), a->ev.device()});
+      size_t pinned = 0;
+      for (auto* a : s.prof.Kind(k)) {
+        if (a->ev.copy_kind() == MEM_HOST_PINNED) {
+          CHECK(a->ev.bytes() == 128 << 10);
+          ++pinned;
+        } else {
+          got.insert({a->ev.bytes(), a->ev.device()});
+        }
+      }
       CHECK(got == want);
+      CHECK(pinned == 1);
     }
+    // cudaFree(nullptr) is in the host API table as a call (it creates the context).
+    size_t free_calls = 0;
+    for (auto* a : s.prof.Kind(EV_API)) {
+      free_calls += s.prof.Str(a->ev.api() != 0 ? a->ev.api() : a->ev.name()) == "cudaFree";
+    }
+    CHECK(free_calls == 1);
   }
+}
+
+// Host timing: a copy or set is its own op, on its stream's device (before, the current
+// device's: ops.csv named a device-0 stream that did not exist).
+TEST_CASE("Host timing: copies and sets on another device's stream carry that device") {
+  Scenario s("cross_host", "GPUSIM_DEVICES=2 PROFAGENT_GPU_TIMING=host", kPkg + "rt_cross_device");
+  REQUIRE(s.run.code == 0);
+  REQUIRE(s.loaded);
+  std::map<std::pair<int, uint32_t>, int> ops;  // (kind, device) -> count
+  for (EventKind k : {EV_MEMCPY, EV_MEMSET}) {
+    for (auto* e : s.prof.Kind(k)) ops[{int(k), e->ev.device()}]++;
+  }
+  CHECK(ops == std::map<std::pair<int, uint32_t>, int>{{{EV_MEMCPY, 1}, 3}, {{EV_MEMSET, 1}, 3}});
 }
 
 // Host timing: the launch is the op, so it carries its device (before, every kernel was device

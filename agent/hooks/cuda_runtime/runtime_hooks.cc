@@ -248,22 +248,26 @@ inline void MaybeCaptureStack(uint64_t t) {
 // True when this launch's return time should be read: on average 1 in N launches per thread,
 // at random gaps (uniform in 1..2N-1) so that a periodic launch sequence (the same layers every
 // step) is not always sampled at the same kernel. `t0` (raw ticks) seeds the gap: its low bits
-// are unrelated to the launch pattern. A thread's first gap is drawn the same way, so its first
-// launch (the slowest: lazy module loading) is not always among the timed ones, which would
-// bias the estimate of the rest. Costs one decrement when not sampling.
+// are unrelated to the launch pattern. A thread's first launch (the slowest: lazy module
+// loading) is not timed, which would bias the estimate of the rest; its second always is, so
+// a thread that launches only a few kernels still has a timed one (host timing's kernel time
+// is the launch's: with none timed, a short-lived launcher thread had no time at all). Costs
+// one decrement when not sampling.
 inline bool SampleLaunchEnd(uint64_t t0) {
   if (__builtin_expect(t_launch_end_gap > 1, 1)) {
     --t_launch_end_gap;
     return false;
   }
   const uint32_t n = internal::g_launch_api_sample;
-  const bool first = t_launch_end_gap == 0;
+  if (t_launch_end_gap == 0 && n > 1) {  // the thread's first launch: time the next one
+    t_launch_end_gap = 1;
+    return false;
+  }
   uint64_t x = (t0 ^ (uint64_t(t_launch_end_gap) << 32)) + 0x9e3779b97f4a7c15ull;
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
   x ^= x >> 31;
   t_launch_end_gap = n <= 1 ? 1 : 1 + uint32_t(x % (2ull * n - 1));
-  if (first && n > 1) return SampleLaunchEnd(t0);  // this launch is the gap's first
   return true;
 }
 
@@ -438,7 +442,9 @@ inline cudaError_t DoMem(uint16_t api, EvType type, uint64_t bytes, uint32_t kin
   e.mem.ptr = U64(ptr);
   e.mem.corr = corr;
   e.mem.kind = kind;
-  e.mem.device = uint32_t(t_device);
+  // The stream's device: a copy or set may go to a stream of a device that is not current.
+  const int created = stream != nullptr ? CreatedStreamDevice(stream) : -1;
+  e.mem.device = uint32_t(created >= 0 ? created : t_device);
   if (Capturing(U64(stream))) e.flags |= kFlagCaptured;
   if (ticket >= 0) {
     DeviceOpInfo info;
@@ -505,21 +511,33 @@ void NotePool(cudaMemPool_t pool, uint32_t kind, int device) {
   if (pool != nullptr && device >= 0) g_pool_locations.Insert(U64(pool), 0, kind, uint32_t(device));
 }
 
-// A created pool's memory kind and device (the current one unless it has a device location).
-inline uint32_t PoolKind(const cudaMemPoolProps* props) {
-  if (props == nullptr) return kMemAsync;
-  if (props->allocType == cudaMemAllocationTypeManaged) return kMemManaged;
-  switch (props->location.type) {
+// The memory kind and device of a pool at `location` for allocations of `type` (the current
+// device unless the location is a device).
+inline uint32_t LocationKind(const cudaMemLocation* location, cudaMemAllocationType type) {
+  if (type == cudaMemAllocationTypeManaged) return kMemManaged;
+  if (location == nullptr) return kMemAsync;
+  switch (location->type) {
     case cudaMemLocationTypeHost:
     case cudaMemLocationTypeHostNuma:
     case cudaMemLocationTypeHostNumaCurrent: return kMemPinned;
     default: return kMemAsync;
   }
 }
+inline int LocationDevice(const cudaMemLocation* location) {
+  return location != nullptr && location->type == cudaMemLocationTypeDevice ? location->id
+                                                                            : t_device;
+}
+// A created pool's.
+inline uint32_t PoolKind(const cudaMemPoolProps* props) {
+  return props == nullptr ? kMemAsync : LocationKind(&props->location, props->allocType);
+}
 inline int PoolDevice(const cudaMemPoolProps* props) {
-  return props != nullptr && props->location.type == cudaMemLocationTypeDevice
-             ? props->location.id
-             : t_device;
+  return LocationDevice(props == nullptr ? nullptr : &props->location);
+}
+// A destroyed pool's handle may be reused for another pool.
+inline void ForgetPool(cudaMemPool_t pool) {
+  AllocTable::Entry e;
+  if (pool != nullptr && g_pool_locations.Live() != 0) g_pool_locations.Take(U64(pool), &e);
 }
 
 // Where a stream-ordered allocation takes its memory: from `pool` (cudaMallocFromPoolAsync) when
@@ -555,7 +573,9 @@ inline cudaError_t DoAsyncAlloc(uint16_t api, void** out, size_t size, cudaStrea
 template <typename Call>
 inline cudaError_t DoFree(uint16_t api, void* ptr, uint32_t default_kind, cudaStream_t stream,
                           Call&& call) {
-  if (stream != nullptr && Capturing(U64(stream))) {
+  // cudaFree(0), the idiom that creates the context (it may take 100 ms on a GPU), frees nothing:
+  // a plain call, as is a free on a capturing stream.
+  if (ptr == nullptr || (stream != nullptr && Capturing(U64(stream)))) {
     return DoGeneric(api, EvType::kApi, U64(stream), 0, call);
   }
   InRuntime marked;
@@ -563,12 +583,11 @@ inline cudaError_t DoFree(uint16_t api, void* ptr, uint32_t default_kind, cudaSt
   AllocTable::Entry a{0, default_kind, uint32_t(t_device)};
   // Taken before the real free: once the memory is returned, another thread may get the same
   // address from an allocation and insert it again.
-  bool known = ptr && g_allocs.Take(U64(ptr), &a);
+  bool known = g_allocs.Take(U64(ptr), &a);
   uint64_t t0 = Now();
   cudaError_t r = call();
   uint64_t t1 = Now();
   if (r != cudaSuccess && known) g_allocs.Insert(U64(ptr), a.size, a.kind, a.device);
-  if (!ptr) return r;  // cudaFree(0): context initialization idiom, not a free
   // The allocation's device (another one may be current).
   EmitMemEvent(EvType::kFree, api, r, t0, t1, U64(ptr), a, U64(stream));
   return r;
@@ -1672,7 +1691,24 @@ PROFAGENT_POOL_HOOK(cudaDeviceGetMemPool, (cudaMemPool_t* pool, int device), (po
                     pool, rt::kMemAsync, device)
 PROFAGENT_POOL_HOOK(cudaMemPoolCreate, (cudaMemPool_t* pool, const cudaMemPoolProps* props),
                     (pool, props), pool, rt::PoolKind(props), rt::PoolDevice(props))
+// CUDA 13's pools of a location (a device, the host, a host NUMA node) and allocation type.
+PROFAGENT_POOL_HOOK(cudaMemGetDefaultMemPool,
+                    (cudaMemPool_t * pool, cudaMemLocation* location, cudaMemAllocationType type),
+                    (pool, location, type), pool, rt::LocationKind(location, type),
+                    rt::LocationDevice(location))
+PROFAGENT_POOL_HOOK(cudaMemGetMemPool,
+                    (cudaMemPool_t * pool, cudaMemLocation* location, cudaMemAllocationType type),
+                    (pool, location, type), pool, rt::LocationKind(location, type),
+                    rt::LocationDevice(location))
 #undef PROFAGENT_POOL_HOOK
+static rt::Real<decltype(&cudaMemPoolDestroy)> real_cudaMemPoolDestroy("cudaMemPoolDestroy");
+EXPORT cudaError_t cudaMemPoolDestroy(cudaMemPool_t pool) {
+  auto real = real_cudaMemPoolDestroy.get();
+  if (real == nullptr) return rt::kNoReal;
+  const cudaError_t r = real(pool);
+  if (r == cudaSuccess) rt::ForgetPool(pool);
+  return r;
+}
 PROFAGENT_FREE_HOOK(cudaFreeAsync_ptsz, (void* p, cudaStream_t s), (p, s), p, rt::kMemAsync,
                     rt::Pt(s))
 // Registered host memory counts as pinned host memory (not in the device memory counter).

@@ -3,7 +3,7 @@
 // stream in between. Then stream-ordered allocations, still with device 0 current, that take device
 // 1's memory: on device 1's stream (3 MiB), from device 1's default pool on device 0's stream
 // (2 MiB), from a pool made on device 1 on the legacy stream (1 MiB); and 256 KiB on device 0's
-// stream. Exit code 0 when every call succeeded.
+// stream; then from the pools CUDA 13 gets by location. Exit code 0 when every call succeeded.
 #include <cuda_runtime.h>
 
 #include <cstdio>
@@ -16,6 +16,7 @@ int main() {
   float *d0 = nullptr, *d1 = nullptr;
   cudaStream_t s0 = nullptr, s1 = nullptr;
   static float host[1024];
+  CHECK(cudaFree(nullptr));  // the context-creation idiom: a call, not a free
   CHECK(cudaSetDevice(1));
   CHECK(cudaMalloc(&d1, sizeof(host)));
   CHECK(cudaStreamCreate(&s1));
@@ -40,10 +41,28 @@ int main() {
   CHECK(cudaMallocFromPoolAsync(&from_default1, 2 << 20, default1, s0));
   CHECK(cudaMallocFromPoolAsync(&from_made1, 1 << 20, made1, nullptr));
   CHECK(cudaMallocAsync(&on_stream0, 256 << 10, s0));
+  // CUDA 13's pools by location: device 1's default (512 KiB) and current (64 KiB) pools, and
+  // the host's (128 KiB of pinned host memory, not device memory), all on device 0's stream.
+  cudaMemPool_t loc_default1 = nullptr, loc_current1 = nullptr, host_pool = nullptr;
+  cudaMemLocation loc1 = {};
+  loc1.type = cudaMemLocationTypeDevice;
+  loc1.id = 1;
+  cudaMemLocation host_loc = {};
+  host_loc.type = cudaMemLocationTypeHost;
+  CHECK(cudaMemGetDefaultMemPool(&loc_default1, &loc1, cudaMemAllocationTypePinned));
+  CHECK(cudaMemGetMemPool(&loc_current1, &loc1, cudaMemAllocationTypePinned));
+  CHECK(cudaMemGetDefaultMemPool(&host_pool, &host_loc, cudaMemAllocationTypePinned));
+  void *from_loc_default1 = nullptr, *from_loc_current1 = nullptr, *from_host = nullptr;
+  CHECK(cudaMallocFromPoolAsync(&from_loc_default1, 512 << 10, loc_default1, s0));
+  CHECK(cudaMallocFromPoolAsync(&from_loc_current1, 64 << 10, loc_current1, s0));
+  CHECK(cudaMallocFromPoolAsync(&from_host, 128 << 10, host_pool, s0));
   CHECK(cudaFreeAsync(on_stream1, s1));
   CHECK(cudaFreeAsync(from_default1, s0));
   CHECK(cudaFreeAsync(from_made1, nullptr));
   CHECK(cudaFreeAsync(on_stream0, s0));
+  CHECK(cudaFreeAsync(from_loc_default1, s0));
+  CHECK(cudaFreeAsync(from_loc_current1, s0));
+  CHECK(cudaFreeAsync(from_host, s0));
   CHECK(cudaStreamSynchronize(s1));
   CHECK(cudaStreamSynchronize(s0));
   CHECK(cudaDeviceSynchronize());
