@@ -279,6 +279,9 @@ class FileConverter : public ViewVisitor {
     pi::TrackId track =
         ThreadTrack(kind == EV_NVTX_PUSH && e.start_thread != 0 ? e.start_thread : e.thread);
     HostLanes* lanes = nullptr;  // set for slices that may cross their neighbours
+    // A launch's or copy's stream: the id of its device op's track, except under CUPTI timing,
+    // whose tracks are CUPTI's stream ids (the flow leads there).
+    const pi::ArgKey stream_key = meta_.cupti_timing ? pi::kArgStreamIndex : pi::kArgStream;
     Name name;
     switch (kind) {
       case EV_LAUNCH: {
@@ -291,7 +294,7 @@ class FileConverter : public ViewVisitor {
           args[n++] = Arg::Interned(pi::kArgBlock, shape.block);
         }
         if (e.shmem != 0) args[n++] = Arg::Uint(pi::kArgShmem, e.shmem);
-        args[n++] = Arg::Uint(pi::kArgStream, e.stream);
+        args[n++] = Arg::Uint(stream_key, e.stream);
         // A failed call, or one captured into a graph, ran nothing: no flow to a device op;
         // nor under host timing, which records no device op.
         flow_out = e.ret == 0 && !e.captured && !meta_.host_timing ? e.corr : 0;
@@ -306,7 +309,7 @@ class FileConverter : public ViewVisitor {
         if (kind == EV_MEMCPY) {
           args[n++] = Arg::Interned(pi::kArgCopyKind, copy_kinds_[std::min(e.copy_kind, 4u)]);
         }
-        args[n++] = Arg::Uint(pi::kArgStream, e.stream);
+        args[n++] = Arg::Uint(stream_key, e.stream);
         // 0 bytes: nothing enqueued, no device op to flow to (a batch copy's bytes are its
         // copies' sum).
         flow_out = e.ret == 0 && !e.captured && e.bytes != 0 && !meta_.host_timing ? e.corr : 0;
@@ -1020,11 +1023,13 @@ absl::StatusOr<FileMeta> ScanFileMeta(const std::string& path) {
         meta.boot_id_hash = h.boot_id_hash();
         meta.launch_api_sample = h.launch_api_sample();
         meta.host_timing = h.gpu_timing() == GPU_TIMING_HOST;
+        meta.cupti_timing = h.gpu_timing() == GPU_TIMING_CUPTI;
         break;
       }
       case Record::kProcess:
         if (rec.process().gpu_timing() != GPU_TIMING_UNKNOWN) {
           meta.host_timing = rec.process().gpu_timing() == GPU_TIMING_HOST;
+          meta.cupti_timing = rec.process().gpu_timing() == GPU_TIMING_CUPTI;
         }
         if (rec.process().rank() >= 0) {
           meta.rank = rec.process().rank();

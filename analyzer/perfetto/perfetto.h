@@ -84,6 +84,9 @@ struct FileMeta {
   uint64_t boot_id_hash = 0;
   uint32_t launch_api_sample = 0;  // 1 in N launches timed (schema 1.1); 0 or 1: all of them
   bool host_timing = false;        // GPU timing `host` (the last ProcessInfo wins): no device ops
+  // GPU timing `cupti`: device ops name CUPTI's stream ids, not the file's stream indexes that
+  // host events carry (so a launch's stream argument is `stream_index`, not its track's id).
+  bool cupti_timing = false;
   bool has_clock_offset = false;   // the ClockOffset with the smallest error is kept
   int64_t clock_offset_ns = 0;
   uint64_t clock_error_ns = 0;

@@ -1000,6 +1000,46 @@ TEST_CASE("host timing: launches start no flow") {
 
 // CUDA-event timing times a graph launch as one unnamed op: it is drawn as "cudaGraphLaunch",
 // as ops.csv names it. A graph node record (EV_GRAPH_NODE) is bookkeeping: nothing is drawn.
+// Under CUPTI timing device ops (and their tracks) carry CUPTI's stream ids, while host events
+// carry the file's stream index: a launch's argument is then `stream_index` (a `stream` of 3
+// pointed at another track than its kernel's). Under CUDA events both are the file's index.
+TEST_CASE("a launch's stream argument names its track's id only when the ids agree") {
+  for (GpuTimingMode mode : {GPU_TIMING_CUPTI, GPU_TIMING_EVENTS}) {
+    INFO("mode " << mode);
+    const std::string dir = TmpDir();
+    {
+      ProfileWriter w(dir + "/rank0.pb");
+      REQUIRE(w.ok());
+      Record r;
+      r.mutable_header()->set_pid(50);
+      r.mutable_header()->set_hostname("h");
+      r.mutable_header()->set_gpu_timing(mode);
+      w.Write(r);
+      w.String(1, "cudaLaunchKernel");
+      w.String(10, "kernel_a");
+      w.Thread(0, 50, "main");
+      r.Clear();
+      EventBatch* b = r.mutable_batch();
+      b->set_base_ns(1000);
+      Event* e = AddEvent(b, 0, 300, EV_LAUNCH, 10);
+      e->set_api(1);
+      e->set_stream(3);
+      w.Write(r);
+      w.Footer();
+    }
+    std::ostringstream out, err;
+    REQUIRE(RunPerfettoCommand(dir + "/rank0.pb", "", "perfetto", out, err) == 0);
+    Replay r = ReplayTrace(ParseTrace(dir + "/rank0.pftrace"));
+    std::string launch;
+    for (const std::string& ev : r.events) {
+      if (ev.find("\"cudaLaunchKernel\"") != std::string::npos) launch = ev;
+    }
+    INFO(launch);
+    CHECK(launch.find(mode == GPU_TIMING_CUPTI ? " stream_index=3" : " stream=3") !=
+          std::string::npos);
+  }
+}
+
 TEST_CASE("an events-mode graph launch op is named cudaGraphLaunch; graph nodes draw nothing") {
   const std::string dir = TmpDir();
   {

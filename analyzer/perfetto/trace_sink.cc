@@ -14,10 +14,10 @@ namespace analyzer {
 namespace perfetto_internal {
 
 const char* const kArgNames[kArgNumKeys] = {
-    "correlation", "grid",    "block",  "shmem",   "stream",  "device", "bytes", "copy_kind",
-    "ptr",         "ret",     "count",  "seq",     "peer",    "comm",   "index", "tokens",
-    "kv",          "bsz",     "warmup", "run",     "payload", "domain", "graph", "reason",
-    "kernel",      "api_dur", "calls",  "busy_ns", "source",
+    "correlation", "grid",    "block",  "shmem",   "stream",  "device",       "bytes", "copy_kind",
+    "ptr",         "ret",     "count",  "seq",     "peer",    "comm",         "index", "tokens",
+    "kv",          "bsz",     "warmup", "run",     "payload", "domain",       "graph", "reason",
+    "kernel",      "api_dur", "calls",  "busy_ns", "source",  "stream_index",
 };
 
 namespace {

@@ -66,6 +66,7 @@ enum ArgKey : uint8_t {
   kArgCalls,
   kArgBusyNs,
   kArgSource,
+  kArgStreamIndex,
   kArgNumKeys
 };
 extern const char* const kArgNames[kArgNumKeys];
