@@ -1,7 +1,7 @@
 #include "agent/hooks/cuda_runtime/event_timer.h"
 
-
 #include <pthread.h>
+#include <sched.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -354,8 +354,10 @@ void KeepStreamOrder(uint32_t device, uint32_t stream, uint64_t* t0, uint64_t* t
   last.end = *t1;
 }
 
-// Resolves what is complete; returns how many pairs are still in flight.
-size_t PollOnce(std::vector<Pending>* inflight, std::unordered_map<const void*, uint32_t>* names) {
+// Resolves what is complete; returns how many pairs are still in flight. At most `max_queries`
+// pairs are queried (the oldest first); the others are kept as they are.
+size_t PollOnce(std::vector<Pending>* inflight, std::unordered_map<const void*, uint32_t>* names,
+                size_t max_queries = SIZE_MAX) {
   Pending p;
   while (g_pending.Pop(&p)) inflight->push_back(p);
   auto query = r_query.get();
@@ -363,6 +365,10 @@ size_t PollOnce(std::vector<Pending>* inflight, std::unordered_map<const void*, 
   size_t kept = 0;
   for (size_t i = 0; i < inflight->size(); ++i) {
     Pending& q = (*inflight)[i];
+    if (i >= max_queries) {
+      (*inflight)[kept++] = q;
+      continue;
+    }
     DevicePool& pool = g_pools[q.ticket / kPairs];
     int slot = q.ticket % kPairs;
     cudaError_t st = query(pool.stop[slot]);
@@ -525,8 +531,10 @@ void DrainAtShutdown() {
       if (n == 0) return;
       why += (why.empty() ? "" : ", ") + std::to_string(n) + " " + what;
     };
-    add(pool, "with all the device's event pairs in flight (up to " + std::to_string(kPairs) +
-                  ")");
+    add(pool,
+        "with every event pair of their device out (in flight, or completed but not yet "
+        "resolved: a device has up to " +
+            std::to_string(kPairs) + ")");
     add(error, "whose event calls failed");
     add(queue, "lost in a full hand-off queue");
     add(setup, "before the device's event pool could be made");
@@ -605,6 +613,42 @@ int32_t EventTimerBeginOnDevice(int device, cudaStream_t stream) {
 }
 
 namespace {
+// Every pair of device pool `p` is out: resolve, on the launching thread, what has completed,
+// and take a freed pair into *ticket. The poller does this every 200 us, but on a loaded
+// machine (application threads launching on every core) it can be starved for milliseconds
+// while thousands of completed pairs wait for it: without this, launches went untimed with a
+// few hundred operations really in flight. When another thread holds the lock (it is resolving
+// pairs already), waits up to 2 ms for a pair to come back, never for the lock: a holder
+// preempted on a busy core would hold the launch. Rate-limited (after one that freed nothing,
+// none for 20 us on the thread) and bounded (the 2048 oldest pairs), so a host truly far ahead of
+// its device pays little; the thread's error state and capture mode are left as they were.
+bool HarvestOnLaunchThread(DevicePool& p, int32_t* ticket) {
+  static thread_local uint64_t last_ns __attribute__((tls_model("initial-exec"))) = 0;
+  const uint64_t now = MonotonicNs();
+  if (now - last_ns < 20000 || g_inflight_list == nullptr) return false;
+  cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+  auto exchange = r_exchange_mode.get();
+  // Event queries are legal during another thread's global-mode capture only in relaxed mode.
+  const bool exchanged = exchange != nullptr && exchange(&mode) == cudaSuccess;
+  static auto& names = *new std::unordered_map<const void*, uint32_t>();  // under PollMu
+  bool got = false;
+  for (;;) {
+    std::unique_lock<std::mutex> lock(PollMu(), std::try_to_lock);
+    if (lock.owns_lock()) {
+      PollOnce(g_inflight_list, &names, 2048);
+      lock.unlock();
+      got = p.free_slots.Pop(ticket);
+      break;
+    }
+    sched_yield();
+    if ((got = p.free_slots.Pop(ticket)) || MonotonicNs() - now > 2000000) break;
+  }
+  if (exchanged) exchange(&mode);
+  if (!t_app_error) ClearOwnError();
+  if (!got) last_ns = now;  // nothing had completed: not again for 20 us
+  return got;
+}
+
 int32_t BeginOn(int device, cudaStream_t stream) {
   if (__builtin_expect(unsigned(device) >= unsigned(kMaxDevices), 0)) return -1;
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
@@ -621,7 +665,7 @@ int32_t BeginOn(int device, cudaStream_t stream) {
     return -1;
   }
   int32_t ticket;
-  if (!p.free_slots.Pop(&ticket)) {
+  if (!p.free_slots.Pop(&ticket) && !HarvestOnLaunchThread(p, &ticket)) {
     g_untimed_pool.fetch_add(1, std::memory_order_relaxed);
     return -1;
   }
