@@ -144,6 +144,10 @@ uint64_t TicksToNs(uint64_t ticks) {
   return uint64_t(int64_t(c.mono0) + int64_t(ns >> 32));
 }
 
+bool TicksToNsReady() {
+  return !internal::g_use_tsc || g_calibrated.load(std::memory_order_acquire) == 2;
+}
+
 ClockSample SampleClocks() {
   ClockSample s{};
   uint64_t best = ~0ull;

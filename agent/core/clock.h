@@ -43,6 +43,9 @@ void InitClock();
 // Converts raw ticks to CLOCK_MONOTONIC ns. Thread-safe; not for the hot path (uses a
 // calibration that the writer refreshes).
 uint64_t TicksToNs(uint64_t ticks);
+// True when TicksToNs will not calibrate first (it sleeps up to 20 ms the first time, on the
+// agent's own threads): an application thread checks this before converting.
+bool TicksToNsReady();
 
 // Re-measures the tick rate against CLOCK_MONOTONIC over the time since InitClock (improves
 // the fit over long runs). Called by the writer.

@@ -354,10 +354,58 @@ void KeepStreamOrder(uint32_t device, uint32_t stream, uint64_t* t0, uint64_t* t
   last.end = *t1;
 }
 
+// An operation whose event pair was read (and released): its device interval on the host clock
+// (ev0, ev1 ns) and the raw ticks of its launch (Pending.info) and of its start event's record.
+struct Resolved {
+  Pending q;
+  uint64_t start_pre;
+  uint64_t ev0, ev1;
+};
+// Under PollMu: operations resolved before the clock was calibrated (the first 20 ms of the
+// process; TicksToNs would sleep until then), emitted once it is. Their pairs were released at
+// once: before, the first conversion calibrated under PollMu and held every pair meanwhile (a
+// single thread syncing every 50 kernels lost launches 1024-1030).
+std::vector<Resolved>* g_unconverted = nullptr;
+
+void EmitResolved(const Resolved& r, std::unordered_map<const void*, uint32_t>* names) {
+  const Pending& q = r.q;
+  RawEvent e;
+  std::memset(&e, 0, sizeof(e));
+  e.type = EvType::kDeviceOp;
+  e.flags = kFlagTimeNs | kFlagStreamHandle;
+  EstimateInterval(r.ev0, r.ev1, TicksToNs(r.start_pre), TicksToNs(q.info.call_t0),
+                   TicksToNs(q.info.call_t1), q.info.sync_call, &e.t0, &e.t1);
+  KeepStreamOrder(q.info.device, q.info.stream, &e.t0, &e.t1);
+  DevicePayload& d = e.dev;
+  d.name = q.info.kind == 0 ? NameFor(q.info.func, names) : 0;
+  d.corr = q.info.corr;
+  d.graph = uint32_t(q.info.graph);
+  d.stream = q.info.stream;
+  if (q.info.kind == 0) {  // kernel
+    d.grid_x = q.info.grid_x;
+    d.grid_y = q.info.grid_y;
+    d.grid_z = q.info.grid_z;
+    d.block = q.info.block;
+  } else {
+    d.bytes = q.info.bytes;
+    d.copy_kind = q.info.copy_kind;
+  }
+  d.device = q.info.device;
+  d.kind = q.info.kind;
+  Emit(e);
+}
+
 // Resolves what is complete; returns how many pairs are still in flight. At most `max_queries`
-// pairs are queried (the oldest first); the others are kept as they are.
+// pairs are queried (the oldest first); the others are kept as they are. Never calibrates the
+// clock (it may run on an application thread).
 size_t PollOnce(std::vector<Pending>* inflight, std::unordered_map<const void*, uint32_t>* names,
                 size_t max_queries = SIZE_MAX) {
+  if (g_unconverted == nullptr) g_unconverted = new std::vector<Resolved>();
+  const bool convert = TicksToNsReady();
+  if (convert && !g_unconverted->empty()) {
+    for (const Resolved& r : *g_unconverted) EmitResolved(r, names);
+    g_unconverted->clear();
+  }
   Pending p;
   while (g_pending.Pop(&p)) inflight->push_back(p);
   auto query = r_query.get();
@@ -381,32 +429,15 @@ size_t PollOnce(std::vector<Pending>* inflight, std::unordered_map<const void*, 
     const cudaEvent_t ref = ReferenceFor(pool, pool.start_epoch[slot], &ref_host_ns);
     if (st == cudaSuccess && elapsed(&from_ref, ref, pool.start[slot]) == cudaSuccess &&
         elapsed(&dur, pool.start[slot], pool.stop[slot]) == cudaSuccess) {
-      RawEvent e;
-      std::memset(&e, 0, sizeof(e));
-      e.type = EvType::kDeviceOp;
-      e.flags = kFlagTimeNs | kFlagStreamHandle;
-      uint64_t ev0 = uint64_t(int64_t(ref_host_ns) + int64_t(double(from_ref) * 1e6));
-      uint64_t ev1 = ev0 + uint64_t(dur > 0 ? double(dur) * 1e6 : 0.0);
-      EstimateInterval(ev0, ev1, TicksToNs(pool.start_pre[slot]), TicksToNs(q.info.call_t0),
-                       TicksToNs(q.info.call_t1), q.info.sync_call, &e.t0, &e.t1);
-      KeepStreamOrder(q.info.device, q.info.stream, &e.t0, &e.t1);
-      DevicePayload& d = e.dev;
-      d.name = q.info.kind == 0 ? NameFor(q.info.func, names) : 0;
-      d.corr = q.info.corr;
-      d.graph = uint32_t(q.info.graph);
-      d.stream = q.info.stream;
-      if (q.info.kind == 0) {  // kernel
-        d.grid_x = q.info.grid_x;
-        d.grid_y = q.info.grid_y;
-        d.grid_z = q.info.grid_z;
-        d.block = q.info.block;
+      Resolved r{q, pool.start_pre[slot], 0, 0};
+      r.ev0 = uint64_t(int64_t(ref_host_ns) + int64_t(double(from_ref) * 1e6));
+      r.ev1 = r.ev0 + uint64_t(dur > 0 ? double(dur) * 1e6 : 0.0);
+      // The pair is free now; the op waits for the clock if it is not calibrated yet.
+      if (convert) {
+        EmitResolved(r, names);
       } else {
-        d.bytes = q.info.bytes;
-        d.copy_kind = q.info.copy_kind;
+        g_unconverted->push_back(r);
       }
-      d.device = q.info.device;
-      d.kind = q.info.kind;
-      Emit(e);
     } else {
       g_untimed_error.fetch_add(1, std::memory_order_relaxed);
     }
@@ -421,6 +452,9 @@ std::vector<Pending>* g_inflight_list = nullptr;  // owned by the poller thread
 // At exit or a fatal signal: the operations still in flight get up to 100 ms (of wall time) to
 // finish, polled every `pause_us`. Returns how many are left.
 size_t DrainInFlight(std::unordered_map<const void*, uint32_t>* names, unsigned pause_us) {
+  // The operations resolved before the clock was calibrated are emitted now (in a process
+  // younger than 20 ms this waits for the rest of them, as the writer's conversions would).
+  (void)TicksToNs(Now());
   const uint64_t until = MonotonicNs() + 100000000ull;
   for (;;) {
     size_t left;
@@ -489,6 +523,7 @@ void ForkChild() {
   new (&PollMu()) std::mutex();
   if (g_inflight_list != nullptr) g_inflight_list->clear();
   if (g_stream_last != nullptr) g_stream_last->clear();
+  if (g_unconverted != nullptr) g_unconverted->clear();
   g_pending.Init();
   for (DevicePool& p : g_pools) p.state.store(0, std::memory_order_relaxed);
   g_untimed_pool.store(0);

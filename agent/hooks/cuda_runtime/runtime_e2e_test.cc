@@ -2149,6 +2149,19 @@ TEST_CASE("CUDA events, the poller starved of CPU: the launching thread frees pa
   }
 }
 
+// The same rounds at start-up, the poller free to run: every operation is timed (before, the
+// first conversion of a clock tick calibrated the clock, 20 ms of sleep, while holding every
+// event pair: launches 1024-1030 of a program syncing every 50 kernels went untimed).
+TEST_CASE("CUDA events, 6000 kernels in the first milliseconds: every one timed") {
+  Scenario s("early", "PROFAGENT_GPU_TIMING=events", kPkg + "rt_starved_poller plain");
+  REQUIRE(s.run.code == 0);
+  CHECK(s.run.out == "poller=0 errors=0\n");
+  REQUIRE(s.loaded);
+  CHECK(s.prof.Kind(EV_LAUNCH).size() == 6001);
+  CHECK(s.prof.dev.size() == 6001);
+  CHECK(s.run.err.find("not timed") == std::string::npos);
+}
+
 // Limits the system puts on the process: the agent gives up recording, never the application.
 // A file size limit (ulimit -f) would kill the application with SIGXFSZ at the write that
 // crosses it: the agent writes up to it and stops. A ring that cannot be allocated (a virtual
