@@ -1,10 +1,11 @@
 #include "agent/model/step_parser.h"
 
-#include "agent/core/bounded_regex.h"
-
 #include <algorithm>
 #include <cctype>
 #include <cstring>
+#include <vector>
+
+#include "agent/core/bounded_regex.h"
 
 namespace profagent {
 namespace model {
@@ -20,8 +21,9 @@ bool KeyIs(const char* k, size_t kn, const char* want) {
   return kn == wn && std::memcmp(k, want, kn) == 0;
 }
 
-// Parses "a,b,c" into values (at most kMaxKvValues). Returns false when any listed value is bad.
-bool ParseKvList(const char* s, size_t n, int64_t* values, size_t* count) {
+// Parses "a,b,c" into values (room for `cap`, the list's comma count + 1). Returns false when
+// any listed value is bad.
+bool ParseKvList(const char* s, size_t n, int64_t* values, size_t cap, size_t* count) {
   *count = 0;
   if (n == 0) return false;
   size_t start = 0;
@@ -29,7 +31,7 @@ bool ParseKvList(const char* s, size_t n, int64_t* values, size_t* count) {
     if (i == n || s[i] == ',') {
       int64_t v;
       if (!ParseNonNegative(s + start, i - start, &v)) return false;
-      if (*count < kMaxKvValues) values[(*count)++] = v;
+      if (*count < cap) values[(*count)++] = v;
       start = i + 1;
     }
   }
@@ -156,9 +158,18 @@ ParsedStep ParseStepMessage(const char* msg, size_t n, KvReduce reduce) {
     } else if (KeyIs(key, kn, "bsz")) {
       if (ParseNonNegative(val, vn, &v)) out.bsz = v; else ++out.bad_values;
     } else if (KeyIs(key, kn, "kv")) {
+      // Every listed value counts: a list longer than the stack's room (a batch of thousands
+      // of sequences) gets a heap buffer (before, values past the 1024th were ignored).
+      const size_t listed = size_t(std::count(val, val + vn, ',')) + 1;
+      std::vector<int64_t> heap;
+      int64_t* values = kv_values;
+      if (listed > kMaxKvValues) {
+        heap.resize(listed);
+        values = heap.data();
+      }
       size_t count = 0;
-      if (ParseKvList(val, vn, kv_values, &count)) {
-        out.kv = ReduceKv(kv_values, count, reduce);
+      if (ParseKvList(val, vn, values, std::max(listed, kMaxKvValues), &count)) {
+        out.kv = ReduceKv(values, count, reduce);
         out.kv_count = uint32_t(count);
       } else {
         ++out.bad_values;

@@ -73,10 +73,11 @@ struct ParsedStep {
   uint32_t bad_values = 0;    // known keys with a value that did not parse (ignored)
 };
 
-// Most KV values considered in one message; further values are ignored (not counted as bad).
+// KV values a message's list holds without allocating (a longer list takes a heap buffer).
 constexpr size_t kMaxKvValues = 1024;
 
-// Parses the key=value words of `msg` (n bytes). Does not allocate.
+// Parses the key=value words of `msg` (n bytes). Allocates only for a `kv=` list of more than
+// kMaxKvValues values.
 ParsedStep ParseStepMessage(const char* msg, size_t n, KvReduce reduce);
 
 // Reduces `n` (> 0) values: mean (rounded half up), max, p50/p90 (nearest rank: the value at

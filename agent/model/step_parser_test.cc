@@ -76,6 +76,22 @@ TEST_CASE("kv lists are reduced per PROFAGENT_KV_REDUCE") {
   }
 }
 
+// A batch of 2000 sequences: every value counts (before, those past the 1024th were ignored:
+// the mean of 1..2000 read 513, not 1001).
+TEST_CASE("a kv list longer than 1024 values is reduced whole") {
+  std::string m = "step tokens=7 kv=";
+  for (int i = 1; i <= 2000; ++i) m += (i > 1 ? "," : "") + std::to_string(i);
+  m += " bsz=2000";
+  const ParsedStep p = Parse(m);
+  CHECK(p.kv == 1001);  // (1 + 2000) / 2 = 1000.5, rounded half up
+  CHECK(p.kv_count == 2000);
+  CHECK(p.tokens == 7);
+  CHECK(p.bsz == 2000);
+  CHECK(Parse(m, KvReduce::kMax).kv == 2000);
+  CHECK(Parse(m, KvReduce::kP90).kv == 1800);
+  CHECK(Parse(m, KvReduce::kSum).kv == 2001000);
+}
+
 TEST_CASE("ReduceKv on a long list does not overflow the mean") {
   std::vector<int64_t> v(1000, INT64_MAX / 2);
   CHECK(ReduceKv(v.data(), v.size(), KvReduce::kMean) == INT64_MAX / 2);

@@ -1714,6 +1714,21 @@ TEST_CASE("Host timing: each kernel launch carries its device") {
 // NVTX stream names reach the file as StreamInfo records keyed as the device ops of the stream
 // are (CUPTI's stream id, or the file's stream index under CUDA events), the last name winning;
 // device and event names as notes.
+// NVTX_INJECTION64_PATH set to something else (another tool, or a missing file) is left alone,
+// and said: the program's NVTX then never reaches the agent (before, silently: a report with no
+// steps and no reason). The program runs as without the agent.
+TEST_CASE("NVTX_INJECTION64_PATH of another tool: left alone, with a warning") {
+  Scenario s("nvtx_other", "GPUSIM_DEVICES=2 NVTX_INJECTION64_PATH=/nonexistent/libothertool.so",
+             kPkg + "rt_stream_names");
+  REQUIRE(s.run.code == 0);
+  CHECK(s.run.out == "errors=0\n");
+  CHECK(s.run.err.find("profagent: NVTX_INJECTION64_PATH is set to "
+                       "/nonexistent/libothertool.so (no such file): the program's NVTX ranges "
+                       "go there, not to the agent") != std::string::npos);
+  REQUIRE(s.loaded);
+  CHECK(s.prof.stream_infos.empty());  // the NVTX stream names went nowhere
+}
+
 TEST_CASE("Streams named with NVTX: each name on its stream's device ops, in both modes") {
   for (const char* mode : {"cupti", "events"}) {
     INFO(mode);

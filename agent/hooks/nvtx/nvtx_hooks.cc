@@ -711,7 +711,6 @@ __attribute__((constructor)) void NvtxSurfaceLoad() {
 
 void InstallEnv() {
   if (!AgentEnabled()) return;
-  if (getenv("NVTX_INJECTION64_PATH") != nullptr) return;  // ours already, or another tool's
   Dl_info info;
   if (dladdr(reinterpret_cast<void*>(&InitializeInjectionNvtx2), &info) == 0 ||
       info.dli_fname == nullptr || info.dli_fname[0] == '\0') {
@@ -721,6 +720,18 @@ void InstallEnv() {
   if (realpath(info.dli_fname, self) == nullptr) return;
   char exe[PATH_MAX];
   if (realpath("/proc/self/exe", exe) != nullptr && std::strcmp(exe, self) == 0) return;
+  if (const char* set = getenv("NVTX_INJECTION64_PATH"); set != nullptr && set[0] != '\0') {
+    // Another tool's (left alone), or a path that does not load: NVTX then reaches that tool or
+    // nothing, never the agent, whose steps and runs come from NVTX. Said once, at start.
+    char other[PATH_MAX];
+    if (realpath(set, other) == nullptr || std::strcmp(other, self) != 0) {
+      AddNote("warning", std::string("NVTX_INJECTION64_PATH is set to ") + set +
+                             (realpath(set, other) == nullptr ? " (no such file)" : "") +
+                             ": the program's NVTX ranges go there, not to the agent (no NVTX "
+                             "steps or runs); unset it to record them");
+    }
+    return;
+  }
   setenv("NVTX_INJECTION64_PATH", self, 0);
 }
 
