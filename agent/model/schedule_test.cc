@@ -101,6 +101,36 @@ TEST_CASE("without a schedule every step is emitted and recording is never touch
   CHECK(fake::EventsOfType(EvType::kStep).size() == 3);
 }
 
+// A process that marks no step at all (rank 1 of a job where rank 0 alone marks steps) stays
+// in the schedule's first phase: said at shutdown, with what that meant.
+TEST_CASE("a schedule in a process that marks no step: a warning at shutdown") {
+  for (uint32_t wait : {1u, 0u}) {
+    Config c;
+    c.schedule_set = true;
+    c.sched_wait = wait;
+    c.sched_active = 2;
+    fake::Reset(c);
+    ResetForTest(c);
+    Shutdown();
+    std::string note;
+    for (const std::string& n : fake::Notes()) {
+      if (n.find("PROFAGENT_SCHEDULE: this process marked no step") != std::string::npos) note = n;
+    }
+    INFO(note);
+    CHECK(note.find(wait > 0 ? "nothing but allocations" : "everything was recorded") !=
+          std::string::npos);
+  }
+  // With a step, no such note.
+  Config c;
+  c.schedule_set = true;
+  c.sched_active = 1;
+  fake::Reset(c);
+  ResetForTest(c);
+  EndStepRange(0, 10);
+  Shutdown();
+  for (const std::string& n : fake::Notes()) CHECK(n.find("marked no step") == std::string::npos);
+}
+
 TEST_CASE("a schedule that starts active records from the first step") {
   Config c;
   c.schedule_set = true;

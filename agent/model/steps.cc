@@ -241,9 +241,23 @@ void Shutdown() {
   if (g_shutdown_done.exchange(true)) return;  // the core and the NVTX surface may both call it
   if (auto fn = g_flusher.load(std::memory_order_acquire)) fn();
   uint64_t partial = 0;
+  bool sched_active = true;
   {
     std::lock_guard<std::mutex> lock(g_sched_mu);
-    if (g_cursor != nullptr) partial = g_cursor->partial();
+    if (g_cursor != nullptr) {
+      partial = g_cursor->partial();
+      sched_active = g_cursor->active();
+    }
+  }
+  const State* st = g_state.load(std::memory_order_acquire);
+  if (st != nullptr && st->schedule.is_set() && g_steps.load(std::memory_order_relaxed) == 0) {
+    // A rank that marks no step (in a job where only rank 0 does) never leaves its first phase.
+    AddNote("warning", std::string("PROFAGENT_SCHEDULE: this process marked no step (no NVTX "
+                                   "step range, no step-rule boundary), so the schedule stayed "
+                                   "in its first phase: ") +
+                           (sched_active ? "everything was recorded"
+                                         : "nothing but allocations, frees and ranges was "
+                                           "recorded (a wait or warm-up phase)"));
   }
   if (partial != 0) {
     AddNote("warning", std::to_string(partial) +

@@ -3779,11 +3779,13 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
   std::map<std::string, KernelAgg> kmerged;
   uint64_t dev_total = 0, outside_ops = 0, outside_ns = 0;
   bool kscoped = false;
+  std::set<int> ranks_whole;  // files without measured steps: counted whole
   for (auto* f : sel) {
     dev_total += f->device_total_ns_;
     outside_ops += f->outside_ops_;
     outside_ns += f->outside_ns_;
     kscoped |= f->measured_t0_ <= f->measured_t1_;
+    if (f->measured_t0_ > f->measured_t1_ && f->device_total_ns_ > 0) ranks_whole.insert(f->rank_);
     for (auto& k : f->kernels_) {
       if ((k.first >> 16) & 1) continue;  // outside the measured steps: counted apart
       const uint32_t name_id = uint32_t(k.first >> 17);
@@ -4358,6 +4360,10 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
     ks["scope"] = kscoped ? "measured steps" : "all ops";
     ks["outside_ops"] = outside_ops;
     ks["outside_ms"] = Num(NsToMs(double(outside_ns)));
+    // With measured steps somewhere, the ranks that have none (a worker rank that marks no
+    // step) are in the table whole: named, as they mix start-up and warm-up into it.
+    ks["ranks_whole"] =
+        kscoped ? Json(std::vector<int>(ranks_whole.begin(), ranks_whole.end())) : Json::array();
     out["kernels_scope"] = ks;
   }
   out["collectives"] = coll;

@@ -376,12 +376,22 @@ std::string RenderMarkdown(const Json& s) {
   if (!s["kernels"].empty() || s["kernels_scope"]["outside_ops"].get<uint64_t>() > 0) {
     const Json& ks = s["kernels_scope"];
     if (ks["scope"] == "measured steps") {
+      std::vector<std::string> whole;
+      if (ks.contains("ranks_whole")) {
+        for (const Json& r : ks["ranks_whole"]) whole.push_back(r.dump());
+      }
       absl::StrAppend(
           &md,
-          "Every rank, over its measured steps (first start to last end; a rank "
-          "without any, its whole profile): what the GPUs ran. Left out: ",
+          "Every rank, over its measured steps (first start to last end): what the GPUs ran. "
+          "Left out: ",
           ks["outside_ops"].dump(), ks["outside_ops"].get<uint64_t>() == 1 ? " op, " : " ops, ",
-          F(ks["outside_ms"]), " ms of device time outside them (start-up, warm-up).\n\n");
+          F(ks["outside_ms"]), " ms of device time outside them (start-up, warm-up).",
+          whole.empty()
+              ? std::string()
+              : absl::StrCat(" Rank", whole.size() > 1 ? "s " : " ", absl::StrJoin(whole, ", "),
+                             " marked no measured step: counted whole, start-up and "
+                             "warm-up included."),
+          "\n\n");
     } else {
       md += "Every rank, the whole profile (no measured steps): what the GPUs ran.\n\n";
     }

@@ -390,7 +390,8 @@ TEST_CASE("golden two-rank profile: summary.json, report.md, ops.csv") {
   CHECK(k0["p99_us"] == 500.0);
   CHECK(k0["share"] == Approx(800.0 / 2060));
   CHECK(s["kernels_scope"] ==
-        Json::parse(R"({"scope": "measured steps", "outside_ops": 1, "outside_ms": 0.3})"));
+        Json::parse(R"({"scope": "measured steps", "outside_ops": 1, "outside_ms": 0.3,
+                          "ranks_whole": [1]})"));
   CHECK(s["kernels"].back()["bucket"] == "comm.allreduce");
   // Collectives: 4 calls of 1 MiB: 50, 40, 30 us on the host and one timed by its kernel, 60 us
   // on the device (not its 20 us enqueue): 180 us, algbw = 1048576 B / 45000 ns.
@@ -882,16 +883,19 @@ TEST_CASE("the kernel table covers the measured steps; start-up and warm-up coun
   CHECK(got == want);
   CHECK((*s)["kernels"][0]["share"] == Approx(70.0 / 130));
   CHECK((*s)["kernels_scope"] ==
-        Json::parse(R"({"scope": "measured steps", "outside_ops": 3, "outside_ms": 0.15})"));
+        Json::parse(R"({"scope": "measured steps", "outside_ops": 3, "outside_ms": 0.15,
+                          "ranks_whole": [1]})"));
   const std::string md = RenderMarkdown(*s);
-  CHECK(md.find("Left out: 3 ops, 0.150 ms of device time outside them (start-up, warm-up).") !=
-        std::string::npos);
+  CHECK(md.find("Left out: 3 ops, 0.150 ms of device time outside them (start-up, warm-up). "
+                "Rank 1 marked no measured step: counted whole, start-up and warm-up "
+                "included.") != std::string::npos);
 
   // Without measured steps (rank 1 alone) the table is the whole profile.
   auto s1 = BuildSummary({dir + "/rank1.pb"}, ReportOptions(), "");
   REQUIRE(s1.ok());
   CHECK((*s1)["kernels_scope"] ==
-        Json::parse(R"({"scope": "all ops", "outside_ops": 0, "outside_ms": 0.0})"));
+        Json::parse(R"({"scope": "all ops", "outside_ops": 0, "outside_ms": 0.0,
+                          "ranks_whole": []})"));
   CHECK(RenderMarkdown(*s1).find("Every rank, the whole profile (no measured steps)") !=
         std::string::npos);
 }
