@@ -845,6 +845,7 @@ class FileAnalysis : public ViewVisitor {
   std::vector<std::string> notes_;
   std::vector<std::string> warnings_;
   uint64_t t0_ = UINT64_MAX, t1_ = 0;
+  std::vector<StoredRange> open_ranges_;  // NVTX ranges still open at the file's end (pass 1)
   uint64_t device_ops_pass1_ = 0;
   // Kernel launches seen in pass 1, and those whose API duration was timed (their total ns), in
   // all and per kernel name: with host timing, an untimed launch's time is estimated as the mean
@@ -1465,7 +1466,13 @@ void FileAnalysis::Host1(const EventView& e) {
     case EV_NVTX_PUSH: {
       // A range still open when the file ended (the agent writes them at exit, _exit, exec). A
       // run among them (a server exiting from its serving loop) is a run up to the end of the
-      // file; an open step has no end: none.
+      // file; an open step has no end: none. Every one encloses the work after its start in
+      // ops.csv's NVTX path, up to the file's end (added at Finish1, when that is known).
+      if (e.name < strings_.size()) {
+        open_ranges_.push_back(StoredRange{e.start_ns, e.start_ns,
+                                           e.start_thread != 0 ? e.start_thread : e.thread, e.name,
+                                           FrameKind(e.name) != 0, false});
+      }
       if (e.name >= strings_.size() || FrameKind(e.name) != 2) return;
       StepFields f = ParseStepFields(Str(e.name), kv_reduce_);
       RunRec r{e.start_ns, e.start_ns, f.label, f.warmup,
@@ -1656,6 +1663,12 @@ void FileAnalysis::Finish1() {
   run_buckets_.assign(runs_.size() + 1, BucketAcc{std::vector<uint64_t>(nb, 0),
                                                   std::vector<uint64_t>(nb, 0)});
 
+  // Ranges still open when the file ended last until its last host event.
+  for (StoredRange& r : open_ranges_) {
+    r.end = std::max(r.start, t1_);
+    ranges_.Add(r);
+  }
+  std::vector<StoredRange>().swap(open_ranges_);
   // Nesting, model/engine buckets and engine exclusive times come from pass 2's sweeps.
   ranges_.Finish();
 }
@@ -1946,6 +1959,9 @@ int32_t FileAnalysis::PathOf(Sweep* w, size_t pos) {
     }
     label_key += f->second;      // ...interned here
   }
+  // A range with no message (nvtxRangeStartEx with a color only) is "nvtx range", as Perfetto
+  // names its slice (before, an empty segment: "run/").
+  if (label.empty()) label = "nvtx range";
   auto key = std::make_pair(parent, label_key);
   auto it = path_index_.find(key);
   if (it == path_index_.end()) {

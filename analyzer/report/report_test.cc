@@ -578,6 +578,35 @@ TEST_CASE("a step whose run record was dropped is in no aggregate") {
 // A server stopped by a signal: its serving run's NVTX range is still open at the end (the agent
 // writes it as EV_NVTX_PUSH, no EV_RUN). It is a run up to the file's last host event, its steps
 // counted in it (also when the file has drops: that run's record was not lost, it never was).
+// NVTX ranges still open when the file ended (a server exiting from inside `serve_loop`) enclose
+// the work launched in them in ops.csv's NVTX path, as they do in the Perfetto trace (before, a
+// kernel under an unclosed range had an empty path). A range without a message is "nvtx range".
+TEST_CASE("ops.csv NVTX path: ranges still open at the file's end enclose later work") {
+  const std::string dir = TmpDir("open_path");
+  {
+    ProfileBuilder b(dir + "/rank0.pb");
+    b.WriteHeader(0, 1, "h0", GPU_TIMING_CUPTI);
+    b.Host(1, 100 * kUs, 1, ProfileBuilder::Launch(b.Str("before_k"), kUs));
+    b.Host(1, 3000 * kUs, 2, ProfileBuilder::Launch(b.Str("inside_k"), kUs));
+    Event open = ProfileBuilder::Nvtx(b.Str("serve_loop"), 0, 0);
+    open.set_kind(EV_NVTX_PUSH);
+    b.Host(1, 2000 * kUs, 0, open);
+    b.Host(1, 2900 * kUs, 0, ProfileBuilder::Nvtx(0, 600 * kUs, 1));  // no message: a color
+    b.Flush();
+    b.Device(0, 110 * kUs, 1, Kernel(10 * kUs));
+    b.Device(0, 3010 * kUs, 2, Kernel(10 * kUs));
+    b.Close(true);
+  }
+  std::string printed;
+  REQUIRE(RunReport(dir, dir, ReportOptions(), &printed).ok());
+  const auto rows = OpsRows(dir);
+  REQUIRE(rows.size() == 2);
+  CHECK(rows[0][15] == "");  // launched before the range opened
+  // Inside it (still open at exit), inside a range with no message ("nvtx range", as Perfetto
+  // names it; before, an empty segment).
+  CHECK(rows[1][15] == "serve_loop/nvtx range");
+}
+
 TEST_CASE("a run still open when the profile ended is a run up to its end, flagged open") {
   for (bool drops : {false, true}) {
     INFO("drops " << drops);
