@@ -69,6 +69,8 @@ struct OpenRange {
 
 static_assert(kMaxLongMessageBytes <= kMaxExtraBytes, "a message must fit one event's bytes");
 
+std::atomic<uint64_t> g_cut_messages{0};  // messages longer than kMaxLongMessageBytes - 1
+
 // Frees the heap copy of a long message once its range was recorded.
 inline void ReleaseText(OpenRange* r) {
   if (r->heap == nullptr) return;
@@ -97,7 +99,11 @@ void CopyMessage(OpenRange* r, Copy&& copy) {
     r->heap = big;
     r->ext_text = big;
     r->len = uint32_t(n);
-    if (n + 4 < cap || cap == kMaxLongMessageBytes) return;
+    if (n + 4 < cap) return;
+    if (cap == kMaxLongMessageBytes) {  // cut there
+      g_cut_messages.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
   }
 }
 
@@ -787,6 +793,12 @@ void FlushOpenRangesImpl(bool at_signal) {
             "NVTX: " + std::to_string(deep) + " push/pop ranges nested deeper than " +
                 std::to_string(kMaxDepth) +
                 " were not recorded (nor seen as steps or runs, if any of them was one)");
+  }
+  if (const uint64_t cut = g_cut_messages.load(std::memory_order_relaxed); cut > 0) {
+    AddNote("warning", "NVTX: " + std::to_string(cut) + " messages longer than " +
+                           std::to_string(kMaxLongMessageBytes - 1) +
+                           " bytes were cut there (a step's or run's key=value words after the "
+                           "cut are lost)");
   }
   if (lost > 0) {
     AddNote("warning", "NVTX: " + std::to_string(lost) +

@@ -179,6 +179,14 @@ TEST_CASE("long messages are kept up to kMaxLongMessageBytes - 1") {
   CHECK(steps[2].e.step.tokens == 512);
   CHECK(steps[2].e.step.bsz == 512);
   CHECK(steps[2].e.step.kv == 10256);  // mean of 10000..10511, 10255.5, rounded
+  // The cut message is counted, in a note at shutdown (before, only a step's "bad value" said
+  // anything, and only when the cut fell in a kv list).
+  FlushOpenRanges();
+  size_t cut_notes = 0;
+  for (const std::string& n : fake::Notes()) {
+    cut_notes += n.find("messages longer than 16383 bytes were cut there") != std::string::npos;
+  }
+  CHECK(cut_notes == 1);
 }
 
 TEST_CASE("domains and registered strings") {
