@@ -286,8 +286,15 @@ inline void Capture(OpenRange* r, const Domain* dom, const MsgSrc& m) {
   if (a->colorType == NVTX_COLOR_ARGB) r->color = a->color;
   switch (a->payloadType) {
     case NVTX_PAYLOAD_TYPE_UNSIGNED_INT64:
-      r->payload.i = int64_t(a->payload.ullValue);
-      r->flags |= kFlagHasPayload;
+      // The file's integer payload is signed: a value of 2^63 or more is kept as a double (a
+      // positive number near it, not a negative one).
+      if (a->payload.ullValue > uint64_t(INT64_MAX)) {
+        r->payload.f = double(a->payload.ullValue);
+        r->flags |= kFlagHasPayload | kFlagPayloadDouble;
+      } else {
+        r->payload.i = int64_t(a->payload.ullValue);
+        r->flags |= kFlagHasPayload;
+      }
       break;
     case NVTX_PAYLOAD_TYPE_INT64:
       r->payload.i = a->payload.llValue;

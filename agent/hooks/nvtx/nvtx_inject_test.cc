@@ -107,8 +107,18 @@ TEST_CASE("event attributes: color, category and every payload type") {
     nvtxRangePushEx(&a);
     nvtxRangePop();
   }
+  // An unsigned 64-bit payload of 2^63 or more is a double (the file's integer is signed:
+  // before, it read as a negative number).
+  nvtxEventAttributes_t big = Attr("attr");
+  big.payloadType = NVTX_PAYLOAD_TYPE_UNSIGNED_INT64;
+  big.payload.ullValue = (1ull << 63) + (1ull << 62);
+  nvtxRangePushEx(&big);
+  nvtxRangePop();
   auto r = fake::EventsOfType(EvType::kNvtxRange);
-  REQUIRE(r.size() == 6);
+  REQUIRE(r.size() == 7);
+  CHECK((r[6].e.flags & kFlagPayloadDouble) != 0);
+  CHECK(r[6].e.nvtx.payload.f == double((1ull << 63) + (1ull << 62)));
+  r.pop_back();
   for (size_t k = 0; k < r.size(); ++k) {
     INFO("case " << k);
     CHECK(r[k].bytes == "attr");
