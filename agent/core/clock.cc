@@ -2,6 +2,7 @@
 
 #include <cpuid.h>
 #include <errno.h>
+#include <pthread.h>
 
 #include <atomic>
 #include <cstdio>
@@ -126,6 +127,13 @@ void InitClock() {
     Pair(&g_first_tsc, &g_first_mono, &w);
     // Calibrated on first use (Calibrate): the ticks recorded meanwhile convert then.
     internal::g_use_tsc = true;
+    // A child forked while another thread calibrated has no such thread: it calibrates itself
+    // (before, its first conversion waited for the parent's thread forever: a child forked in
+    // the first 20 ms hung at exit).
+    pthread_atfork(nullptr, nullptr, [] {
+      int busy = 1;
+      g_calibrated.compare_exchange_strong(busy, 0, std::memory_order_acq_rel);
+    });
   });
 }
 

@@ -98,6 +98,7 @@ std::atomic<uint64_t> g_untimed_pool{0};   // every pair in flight (more than kP
 std::atomic<uint64_t> g_untimed_error{0};  // an event call of the agent failed
 std::atomic<uint64_t> g_untimed_queue{0};  // the hand-off queue to the poller was full
 std::atomic<uint64_t> g_untimed_setup{0};  // the device's pool could not be made in time
+std::atomic<uint64_t> g_untimed_reset{0};  // launched while a cudaDeviceReset remade the pool
 
 // Whether the application had an error pending (unread) when this thread's current operation
 // began. The agent's calls still go ahead (a successful runtime call leaves a pending error as
@@ -307,7 +308,8 @@ __attribute__((noinline)) bool WaitForPool(int device, DevicePool* p) {
     std::this_thread::yield();
   }
   if (st == 2) return true;
-  if (st == 1 || st == kResetting) g_untimed_setup.fetch_add(1, std::memory_order_relaxed);
+  if (st == 1) g_untimed_setup.fetch_add(1, std::memory_order_relaxed);
+  if (st == kResetting) g_untimed_reset.fetch_add(1, std::memory_order_relaxed);
   return false;
 }
 
@@ -452,13 +454,19 @@ std::vector<Pending>* g_inflight_list = nullptr;  // owned by the poller thread
 // At exit or a fatal signal: the operations still in flight get up to 100 ms (of wall time) to
 // finish, polled every `pause_us`. Returns how many are left.
 size_t DrainInFlight(std::unordered_map<const void*, uint32_t>* names, unsigned pause_us) {
-  // The operations resolved before the clock was calibrated are emitted now (in a process
-  // younger than 20 ms this waits for the rest of them, as the writer's conversions would).
-  (void)TicksToNs(Now());
   const uint64_t until = MonotonicNs() + 100000000ull;
   for (;;) {
     size_t left;
+    bool unconverted;
     {
+      std::lock_guard<std::mutex> lock(PollMu());
+      left = PollOnce(g_inflight_list, names);
+      unconverted = g_unconverted != nullptr && !g_unconverted->empty();
+    }
+    if (unconverted && (left == 0 || MonotonicNs() >= until)) {
+      // Operations read before the clock was calibrated: calibrate (in a process younger than
+      // 20 ms this waits for the rest of them, as the writer's conversions would) and emit.
+      (void)TicksToNs(Now());
       std::lock_guard<std::mutex> lock(PollMu());
       left = PollOnce(g_inflight_list, names);
     }
@@ -530,6 +538,7 @@ void ForkChild() {
   g_untimed_error.store(0);
   g_untimed_queue.store(0);
   g_untimed_setup.store(0);
+  g_untimed_reset.store(0);
   g_inflight.store(0);
   g_stop.store(false);
   g_need_poller.store(true);
@@ -559,8 +568,9 @@ void DrainAtShutdown() {
                            " operations still running at exit were not timed");
   }
   const uint64_t pool = g_untimed_pool.load(), error = g_untimed_error.load(),
-                 queue = g_untimed_queue.load(), setup = g_untimed_setup.load();
-  if (pool + error + queue + setup > 0) {
+                 queue = g_untimed_queue.load(), setup = g_untimed_setup.load(),
+                 reset = g_untimed_reset.load();
+  if (pool + error + queue + setup + reset > 0) {
     std::string why;
     auto add = [&why](uint64_t n, const std::string& what) {
       if (n == 0) return;
@@ -573,8 +583,10 @@ void DrainAtShutdown() {
     add(error, "whose event calls failed");
     add(queue, "lost in a full hand-off queue");
     add(setup, "before the device's event pool could be made");
-    AddNote("warning", "CUDA-event timing: " + std::to_string(pool + error + queue + setup) +
-                           " operations were not timed (" + why + ")");
+    add(reset, "while their device was being reset (cudaDeviceReset on another thread)");
+    AddNote("warning",
+            "CUDA-event timing: " + std::to_string(pool + error + queue + setup + reset) +
+                " operations were not timed (" + why + ")");
   }
 }
 

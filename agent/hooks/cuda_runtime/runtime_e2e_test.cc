@@ -2177,6 +2177,20 @@ TEST_CASE("CUDA events, 6000 kernels in the first milliseconds: every one timed"
   CHECK(s.run.err.find("not timed") == std::string::npos);
 }
 
+// A child forked while the parent's writer calibrated the clock (its first 20 ms, the writer
+// converting early) calibrates for itself: it exits, in every mode (before, its first conversion
+// waited forever for the parent's calibrating thread, which the child does not have).
+TEST_CASE("fork during the clock's calibration: the child exits, in every mode") {
+  for (const char* mode : {"events", "cupti", "host"}) {
+    INFO(mode);
+    Scenario s((std::string("fork_early_") + mode).c_str(),
+               std::string("PROFAGENT_FLUSH_MS=5 PROFAGENT_GPU_TIMING=") + mode,
+               kPkg + "rt_fork_early");
+    CHECK(s.run.out == "child=0\n");
+    CHECK(s.run.code == 0);
+  }
+}
+
 // Limits the system puts on the process: the agent gives up recording, never the application.
 // A file size limit (ulimit -f) would kill the application with SIGXFSZ at the write that
 // crosses it: the agent writes up to it and stops. A ring that cannot be allocated (a virtual
