@@ -2132,22 +2132,28 @@ TEST_CASE("Work still running at exit or _exit: every kernel timed, in both mode
 // CUDA events with about 2000 operations in flight: the poller adds event pairs to the device's
 // pool (a first chunk of 1024) while the host waits, so every kernel is timed (before, a fixed
 // pool of 1024 pairs left the rest untimed).
-TEST_CASE("CUDA events, a host far ahead of its device: the event pool grows, all timed") {
-  Scenario s("burst", "PROFAGENT_GPU_TIMING=events", kPkg + "rt_burst");
+// Runs `cmd` under CUDA-event timing: its output is `out`, and each of its `launches` kernel
+// launches has its device op, none untimed.
+void CheckEventsAllTimed(const char* tag, const std::string& cmd, const std::string& out,
+                         size_t launches) {
+  Scenario s(tag, "PROFAGENT_GPU_TIMING=events", cmd);
   REQUIRE(s.run.code == 0);
-  CHECK(s.run.out == "errors=0\n");
+  CHECK(s.run.out == out);
   REQUIRE(s.loaded);
-  CHECK(s.prof.Kind(EV_LAUNCH).size() == 2000);
-  CHECK(s.prof.dev.size() == 2000);
+  CHECK(s.prof.Kind(EV_LAUNCH).size() == launches);
+  CHECK(s.prof.dev.size() == launches);
   CHECK(s.run.err.find("not timed") == std::string::npos);
 }
 
+TEST_CASE("CUDA events, a host far ahead of its device: the event pool grows, all timed") {
+  CheckEventsAllTimed("burst", kPkg + "rt_burst", "errors=0\n", 2000);
+}
+
 // The poller starved of CPU (SCHED_IDLE beside a spinning thread on the process's one core,
-// while 6000 kernels run in rounds of 300): the
-// launching thread resolves completed event pairs itself when a device's pairs are all out, so
-// nearly every kernel is timed, the rest counted (before, 37-52% of the kernels of a few busy
-// launcher threads on a loaded machine went untimed, "all the device's event pairs in flight", with
-// a few hundred really in flight).
+// while 6000 kernels run in rounds of 300): the launching thread resolves completed event pairs
+// itself when a device's pairs are all out, so nearly every kernel is timed, the rest counted
+// (before, 37-52% of the kernels of a few busy launcher threads on a loaded machine went
+// untimed, "all the device's event pairs in flight", with a few hundred really in flight).
 TEST_CASE("CUDA events, the poller starved of CPU: the launching thread frees pairs, all timed") {
   Scenario s("starved", "PROFAGENT_GPU_TIMING=events", kPkg + "rt_starved_poller");
   REQUIRE(s.run.code == 0);
@@ -2168,13 +2174,7 @@ TEST_CASE("CUDA events, the poller starved of CPU: the launching thread frees pa
 // first conversion of a clock tick calibrated the clock, 20 ms of sleep, while holding every
 // event pair: launches 1024-1030 of a program syncing every 50 kernels went untimed).
 TEST_CASE("CUDA events, 6000 kernels in the first milliseconds: every one timed") {
-  Scenario s("early", "PROFAGENT_GPU_TIMING=events", kPkg + "rt_starved_poller plain");
-  REQUIRE(s.run.code == 0);
-  CHECK(s.run.out == "poller=0 errors=0\n");
-  REQUIRE(s.loaded);
-  CHECK(s.prof.Kind(EV_LAUNCH).size() == 6001);
-  CHECK(s.prof.dev.size() == 6001);
-  CHECK(s.run.err.find("not timed") == std::string::npos);
+  CheckEventsAllTimed("early", kPkg + "rt_starved_poller plain", "poller=0 errors=0\n", 6001);
 }
 
 // A child forked while the parent's writer calibrated the clock (its first 20 ms, the writer
