@@ -721,25 +721,33 @@ TEST_CASE("a multi-file export is the same trace whatever the thread count") {
   }
 }
 
+// The start of a one-thread file of pid 50 on host "h": its header (`header` fills in more) and
+// the call and kernel names the launch profiles use (1-3: cudaLaunchKernel, cudaGraphLaunch,
+// cudaMemcpyAsync; 10: kernel_a), thread 0 "main".
+template <typename Fill>
+void WriteOneThreadStart(ProfileWriter& w, Fill&& header) {
+  Record r;
+  r.mutable_header()->set_pid(50);
+  r.mutable_header()->set_hostname("h");
+  header(r.mutable_header());
+  w.Write(r);
+  w.String(1, "cudaLaunchKernel");
+  w.String(2, "cudaGraphLaunch");
+  w.String(3, "cudaMemcpyAsync");
+  w.String(10, "kernel_a");
+  w.Thread(0, 50, "main");
+}
+
 // A profile whose header says 1 in `sample` launches was timed (schema 1.1; 0: an older file,
 // every launch timed): on one thread, a timed and an untimed (dur 0) kernel launch, an untimed
 // and a timed graph launch, a zero-length memcpy (not a launch), and their five device ops.
 void WriteSampledLaunchProfile(const std::string& path, uint32_t sample) {
   ProfileWriter w(path);
   REQUIRE(w.ok());
-  Record r;
-  r.mutable_header()->set_pid(50);
-  r.mutable_header()->set_hostname("h");
-  r.mutable_header()->set_launch_api_sample(sample);
-  w.Write(r);
-  w.String(1, "cudaLaunchKernel");
-  w.String(2, "cudaGraphLaunch");
-  w.String(3, "cudaMemcpyAsync");
-  w.String(10, "kernel_a");
+  WriteOneThreadStart(w, [&](Header* h) { h->set_launch_api_sample(sample); });
   w.String(11, "kernel_b");
   w.String(12, "graph_kernel");
-  w.Thread(0, 50, "main");
-  r.Clear();
+  Record r;
   EventBatch* b = r.mutable_batch();
   b->set_base_ns(1000);
   Event* e = AddEvent(b, 0, 300, EV_LAUNCH, 10);  // correlation 1
@@ -957,23 +965,16 @@ TEST_CASE("a copy of a rank file is drawn once") {
 void WriteModeProfile(const std::string& path, GpuTimingMode mode, bool in_process) {
   ProfileWriter w(path);
   REQUIRE(w.ok());
+  WriteOneThreadStart(w, [&](Header* h) {
+    if (!in_process) h->set_gpu_timing(mode);
+  });
   Record r;
-  r.mutable_header()->set_pid(50);
-  r.mutable_header()->set_hostname("h");
-  if (!in_process) r.mutable_header()->set_gpu_timing(mode);
-  w.Write(r);
   if (in_process) {
-    r.Clear();
     r.mutable_process()->set_rank(-1);
     r.mutable_process()->set_gpu_timing(mode);
     w.Write(r);
+    r.Clear();
   }
-  w.String(1, "cudaLaunchKernel");
-  w.String(2, "cudaGraphLaunch");
-  w.String(3, "cudaMemcpyAsync");
-  w.String(10, "kernel_a");
-  w.Thread(0, 50, "main");
-  r.Clear();
   EventBatch* b = r.mutable_batch();
   b->set_base_ns(1000);
   Event* e = AddEvent(b, 0, 300, EV_LAUNCH, 10);
