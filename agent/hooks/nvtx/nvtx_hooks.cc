@@ -61,6 +61,7 @@ struct OpenRange {
   uint32_t len;              // message bytes
   uint32_t start_thread;     // start/end ranges: CurrentThreadIndex() where it started
   uint8_t flags;
+  bool cut;                  // the message was longer than kMaxLongMessageBytes - 1: cut there
   char* heap;                // a message longer than msg (malloc'd, == ext_text), else nullptr
   char msg[kMaxMessageBytes];
 
@@ -102,6 +103,7 @@ void CopyMessage(OpenRange* r, Copy&& copy) {
     if (n + 4 < cap) return;
     if (cap == kMaxLongMessageBytes) {  // cut there
       g_cut_messages.fetch_add(1, std::memory_order_relaxed);
+      r->cut = true;
       return;
     }
   }
@@ -268,6 +270,7 @@ inline void Capture(OpenRange* r, const Domain* dom, const MsgSrc& m) {
   r->category = 0;
   r->color = 0;
   r->flags = 0;
+  r->cut = false;
   r->heap = nullptr;
   r->len = 0;
   r->msg[0] = '\0';
@@ -378,7 +381,13 @@ inline uint64_t ModelStart(const OpenRange& r) {
 inline void EndRange(const OpenRange& r, uint64_t t1, uint32_t depth, bool outermost) {
   if (outermost && RecordingSince(r.t0)) EmitRange(EvType::kNvtxRange, r, t1, depth);
   try {
-    model::OnNvtxRangeEnd(r.t0, t1, r.text(), r.len, r.cookie);
+    // A cut message's last word is partial (a kv value "50" of "50000"): the model does not
+    // see it (a step's words after the cut are lost, as the note says).
+    size_t n = r.len;
+    if (r.cut) {
+      while (n > 0 && r.text()[n - 1] != ' ' && r.text()[n - 1] != '\t') --n;
+    }
+    model::OnNvtxRangeEnd(r.t0, t1, r.text(), n, r.cookie);
   } catch (...) {
   }
 }

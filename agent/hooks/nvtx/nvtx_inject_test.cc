@@ -189,8 +189,19 @@ TEST_CASE("long messages are kept up to kMaxLongMessageBytes - 1") {
   CHECK(steps[2].e.step.tokens == 512);
   CHECK(steps[2].e.step.bsz == 512);
   CHECK(steps[2].e.step.kv == 10256);  // mean of 10000..10511, 10255.5, rounded
-  // The cut message is counted, in a note at shutdown (before, only a step's "bad value" said
-  // anything, and only when the cut fell in a kv list).
+  // A step message cut inside its kv list: the partial last word is not parsed (before, a value
+  // 50000 cut to "50" entered the mean silently); the words before the cut count.
+  std::string cut = "step tokens=3 kv=";
+  for (int i = 0; i < 3000; ++i) cut += "50000,";
+  REQUIRE(cut.size() > kMaxLongMessageBytes);
+  nvtxRangePushA(cut.c_str());
+  nvtxRangePop();
+  steps = fake::EventsOfType(EvType::kStep);
+  REQUIRE(steps.size() == 4);
+  CHECK(steps[3].e.step.tokens == 3);
+  CHECK(steps[3].e.step.kv == -1);
+  // The cut messages are counted, in a note at shutdown (before, only a step's "bad value" said
+  // anything, and only when the cut fell in a kv list right after a comma).
   FlushOpenRanges();
   size_t cut_notes = 0;
   for (const std::string& n : fake::Notes()) {
