@@ -401,7 +401,7 @@ void EmitResolved(const Resolved& r, std::unordered_map<const void*, uint32_t>* 
 // pairs are queried (the oldest first); the others are kept as they are. Never calibrates the
 // clock (it may run on an application thread).
 size_t PollOnce(std::vector<Pending>* inflight, std::unordered_map<const void*, uint32_t>* names,
-                size_t max_queries = SIZE_MAX) {
+                size_t max_queries = SIZE_MAX, size_t max_not_ready = SIZE_MAX) {
   if (g_unconverted == nullptr) g_unconverted = new std::vector<Resolved>();
   const bool convert = TicksToNsReady();
   if (convert && !g_unconverted->empty()) {
@@ -412,10 +412,10 @@ size_t PollOnce(std::vector<Pending>* inflight, std::unordered_map<const void*, 
   while (g_pending.Pop(&p)) inflight->push_back(p);
   auto query = r_query.get();
   auto elapsed = r_elapsed.get();
-  size_t kept = 0;
+  size_t kept = 0, not_ready = 0;
   for (size_t i = 0; i < inflight->size(); ++i) {
     Pending& q = (*inflight)[i];
-    if (i >= max_queries) {
+    if (i >= max_queries || not_ready >= max_not_ready) {
       (*inflight)[kept++] = q;
       continue;
     }
@@ -423,6 +423,7 @@ size_t PollOnce(std::vector<Pending>* inflight, std::unordered_map<const void*, 
     int slot = q.ticket % kPairs;
     cudaError_t st = query(pool.stop[slot]);
     if (st == cudaErrorNotReady) {
+      ++not_ready;
       (*inflight)[kept++] = q;
       continue;
     }
@@ -667,8 +668,9 @@ namespace {
 // few hundred operations really in flight. When another thread holds the lock (it is resolving
 // pairs already), waits up to 2 ms for a pair to come back, never for the lock: a holder
 // preempted on a busy core would hold the launch. Rate-limited (after one that freed nothing,
-// none for 20 us on the thread) and bounded (the 2048 oldest pairs), so a host truly far ahead of
-// its device pays little; the thread's error state and capture mode are left as they were.
+// none for 20 us on the thread) and bounded (the 2048 oldest pairs, and
+// no more after 64 not ready), so a host truly far ahead of its device pays little; the
+// thread's error state and capture mode are left as they were.
 bool HarvestOnLaunchThread(DevicePool& p, int32_t* ticket) {
   static thread_local uint64_t last_ns __attribute__((tls_model("initial-exec"))) = 0;
   const uint64_t now = MonotonicNs();
@@ -682,7 +684,8 @@ bool HarvestOnLaunchThread(DevicePool& p, int32_t* ticket) {
   for (;;) {
     std::unique_lock<std::mutex> lock(PollMu(), std::try_to_lock);
     if (lock.owns_lock()) {
-      PollOnce(g_inflight_list, &names, 2048);
+      // (Ops complete about in launch order: past 64 not ready, the rest mostly are not.)
+      PollOnce(g_inflight_list, &names, 2048, 64);
       lock.unlock();
       got = p.free_slots.Pop(ticket);
       break;
