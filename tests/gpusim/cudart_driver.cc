@@ -8,6 +8,9 @@
 //   cuMemAlloc (the _v2 ABI), cuMemFree (_v2), cuMemAllocAsync, cuMemFreeAsync (and their
 //   _ptsz forms: cudaEnablePerThreadDefaultStream, or cudaEnableDefault through the _ptsz
 //   lookup a --default-stream per-thread build calls), cuGetErrorString.
+//   cuMemcpyHtoD, cuMemcpyDtoH, cuMemcpyHtoDAsync, cuMemcpyDtoHAsync (the _v2 ABI), cuMemsetD32,
+//   cuMemsetD32Async, cuStreamSynchronize, cuCtxSynchronize: the runtime's 1D copies and sets
+//   (and syncs) under the driver call's correlation id (JAX/XLA-, CuPy- and numba-style code).
 //
 // Every lookup of one of these names succeeds, whatever CUDA version is requested (up to the
 // runtime's, as for every lookup); every other name fails as before (cudart_extra.cc). The
@@ -555,6 +558,62 @@ CUresult CUDAAPI SimMemFreeAsyncPtsz(CUdeviceptr dptr, CUstream stream) {
                           stream, true);
 }
 
+// ---- Copies, sets and synchronizations ----------------------------------------------------
+// The 1D copies and 32-bit sets of JAX/XLA-, CuPy- and numba-style driver code, and the host
+// synchronizations: the runtime's work, under the driver call's correlation id.
+
+CUresult CUDAAPI SimMemcpyHtoD(CUdeviceptr dst, const void* src, size_t n) {
+  cuMemcpyHtoD_v2_params params{dst, src, n};
+  DriverCall call(CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2, "cuMemcpyHtoD_v2", &params);
+  return call.Return(ToCu(gpusim::DriverCopy(call.corr(), reinterpret_cast<void*>(dst), src, n,
+                                             cudaMemcpyHostToDevice, nullptr, false, true)));
+}
+CUresult CUDAAPI SimMemcpyDtoH(void* dst, CUdeviceptr src, size_t n) {
+  cuMemcpyDtoH_v2_params params{dst, src, n};
+  DriverCall call(CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2, "cuMemcpyDtoH_v2", &params);
+  return call.Return(ToCu(gpusim::DriverCopy(call.corr(), dst, reinterpret_cast<void*>(src), n,
+                                             cudaMemcpyDeviceToHost, nullptr, false, true)));
+}
+CUresult CUDAAPI SimMemcpyHtoDAsync(CUdeviceptr dst, const void* src, size_t n, CUstream s) {
+  cuMemcpyHtoDAsync_v2_params params{dst, src, n, s};
+  DriverCall call(CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2, "cuMemcpyHtoDAsync_v2", &params);
+  return call.Return(ToCu(gpusim::DriverCopy(call.corr(), reinterpret_cast<void*>(dst), src, n,
+                                             cudaMemcpyHostToDevice,
+                                             reinterpret_cast<cudaStream_t>(s), false, false)));
+}
+CUresult CUDAAPI SimMemcpyDtoHAsync(void* dst, CUdeviceptr src, size_t n, CUstream s) {
+  cuMemcpyDtoHAsync_v2_params params{dst, src, n, s};
+  DriverCall call(CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2, "cuMemcpyDtoHAsync_v2", &params);
+  return call.Return(ToCu(gpusim::DriverCopy(call.corr(), dst, reinterpret_cast<void*>(src), n,
+                                             cudaMemcpyDeviceToHost,
+                                             reinterpret_cast<cudaStream_t>(s), false, false)));
+}
+CUresult CUDAAPI SimMemsetD32(CUdeviceptr dst, unsigned int value, size_t n) {
+  cuMemsetD32_v2_params params{dst, value, n};
+  DriverCall call(CUPTI_DRIVER_TRACE_CBID_cuMemsetD32_v2, "cuMemsetD32_v2", &params);
+  return call.Return(ToCu(gpusim::DriverSet(call.corr(), reinterpret_cast<void*>(dst), value, 4, n,
+                                            nullptr, false, true)));
+}
+CUresult CUDAAPI SimMemsetD32Async(CUdeviceptr dst, unsigned int value, size_t n, CUstream s) {
+  cuMemsetD32Async_params params{dst, value, n, s};
+  DriverCall call(CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async, "cuMemsetD32Async", &params);
+  return call.Return(ToCu(gpusim::DriverSet(call.corr(), reinterpret_cast<void*>(dst), value, 4, n,
+                                            reinterpret_cast<cudaStream_t>(s), false, false)));
+}
+CUresult CUDAAPI SimStreamSynchronize(CUstream s) {
+  cuStreamSynchronize_params params{s};
+  DriverCall call(CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize, "cuStreamSynchronize", &params);
+  gpusim::Stream* stream = gpusim::ResolveStream(reinterpret_cast<cudaStream_t>(s), false);
+  if (stream == nullptr) return call.Return(CUDA_ERROR_INVALID_HANDLE);
+  gpusim::SynchronizeStream(stream);
+  return call.Return(CUDA_SUCCESS);
+}
+CUresult CUDAAPI SimCtxSynchronize() {
+  DriverCall call(CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize, "cuCtxSynchronize", nullptr);
+  gpusim::SynchronizeDevice(gpusim::CurrentDevice());
+  return call.Return(CUDA_SUCCESS);
+}
+
 // The lookup table: name as cudaGetDriverEntryPoint takes it, the function, and its
 // per-thread-default-stream variant where the driver has one.
 struct DriverEntry {
@@ -582,6 +641,14 @@ const DriverEntry kDriverEntries[] = {
     {"cuMemFree", Fn(&SimMemFree), nullptr},
     {"cuMemAllocAsync", Fn(&SimMemAllocAsync), Fn(&SimMemAllocAsyncPtsz)},
     {"cuMemFreeAsync", Fn(&SimMemFreeAsync), Fn(&SimMemFreeAsyncPtsz)},
+    {"cuMemcpyHtoD", Fn(&SimMemcpyHtoD), nullptr},
+    {"cuMemcpyDtoH", Fn(&SimMemcpyDtoH), nullptr},
+    {"cuMemcpyHtoDAsync", Fn(&SimMemcpyHtoDAsync), nullptr},
+    {"cuMemcpyDtoHAsync", Fn(&SimMemcpyDtoHAsync), nullptr},
+    {"cuMemsetD32", Fn(&SimMemsetD32), nullptr},
+    {"cuMemsetD32Async", Fn(&SimMemsetD32Async), nullptr},
+    {"cuStreamSynchronize", Fn(&SimStreamSynchronize), nullptr},
+    {"cuCtxSynchronize", Fn(&SimCtxSynchronize), nullptr},
 };
 
 }  // namespace

@@ -677,6 +677,43 @@ cudaError_t MemsetImpl(const ApiInfo& info, void* dst, size_t pitch, int value, 
 
 namespace gpusim {
 
+cudaError_t DriverCopy(uint32_t corr, void* dst, const void* src, size_t count, int kind,
+                       cudaStream_t stream, bool per_thread, bool sync) {
+  if (!ValidKind(kind)) return cudaErrorInvalidMemcpyDirection;
+  if (count == 0) return cudaSuccess;
+  if (dst == nullptr || src == nullptr) return cudaErrorInvalidValue;
+  Stream* s = ResolveStream(stream, per_thread);
+  if (s == nullptr) return cudaErrorInvalidResourceHandle;
+  Op* op = NewCopyOp(corr, dst, count, src, count, count, 1, kind);
+  cudaError_t err = CheckMapped(*op);
+  if (err != cudaSuccess) {
+    delete op;
+    return err;
+  }
+  EnqueueCopy(op, s, sync);
+  if (sync) SynchronizeStream(s);  // the driver's synchronous copies return when done
+  return cudaSuccess;
+}
+
+cudaError_t DriverSet(uint32_t corr, void* dst, unsigned value, unsigned element_size, size_t count,
+                      cudaStream_t stream, bool per_thread, bool sync) {
+  if (count == 0) return cudaSuccess;
+  if (dst == nullptr) return cudaErrorInvalidValue;
+  Stream* s = ResolveStream(stream, per_thread);
+  if (s == nullptr) return cudaErrorInvalidResourceHandle;
+  const size_t bytes = count * element_size;
+  Op* op = new Op();
+  InitSetOp(op, dst, bytes, int(value), element_size, bytes, 1);
+  op->rec.correlation_id = corr;
+  cudaError_t err = CheckMapped(*op);
+  if (err != cudaSuccess) {
+    delete op;
+    return err;
+  }
+  EnqueueSet(op, s, dst, sync);
+  return cudaSuccess;
+}
+
 cudaError_t DeviceMalloc(size_t size, void** out) {
   int device = CurrentDevice();
   if (size > kDeviceMemoryBytes - DeviceBytesInUse(device)) {

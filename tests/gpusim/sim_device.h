@@ -415,6 +415,13 @@ cudaError_t DeviceFree(void* p);
 // cudaMallocAsync: from the current pool of the stream's device (`per_thread`: the _ptsz
 // meaning of stream 0).
 cudaError_t MallocAsyncOn(size_t size, cudaStream_t stream, bool per_thread, void** out);
+// The driver's 1D copies and sets (cudart_driver.cc), as the runtime's, enqueued with `corr`
+// (their driver call's correlation id). A set writes `count` elements of `element_size` bytes
+// (cuMemsetD8/D16/D32) of `value`. `sync`: returns when done (cuMemcpyHtoD, cuMemsetD32, ...).
+cudaError_t DriverCopy(uint32_t corr, void* dst, const void* src, size_t count, int kind,
+                       cudaStream_t stream, bool per_thread, bool sync);
+cudaError_t DriverSet(uint32_t corr, void* dst, unsigned value, unsigned element_size, size_t count,
+                      cudaStream_t stream, bool per_thread, bool sync);
 // cudaFreeAsync; `corr` is the correlation id of the call (on the free op it enqueues).
 cudaError_t FreeAsyncOn(void* p, cudaStream_t stream, bool per_thread, uint32_t corr);
 

@@ -909,6 +909,55 @@ TEST_CASE("A graph built by hand: CUPTI reports each node once, attributed to it
   CHECK(wide == 1);
 }
 
+// Driver-API copies, sets and syncs (JAX/XLA, CuPy, numba) under CUPTI: each a call of its own
+// (kind, bytes, stream, the device op of its correlation id, the truth's op), its syncs in the
+// host API table, all in their step (before, only the device ops: "device ops without a
+// matching launch", outside any step). Under CUDA events the runtime's own work is unaffected.
+TEST_CASE("Driver-API copies, sets and syncs are calls with their device ops under CUPTI") {
+  Scenario s("drv_copies", "PROFAGENT_GPU_TIMING=cupti", kPkg + "rt_driver_copies");
+  REQUIRE(s.run.code == 0);
+  CHECK(s.run.out == "errors=0\n");
+  REQUIRE(s.loaded);
+  if (CuptiUnavailable(s.prof)) return;
+  // (api name, bytes) of the copies and sets, each joined to one device op by corr.
+  std::multiset<std::pair<std::string, uint64_t>> calls;
+  std::set<uint64_t> corrs;
+  for (EventKind k : {EV_MEMCPY, EV_MEMSET}) {
+    for (auto* e : s.prof.Kind(k)) {
+      const std::string api = s.prof.Str(e->ev.api() != 0 ? e->ev.api() : e->ev.name());
+      if (api.rfind("cu", 0) != 0 || api.rfind("cuda", 0) == 0) continue;
+      calls.emplace(api, e->ev.bytes());
+      corrs.insert(e->corr);
+    }
+  }
+  const std::multiset<std::pair<std::string, uint64_t>> want = {
+      {"cuMemcpyHtoD_v2", 4096},      {"cuMemsetD32_v2", 1024},   {"cuMemcpyDtoH_v2", 4096},
+      {"cuMemcpyHtoDAsync_v2", 4096}, {"cuMemsetD32Async", 1024}, {"cuMemcpyDtoHAsync_v2", 4096}};
+  CHECK(calls == want);
+  size_t joined = 0;
+  for (auto& d : s.prof.dev) joined += corrs.count(d.corr);
+  CHECK(joined == 6);
+  size_t in_truth = 0;
+  for (auto& t : s.truth) in_truth += corrs.count(t.corr);
+  CHECK(in_truth == 6);
+  std::multiset<std::string> syncs;
+  for (auto* e : s.prof.Kind(EV_SYNC)) {
+    const std::string api = s.prof.Str(e->ev.api() != 0 ? e->ev.api() : e->ev.name());
+    if (api.rfind("cuda", 0) != 0) syncs.insert(api);
+  }
+  CHECK(syncs == std::multiset<std::string>{"cuStreamSynchronize", "cuCtxSynchronize"});
+  // The calls are in the NVTX step (their device ops belong to it through them).
+  auto steps = s.prof.Kind(EV_STEP);
+  REQUIRE(steps.size() == 1);
+  size_t in_step = 0;
+  for (EventKind k : {EV_MEMCPY, EV_MEMSET}) {
+    for (auto* e : s.prof.Kind(k)) {
+      in_step += corrs.count(e->corr) && e->start >= steps[0]->start && e->end <= steps[0]->end;
+    }
+  }
+  CHECK(in_step == 6);
+}
+
 // Driver-API memory reached through cudaGetDriverEntryPoint (PyTorch's expandable segments):
 // under CUPTI, cuMemCreate/cuMemRelease are allocations of MemKind MEM_VMM keyed by their handle
 // on the device they were made on, cuMemAlloc/cuMemFree plain device ones; the report's peak

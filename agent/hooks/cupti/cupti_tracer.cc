@@ -864,6 +864,215 @@ bool IsDriverMemory(CUpti_CallbackId cbid) {
 
 constexpr uint32_t kMemDevice = 0, kMemHost = 1, kMemManaged = 2, kMemAsync = 3, kMemVmm = 4;
 
+// Driver-API copies, sets and host synchronizations (JAX/XLA, CuPy, numba, Triton's launcher
+// and driver-API programs make them; cudaGetDriverEntryPoint reaches them from runtime code):
+// recorded as the runtime's are, so their device ops join a call (correlation id) and their
+// steps, and syncs are in the host API table.
+#define PROFAGENT_DRIVER_COPIES(X)                                                                 \
+  X(cuMemcpyHtoD_v2)                                                                               \
+  X(cuMemcpyHtoD_v2_ptds) X(cuMemcpyDtoH_v2) X(cuMemcpyDtoH_v2_ptds) X(cuMemcpyDtoD_v2) X(         \
+      cuMemcpyDtoD_v2_ptds) X(cuMemcpyHtoDAsync_v2) X(cuMemcpyHtoDAsync_v2_ptsz)                   \
+      X(cuMemcpyDtoHAsync_v2) X(cuMemcpyDtoHAsync_v2_ptsz) X(cuMemcpyDtoDAsync_v2) X(              \
+          cuMemcpyDtoDAsync_v2_ptsz) X(cuMemcpy) X(cuMemcpy_ptds) X(cuMemcpyAsync)                 \
+          X(cuMemcpyAsync_ptsz) X(cuMemcpyPeer) X(cuMemcpyPeer_ptds) X(cuMemcpyPeerAsync) X(       \
+              cuMemcpyPeerAsync_ptsz) X(cuMemcpy2D_v2) X(cuMemcpy2D_v2_ptds) X(cuMemcpy2DAsync_v2) \
+              X(cuMemcpy2DAsync_v2_ptsz) X(cuMemcpy2DUnaligned_v2) X(cuMemcpy2DUnaligned_v2_ptds)  \
+                  X(cuMemcpy3D_v2) X(cuMemcpy3D_v2_ptds) X(cuMemcpy3DAsync_v2) X(                  \
+                      cuMemcpy3DAsync_v2_ptsz) X(cuMemcpy3DPeer) X(cuMemcpy3DPeer_ptds)            \
+                      X(cuMemcpy3DPeerAsync) X(cuMemcpy3DPeerAsync_ptsz) X(cuMemcpyHtoA_v2) X(     \
+                          cuMemcpyHtoA_v2_ptds) X(cuMemcpyAtoH_v2) X(cuMemcpyAtoH_v2_ptds)         \
+                          X(cuMemcpyDtoA_v2) X(cuMemcpyDtoA_v2_ptds) X(cuMemcpyAtoD_v2) X(         \
+                              cuMemcpyAtoD_v2_ptds) X(cuMemcpyAtoA_v2) X(cuMemcpyAtoA_v2_ptds)     \
+                              X(cuMemcpyHtoAAsync_v2) X(cuMemcpyHtoAAsync_v2_ptsz)                 \
+                                  X(cuMemcpyAtoHAsync_v2) X(cuMemcpyAtoHAsync_v2_ptsz) X(          \
+                                      cuMemsetD8_v2) X(cuMemsetD8_v2_ptds) X(cuMemsetD16_v2)       \
+                                      X(cuMemsetD16_v2_ptds) X(cuMemsetD32_v2) X(                  \
+                                          cuMemsetD32_v2_ptds) X(cuMemsetD8Async)                  \
+                                          X(cuMemsetD8Async_ptsz) X(cuMemsetD16Async) X(           \
+                                              cuMemsetD16Async_ptsz) X(cuMemsetD32Async)           \
+                                              X(cuMemsetD32Async_ptsz) X(cuMemsetD2D8_v2) X(       \
+                                                  cuMemsetD2D8_v2_ptds) X(cuMemsetD2D16_v2)        \
+                                                  X(cuMemsetD2D16_v2_ptds) X(cuMemsetD2D32_v2) X(  \
+                                                      cuMemsetD2D32_v2_ptds) X(cuMemsetD2D8Async)  \
+                                                      X(cuMemsetD2D8Async_ptsz)                    \
+                                                          X(cuMemsetD2D16Async)                    \
+                                                              X(cuMemsetD2D16Async_ptsz)           \
+                                                                  X(cuMemsetD2D32Async)            \
+                                                                      X(cuMemsetD2D32Async_ptsz)
+#define PROFAGENT_DRIVER_SYNCS(X) \
+  X(cuStreamSynchronize) X(cuStreamSynchronize_ptsz) X(cuCtxSynchronize) X(cuEventSynchronize)
+
+bool IsDriverCopyOrSync(CUpti_CallbackId cbid) {
+#define PROFAGENT_CASE(n) case CUPTI_DRIVER_TRACE_CBID_##n:
+  switch (cbid) {
+    PROFAGENT_DRIVER_COPIES(PROFAGENT_CASE)
+    PROFAGENT_DRIVER_SYNCS(PROFAGENT_CASE)
+    return true;
+    default:
+      return false;
+  }
+#undef PROFAGENT_CASE
+}
+
+// Bytes, kind (cudaMemcpyKind), destination and stream of the 1D copies and sets whose
+// parameters say them; the others (2D, 3D, arrays) are recorded by their call's name, their
+// bytes 0 (CUPTI's activity record has them). _ptds/_ptsz calls use the per-thread stream.
+void FillDriverCopy(CUpti_CallbackId cbid, const void* p, const char* name, RawEvent* e) {
+  const bool per_thread = name != nullptr && (std::strstr(name, "_ptds") != nullptr ||
+                                              std::strstr(name, "_ptsz") != nullptr);
+  const uint64_t pt = reinterpret_cast<uint64_t>(cudaStreamPerThread);
+  auto stream = [&](CUstream s) {
+    const uint64_t h = reinterpret_cast<uint64_t>(s);
+    return h == 0 && per_thread ? pt : h;
+  };
+  e->type =
+      name != nullptr && std::strstr(name, "Memset") != nullptr ? EvType::kMemset : EvType::kMemcpy;
+  e->mem.stream = per_thread ? pt : 0;
+  if (p == nullptr) return;
+  auto copy = [&](uint64_t bytes, uint32_t kind, uint64_t dst) {
+    e->mem.bytes = bytes;
+    e->mem.kind = kind;
+    e->mem.ptr = dst;
+  };
+  switch (cbid) {
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2_ptds: {
+      auto* a = static_cast<const cuMemcpyHtoD_v2_params*>(p);
+      copy(a->ByteCount, cudaMemcpyHostToDevice, a->dstDevice);
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2_ptsz: {
+      auto* a = static_cast<const cuMemcpyHtoDAsync_v2_params*>(p);
+      copy(a->ByteCount, cudaMemcpyHostToDevice, a->dstDevice);
+      e->mem.stream = stream(a->hStream);
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2_ptds: {
+      auto* a = static_cast<const cuMemcpyDtoH_v2_params*>(p);
+      copy(a->ByteCount, cudaMemcpyDeviceToHost, reinterpret_cast<uint64_t>(a->dstHost));
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2_ptsz: {
+      auto* a = static_cast<const cuMemcpyDtoHAsync_v2_params*>(p);
+      copy(a->ByteCount, cudaMemcpyDeviceToHost, reinterpret_cast<uint64_t>(a->dstHost));
+      e->mem.stream = stream(a->hStream);
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoD_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoD_v2_ptds: {
+      auto* a = static_cast<const cuMemcpyDtoD_v2_params*>(p);
+      copy(a->ByteCount, cudaMemcpyDeviceToDevice, a->dstDevice);
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoDAsync_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoDAsync_v2_ptsz: {
+      auto* a = static_cast<const cuMemcpyDtoDAsync_v2_params*>(p);
+      copy(a->ByteCount, cudaMemcpyDeviceToDevice, a->dstDevice);
+      e->mem.stream = stream(a->hStream);
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpy:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpy_ptds: {
+      auto* a = static_cast<const cuMemcpy_params*>(p);
+      copy(a->ByteCount, cudaMemcpyDefault, a->dst);
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync_ptsz: {
+      auto* a = static_cast<const cuMemcpyAsync_params*>(p);
+      copy(a->ByteCount, cudaMemcpyDefault, a->dst);
+      e->mem.stream = stream(a->hStream);
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyPeer:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyPeer_ptds: {
+      auto* a = static_cast<const cuMemcpyPeer_params*>(p);
+      copy(a->ByteCount, cudaMemcpyDeviceToDevice, a->dstDevice);
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyPeerAsync:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyPeerAsync_ptsz: {
+      auto* a = static_cast<const cuMemcpyPeerAsync_params*>(p);
+      copy(a->ByteCount, cudaMemcpyDeviceToDevice, a->dstDevice);
+      e->mem.stream = stream(a->hStream);
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD8_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD8_v2_ptds:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD16_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD16_v2_ptds:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD32_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD32_v2_ptds: {
+      // (dstDevice, value, N): the value's width is in the name.
+      auto* a = static_cast<const cuMemsetD32_v2_params*>(p);
+      const uint64_t width = std::strstr(name, "D32") ? 4 : std::strstr(name, "D16") ? 2 : 1;
+      copy(uint64_t(a->N) * width, 0, a->dstDevice);
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async_ptsz:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD16Async:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD16Async_ptsz:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async_ptsz: {
+      auto* a = static_cast<const cuMemsetD32Async_params*>(p);
+      const uint64_t width = std::strstr(name, "D32") ? 4 : std::strstr(name, "D16") ? 2 : 1;
+      copy(uint64_t(a->N) * width, 0, a->dstDevice);
+      e->mem.stream = stream(a->hStream);
+      break;
+    }
+    default:
+      break;
+  }
+}
+
+void RecordDriverCopyOrSync(CUpti_CallbackId cbid, const CUpti_CallbackData* cb, uint64_t t0,
+                            uint64_t t1) {
+  RawEvent e = CallEvent(cb, t0, t1);
+  const void* p = cb->functionParams;
+  switch (cbid) {
+    case CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize:
+      e.type = EvType::kSync;
+      e.gen.a = ~0ull;
+      model::OnHostSync(t0, t1, ~0ull);
+      break;
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize:
+    case CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize_ptsz: {
+      e.type = EvType::kSync;
+      uint64_t s =
+          p ? reinterpret_cast<uint64_t>(static_cast<const cuStreamSynchronize_params*>(p)->hStream)
+            : 0;
+      if (s == 0 && cbid == CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize_ptsz) {
+        s = reinterpret_cast<uint64_t>(cudaStreamPerThread);
+      }
+      e.gen.a = s;
+      model::OnHostSync(t0, t1, s);
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuEventSynchronize:
+      e.type = EvType::kSync;
+      e.gen.b =
+          p ? reinterpret_cast<uint64_t>(static_cast<const cuEventSynchronize_params*>(p)->hEvent)
+            : 0;
+      break;
+    default: {
+      FillDriverCopy(cbid, p, cb->functionName, &e);
+      e.mem.corr = cb->correlationId;
+      uint32_t device = 0;
+      if (cb->context != nullptr && g_api.get_device_id != nullptr &&
+          g_api.get_device_id(cb->context, &device) == CUPTI_SUCCESS) {
+        e.mem.device = device;
+      }
+      FlagCaptured(&e);
+      break;
+    }
+  }
+  Emit(e);
+}
+
 void RecordDriverMemory(CUpti_CallbackId cbid, const CUpti_CallbackData* cb, uint64_t t0,
                         uint64_t t1) {
   const void* p = cb->functionParams;
@@ -1123,6 +1332,18 @@ void CUPTIAPI ApiCallback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId c
     // A driver call of the application's own (a runtime call's was handled as that call).
     if (!enter && own && ts.rt_cb_depth == 0 && IsProfilerCall(domain, cbid, false)) {
       SetCaptureRangeActive(false);
+    }
+    return;
+  }
+  if (IsDriverCopyOrSync(cbid)) {
+    // A call of the application's (a runtime call's own driver calls are recorded as that call).
+    if (ts.rt_cb_depth != 0 || ts.in_runtime != 0 || HookGuard::Active()) return;
+    if (enter) {
+      ts.drv_t0 = Now();
+    } else if (Recording()) {
+      const uint64_t t1 = Now();
+      HookGuard g;
+      RecordDriverCopyOrSync(cbid, cb, ts.drv_t0, t1);
     }
     return;
   }
@@ -1526,6 +1747,13 @@ bool StartLocked(const std::string& explicit_path, const void* cudart_symbol,
   for (CUpti_CallbackId id : kDriverMemory) {
     a.enable_callback(1, g_subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id);
   }
+  // Driver copies, sets and syncs (RecordDriverCopyOrSync): a CUPTI that does not know one
+  // loses it alone.
+#define PROFAGENT_ENABLE_DRIVER(n) \
+  a.enable_callback(1, g_subscriber, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_##n);
+  PROFAGENT_DRIVER_COPIES(PROFAGENT_ENABLE_DRIVER)
+  PROFAGENT_DRIVER_SYNCS(PROFAGENT_ENABLE_DRIVER)
+#undef PROFAGENT_ENABLE_DRIVER
   // The driver's capture range calls (numba's cuda.profile_start(), cuda-python).
   for (CUpti_CallbackId id :
        {CUPTI_DRIVER_TRACE_CBID_cuProfilerStart, CUPTI_DRIVER_TRACE_CBID_cuProfilerStop}) {

@@ -302,7 +302,7 @@ static void Lookups() {
 
   // Other symbols fail as before.
   bool not_found = true;
-  for (const char* name : {"cuNoSuchFunction", "cuMemAlloc_v2", "cuCtxCreate", "cuMemcpyHtoD",
+  for (const char* name : {"cuNoSuchFunction", "cuMemAlloc_v2", "cuCtxCreate", "cuMemcpy2D",
                            "cuMemAllocAsync_ptsz", "cudaMalloc", ""}) {
     fn = reinterpret_cast<void*>(1);
     cudaDriverEntryPointQueryResult status = cudaDriverEntryPointSuccess;
