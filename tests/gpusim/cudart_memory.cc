@@ -68,13 +68,6 @@ Op* NewCopyOp(uint32_t corr, void* dst, size_t dpitch, const void* src, size_t s
   return op;
 }
 
-Op* NewSetOp(uint32_t corr, void* dst, size_t pitch, int value, size_t width, size_t height) {
-  Op* op = new Op();
-  gpusim::InitSetOp(op, dst, pitch, value, 1, width, height);
-  op->rec.correlation_id = corr;
-  return op;
-}
-
 // Takes the source bytes of the copy `op` now (packed into op->staging): the worker copies
 // them from there.
 void StageSource(Op* op) {
@@ -106,9 +99,11 @@ void EnqueueCopy(Op* op, Stream* s, bool sync) {
 }
 
 // Enqueues a 1D or 2D copy on the resolved stream; `sync` waits for it.
-cudaError_t Copy(ApiCall& api, void* dst, size_t dpitch, const void* src, size_t spitch,
-                 size_t width, size_t height, int kind, cudaStream_t stream, bool per_thread,
-                 bool sync) {
+// The copy of a call with correlation id `corr` (a runtime call's, or a driver call's:
+// gpusim::DriverCopy).
+cudaError_t CopyOn(uint32_t corr, void* dst, size_t dpitch, const void* src, size_t spitch,
+                   size_t width, size_t height, int kind, cudaStream_t stream, bool per_thread,
+                   bool sync) {
   if (!ValidKind(kind)) return cudaErrorInvalidMemcpyDirection;
   if (width == 0 || height == 0) return cudaSuccess;
   if (dst == nullptr || src == nullptr || dpitch < width || spitch < width) {
@@ -116,7 +111,7 @@ cudaError_t Copy(ApiCall& api, void* dst, size_t dpitch, const void* src, size_t
   }
   Stream* s = gpusim::ResolveStream(stream, per_thread);
   if (s == nullptr) return cudaErrorInvalidResourceHandle;
-  Op* op = NewCopyOp(api.corr(), dst, dpitch, src, spitch, width, height, kind);
+  Op* op = NewCopyOp(corr, dst, dpitch, src, spitch, width, height, kind);
   cudaError_t err = CheckMapped(*op);
   if (err != cudaSuccess) {
     delete op;
@@ -124,6 +119,13 @@ cudaError_t Copy(ApiCall& api, void* dst, size_t dpitch, const void* src, size_t
   }
   EnqueueCopy(op, s, sync);
   return cudaSuccess;
+}
+
+cudaError_t Copy(ApiCall& api, void* dst, size_t dpitch, const void* src, size_t spitch,
+                 size_t width, size_t height, int kind, cudaStream_t stream, bool per_thread,
+                 bool sync) {
+  return CopyOn(api.corr(), dst, dpitch, src, spitch, width, height, kind, stream, per_thread,
+                sync);
 }
 
 // cudaMemcpy3D(Async), the copies to, from and between CUDA arrays, and, with the devices
@@ -459,13 +461,17 @@ void EnqueueSet(Op* op, Stream* s, const void* dst, bool sync) {
   if (sync && host && seq != 0) gpusim::WaitForSeq(s, seq);
 }
 
-cudaError_t Set(ApiCall& api, void* dst, size_t pitch, int value, size_t width, size_t height,
-                cudaStream_t stream, bool per_thread, bool sync) {
+// The set of a call with correlation id `corr`: `width` bytes per row of elements of
+// `element_size` bytes (cudaMemset: 1; the driver's cuMemsetD32: 4) of `value`.
+cudaError_t SetOn(uint32_t corr, void* dst, size_t pitch, int value, unsigned element_size,
+                  size_t width, size_t height, cudaStream_t stream, bool per_thread, bool sync) {
   if (width == 0 || height == 0) return cudaSuccess;
   if (dst == nullptr || pitch < width) return cudaErrorInvalidValue;
   Stream* s = gpusim::ResolveStream(stream, per_thread);
   if (s == nullptr) return cudaErrorInvalidResourceHandle;
-  Op* op = NewSetOp(api.corr(), dst, pitch, value, width, height);
+  Op* op = new Op();
+  gpusim::InitSetOp(op, dst, pitch, value, element_size, width, height);
+  op->rec.correlation_id = corr;
   cudaError_t err = CheckMapped(*op);
   if (err != cudaSuccess) {
     delete op;
@@ -473,6 +479,11 @@ cudaError_t Set(ApiCall& api, void* dst, size_t pitch, int value, size_t width, 
   }
   EnqueueSet(op, s, dst, sync);
   return cudaSuccess;
+}
+
+cudaError_t Set(ApiCall& api, void* dst, size_t pitch, int value, size_t width, size_t height,
+                cudaStream_t stream, bool per_thread, bool sync) {
+  return SetOn(api.corr(), dst, pitch, value, 1, width, height, stream, per_thread, sync);
 }
 
 // cudaMemset3D(Async): extent.depth slices of extent.height rows of extent.width bytes, rows
@@ -679,39 +690,18 @@ namespace gpusim {
 
 cudaError_t DriverCopy(uint32_t corr, void* dst, const void* src, size_t count, int kind,
                        cudaStream_t stream, bool per_thread, bool sync) {
-  if (!ValidKind(kind)) return cudaErrorInvalidMemcpyDirection;
-  if (count == 0) return cudaSuccess;
-  if (dst == nullptr || src == nullptr) return cudaErrorInvalidValue;
-  Stream* s = ResolveStream(stream, per_thread);
-  if (s == nullptr) return cudaErrorInvalidResourceHandle;
-  Op* op = NewCopyOp(corr, dst, count, src, count, count, 1, kind);
-  cudaError_t err = CheckMapped(*op);
-  if (err != cudaSuccess) {
-    delete op;
-    return err;
+  cudaError_t err = CopyOn(corr, dst, count, src, count, count, 1, kind, stream, per_thread, sync);
+  // The driver's synchronous copies return when done.
+  if (err == cudaSuccess && sync && count != 0) {
+    SynchronizeStream(ResolveStream(stream, per_thread));
   }
-  EnqueueCopy(op, s, sync);
-  if (sync) SynchronizeStream(s);  // the driver's synchronous copies return when done
-  return cudaSuccess;
+  return err;
 }
 
 cudaError_t DriverSet(uint32_t corr, void* dst, unsigned value, unsigned element_size, size_t count,
                       cudaStream_t stream, bool per_thread, bool sync) {
-  if (count == 0) return cudaSuccess;
-  if (dst == nullptr) return cudaErrorInvalidValue;
-  Stream* s = ResolveStream(stream, per_thread);
-  if (s == nullptr) return cudaErrorInvalidResourceHandle;
   const size_t bytes = count * element_size;
-  Op* op = new Op();
-  InitSetOp(op, dst, bytes, int(value), element_size, bytes, 1);
-  op->rec.correlation_id = corr;
-  cudaError_t err = CheckMapped(*op);
-  if (err != cudaSuccess) {
-    delete op;
-    return err;
-  }
-  EnqueueSet(op, s, dst, sync);
-  return cudaSuccess;
+  return SetOn(corr, dst, bytes, int(value), element_size, bytes, 1, stream, per_thread, sync);
 }
 
 cudaError_t DeviceMalloc(size_t size, void** out) {

@@ -10,24 +10,7 @@
 #include <cstdio>
 
 #include "agent/hooks/cuda_runtime/testdata/check.h"
-
-template <typename F>
-F Driver(const char* name) {
-  void* f = nullptr;
-  cudaDriverEntryPointQueryResult q;
-  CHECK(cudaGetDriverEntryPoint(name, &f, cudaEnableDefault, &q));
-  if (q != cudaDriverEntryPointSuccess) f = nullptr;
-  return reinterpret_cast<F>(f);
-}
-
-#define CU(call)                                            \
-  do {                                                      \
-    CUresult r_ = (call);                                   \
-    if (r_ != CUDA_SUCCESS) {                               \
-      printf("FAIL %s: %d\n", #call, static_cast<int>(r_)); \
-      ++errors;                                             \
-    }                                                       \
-  } while (0)
+#include "agent/hooks/cuda_runtime/testdata/driver.h"
 
 int main() {
   auto htod = Driver<decltype(&cuMemcpyHtoD)>("cuMemcpyHtoD");

@@ -9,28 +9,11 @@
 #include <cstdio>
 
 #include "agent/hooks/cuda_runtime/testdata/check.h"
+#include "agent/hooks/cuda_runtime/testdata/driver.h"
 
 __global__ void vmm_fill_kernel(int* p, int n) {
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) p[i] = i;
 }
-
-template <typename F>
-F Driver(const char* name) {
-  void* f = nullptr;
-  cudaDriverEntryPointQueryResult q;
-  CHECK(cudaGetDriverEntryPoint(name, &f, cudaEnableDefault, &q));
-  if (q != cudaDriverEntryPointSuccess) f = nullptr;
-  return reinterpret_cast<F>(f);
-}
-
-#define CU(call)                                            \
-  do {                                                      \
-    CUresult r_ = (call);                                   \
-    if (r_ != CUDA_SUCCESS) {                               \
-      printf("FAIL %s: %d\n", #call, static_cast<int>(r_)); \
-      ++errors;                                             \
-    }                                                       \
-  } while (0)
 
 int main() {
   auto mem_create = Driver<decltype(&cuMemCreate)>("cuMemCreate");
