@@ -47,6 +47,14 @@ std::string ReadAll(const std::string& path) {
   return ss.str();
 }
 
+// Reports on `dir` into `dir` with the default options (summary.json, report.md, ops.csv) and
+// returns the summary it wrote.
+Json ReportInPlace(const std::string& dir) {
+  std::string printed;
+  REQUIRE(RunReport(dir, dir, ReportOptions(), &printed).ok());
+  return Json::parse(ReadAll(dir + "/summary.json"));
+}
+
 // Whether one of the summary's warnings contains `text`.
 bool HasWarning(const Json& s, const std::string& text) {
   for (const Json& w : s["meta"]["warnings"]) {
@@ -575,9 +583,6 @@ TEST_CASE("a step whose run record was dropped is in no aggregate") {
   }
 }
 
-// A server stopped by a signal: its serving run's NVTX range is still open at the end (the agent
-// writes it as EV_NVTX_PUSH, no EV_RUN). It is a run up to the file's last host event, its steps
-// counted in it (also when the file has drops: that run's record was not lost, it never was).
 // NVTX ranges still open when the file ended (a server exiting from inside `serve_loop`) enclose
 // the work launched in them in ops.csv's NVTX path, as they do in the Perfetto trace (before, a
 // kernel under an unclosed range had an empty path). A range without a message is "nvtx range".
@@ -597,8 +602,7 @@ TEST_CASE("ops.csv NVTX path: ranges still open at the file's end enclose later 
     b.Device(0, 3010 * kUs, 2, Kernel(10 * kUs));
     b.Close(true);
   }
-  std::string printed;
-  REQUIRE(RunReport(dir, dir, ReportOptions(), &printed).ok());
+  ReportInPlace(dir);
   const auto rows = OpsRows(dir);
   REQUIRE(rows.size() == 2);
   CHECK(rows[0][15] == "");  // launched before the range opened
@@ -607,6 +611,9 @@ TEST_CASE("ops.csv NVTX path: ranges still open at the file's end enclose later 
   CHECK(rows[1][15] == "serve_loop/nvtx range");
 }
 
+// A server stopped by a signal: its serving run's NVTX range is still open at the end (the agent
+// writes it as EV_NVTX_PUSH, no EV_RUN). It is a run up to the file's last host event, its steps
+// counted in it (also when the file has drops: that run's record was not lost, it never was).
 TEST_CASE("a run still open when the profile ended is a run up to its end, flagged open") {
   for (bool drops : {false, true}) {
     INFO("drops " << drops);
@@ -736,10 +743,7 @@ void WriteSampledLaunches(const std::string& path, GpuTimingMode timing) {
 TEST_CASE("launches timed 1 in N: API time estimated from the timed ones, untimed left empty") {
   const std::string dir = TmpDir("sampled");
   WriteSampledLaunches(dir + "/rank0.pb", GPU_TIMING_CUPTI);
-  std::string printed;
-  REQUIRE(RunReport(dir, dir, ReportOptions(), &printed).ok());
-  std::ifstream in(dir + "/summary.json");
-  Json s = Json::parse(in);
+  Json s = ReportInPlace(dir);
   const Json* launch = nullptr;
   for (const Json& a : s["host"]["api"]) {
     if (a["name"] == "cudaLaunchKernel") launch = &a;
@@ -857,8 +861,7 @@ TEST_CASE("the top kernels table says what it leaves out") {
     for (uint64_t i = 1; i <= 28; ++i) b.Device(0, i * 100 * kUs + 5 * kUs, i, Kernel(i * kUs));
     b.Close(true);
   }
-  std::string printed;
-  REQUIRE(RunReport(dir, dir, ReportOptions(), &printed).ok());
+  ReportInPlace(dir);
   const std::string md = ReadAll(dir + "/report.md");
   CHECK(md.find("| (3 more kernels: summary.json `kernels`) |") != std::string::npos);
   CHECK(md.find("| kernel_4 |") != std::string::npos);
@@ -960,8 +963,7 @@ TEST_CASE("the host API table says what it leaves out; untimed APIs rank by call
   REQUIRE(api.size() == 17);
   CHECK(api[15]["name"] == "cudaLaunchKernel");
   CHECK(api[16]["name"] == "cudaLaunchKernelExC");
-  std::string printed;
-  REQUIRE(RunReport(dir, dir, ReportOptions(), &printed).ok());
+  ReportInPlace(dir);
   const std::string md = ReadAll(dir + "/report.md");
   CHECK(md.find("| (2 more APIs: summary.json `host.api`) |") != std::string::npos);
   CHECK(md.find("| cudaApi24 |") != std::string::npos);
@@ -1975,10 +1977,7 @@ TEST_CASE("runs and steps of concurrent threads: each step in its own thread's r
     }
     b.Close(true);
   }
-  std::string printed;
-  REQUIRE(RunReport(dir, dir, ReportOptions(), &printed).ok());
-  std::ifstream in(dir + "/summary.json");
-  Json s = Json::parse(in);
+  Json s = ReportInPlace(dir);
   CHECK(s["stats"]["steps"] == 4);
   CHECK(s["stats"]["tokens"] == 400);
   REQUIRE(s["runs"].size() == 2);
@@ -2024,10 +2023,7 @@ TEST_CASE("a step opened ahead of its run by another thread belongs to the run i
     step(small, 400, 500);  // serve
     b.Close(true);
   }
-  std::string printed;
-  REQUIRE(RunReport(dir, dir, ReportOptions(), &printed).ok());
-  std::ifstream in(dir + "/summary.json");
-  Json s = Json::parse(in);
+  Json s = ReportInPlace(dir);
   REQUIRE(s["runs"].size() == 2);
   CHECK(s["runs"][0]["stats"]["steps"] == 2);
   CHECK(s["runs"][0]["stats"]["tokens"] == 2);
@@ -2065,10 +2061,7 @@ TEST_CASE("runs_aggregate leaves out runs without a recorded step") {
     }
     b.Close(true);
   }
-  std::string printed;
-  REQUIRE(RunReport(dir, dir, ReportOptions(), &printed).ok());
-  std::ifstream in(dir + "/summary.json");
-  Json s = Json::parse(in);
+  Json s = ReportInPlace(dir);
   REQUIRE(s["runs"].size() == 3);
   CHECK(s["runs"][2]["stats"]["steps"] == 0);
   const Json& agg = s["runs_aggregate"];
@@ -2100,10 +2093,7 @@ TEST_CASE("nested steps: an op after the inner step ends belongs to the enclosin
     b.Device(0, 410 * kUs, 2, Kernel(100 * kUs));
     b.Close(true);
   }
-  std::string printed;
-  REQUIRE(RunReport(dir, dir, ReportOptions(), &printed).ok());
-  std::ifstream in(dir + "/summary.json");
-  Json s = Json::parse(in);
+  Json s = ReportInPlace(dir);
   CHECK(s["stats"]["steps"] == 2);
   CHECK(s["stats"]["tokens"] == 4);
   CHECK(s["stats"]["total_time_ms"] == 1.0);
@@ -2133,12 +2123,9 @@ TEST_CASE("async scheduling: an op that starts between steps belongs to its laun
   }
   for (bool csv : {false, true}) {  // with and without ops.csv (launch steps kept for it)
     INFO("ops.csv " << csv);
-    std::string printed;
     Json s;
     if (csv) {
-      REQUIRE(RunReport(dir, dir, ReportOptions(), &printed).ok());
-      std::ifstream in(dir + "/summary.json");
-      s = Json::parse(in);
+      s = ReportInPlace(dir);
     } else {
       auto r = BuildSummary({dir + "/rank0.pb"}, ReportOptions(), "");
       REQUIRE(r.ok());
@@ -2173,8 +2160,7 @@ TEST_CASE("async scheduling: in overlapping steps, work belongs to the oldest op
       b.Device(0, (launches[c - 1] + 5) * kUs, c, Kernel(10 * kUs));
     b.Close(true);
   }
-  std::string printed;
-  REQUIRE(RunReport(dir, dir, ReportOptions(), &printed).ok());
+  ReportInPlace(dir);
   std::vector<std::string> steps;
   for (const auto& f : OpsRows(dir)) steps.push_back(f[2] + ":" + f[14]);
   CHECK(steps == std::vector<std::string>{"k1:0", "k2:0", "k3:1", "k4:1", "k5:2"});
@@ -2224,8 +2210,7 @@ TEST_CASE("ops.csv NVTX path: overlapping start/end ranges, an ended one is not 
     b.Device(0, 1350 * kUs, 2, Kernel(10 * kUs));
     b.Close(true);
   }
-  std::string printed;
-  REQUIRE(RunReport(dir, dir, ReportOptions(), &printed).ok());
+  ReportInPlace(dir);
   std::vector<std::string> paths;
   for (const auto& f : OpsRows(dir)) paths.push_back(f[15]);
   CHECK(paths == std::vector<std::string>{"step", "step/work"});
@@ -2261,8 +2246,7 @@ TEST_CASE("ops.csv rows are in execution order, whatever order the records came 
     b.Device(0, 300 * kUs, 5, Kernel(10 * kUs));  // 4 s behind the latest start seen: kept
     b.Close(true);
   }
-  std::string printed;
-  REQUIRE(RunReport(dir, dir, ReportOptions(), &printed).ok());
+  ReportInPlace(dir);
   std::vector<std::string> rows;
   for (const auto& f : OpsRows(dir)) rows.push_back(f[1] + "@" + f[10]);  // index@start_ns
   CHECK(rows == std::vector<std::string>{"0@50000", "1@150000", "2@250000", "3@350000", "4@200000",
@@ -2291,8 +2275,7 @@ TEST_CASE("ops.csv NVTX path: a start/end range ended on another thread is its s
     b.Device(0, 350 * kUs, 3, Kernel(10 * kUs));
     b.Close(true);
   }
-  std::string printed;
-  REQUIRE(RunReport(dir, dir, ReportOptions(), &printed).ok());
+  ReportInPlace(dir);
   std::vector<std::string> paths, buckets;
   for (const auto& f : OpsRows(dir)) {
     paths.push_back(f[15]);
@@ -2334,8 +2317,7 @@ TEST_CASE("ops.csv: an NCCL kernel timed with CUDA events is joined to its call"
     (void)ar;
     (void)sr;
   }
-  std::string printed;
-  REQUIRE(RunReport(dir, dir, ReportOptions(), &printed).ok());
+  ReportInPlace(dir);
   std::vector<std::string> got;
   for (const auto& f : OpsRows(dir)) {
     // launch_ns, api_dur_ns, start_ns, launch_to_start_ns, step, nvtx_path
@@ -2390,10 +2372,8 @@ TEST_CASE("graph launches: every node counted in either record order; one latenc
     }
     b.Close(true);
   }
-  std::string printed;
-  REQUIRE(RunReport(dir, dir, ReportOptions(), &printed).ok());
-  auto s = BuildSummary({dir + "/rank0.pb"}, ReportOptions(), "");
-  REQUIRE(s.ok());
+  const Json summary = ReportInPlace(dir);
+  const Json* s = &summary;
   REQUIRE((*s)["kernels"].size() == 1);
   CHECK((*s)["kernels"][0]["count"] == 6);
   CheckTwoCallsJoined(*s);
@@ -2433,10 +2413,8 @@ TEST_CASE("batch copies: every copy joins its call in either record order; one l
     for (uint64_t start : {320, 340}) b.Device(0, start * kUs, 2, copy(2));
     b.Close(true);
   }
-  std::string printed;
-  REQUIRE(RunReport(dir, dir, ReportOptions(), &printed).ok());
-  auto s = BuildSummary({dir + "/rank0.pb"}, ReportOptions(), "");
-  REQUIRE(s.ok());
+  const Json summary = ReportInPlace(dir);
+  const Json* s = &summary;
   CheckTwoCallsJoined(*s);
   std::map<std::string, int> buckets;
   for (const auto& cols : OpsRows(dir)) {
@@ -2498,10 +2476,8 @@ TEST_CASE("graph nodes: a replayed kernel takes the NVTX range its node was capt
     }
     b.Close(true);
   }
-  std::string printed;
-  REQUIRE(RunReport(dir, dir, ReportOptions(), &printed).ok());
-  auto s = BuildSummary({dir + "/rank0.pb"}, ReportOptions(), "");
-  REQUIRE(s.ok());
+  const Json summary = ReportInPlace(dir);
+  const Json* s = &summary;
   std::map<std::string, int64_t> count_by_bucket;
   for (const auto& k : (*s)["kernels"]) {
     count_by_bucket[k["bucket"].get<std::string>()] += k["count"].get<int64_t>();
@@ -2540,10 +2516,8 @@ TEST_CASE("events timing: a graph launch is one kernel row, and report.md says w
     b.Device(0, 110 * kUs, 1, op);
     b.Close(true);
   }
-  std::string printed;
-  REQUIRE(RunReport(dir, dir, ReportOptions(), &printed).ok());
-  auto s = BuildSummary({dir + "/rank0.pb"}, ReportOptions(), "");
-  REQUIRE(s.ok());
+  const Json summary = ReportInPlace(dir);
+  const Json* s = &summary;
   REQUIRE((*s)["kernels"].size() == 1);
   CHECK((*s)["kernels"][0]["name"] == "cudaGraphLaunch");
   const auto rows = OpsRows(dir);  // launched in no NVTX range: still marked a graph's
@@ -2566,10 +2540,7 @@ TEST_CASE("host timing: a graph launch is one op, in its step") {
     b.Host(1, 120 * kUs, 1, gl);
     b.Close(true);
   }
-  std::string printed;
-  REQUIRE(RunReport(dir, dir, ReportOptions(), &printed).ok());
-  std::ifstream in(dir + "/summary.json");
-  const Json s = Json::parse(in);
+  const Json s = ReportInPlace(dir);
   REQUIRE(s["kernels"].size() == 1);
   CHECK(s["kernels"][0]["name"] == "cudaGraphLaunch");
   CHECK(s["kernels"][0]["total_ms"] == 0.02);
@@ -3079,9 +3050,7 @@ TEST_CASE("a profile directory whose name is not UTF-8 (summary.json escapes it)
     b.Host(1, 0, 0, ProfileBuilder::Step(1000 * kUs, 1, -1, 0, false));
     b.Close(true);
   }
-  std::string printed;
-  REQUIRE(RunReport(d, d, ReportOptions(), &printed).ok());
-  const Json j = Json::parse(ReadAll(d + "/summary.json"));
+  const Json j = ReportInPlace(d);
   CHECK(j["meta"]["files"][0]["path"].get<std::string>().find("caf\xef\xbf\xbd") !=
         std::string::npos);
 }
