@@ -442,9 +442,13 @@ inline cudaError_t DoMem(uint16_t api, EvType type, uint64_t bytes, uint32_t kin
   e.mem.ptr = U64(ptr);
   e.mem.corr = corr;
   e.mem.kind = kind;
-  // The stream's device: a copy or set may go to a stream of a device that is not current.
-  const int created = stream != nullptr ? CreatedStreamDevice(stream) : -1;
-  e.mem.device = uint32_t(created >= 0 ? created : t_device);
+  e.mem.device = uint32_t(t_device);
+  if (mode == kHost && stream != nullptr) {
+    // Host timing: the call is the op, on its stream's device (a copy or set may go to a stream
+    // of a device that is not current), as a launch (the other modes' device ops carry theirs).
+    const int created = CreatedStreamDevice(stream);
+    if (created >= 0) e.mem.device = uint32_t(created);
+  }
   if (Capturing(U64(stream))) e.flags |= kFlagCaptured;
   if (ticket >= 0) {
     DeviceOpInfo info;
