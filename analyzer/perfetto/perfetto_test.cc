@@ -1137,16 +1137,25 @@ TEST_CASE("a graph launch's flow passes through every node it ran, in time order
   }
   CHECK(outs == std::vector<int>{4, 1});
   CHECK(ins == std::vector<int>{0, 1});
-  // JSON: "s" at the launch, a "t" step at each node, no "f"; the plain flow: "s" then "f".
+  // JSON: "s" at the launch, a "t" step at each node but the last, which ends it ("f"); the
+  // plain flow: "s" then "f".
   REQUIRE(RunPerfettoCommand(dir + "/rank0.pb", "", "json", out, err) == 0);
   nlohmann::json j = nlohmann::json::parse(ReadAll(dir + "/rank0.json"));
   std::map<uint64_t, std::string> phases;  // id -> phases in file order
+  std::map<uint64_t, std::map<double, std::string>> by_time;  // id -> ts -> phase
   for (const auto& ev : j["traceEvents"]) {
     const std::string ph = ev.at("ph");
-    if (ph == "s" || ph == "t" || ph == "f") phases[ev.at("id").get<uint64_t>()] += ph;
+    if (ph != "s" && ph != "t" && ph != "f") continue;
+    phases[ev.at("id").get<uint64_t>()] += ph;
+    by_time[ev.at("id").get<uint64_t>()][ev.at("ts").get<double>()] += ph;
   }
   REQUIRE(phases.size() == 2);
-  CHECK(phases.begin()->second == "sttt");
+  const std::map<double, std::string>& graph_flow = by_time.begin()->second;
+  CHECK(phases.begin()->second == "sttf");
+  // In time order, as viewers bind them: stream 4's node (2.3 us) came after stream 3's last
+  // (2.6 us), yet the flow ends at the latest node.
+  CHECK(graph_flow ==
+        std::map<double, std::string>{{1.0, "s"}, {2.0, "t"}, {2.3, "t"}, {2.6, "f"}});
   CHECK(std::next(phases.begin())->second == "sf");
 }
 

@@ -580,13 +580,49 @@ void ChromeJsonSink::Slice(TrackId track, uint64_t start, uint64_t end, Name nam
   ArgsObject(args, nargs);
   Raw("}");
   if (flow_out != 0 && flow_out != flow_in) FlowStart(t, start, flow_out);
-  if (flow_in != 0) {
-    EventHead(flow_in == flow_out ? "t" : "f", t.pid, t.tid, start);
-    Raw(",\"bp\":\"e\",\"id\":");
-    Uint(flow_in);
-    Raw(",\"cat\":\"flow\",\"name\":\"launch\"}");
+  if (flow_in != 0 && flow_in == flow_out) {
+    HoldThrough(t, start, flow_in);
+  } else if (flow_in != 0) {
+    FlowEnd("f", t.pid, t.tid, start, flow_in);
   }
   MaybeFlush(kFlushBytes);
+}
+
+void ChromeJsonSink::FlowEnd(const char* ph, int32_t pid, int32_t tid, uint64_t ts, uint64_t id) {
+  EventHead(ph, pid, tid, ts);
+  Raw(",\"bp\":\"e\",\"id\":");
+  Uint(id);
+  Raw(",\"cat\":\"flow\",\"name\":\"launch\"}");
+}
+
+// A node the flow goes through: a step ("t"), except the latest, which ends the flow ("f")
+// once no later one can come (at the end). A flow not continued for a second of trace time is ended
+// when many are held, so memory stays bounded on long traces (a graph's nodes run within
+// one launch, well inside that).
+void ChromeJsonSink::HoldThrough(const TrackInfo& t, uint64_t ts, uint64_t id) {
+  latest_ts_ = std::max(latest_ts_, ts);
+  auto ins = held_.try_emplace(id, Held{t.pid, t.tid, ts});
+  if (!ins.second) {  // viewers order a flow's events by time: the latest one is held
+    Held& h = ins.first->second;
+    if (ts >= h.ts) {
+      FlowEnd("t", h.pid, h.tid, h.ts, id);
+      h = Held{t.pid, t.tid, ts};
+    } else {
+      FlowEnd("t", t.pid, t.tid, ts, id);
+    }
+    return;
+  }
+  if (held_.size() < sweep_at_) return;
+  constexpr uint64_t kQuietNs = 1000000000;
+  for (auto it = held_.begin(); it != held_.end();) {
+    if (it->second.ts + kQuietNs < latest_ts_) {
+      FlowEnd("f", it->second.pid, it->second.tid, it->second.ts, it->first);
+      it = held_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  sweep_at_ = std::max<size_t>(4096, 2 * held_.size());
 }
 
 void ChromeJsonSink::OpenSlice(TrackId track, uint64_t start, Name name, const Arg* args,
@@ -624,6 +660,12 @@ void ChromeJsonSink::Counter(TrackId track, uint64_t ts, int64_t value) {
 }
 
 bool ChromeJsonSink::Finish() {
+  // In id order, so the output is the same bytes from run to run.
+  std::vector<std::pair<uint64_t, Held>> last(held_.begin(), held_.end());
+  std::sort(last.begin(), last.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (const auto& [id, h] : last) FlowEnd("f", h.pid, h.tid, h.ts, id);
+  held_.clear();
   if (closes_) Raw("\n]}\n");
   return FinishOutput();
 }

@@ -26,6 +26,7 @@
 #include <cstring>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -273,12 +274,24 @@ class ChromeJsonSink : public TraceSink {
   void EventHead(const char* ph, int32_t pid, int32_t tid, uint64_t ts);
   void ArgsObject(const Arg* args, int nargs);
   void FlowStart(const TrackInfo& t, uint64_t ts, uint64_t id);  // a "s" event from ts
+  void FlowEnd(const char* ph, int32_t pid, int32_t tid, uint64_t ts, uint64_t id);
+  void HoldThrough(const TrackInfo& t, uint64_t ts, uint64_t id);
   void Separator();
   TrackId AddTrack(TrackInfo info);
 
   std::vector<TrackInfo> tracks_;
   bool first_;
   bool closes_;
+  // The latest node of each flow that goes through several slices (a graph launch's nodes),
+  // written once the next one comes ("t") or at the end ("f"): each flow ends.
+  struct Held {
+    int32_t pid;
+    int32_t tid;
+    uint64_t ts;
+  };
+  std::unordered_map<uint64_t, Held> held_;
+  size_t sweep_at_ = 4096;
+  uint64_t latest_ts_ = 0;
 };
 
 }  // namespace perfetto_internal
