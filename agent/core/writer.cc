@@ -861,6 +861,7 @@ void EncodeEvent(WriterState* w, BatchBuilder* b, const RawEvent& e, const uint8
     case EvType::kGraphLaunch:
       m.U64(4, api_sid);
       m.U64(7, StreamIndex(w, e.launch.stream));
+      m.U64(10, e.launch.device);  // host timing only, as a kernel launch's
       m.U64(31, reinterpret_cast<uint64_t>(e.launch.func));
       break;
     case EvType::kMemcpy:

@@ -23,39 +23,74 @@ ScheduleCursor::ScheduleCursor(const Schedule& s) : s_(s) {
   } else if (idle == 0) {
     active_ = true;
     left_ = s.active_;
+    epoch_ = 1;
   } else {
     left_ = idle;
   }
 }
 
-bool ScheduleCursor::OnStepEnd(uint64_t t0, uint64_t t1) {
+uint32_t ScheduleCursor::OnStepBegin() {
+  if (always_ || !active_) return 0;
+  ++open_;
+  return epoch_;
+}
+
+void ScheduleCursor::ClosePhase() {
+  ++cycles_;
+  const uint64_t idle = uint64_t(s_.wait_) + s_.warmup_;
+  if (s_.repeat_ != 0 && cycles_ >= s_.repeat_) {
+    active_ = false;
+    done_ = true;
+  } else if (idle == 0) {
+    left_ = s_.active_;  // recording stays on
+    ++epoch_;            // the steps still open are the closed phase's
+  } else {
+    active_ = false;
+    left_ = idle;
+  }
+  if (open_ > 0 && overrun_open_ == 0) overrun_ends_ = 0;
+  overrun_open_ += open_;
+  open_ = 0;
+}
+
+bool ScheduleCursor::OnStepEnd(uint64_t t0, uint64_t t1, uint32_t began) {
   if (always_) return true;
+  const bool current = began != 0 && began != kBeganUnknown && began == epoch_ && active_;
+  if (began != 0 && began != kBeganUnknown && !current) {
+    // Began in an active phase that has closed since: recorded whole, unless given up.
+    if (began <= given_up_) {
+      ++partial_;
+      return false;
+    }
+    if (overrun_open_ > 0) --overrun_open_;
+    return true;
+  }
+  if (overrun_open_ > 0 && ++overrun_ends_ > kMaxOverrun) {
+    given_up_ = active_ ? epoch_ - 1 : epoch_;  // every closed phase's
+    overrun_open_ = 0;
+  }
+  if (current) {
+    --open_;
+    if (--left_ == 0) ClosePhase();
+    return true;
+  }
   if (done_) return false;
   if (!active_) {
     if (--left_ == 0) {
       active_ = true;
       left_ = s_.active_;
       on_since_ = t1;
+      ++epoch_;
+      open_ = 0;
     }
     return false;
   }
-  if (t0 < on_since_) {
+  // Active, and the step began while recording was off (began == 0), or by its start tick.
+  if (began == 0 || t0 < on_since_) {
     ++partial_;
     return false;
   }
-  if (--left_ == 0) {
-    ++cycles_;
-    const uint64_t idle = uint64_t(s_.wait_) + s_.warmup_;
-    if (s_.repeat_ != 0 && cycles_ >= s_.repeat_) {
-      active_ = false;
-      done_ = true;
-    } else if (idle == 0) {
-      left_ = s_.active_;  // recording stays on
-    } else {
-      active_ = false;
-      left_ = idle;
-    }
-  }
+  if (--left_ == 0) ClosePhase();
   return true;
 }
 

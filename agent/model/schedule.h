@@ -47,30 +47,48 @@ class Schedule {
   uint32_t wait_ = 0, warmup_ = 0, active_ = 0, repeat_ = 0;
 };
 
-// The schedule's progress over the steps as they end, for steps that may overlap (threads that
-// each mark their own steps): recording resumes when a wait/warm-up phase's last step ends, and
-// a step is recorded only when recording was on for the whole of it (it began at or after the
-// tick recording resumed); the active phase lasts until `active` such whole steps were recorded.
-// A step that ends in an active phase but began before it is not recorded (`partial`): part of
-// its work was not. Steps that do not overlap get exactly PhaseOf's answer, step by step.
-// Not thread-safe: the caller serializes OnStepEnd.
+// The schedule's progress over the steps as they begin and end, for steps that may overlap
+// (threads that each mark their own steps). Recording resumes when a wait/warm-up phase's last
+// step ends; a step is recorded when recording was on for the whole of it: it began in the
+// active phase (OnStepBegin said so), or, where its beginning was not seen (step-rule steps,
+// which do not overlap), at or after the tick recording resumed. The active phase closes when
+// `active` such steps were recorded, but recording goes on until the steps that began in it
+// end too (they are recorded: a step that ended after the phase closed keeps all its work).
+// A step that ends in an active phase but began before it is not recorded (`partial`): part
+// of its work was not. Steps that do not overlap get exactly PhaseOf's answer, step by step.
+// Not thread-safe: the caller serializes the calls.
 class ScheduleCursor {
  public:
+  // OnStepEnd's `began` for a step whose beginning was not seen: judged by its start tick.
+  static constexpr uint32_t kBeganUnknown = ~0u;
+  // A step that began in a closed phase still open after this many other steps ended is given
+  // up (a step range never ended must not keep recording on): it is then `partial`.
+  static constexpr uint64_t kMaxOverrun = 64;
+
   explicit ScheduleCursor(const Schedule& s);
-  // Recording is on (before the first step ends: the schedule's phase for step 0).
-  bool active() const { return active_; }
+  // Recording is on: the active phase, or the steps begun in a closed one still run.
+  bool active() const { return active_ || overrun_open_ > 0; }
+  // A step begins; returns what OnStepEnd takes as `began`: the active phase it began in
+  // (1, 2, ...), or 0 when recording was off or the phase had closed.
+  uint32_t OnStepBegin();
   // A step [t0, t1] (ticks) ended; true when it is recorded. Recording resumes at t1 when this
   // step ends a wait/warm-up phase.
-  bool OnStepEnd(uint64_t t0, uint64_t t1);
+  bool OnStepEnd(uint64_t t0, uint64_t t1, uint32_t began = kBeganUnknown);
   uint64_t partial() const { return partial_; }
 
  private:
+  void ClosePhase();
   Schedule s_;
   bool always_ = false, active_ = false, done_ = false;
   uint64_t left_ = 0;      // steps left in the current phase (wait+warm-up, or active)
   uint64_t cycles_ = 0;    // active phases completed
   uint64_t on_since_ = 0;  // tick recording resumed
   uint64_t partial_ = 0;
+  uint32_t epoch_ = 0;         // active phases begun (the current or last one's number)
+  uint64_t open_ = 0;          // steps begun in the current active phase, not ended
+  uint64_t overrun_open_ = 0;  // steps begun in closed phases (given-up ones excluded)
+  uint32_t given_up_ = 0;      // steps begun in phases up to this one are no longer waited for
+  uint64_t overrun_ends_ = 0;  // other steps ended while overrun_open_ > 0
 };
 
 const char* PhaseName(Schedule::Phase p);

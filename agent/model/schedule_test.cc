@@ -181,6 +181,106 @@ TEST_CASE("the cursor: overlapping steps are recorded only whole, and the phase 
   CHECK_FALSE(c.active());  // repeat=1: done
 }
 
+// Thread A's steps [100 i, 100 i + 100); thread B's one step begins at 250 (recording is on)
+// and ends at 480, after A's third active step closed the phase (wait=2, active=3, repeat=1):
+// recording stays on until B's step ends, and B's step is recorded (it was dropped, with its
+// work recorded and charged to A's step).
+TEST_CASE("the cursor: a step begun in the active phase is recorded when it ends after it") {
+  ScheduleCursor c(Schedule(2, 0, 3, 1));
+  CHECK_FALSE(c.active());
+  CHECK(c.OnStepEnd(0, 100, c.OnStepBegin()) == false);  // A0 (began while off: 0)
+  const uint32_t a1 = c.OnStepBegin();
+  CHECK(a1 == 0);
+  CHECK(c.OnStepEnd(100, 200, a1) == false);  // A1 ends the wait phase
+  CHECK(c.active());
+  const uint32_t a2 = c.OnStepBegin();
+  const uint32_t b = c.OnStepBegin();  // B begins at 250
+  CHECK(a2 == 1);
+  CHECK(b == 1);
+  CHECK(c.OnStepEnd(200, 300, a2));
+  const uint32_t a3 = c.OnStepBegin();
+  CHECK(c.OnStepEnd(300, 400, a3));
+  const uint32_t a4 = c.OnStepBegin();
+  CHECK(c.OnStepEnd(400, 500 - 30, a4));  // the third: the phase closes (repeat=1: done)...
+  CHECK(c.active());                      // ...but B still runs: recording stays on
+  CHECK(c.OnStepBegin() == 0);            // A5 begins after the close: not the phase's
+  CHECK(c.OnStepEnd(250, 480, b));        // B: recorded whole
+  CHECK_FALSE(c.active());
+  CHECK(c.partial() == 0);
+}
+
+// A step range begun in the active phase and never ended must not keep recording on.
+TEST_CASE("the cursor: a step left open after its phase closed is waited for 64 steps") {
+  ScheduleCursor c(Schedule(1, 0, 1, 0));
+  CHECK(c.OnStepEnd(0, 10, c.OnStepBegin()) == false);  // wait
+  const uint32_t stuck = c.OnStepBegin();
+  CHECK(c.OnStepEnd(10, 20, c.OnStepBegin()));  // the active phase's one step: closes
+  CHECK(c.active());                            // `stuck` runs on
+  uint64_t t = 20;
+  int ends = 0;
+  while (c.active() && ends < 1000) {
+    c.OnStepEnd(t, t + 10, c.OnStepBegin());
+    t += 10;
+    ++ends;
+  }
+  // Each wait step re-activates recording every other step (wait=1, active=1): active()
+  // turns false after the give-up only on a wait phase.
+  CHECK(ends <= int(ScheduleCursor::kMaxOverrun) + 2);
+  CHECK(ends >= int(ScheduleCursor::kMaxOverrun) - 1);
+  CHECK_FALSE(c.OnStepEnd(15, t, stuck));  // given up: partial, not recorded
+  CHECK(c.partial() == 1);
+}
+
+// Without waits (wait=0, warmup=0) recording never pauses; a step that spans two active
+// phases belongs to the one it began in and does not count towards the next.
+TEST_CASE("the cursor: back-to-back active phases count each step once") {
+  ScheduleCursor c(Schedule(0, 0, 2, 2));
+  const uint32_t long_step = c.OnStepBegin();
+  CHECK(long_step == 1);
+  CHECK(c.OnStepEnd(0, 10, c.OnStepBegin()));
+  CHECK(c.OnStepEnd(10, 20, c.OnStepBegin()));  // phase 1 closes, phase 2 begins
+  CHECK(c.active());
+  CHECK(c.OnStepEnd(0, 25, long_step));  // phase 1's: recorded, not counted in 2
+  CHECK(c.OnStepEnd(20, 30, c.OnStepBegin()));
+  CHECK(c.active());                            // phase 2 has one of its 2 steps
+  CHECK(c.OnStepEnd(30, 40, c.OnStepBegin()));  // repeat=2: done
+  CHECK_FALSE(c.active());
+  CHECK_FALSE(c.OnStepEnd(40, 50, c.OnStepBegin()));
+  CHECK(c.partial() == 0);
+}
+
+// The model sees a step's beginning (OnNvtxRangeStart) and its end: the helper's two-thread
+// program, through the NVTX surface's calls.
+TEST_CASE("the model: a step begun while recording is emitted when it ends after the phase") {
+  Config c;
+  c.schedule_set = true;
+  c.sched_wait = 1;
+  c.sched_active = 1;
+  c.sched_repeat = 1;
+  fake::Reset(c);
+  ResetForTest(c);
+  const std::string m = "step tokens=2";
+  auto begin = [&] { return OnNvtxRangeStart(m.data(), m.size()); };
+  auto end = [&](uint64_t t0, uint64_t t1, uint64_t cookie) {
+    OnNvtxRangeEnd(t0, t1, m.data(), m.size(), cookie);
+  };
+  end(0, 100, begin());  // wait step: recording resumes
+  CHECK(Recording());
+  const uint64_t a = begin(), b = begin();
+  CHECK(a != 0);
+  end(100, 200, a);  // the active step: the phase closes, B still runs
+  CHECK(Recording());
+  end(150, 260, b);
+  CHECK_FALSE(Recording());
+  auto steps = fake::EventsOfType(EvType::kStep);
+  REQUIRE(steps.size() == 2);
+  CHECK(steps[1].e.t0 == 150);
+  CHECK(steps[1].e.step.tokens == 2);
+  Shutdown();
+  for (const std::string& n : fake::Notes())
+    CHECK(n.find("not recorded whole") == std::string::npos);
+}
+
 TEST_CASE("the model: NVTX steps drive the schedule; step-rule boundaries are then ignored") {
   Config c;
   c.schedule_set = true;

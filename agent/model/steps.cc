@@ -28,6 +28,9 @@ struct State {
 constexpr uint8_t kSourceNvtx = 0;
 constexpr uint8_t kSourceGraph = 1;
 constexpr uint8_t kSourceSync = 2;
+// OnNvtxRangeStart's cookie for a step (a run's is (enclosing << 32) | index): this bit, and
+// the cursor's OnStepBegin in the low 32 bits.
+constexpr uint64_t kStepCookie = uint64_t(1) << 63;
 
 std::atomic<State*> g_state{nullptr};
 std::mutex g_init_mu;
@@ -129,7 +132,8 @@ void EmitStep(uint64_t t0, uint64_t t1, const ParsedStep* p, uint64_t index, uin
 
 // A step [t0, t1] ended. Emits it when the schedule records it (whole: recording was on from
 // its start) and moves the schedule on.
-void EndStep(const State& s, uint64_t t0, uint64_t t1, const ParsedStep* p, uint8_t source) {
+void EndStep(const State& s, uint64_t t0, uint64_t t1, const ParsedStep* p, uint8_t source,
+             uint32_t began = ScheduleCursor::kBeganUnknown) {
   if (!s.schedule.is_set()) {
     EmitStep(t0, t1, p, g_steps.fetch_add(1, std::memory_order_relaxed), source);
     return;
@@ -138,7 +142,7 @@ void EndStep(const State& s, uint64_t t0, uint64_t t1, const ParsedStep* p, uint
   // the first thing the pause leaves out).
   std::lock_guard<std::mutex> lock(g_sched_mu);
   const uint64_t index = g_steps.fetch_add(1, std::memory_order_relaxed);
-  if (g_cursor->OnStepEnd(t0, t1)) EmitStep(t0, t1, p, index, source);
+  if (g_cursor->OnStepEnd(t0, t1, began)) EmitStep(t0, t1, p, index, source);
   SetScheduleActive(g_cursor->active());
 }
 
@@ -162,7 +166,12 @@ void Init() { GetState(); }
 
 uint64_t OnNvtxRangeStart(const char* msg, size_t n) {
   const State* s = GetState();
-  if (!s->run.Matches(msg, n)) return 0;
+  if (!s->run.Matches(msg, n)) {
+    // Under a schedule, a step's beginning tells whether recording was on for all of it.
+    if (!s->schedule.is_set() || !s->step.Matches(msg, n)) return 0;
+    std::lock_guard<std::mutex> lock(g_sched_mu);
+    return kStepCookie | g_cursor->OnStepBegin();
+  }
   const uint32_t index = g_runs.fetch_add(1, std::memory_order_relaxed) + 1;
   const uint32_t enclosing = CurrentRun();
   t_current_run = index;
@@ -172,6 +181,13 @@ uint64_t OnNvtxRangeStart(const char* msg, size_t n) {
 
 void OnNvtxRangeEnd(uint64_t t0, uint64_t t1, const char* msg, size_t n, uint64_t cookie) {
   const State* s = GetState();
+  if (cookie & kStepCookie) {  // a step begun at OnNvtxRangeStart
+    g_nvtx_step_seen.store(true, std::memory_order_relaxed);
+    ParsedStep p = ParseStepMessage(msg, n, s->reduce);
+    if (p.bad_values) g_bad_values.fetch_add(p.bad_values, std::memory_order_relaxed);
+    EndStep(*s, t0, t1, &p, kSourceNvtx, uint32_t(cookie));
+    return;
+  }
   if (cookie != 0) {  // a run opened at OnNvtxRangeStart
     uint32_t index = uint32_t(cookie);
     const uint32_t enclosing = uint32_t(cookie >> 32);
@@ -261,9 +277,10 @@ void Shutdown() {
   }
   if (partial != 0) {
     AddNote("warning", std::to_string(partial) +
-                           " step(s) ended in an active phase of PROFAGENT_SCHEDULE but began "
-                           "before recording resumed (steps overlap: several threads): not "
-                           "recorded as steps, their work only in part");
+                           " step(s) of overlapping threads were not recorded whole under "
+                           "PROFAGENT_SCHEDULE (began before recording resumed, or still open "
+                           "64 steps after their active phase closed): not recorded as steps, "
+                           "their work only in part");
   }
   const uint64_t bad = g_bad_values.load(std::memory_order_relaxed);
   if (bad != 0) {

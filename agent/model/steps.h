@@ -40,7 +40,8 @@ void Init();
 
 // An NVTX range started. Returns a cookie (0 = nothing to remember) that the caller passes back
 // to OnNvtxRangeEnd: non-zero when the message opens a run (the run index is assigned at start
-// so that steps inside it can refer to it).
+// so that steps inside it can refer to it), or, under a schedule, a step (whether recording was
+// on when it began: see ScheduleCursor).
 uint64_t OnNvtxRangeStart(const char* msg, size_t n);
 
 // An NVTX range ended. `t0`/`t1` raw ticks (clock.h), `msg` UTF-8 (not NUL-terminated), `n` bytes.

@@ -565,8 +565,26 @@ void OnApi(void* /*user*/, int domain, int is_exit, int cbid, const char* func_n
   if (is_exit && t_depth > 0) --t_depth;
 }
 
+// The latest forced flush (cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED)), simulator
+// time. NVIDIA's CUPTI hands back the records of work still queued or running at a forced flush
+// incomplete (no times) and never delivers them again (cupti_activity.h, cuptiActivityFlushAll:
+// a forced flush is for the end of a session; the default flush is the periodic one).
+std::atomic<uint64_t> g_forced_flush_ns{0};
+
+// An op queued before the latest forced flush and finished after it: its record lost its times.
+bool CutByForcedFlush(const GpusimOpRecord* rec) {
+  const uint64_t forced = g_forced_flush_ns.load(std::memory_order_relaxed);
+  return forced != 0 && rec->queued_ns != 0 && rec->queued_ns <= forced && rec->end_ns > forced;
+}
+
 void OnOp(void* /*user*/, const GpusimOpRecord* rec) {
   uint32_t context_id = rec->context_id != 0 ? rec->context_id : ContextIdForDevice(rec->device);
+  GpusimOpRecord cut_copy;
+  if (CutByForcedFlush(rec)) {
+    cut_copy = *rec;
+    cut_copy.start_ns = cut_copy.end_ns = 0;  // ToCuptiTime: CUPTI_TIMESTAMP_UNKNOWN
+    rec = &cut_copy;
+  }
   switch (rec->kind) {
     case GPUSIM_OP_KERNEL:
     case GPUSIM_OP_COLLECTIVE: {
@@ -1086,8 +1104,11 @@ CUptiResult cuptiActivityEnableLatencyTimestamps(uint8_t enable) {
 
 CUptiResult cuptiActivityEnableLaunchAttributes(uint8_t /*enable*/) { return CUPTI_SUCCESS; }
 
-CUptiResult cuptiActivityFlushAll(uint32_t /*flag*/) {
+CUptiResult cuptiActivityFlushAll(uint32_t flag) {
   ActivityState& a = Act();
+  if ((flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) != 0) {
+    g_forced_flush_ns.store(MonoNs(), std::memory_order_relaxed);
+  }
   std::lock_guard<std::mutex> dlock(a.deliver_mu);
   {
     std::lock_guard<std::mutex> lock(a.mu);

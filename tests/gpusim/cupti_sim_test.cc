@@ -284,6 +284,33 @@ TEST_CASE("an NCCL collective appears as a kernel correlated to cuLaunchKernelEx
   CHECK(driver_record);
 }
 
+// A forced flush hands back the records of work still running without times, for good (as
+// NVIDIA's CUPTI: cupti_activity.h, cuptiActivityFlushAll); a default flush leaves them be.
+TEST_CASE("a forced flush costs the running kernel its times; a default flush does not") {
+  const std::string truth_path = gpusim_test::TempPath("forced_truth") + ".jsonl";
+  const std::string costs = gpusim_test::TempPath("forced_costs");
+  FILE* f = fopen(costs.c_str(), "w");
+  REQUIRE(f != nullptr);
+  fputs("LongKernel 20000\n", f);
+  fclose(f);
+  auto r = RunProgram("cupti_client", {"forced"},
+                      {"GPUSIM_TRUTH=" + truth_path, "GPUSIM_COSTS=" + costs});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  ClientOutput c = ParseClient(r.out);
+  CHECK(c.results["flush0"] == std::vector<std::string>{"0"});
+  CHECK(c.results["flushforced"] == std::vector<std::string>{"0"});
+  std::map<uint32_t, std::pair<uint64_t, uint64_t>> by_grid;  // gridX -> (start, end)
+  for (const Activity& a : c.activities) {
+    if (a.type == "KERNEL") by_grid[uint32_t(std::stoul(a.f.at(7)))] = {a.start, a.end};
+  }
+  REQUIRE(by_grid.size() == 2);
+  CHECK(by_grid[1].first != 0);  // the default flush's: timed, 20 ms
+  CHECK(by_grid[1].second - by_grid[1].first == 20000000);
+  CHECK(by_grid[2].first == 0);  // the forced flush's: no times
+  CHECK(by_grid[2].second == 0);
+}
+
 TEST_CASE("GPUSIM_CUPTI_FAIL makes subscribe and activity enable fail", "[cupti]") {
   auto r = RunProgram("cupti_client", {"fail"}, {"GPUSIM_CUPTI_FAIL=999"});
   INFO("stderr: " << r.err);

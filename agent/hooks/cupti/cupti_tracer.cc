@@ -1481,8 +1481,9 @@ void FlusherLoop() {
     if (g_flusher_stop.load()) break;
     // A fatal signal's flush: kernels launched just before it may still be running; as at
     // exit, they get up to 100 ms to finish, so that their records come with times.
-    if (asked > g_urgent_done.load(std::memory_order_relaxed)) WaitForInFlight(100);
-    FlushCupti();
+    const bool urgent = asked > g_urgent_done.load(std::memory_order_relaxed);
+    if (urgent) WaitForInFlight(100);
+    FlushCupti(/*forced=*/urgent);
     if (asked > g_urgent_done.load(std::memory_order_relaxed)) {
       g_urgent_done.store(asked, std::memory_order_release);
     }
@@ -1791,7 +1792,7 @@ bool StartCupti(const std::string& explicit_path, const void* cudart_symbol,
           HookGuard guard;
           WaitForInFlight(100);
         }
-        FlushCupti();
+        FlushCupti(/*forced=*/true);
         std::lock_guard<std::mutex> lock(Mu());
         if (g_skipped > 0) {
           Log(2, "CUPTI: %llu device records of calls made while not recording left out",
@@ -1800,7 +1801,8 @@ bool StartCupti(const std::string& explicit_path, const void* cudart_symbol,
         if (g_untimed_records > 0 || g_cut_buffers > 0) {
           AddNote("warning",
                   "CUPTI: " + std::to_string(g_untimed_records) +
-                      " device records came without times (work still running at exit, or "
+                      " device records came without times (work still running at the final "
+                      "flush: exit or a stop signal; a forced flush by another CUPTI client; or "
                       "no device memory to time it) and " +
                       std::to_string(g_cut_buffers) +
                       " buffers ended at a record CUPTI called incomplete; their launches "
@@ -1839,10 +1841,13 @@ bool StreamId(uint64_t handle, uint32_t* id) {
          CUPTI_SUCCESS;
 }
 
-void FlushCupti() {
+void FlushCupti(bool forced) {
   if (!CuptiActive() || !g_api.flush_all) return;
   HookGuard guard;
-  g_api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  // A forced flush hands back the records of work still queued or running incomplete (no
+  // times), and CUPTI never delivers them again: only at the end (exit, a signal), after
+  // WaitForInFlight. The periodic one takes the buffers whose records are all complete.
+  g_api.flush_all(forced ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
   std::lock_guard<std::mutex> lock(Mu());
   TakeClockSample();
 }

@@ -63,8 +63,10 @@ bool StartCupti(const std::string& explicit_path, const void* cudart_symbol,
 // goes on (ended from the wrong thread, or there was none).
 void NoteCaptureCall(uint64_t stream, bool begin, int result);
 
-// Forces CUPTI to deliver every buffered activity record now and converts it. Slow path.
-void FlushCupti();
+// Has CUPTI deliver its buffered activity records now and converts them. Slow path. `forced`:
+// every buffer, with the records of work still running incomplete (untimed, never delivered
+// again): the end of the session only; otherwise the buffers whose records are all complete.
+void FlushCupti(bool forced);
 
 // CUPTI's id of a stream (the streamId of its activity records): cudaStreamLegacy (0x1) and
 // cudaStreamPerThread (0x2, the calling thread's) included. False when CUPTI is not running or

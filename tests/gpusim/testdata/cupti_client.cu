@@ -14,7 +14,9 @@
 //   DROPPED <n>
 // Modes (argv[1..]): "tscb" registers a CLOCK_MONOTONIC timestamp callback; "nccl" adds the
 // collective; "fail" only reports what cuptiSubscribe / cuptiActivityEnable return; "twosubs"
-// tries a second subscriber; "unsupported" calls an unimplemented CUPTI function twice.
+// tries a second subscriber; "unsupported" calls an unimplemented CUPTI function twice;
+// "forced" runs LongKernel twice on its own: a default flush while the first runs, a forced one
+// while the second runs (each then synchronized), and a final forced flush.
 #include <cuda_runtime.h>
 #include <cupti.h>
 #include <cupti_profiler_target.h>
@@ -108,6 +110,7 @@ __global__ void Scale(float* x, float a, int n) {
 }
 
 __global__ void Empty() {}
+__global__ void LongKernel() {}  // its cost comes from GPUSIM_COSTS (mode "forced")
 
 void PrintClock() {
   uint64_t t = 0;
@@ -120,13 +123,15 @@ void PrintClock() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool tscb = false, nccl = false, fail = false, twosubs = false, unsupported = false;
+  bool tscb = false, nccl = false, fail = false, twosubs = false, unsupported = false,
+       forced = false;
   for (int i = 1; i < argc; ++i) {
     tscb |= strcmp(argv[i], "tscb") == 0;
     nccl |= strcmp(argv[i], "nccl") == 0;
     fail |= strcmp(argv[i], "fail") == 0;
     twosubs |= strcmp(argv[i], "twosubs") == 0;
     unsupported |= strcmp(argv[i], "unsupported") == 0;
+    forced |= strcmp(argv[i], "forced") == 0;
   }
   setvbuf(stdout, nullptr, _IOLBF, 0);
   if (unsupported) {
@@ -166,6 +171,16 @@ int main(int argc, char** argv) {
   cuptiActivityEnable(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION);
   PrintClock();
 
+  if (forced) {
+    LongKernel<<<1, 1>>>();
+    printf("RESULT flush0 %d\n", int(cuptiActivityFlushAll(0)));
+    cudaDeviceSynchronize();
+    LongKernel<<<2, 1>>>();
+    printf("RESULT flushforced %d\n", int(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED)));
+    cudaDeviceSynchronize();
+    printf("RESULT flush %d\n", int(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED)));
+    return 0;
+  }
   const int n = 1 << 16;
   float* host = static_cast<float*>(malloc(n * sizeof(float)));
   for (int i = 0; i < n; ++i) host[i] = float(i);

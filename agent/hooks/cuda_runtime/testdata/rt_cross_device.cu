@@ -3,7 +3,8 @@
 // stream in between. Then stream-ordered allocations, still with device 0 current, that take device
 // 1's memory: on device 1's stream (3 MiB), from device 1's default pool on device 0's stream
 // (2 MiB), from a pool made on device 1 on the legacy stream (1 MiB); and 256 KiB on device 0's
-// stream; then from the pools CUDA 13 gets by location. Exit code 0 when every call succeeded.
+// stream; then from the pools CUDA 13 gets by location; then a graph of device 1 launched twice.
+// Exit code 0 when every call succeeded.
 #include <cuda_runtime.h>
 
 #include <cstdio>
@@ -67,6 +68,19 @@ int main() {
   CHECK(cudaStreamSynchronize(s0));
   CHECK(cudaDeviceSynchronize());
   CHECK(cudaMemPoolDestroy(made1));
+  // A graph of device 1, launched twice on its stream by a thread on device 1.
+  CHECK(cudaSetDevice(1));
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  CHECK(cudaStreamBeginCapture(s1, cudaStreamCaptureModeThreadLocal));
+  cross_kernel<<<2, 32, 0, s1>>>(d1);
+  CHECK(cudaStreamEndCapture(s1, &graph));
+  CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  for (int i = 0; i < 2; ++i) CHECK(cudaGraphLaunch(exec, s1));
+  CHECK(cudaStreamSynchronize(s1));
+  CHECK(cudaGraphExecDestroy(exec));
+  CHECK(cudaGraphDestroy(graph));
+  CHECK(cudaSetDevice(0));
   CHECK(cudaStreamDestroy(s1));
   CHECK(cudaStreamDestroy(s0));
   CHECK(cudaFree(d0));
