@@ -77,15 +77,37 @@ void Pair(uint64_t* tsc, uint64_t* mono, uint64_t* width) {
 // The tick rate is measured over at least this much time since InitClock's first reading.
 constexpr uint64_t kCalibrationNs = 20 * 1000 * 1000;
 
+int64_t Convert(const Calibration& c, uint64_t ticks) {
+  int64_t d = int64_t(ticks - c.tsc0);
+  __int128 ns = (__int128)d * (__int128)c.mult;
+  return int64_t(c.mono0) + int64_t(ns >> 32);
+}
+
+// A recalibration's offset from the previous mapping is absorbed over this long, not jumped.
+constexpr int64_t kSlewNs = 1000 * 1000 * 1000;
+
 // Stores the tick rate measured from InitClock's reading to now, anchored now; false (nothing
-// stored) for an implausible one.
-bool MeasureRate() {
+// stored) for an implausible one. `slew` (a recalibration): the new mapping starts where the
+// current one is now and reaches the measured line a second later, so that converted times
+// never jump (records converted after a recalibration, with ticks from before it, met their
+// neighbours converted before it out of order by the mapping's error, 150-200 ns: a call began
+// before the previous one on its thread ended); an error of 1 ms or more is jumped.
+bool MeasureRate(bool slew) {
   uint64_t t, m, w;
   Pair(&t, &m, &w);
   if (t <= g_first_tsc || m <= g_first_mono) return false;
   const double ns_per_tick = double(m - g_first_mono) / double(t - g_first_tsc);
   if (!(ns_per_tick > 0.01 && ns_per_tick <= 100.0)) return false;
-  Store({t, m, uint64_t(ns_per_tick * 4294967296.0)});
+  Calibration next{t, m, uint64_t(ns_per_tick * 4294967296.0)};
+  if (slew) {
+    const int64_t now = Convert(Load(), t);
+    const int64_t error = now - int64_t(m);  // the current mapping is ahead by this much
+    if (error > -kSlewNs / 1000 && error < kSlewNs / 1000) {
+      next.mono0 = uint64_t(now);
+      next.mult = uint64_t(ns_per_tick * double(kSlewNs - error) / double(kSlewNs) * 4294967296.0);
+    }
+  }
+  Store(next);
   return true;
 }
 
@@ -114,7 +136,7 @@ void Calibrate() {
     }
   }
   // (An implausible rate, a TSC that went backwards: 1 ns per tick rather than nonsense.)
-  if (!MeasureRate()) Store({g_first_tsc, g_first_mono, uint64_t(4294967296.0)});
+  if (!MeasureRate(/*slew=*/false)) Store({g_first_tsc, g_first_mono, uint64_t(4294967296.0)});
   g_calibrated.store(2, std::memory_order_release);
 }
 
@@ -140,17 +162,22 @@ void InitClock() {
 void RecalibrateClock() {
   if (!internal::g_use_tsc) return;
   if (g_calibrated.load(std::memory_order_acquire) != 2) return Calibrate();
-  MeasureRate();  // (over the whole run so far: a better fit as it grows)
+  MeasureRate(/*slew=*/true);  // (over the whole run so far: a better fit as it grows)
 }
 
 uint64_t TicksToNs(uint64_t ticks) {
   if (!internal::g_use_tsc) return ticks;
   if (__builtin_expect(g_calibrated.load(std::memory_order_acquire) != 2, 0)) Calibrate();
-  Calibration c = Load();
-  int64_t d = int64_t(ticks - c.tsc0);
-  __int128 ns = (__int128)d * (__int128)c.mult;
-  return uint64_t(int64_t(c.mono0) + int64_t(ns >> 32));
+  return uint64_t(Convert(Load(), ticks));
 }
+
+namespace testing {
+void ShiftClockForTest(int64_t ns) {
+  Calibration c = Load();
+  c.mono0 = uint64_t(int64_t(c.mono0) + ns);
+  Store(c);
+}
+}  // namespace testing
 
 bool TicksToNsReady() {
   return !internal::g_use_tsc || g_calibrated.load(std::memory_order_acquire) == 2;

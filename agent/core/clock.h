@@ -51,6 +51,11 @@ bool TicksToNsReady();
 // the fit over long runs). Called by the writer.
 void RecalibrateClock();
 
+namespace testing {
+// Moves the current tick mapping by `ns` (an error of the calibration, for tests).
+void ShiftClockForTest(int64_t ns);
+}  // namespace testing
+
 // One paired reading (ticks, monotonic ns, realtime ns) taken as close together as possible.
 struct ClockSample {
   uint64_t ticks, mono_ns, real_ns, uncertainty_ns;

@@ -1344,6 +1344,10 @@ absl::Status ExportTrace(const std::vector<std::string>& all_inputs, const std::
     s->output_events += r.events;
     s->output_bytes += r.bytes;
     if (r.summary.truncated) s->warnings.push_back(r.summary.warning);
+    // As the report says it: the end of the run (its last records, open ranges) is missing.
+    if (!r.summary.has_footer && !r.summary.truncated) {
+      s->warnings.push_back(absl::StrCat(inputs[i], ": no footer (the process ended abnormally)"));
+    }
     if (r.misplaced != 0) {
       s->warnings.push_back(absl::StrCat(inputs[i], ": ", r.misplaced,
                                          " host ranges overlap more than ", kMaxHostLanes,

@@ -1403,6 +1403,7 @@ TEST_CASE("start/end ranges, steps and runs that cross go to lanes where every s
       }
     }
     w.Write(r);
+    w.Footer();
   }
   std::ostringstream out, err;
   REQUIRE(RunPerfettoCommand(dir + "/rank0.pb", "", "perfetto", out, err) == 0);
@@ -1517,6 +1518,25 @@ TEST_CASE("a truncated last frame is accepted with a warning") {
   REQUIRE(err.str().find("truncated") != std::string::npos);
   Replay r = ReplayTrace(ParseTrace(dir + "/rank0.pftrace"));
   REQUIRE(r.slice_start.count("GPU 0 stream 7|gemm_kernel") == 1);
+}
+
+// A process killed (SIGKILL) leaves no footer: its last records and open ranges are missing,
+// which the trace says as the report does.
+TEST_CASE("a file without a footer is drawn with a warning") {
+  const std::string dir = TmpDir();
+  {
+    ProfileWriter w(dir + "/rank0.pb");
+    w.Header(50, "h", 0, 1700000000000000000ull, 1000000000);
+    w.String(1, "cudaLaunchKernel");
+    w.Thread(0, 50, "main");
+    Record r;
+    AddEvent(r.mutable_batch(), 100, 300, EV_LAUNCH, 1);
+    w.Write(r);
+  }
+  ExportStats stats;
+  REQUIRE(ExportTrace({dir + "/rank0.pb"}, dir + "/t.pftrace", ExportOptions(), &stats).ok());
+  REQUIRE(stats.warnings.size() == 1);
+  CHECK(stats.warnings[0] == dir + "/rank0.pb: no footer (the process ended abnormally)");
 }
 
 TEST_CASE("JSON escapes quotes, backslashes, control characters; keeps UTF-8") {

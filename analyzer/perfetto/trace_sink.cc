@@ -389,7 +389,9 @@ bool PerfettoProtoSink::Finish() { return FinishOutput(); }
 
 ChromeJsonSink::ChromeJsonSink(int fd, bool opens, bool closes)
     : TraceSink(fd), first_(opens), closes_(closes) {
-  if (opens) Raw("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
+  // No "displayTimeUnit": catapult takes it as a display preference, but older versions of
+  // Perfetto's trace processor let it change how ts and dur (microseconds) were parsed.
+  if (opens) Raw("{\"traceEvents\":[\n");
 }
 
 void ChromeJsonSink::Str(std::string_view s) {
