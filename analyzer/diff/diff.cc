@@ -327,6 +327,27 @@ bool IsPerStepBucketMs(const std::string& name) {
          (EndsWith(name, ".ms") || EndsWith(name, ".mean") || EndsWith(name, ".std"));
 }
 
+// Each step's ms of model bucket `bucket` (stats.step_buckets_model_ms_samples.BUCKET; a step
+// without that bucket's work is a 0 there); empty when the summary has none.
+std::vector<double> BucketSamples(const OJson& s, const std::string& bucket) {
+  std::vector<double> v;
+  auto st = s.find("stats");
+  if (st == s.end() || !st->is_object()) return v;
+  auto all = st->find("step_buckets_model_ms_samples");
+  if (all == st->end() || !all->is_object()) return v;
+  auto it = all->find(bucket);
+  if (it == all->end() || !it->is_array()) return v;
+  for (const auto& x : *it) v.push_back(x.is_number() ? x.get<double>() : 0.0);
+  return v;
+}
+
+// The bucket of a top-level model bucket average (buckets_model_avg_ms.BUCKET.ms), else empty.
+std::string ModelBucketOf(const std::string& name) {
+  static const std::string kPrefix = "buckets_model_avg_ms.";
+  if (name.rfind(kPrefix, 0) != 0 || !EndsWith(name, ".ms")) return "";
+  return name.substr(kPrefix.size(), name.size() - kPrefix.size() - 3);
+}
+
 // Each step's KV length from stats.step_kv_samples (NaN where the KV bins do not take the
 // step), when it holds one entry per step sample (`steps`); else empty.
 std::vector<double> KvSamples(const OJson& s, size_t steps) {
@@ -1112,6 +1133,20 @@ DiffResult DiffSummaries(const OJson& base, const OJson& now, const DiffOptions&
                             ") Welch p=", FmtP(p, options.alpha));
           }
         }
+      } else if (const std::string bucket = ModelBucketOf(name);
+                 !bucket.empty() && BucketSamples(base, bucket).size() >= 2 &&
+                 BucketSamples(now, bucket).size() >= 2) {
+        // A model bucket's average per step: the same block bootstrap over each step's device
+        // time in the bucket (a profile of one run has no run aggregates to test).
+        const std::vector<double> ba = BucketSamples(base, bucket), bb = BucketSamples(now, bucket);
+        auto ci = BootstrapDiffInterval(ba, bb, Statistic::kMean, options.alpha,
+                                        options.bootstrap_resamples, options.seed,
+                                        BlockLength(ba.size()), BlockLength(bb.size()));
+        m.tested = true;
+        m.significant = ci.first > 0;
+        m.test = absl::StrCat("per-step ms (", ba.size(), " vs ", bb.size(), " steps) diff CI",
+                              level, " [", Fmt(ci.first), ", ", Fmt(ci.second),
+                              "] ms; MWU p=", FmtP(MannWhitneyP(ba, bb), options.alpha));
       } else if (name.rfind("runs_aggregate.", 0) == 0 && EndsWith(name, ".mean") && runs_a >= 2 &&
                  runs_b >= 2) {
         const std::string base_key = name.substr(0, name.size() - 5);  // drop ".mean"
@@ -1171,7 +1206,14 @@ std::string ChangeText(const MetricDiff& m) {
 }
 
 std::string Headline(const DiffResult& r) {
-  if (r.regressions == 0) return "no regression";
+  if (r.regressions == 0) {
+    // Worse beyond the threshold with nothing to test it against is not "nothing moved".
+    if (r.untested_worse == 0) return "no regression";
+    return absl::StrCat("no regression (", r.untested_worse, " metric",
+                        r.untested_worse == 1 ? "" : "s",
+                        " worse beyond the threshold but untested: no samples; "
+                        "--fail-untested fails on them)");
+  }
   const int metrics = r.regressions - int(r.failures.size());
   std::string text = absl::StrJoin(r.failures, "; ");
   if (metrics > 0) {

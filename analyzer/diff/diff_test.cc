@@ -525,6 +525,57 @@ TEST_CASE("step statistics must move across runs, not in one run") {
   CHECK(Find(d, "stats.total_time_ms")->verdict == Verdict::kInfo);
 }
 
+// A profile of one run (or none): a model bucket's average is tested over its per-step samples
+// (stats.step_buckets_model_ms_samples). A GEMM 10% slower in every step, while the step
+// latency (host-bound) stays: a regression (before: "untested", exit 0). The same average
+// with per-step noise only: not one.
+TEST_CASE("model buckets are tested over their per-step samples") {
+  auto with_gemm = [](nlohmann::ordered_json j, double gemm_ms, bool noisy_only) {
+    std::vector<double> per_step;
+    const size_t n = j["stats"]["step_latency_ms_samples"].size();
+    for (size_t i = 0; i < n; ++i) {
+      per_step.push_back(noisy_only ? gemm_ms * Jitter(7, int(i)) : gemm_ms * Jitter(3, int(i)));
+    }
+    double sum = 0;
+    for (double x : per_step) sum += x;
+    j["buckets_model_avg_ms"] = {{"mlp.gate_up_proj", {{"ms", sum / double(n)}, {"share", 1.0}}}};
+    j["stats"]["step_buckets_model_ms_samples"] = {{"mlp.gate_up_proj", per_step}};
+    return j;
+  };
+  auto steps = [](int r, int i) { return 0.5 * Jitter(r, i); };  // the GEMM: 27% of a step
+  auto base = with_gemm(MakeSummary(1, 60, 1, steps), 0.1342, false);
+  auto slow = with_gemm(MakeSummary(1, 60, 1, steps), 0.1476, false);
+  DiffResult d = DiffSummaries(base, slow, DiffOptions());
+  const MetricDiff* m = Find(d, "buckets_model_avg_ms.mlp.gate_up_proj.ms");
+  REQUIRE(m != nullptr);
+  CHECK(m->change_pct == Approx(10).epsilon(0.01));
+  CHECK(m->tested);
+  CHECK(m->verdict == Verdict::kRegression);
+  INFO(m->test);
+  CHECK(m->test.find("per-step ms (60 vs 60 steps) diff CI99 [") != std::string::npos);
+  CHECK(d.regressions == 1);
+  // Another sample of the same bucket: within its noise, whatever the threshold.
+  auto same = with_gemm(MakeSummary(1, 60, 1, steps), 0.1342, true);
+  DiffOptions tight;
+  tight.metric_thresholds.push_back({"buckets_model_avg_ms.*", 0.01});
+  d = DiffSummaries(base, same, tight);
+  m = Find(d, "buckets_model_avg_ms.mlp.gate_up_proj.ms");
+  REQUIRE(m != nullptr);
+  if (m->verdict != Verdict::kBetter && m->verdict != Verdict::kWithin) {
+    CHECK(m->tested);
+    CHECK(m->verdict == Verdict::kNoise);
+  }
+  CHECK(d.regressions == 0);
+  // Without the samples (an older summary): worse but untested, and the headline says so.
+  base["stats"].erase("step_buckets_model_ms_samples");
+  d = DiffSummaries(base, slow, DiffOptions());
+  CHECK(Find(d, "buckets_model_avg_ms.mlp.gate_up_proj.ms")->verdict == Verdict::kUntested);
+  CHECK(d.regressions == 0);
+  const std::string text = RenderDiffText(d, DiffOptions());
+  CHECK(text.find("profagent diff: no regression (1 metric worse beyond the threshold but "
+                  "untested: no samples; --fail-untested fails on them)") != std::string::npos);
+}
+
 // The same for a KV bin's statistics: every step at KV length 100 (bin [0-512)), per-run bins
 // as the report writes them. One slow run is noise there too; every run slower, a regression.
 TEST_CASE("KV bin statistics must move across runs, not in one run") {

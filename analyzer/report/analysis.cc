@@ -506,7 +506,20 @@ struct StepRec {
   int run = 0;              // 1-based index into runs, 0 = none
   uint64_t agent_run = 0;   // the agent's index of the run it was in (StepInfo.run), 0 = none
   uint64_t busy_ns = 0;  // GPU busy within the step's window
+  // Device time of the step's ops per model bucket (index into Context::buckets, ns): diff
+  // tests each bucket's average over the steps (stats.step_buckets_model_ms_samples).
+  std::vector<std::pair<uint32_t, uint64_t>> model_ns;
 };
+
+void AddBucketNs(std::vector<std::pair<uint32_t, uint64_t>>* v, uint32_t bucket, uint64_t ns) {
+  for (auto& p : *v) {
+    if (p.first == bucket) {
+      p.second += ns;
+      return;
+    }
+  }
+  v->emplace_back(bucket, ns);
+}
 
 struct RunRec {
   uint64_t start, end;
@@ -2504,7 +2517,10 @@ void FileAnalysis::Emit(const PendingOp& op, const PendingLaunch* l) {
     StepRec& st = steps_[s];
     // Per run slot, warm-up steps of warm-up runs included (the run's own table); the global
     // table sums the slots of non-warm-up runs only.
-    if (!st.warmup) run_buckets_[st.run].model_ns[bucket] += dur;
+    if (!st.warmup) {
+      run_buckets_[st.run].model_ns[bucket] += dur;
+      AddBucketNs(&st.model_ns, uint32_t(bucket), dur);
+    }
   }
   busy_union_.Add(op.start, op.end, 0,
                   [this](uint64_t a, uint64_t b, char) { OnBusy(a, b); });
@@ -3147,6 +3163,32 @@ Json BucketsJson(const Context& ctx, const std::vector<uint64_t>& ns, uint64_t s
     e["ms"] = steps > 0 ? Num(NsToMs(double(p.second)) / double(steps)) : Json(nullptr);
     e["share"] = total > 0 ? Num(double(p.second) / double(total)) : Json(nullptr);
     j[p.first] = e;
+  }
+  return j;
+}
+
+// Each measured step's device time per model bucket (ms, the steps of step_latency_ms_samples
+// in order, buckets folded as in buckets_model_avg_ms), for diff's test of the bucket averages.
+// Over 4096 steps, every k-th step only (evenly spread), so the summary stays small.
+Json StepBucketSamples(const Context& ctx, const std::vector<const StepRec*>& steps) {
+  constexpr size_t kMaxSamples = 4096;
+  const size_t stride = (steps.size() + kMaxSamples - 1) / kMaxSamples;
+  std::vector<const StepRec*> picked;
+  for (size_t i = 0; i < steps.size(); i += std::max<size_t>(stride, 1)) picked.push_back(steps[i]);
+  std::map<std::string, std::vector<double>> by_name;
+  for (size_t i = 0; i < picked.size(); ++i) {
+    for (const auto& [bucket, ns] : picked[i]->model_ns) {
+      const std::string& b = ctx.buckets[bucket];
+      std::vector<double>& v = by_name[IsCanonicalModelBucket(b) ? b : std::string(kOthersBucket)];
+      v.resize(picked.size(), 0.0);
+      v[i] += NsToMs(double(ns));
+    }
+  }
+  Json j = Json::object();
+  for (auto& [name, v] : by_name) {
+    Json arr = Json::array();
+    for (double x : v) arr.push_back(Num(x));
+    j[name] = std::move(arr);
   }
   return j;
 }
@@ -4364,6 +4406,7 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
   out["schema"] = kSummarySchema;
   out["meta"] = meta;
   out["stats"] = StatsJson(all, true);
+  out["stats"]["step_buckets_model_ms_samples"] = StepBucketSamples(ctx, all_steps);
   out["runs"] = runs;
   out["runs_aggregate"] = ragg;
   out["buckets_model_avg_ms"] = BucketsJson(ctx, model_all, all.steps, false);
