@@ -3079,7 +3079,11 @@ struct StepSet {
 };
 
 // Whether the KV-length bins take a step (decode_length_buckets).
-bool KvBinned(const StepRec& s) { return s.kv >= 0 && (s.phase.empty() || s.phase == "decode"); }
+// Decode steps (phase `decode` in any case: SGLang writes DECODE) and steps without a phase.
+bool DecodePhase(const std::string& phase) {
+  return phase.empty() || absl::EqualsIgnoreCase(phase, "decode");
+}
+bool KvBinned(const StepRec& s) { return s.kv >= 0 && DecodePhase(s.phase); }
 
 // Wall time the steps cover: the union of their windows. The sum of step wall times for steps
 // one after another; less when they overlap (threads serving concurrently) or nest (a draft
@@ -3729,8 +3733,7 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
   if (!options.kv_edges.empty()) {
     uint64_t below = 0;
     for (const StepRec* s : all_steps) {
-      below += s->kv >= 0 && s->kv < options.kv_edges.front() &&
-               (s->phase.empty() || s->phase == "decode");
+      below += s->kv >= 0 && s->kv < options.kv_edges.front() && DecodePhase(s->phase);
     }
     if (below > 0) {
       warnings.push_back(absl::StrCat(below,
@@ -3738,6 +3741,27 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
                                       "edge (",
                                       options.kv_edges.front(),
                                       ") are in no decode_length_buckets bin"));
+    }
+  }
+  {
+    // Steps with a KV length that the bins leave out for their phase (prefill, mixed, a
+    // speculative verify...): said, so that empty bins have a reason.
+    std::map<std::string, uint64_t> other_phases;
+    for (const StepRec* s : all_steps) {
+      if (s->kv >= 0 && !DecodePhase(s->phase)) ++other_phases[s->phase];
+    }
+    if (!other_phases.empty() && (other_phases.size() > 1 || !other_phases.count("prefill"))) {
+      uint64_t n = 0;
+      std::string which;
+      for (const auto& [phase, count] : other_phases) {
+        n += count;
+        absl::StrAppend(&which, which.empty() ? "" : ", ", phase, " ", count);
+      }
+      warnings.push_back(absl::StrCat(n,
+                                      " step(s) with a KV length (kv=) are in no "
+                                      "decode_length_buckets bin for their phase (",
+                                      which,
+                                      "): the bins take phase=decode and steps without a phase"));
     }
   }
   const size_t nb = ctx.buckets.size();

@@ -504,6 +504,59 @@ TEST_CASE("steps re-derived from NVTX ranges with the report's own patterns") {
   CHECK(warned("1 decode step(s) with a KV length below the first KV edge (1000)"));
 }
 
+// KV bins take decode steps (phase `decode` in any case: SGLang's DECODE) and steps without a
+// phase; steps with kv= of other phases are counted in a warning (before, dropped silently).
+TEST_CASE("KV bins: decode in any case binned, other phases with kv= in a warning") {
+  const std::string dir = TmpDir("kv_phases");
+  {
+    ProfileBuilder b(dir + "/rank0.pb");
+    b.WriteHeader(0, 1, "h0", GPU_TIMING_CUPTI);
+    const char* msgs[] = {"step phase=decode kv=100",  "step phase=DECODE kv=100",
+                          "step phase=Decode kv=600",  "step kv=600",
+                          "step phase=prefill kv=100", "step phase=mixed kv=100",
+                          "step phase=MIXED kv=700",   "step phase=spec_decode kv=100"};
+    uint64_t t = 0;
+    for (const char* m : msgs) {
+      b.Host(1, t, 0, ProfileBuilder::Nvtx(b.Str(m), 50 * kUs, 0));
+      t += 100 * kUs;
+    }
+    b.Close(true);
+  }
+  ReportOptions opt;
+  opt.kv_edges = {0, 512};
+  auto s = BuildSummary({dir + "/rank0.pb"}, opt, "");
+  REQUIRE(s.ok());
+  CHECK((*s)["stats"]["steps"] == 8);
+  CHECK((*s)["decode_length_buckets"][0]["steps"] == 2);  // decode, DECODE at 100
+  CHECK((*s)["decode_length_buckets"][1]["steps"] == 2);  // Decode and no phase at 600
+  std::vector<std::string> kv_warnings;
+  for (const auto& w : (*s)["meta"]["warnings"]) {
+    if (w.get<std::string>().find("kv=") != std::string::npos) kv_warnings.push_back(w);
+  }
+  CHECK(kv_warnings ==
+        std::vector<std::string>{"4 step(s) with a KV length (kv=) are in no "
+                                 "decode_length_buckets bin for their phase (MIXED 1, mixed 1, "
+                                 "prefill 1, spec_decode 1): the bins take phase=decode and "
+                                 "steps without a phase"});
+}
+
+// Prefill steps alone with kv= are what the bins mean to leave out: no warning.
+TEST_CASE("KV bins: prefill steps with kv= leave no warning") {
+  const std::string dir = TmpDir("kv_prefill");
+  {
+    ProfileBuilder b(dir + "/rank0.pb");
+    b.WriteHeader(0, 1, "h0", GPU_TIMING_CUPTI);
+    b.Host(1, 0, 0, ProfileBuilder::Nvtx(b.Str("step phase=prefill kv=100"), 50 * kUs, 0));
+    b.Host(1, 100 * kUs, 0, ProfileBuilder::Nvtx(b.Str("step phase=decode kv=100"), 50 * kUs, 0));
+    b.Close(true);
+  }
+  auto s = BuildSummary({dir + "/rank0.pb"}, ReportOptions(), "");
+  REQUIRE(s.ok());
+  for (const auto& w : (*s)["meta"]["warnings"]) {
+    CHECK(w.get<std::string>().find("kv=") == std::string::npos);
+  }
+}
+
 // A CPU-only rank (an MPI frontend) never sets GPU timing up: its "unknown" does not make the
 // job "mixed", or diff could never see a timing-mode change between two such jobs.
 TEST_CASE("meta.gpu_timing: ranks without GPU timing left out, mixed only for real mixes") {
