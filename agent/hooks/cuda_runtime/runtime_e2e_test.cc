@@ -705,6 +705,34 @@ TEST_CASE("CUDA_INJECTION64_PATH style: InitializeInjection alone records throug
   CHECK(p.Kind(EV_MEMSET).size() == 1);
 }
 
+// PROFAGENT_STACKS under injection: the launches come through CUPTI callbacks, which take the
+// stack on the launching thread (before, no stack at all, and nothing said so). It starts at
+// the application's call: no frame of the agent, CUPTI or the runtime above it.
+TEST_CASE("CUDA_INJECTION64_PATH style: PROFAGENT_STACKS stacks on the callbacks' launches") {
+  std::string dir = MakeTempDir("inject_stacks");
+  RunResult r = Run(
+      dir,
+      "GPUSIM_TRUTH=" + dir + "/truth.json PROFAGENT_STACKS=1 PROFAGENT_OUTPUT=" + dir + "/prof",
+      kPkg + "rt_inject " + AgentPath());
+  REQUIRE(r.code == 0);
+  CHECK(r.out == "init=1,1 sync=0\n");
+  Profile p;
+  if (!LoadProfile(dir + "/prof", &p) || CuptiUnavailable(p)) return;
+  auto launches = p.Kind(EV_LAUNCH);
+  REQUIRE(launches.size() == 6);
+  for (auto* l : launches) CHECK(l->ev.stack() != 0);
+  REQUIRE(!p.stacks.empty());
+  for (const StackDef& st : p.stacks) {
+    REQUIRE(st.frames_size() >= 1);
+    const std::string inner = p.Str(st.frames(0).module());
+    INFO("innermost frame in " << inner);
+    for (const char* lib : {"libprofagent", "libcupti", "libcudart"}) {
+      CHECK(inner.find(lib) == std::string::npos);
+    }
+    CHECK(inner.find("rt_inject") != std::string::npos);
+  }
+}
+
 // Injected only, CUDA-event or host timing would see no call (the interposers are not in the
 // application's lookup): CUPTI is used instead, and said why; without CUPTI the log says that
 // nothing but NVTX can be recorded.

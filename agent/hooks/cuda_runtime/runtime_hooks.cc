@@ -244,6 +244,47 @@ inline void MaybeCaptureStack(uint64_t t) {
   if (__builtin_expect(internal::g_stack_every != 0, 0)) CaptureStack(t);
 }
 
+// True for a frame of CUPTI, the CUDA runtime or the driver (a shared library of theirs).
+bool InCudaLibrary(void* ip) {
+  Dl_info info;
+  if (dladdr(ip, &info) == 0 || info.dli_fname == nullptr) return false;
+  const char* base = std::strrchr(info.dli_fname, '/');
+  base = base != nullptr ? base + 1 : info.dli_fname;
+  return std::strncmp(base, "libcupti", 8) == 0 || std::strncmp(base, "libcudart", 9) == 0 ||
+         std::strncmp(base, "libcuda.", 8) == 0;
+}
+
+// The stack of a launch recorded from a CUPTI callback (injection, a static cudart, driver
+// launches): as CaptureStack, without the frames of the agent, CUPTI, the runtime and the
+// driver above the application's call (a static cudart's are the application's own).
+__attribute__((noinline)) void CaptureStackInCallback(uint64_t t) {
+  if (internal::g_stack_every == 0 || ++t_stack_count < internal::g_stack_every) return;
+  t_stack_count = 0;
+  constexpr int kCallbackFramesMax = 48;  // CUPTI's and the runtime's frames above the call
+  void* ips[kMaxStackFrames + kCallbackFramesMax];
+  const int want =
+      std::min<int>(int(internal::g_stack_depth), kMaxStackFrames) + kCallbackFramesMax;
+  const int n = unw_backtrace(ips, want);
+  const CodeRange& own = OwnCode();
+  int skip = 0;
+  while (skip < n && skip < kCallbackFramesMax) {
+    const uintptr_t ip = reinterpret_cast<uintptr_t>(ips[skip]);
+    if (!(ip >= own.lo && ip < own.hi) && !InCudaLibrary(ips[skip])) break;
+    ++skip;
+  }
+  const int kept = std::min<int>(n - skip, int(internal::g_stack_depth));
+  if (kept <= 0) return;
+  RawEvent s;
+  std::memset(&s, 0, sizeof(s));
+  s.t0 = s.t1 = t;
+  s.type = EvType::kStack;
+  EmitWithBytes(s, ips + skip, size_t(kept) * sizeof(void*));
+}
+
+struct RegisterLaunchStack {
+  RegisterLaunchStack() { cupti::SetLaunchStackCapture(CaptureStackInCallback); }
+} g_register_launch_stack;
+
 // ---- Launch API durations (PROFAGENT_LAUNCH_API_SAMPLE=N) ------------------------------------
 // True when this launch's return time should be read: on average 1 in N launches per thread,
 // at random gaps (uniform in 1..2N-1) so that a periodic launch sequence (the same layers every

@@ -219,6 +219,15 @@ LaunchShapeExtra FillLaunch(RawEvent* e, const void* f, dim3 g, dim3 b, size_t s
   return LaunchShapeExtra{{g.x, g.y, g.z}, {b.x, b.y, b.z}};
 }
 
+std::atomic<LaunchStackFn> g_launch_stack{nullptr};
+
+// A launch recorded from a callback (injection, a static cudart, a driver-API launch): its
+// host stack first, as the interposer takes one (PROFAGENT_STACKS).
+void MaybeLaunchStack(const RawEvent& e) {
+  if (e.type != EvType::kLaunch && e.type != EvType::kGraphLaunch) return;
+  if (LaunchStackFn fn = g_launch_stack.load(std::memory_order_relaxed)) fn(e.t0);
+}
+
 // Emits a kLaunch event, with its shape in a continuation slot when the payload cannot hold it.
 void EmitLaunch(const RawEvent& e, const LaunchShapeExtra& shape) {
   if (FitsLaunchPayload(shape)) {
@@ -836,6 +845,7 @@ void RecordRuntimeFromCallback(CUpti_CallbackId cbid, const CUpti_CallbackData* 
     e.mem.device = device;
   }
   FlagCaptured(&e);
+  MaybeLaunchStack(e);
   EmitLaunch(e, shape);  // any other type: the zero shape fits
 }
 
@@ -1175,6 +1185,7 @@ void RecordDriverLaunch(CUpti_CallbackId cbid, const CUpti_CallbackData* cb, uin
   e.launch.corr = cb->correlationId;
   NoteFunctionName(f, cb->symbolName);
   FlagCaptured(&e);
+  MaybeLaunchStack(e);
   EmitLaunch(e, shape);
 }
 
@@ -1853,6 +1864,10 @@ void FlushCupti(bool forced) {
 }
 
 void SetInjectionStarter(InjectionStarter fn) { g_injection_starter = fn; }
+
+void SetLaunchStackCapture(LaunchStackFn fn) {
+  g_launch_stack.store(fn, std::memory_order_relaxed);
+}
 InjectionStarter GetInjectionStarter() { return g_injection_starter; }
 
 }  // namespace cupti

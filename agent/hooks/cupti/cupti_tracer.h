@@ -68,6 +68,12 @@ void NoteCaptureCall(uint64_t stream, bool begin, int result);
 // again): the end of the session only; otherwise the buffers whose records are all complete.
 void FlushCupti(bool forced);
 
+// Takes the calling thread's host stack for a launch about to be recorded from a callback (the
+// stack, sampled as PROFAGENT_STACKS says, is emitted before the launch and attached to it).
+// Registered by the runtime hooks, which own libunwind; null: no stacks.
+using LaunchStackFn = void (*)(uint64_t t);
+void SetLaunchStackCapture(LaunchStackFn fn);
+
 // CUPTI's id of a stream (the streamId of its activity records): cudaStreamLegacy (0x1) and
 // cudaStreamPerThread (0x2, the calling thread's) included. False when CUPTI is not running or
 // does not know the stream.
