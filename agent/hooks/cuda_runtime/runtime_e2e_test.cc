@@ -2109,6 +2109,34 @@ TEST_CASE("A disabled agent leaves CUPTI to the application") {
   }
 }
 
+// Another CUPTI client takes the activity API mid-run (torch.profiler does): the agent's kernel
+// records stop for good, and its file says why (before: only "launches without device
+// activity", no cause).
+TEST_CASE("Another CUPTI client takes the activity records: a warning says so") {
+  Scenario s("cupti_takeover", "PROFAGENT_GPU_TIMING=cupti", kPkg + "rt_cupti_user takeover");
+  REQUIRE(s.run.code == 0);
+  INFO(s.run.err);
+  REQUIRE(s.loaded);
+  if (CuptiUnavailable(s.prof)) return;
+  // The records of its 200 kernels went to it, and those of the first 200 still in CUPTI's
+  // buffer (not yet flushed to the agent) too: the activity API hands a buffer to whoever
+  // holds it when it is delivered.
+  int records = 0;
+  REQUIRE(sscanf(s.run.out.c_str(), "records %d", &records) == 1);
+  CHECK(records >= 200);
+  CHECK(records <= 400);
+  CHECK(s.prof.Kind(EV_LAUNCH).size() == 400);
+  CHECK(s.run.err.find("kernel launches got no device record") != std::string::npos);
+  CHECK(s.run.err.find("another CUPTI client in the process") != std::string::npos);
+}
+
+// Without another client, no such warning, whatever the kernels' length (a busy queue).
+TEST_CASE("No other CUPTI client: no takeover warning") {
+  Scenario s("cupti_no_takeover", "PROFAGENT_GPU_TIMING=cupti", kPkg + "rt_burst");
+  REQUIRE(s.run.code == 0);
+  CHECK(s.run.err.find("another CUPTI client") == std::string::npos);
+}
+
 // The application closes every descriptor and opens a file of its own mid-run: the agent never
 // writes into it (before, its records went into the application's file), reopens its profile
 // by path and keeps every launch.

@@ -91,6 +91,16 @@ uint64_t g_skipped = 0;  // records left out by the gate (Mu() held)
 // work still running, which gets a moment to finish before the final flush (WaitForInFlight).
 std::atomic<uint64_t> g_kernels_launched{0};
 std::atomic<uint64_t> g_kernel_records{0};
+// When the kernel records stopped coming while launches went on (another CUPTI client took
+// the activity API: it serves one client per process): the last buffer with a kernel record
+// (ticks) and the launches counted then, and the last launch counted (ticks).
+std::atomic<uint64_t> g_last_record_tick{0}, g_launched_at_last_record{0};
+std::atomic<uint64_t> g_last_launch_tick{0};
+
+void CountKernelLaunch() {
+  g_kernels_launched.fetch_add(1, std::memory_order_relaxed);
+  g_last_launch_tick.store(Now(), std::memory_order_relaxed);
+}
 // Records CUPTI delivered without times (start or end 0: the kernel was still running at a
 // forced flush, or CUPTI lacked device memory to time it), and buffers whose walk stopped at a
 // record CUPTI called incomplete (the rest of that buffer is unreadable). Mu() held.
@@ -142,6 +152,7 @@ void CUPTIAPI BufferCompleted(CUcontext ctx, uint32_t stream_id, uint8_t* buffer
   HookGuard guard;  // nothing this thread does here is the application's
   if (buffer && valid > 0 && g_api.next_record) {
     std::lock_guard<std::mutex> lock(Mu());
+    const uint64_t kernel_records = g_kernel_records.load();
     CUpti_Activity* rec = nullptr;
     CUptiResult r;
     while ((r = g_api.next_record(buffer, valid, &rec)) == CUPTI_SUCCESS) {
@@ -171,6 +182,10 @@ void CUPTIAPI BufferCompleted(CUcontext ctx, uint32_t stream_id, uint8_t* buffer
       }
     }
     if (r == CUPTI_ERROR_INVALID_KIND) ++g_cut_buffers;
+    if (g_kernel_records.load() != kernel_records) {
+      g_launched_at_last_record.store(g_kernels_launched.load(std::memory_order_relaxed));
+      g_last_record_tick.store(Now(), std::memory_order_relaxed);
+    }
   }
   free(buffer);
   size_t dropped = 0;
@@ -1234,9 +1249,7 @@ void CountRuntimeLaunch(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
       return;
   }
   if (ptsz && stream == nullptr) stream = cudaStreamPerThread;
-  if (!Capturing(reinterpret_cast<uint64_t>(stream), false)) {
-    g_kernels_launched.fetch_add(1, std::memory_order_relaxed);
-  }
+  if (!Capturing(reinterpret_cast<uint64_t>(stream), false)) CountKernelLaunch();
 }
 
 bool IsInstantiate(uint32_t cbid) {
@@ -1390,13 +1403,38 @@ void CUPTIAPI ApiCallback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId c
   if (ts.rt_cb_depth == 0 && ts.drv_recording && cb->functionReturnValue != nullptr &&
       *static_cast<const CUresult*>(cb->functionReturnValue) == CUDA_SUCCESS &&
       !Capturing(DriverLaunchStream(cbid, cb->functionParams), false)) {
-    g_kernels_launched.fetch_add(1, std::memory_order_relaxed);
+    CountKernelLaunch();
   }
   if (ts.in_runtime == 0 && ts.rt_cb_depth == 0 && Recording()) {
     uint64_t t1 = Now();
     HookGuard g;
     RecordDriverLaunch(cbid, cb, ts.drv_t0, t1);
   }
+}
+
+// At exit, after the final flush: kernel records that stopped coming for good while the
+// launches went on (over a second of launches, 100 of them or more, none with a record): what
+// another CUPTI client in the process does when it takes the activity API (torch.profiler's
+// Kineto registers its own buffer callbacks and calls cuptiFinalize; Nsight Systems or Compute
+// injected too), which serves one client. Said, or the report's only clue is launches without
+// device activity.
+void NoteRecordsStopped() {
+  const uint64_t launched = g_kernels_launched.load(), records = g_kernel_records.load();
+  const uint64_t after = launched - std::min(launched, g_launched_at_last_record.load());
+  const uint64_t last_launch = g_last_launch_tick.load(), last_record = g_last_record_tick.load();
+  if (records >= launched || after < 100 || last_launch == 0) return;
+  const uint64_t since_ns = last_record != 0 && last_launch > last_record
+                                ? TicksToNs(last_launch) - TicksToNs(last_record)
+                                : 0;
+  if (last_record != 0 && since_ns < 1000000000ull) return;
+  AddNote("warning",
+          "CUPTI: the last " + std::to_string(after) + " of " + std::to_string(launched) +
+              " kernel launches got no device record (" +
+              (last_record != 0
+                   ? "none in the last " + std::to_string(since_ns / 1000000) + " ms of launches"
+                   : std::string("none at all")) +
+              "): another CUPTI client in the process (torch.profiler, Nsight Systems or "
+              "Compute) may have taken CUPTI's activity API, which serves one client");
 }
 
 // At exit: kernels launched without a synchronization after them may still be running. The
@@ -1809,6 +1847,7 @@ bool StartCupti(const std::string& explicit_path, const void* cudart_symbol,
           Log(2, "CUPTI: %llu device records of calls made while not recording left out",
               static_cast<unsigned long long>(g_skipped));
         }
+        NoteRecordsStopped();
         if (g_untimed_records > 0 || g_cut_buffers > 0) {
           AddNote("warning",
                   "CUPTI: " + std::to_string(g_untimed_records) +
