@@ -47,6 +47,7 @@ struct CuptiApi {
   decltype(&cuptiUnsubscribe) unsubscribe = nullptr;
   decltype(&cuptiEnableCallback) enable_callback = nullptr;
   decltype(&cuptiActivityEnable) activity_enable = nullptr;
+  decltype(&cuptiActivityDisable) activity_disable = nullptr;
   decltype(&cuptiActivityRegisterCallbacks) register_callbacks = nullptr;
   decltype(&cuptiActivityRegisterTimestampCallback) register_timestamp = nullptr;
   decltype(&cuptiActivityGetNextRecord) next_record = nullptr;
@@ -123,7 +124,9 @@ std::string ResultName(CUptiResult r) {
 
 std::string Failure(const char* call, CUptiResult r) {
   std::string s = std::string("CUPTI: ") + call + " returned " + ResultName(r);
-  if (r == CUPTI_ERROR_UNKNOWN || r == CUPTI_ERROR_NOT_INITIALIZED) s += " (no driver?)";
+  // CUPTI_ERROR_NOT_INITIALIZED: also a driver older than this libcupti (CUPTI's guide).
+  if (r == CUPTI_ERROR_UNKNOWN) s += " (no driver?)";
+  if (r == CUPTI_ERROR_NOT_INITIALIZED) s += " (no driver, or one older than this CUPTI?)";
   if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) s += " (another tool holds CUPTI)";
   return s;
 }
@@ -1469,6 +1472,12 @@ void* OpenCupti(const std::string& explicit_path, const void* cudart_symbol, std
     return dlopen(p.c_str(), RTLD_NOW | RTLD_LOCAL);
   };
   if (!explicit_path.empty()) return attempt(explicit_path);
+  // The copy the process loaded already (a framework's own, through its RPATH): a second copy
+  // of CUPTI loaded from another path would be a second instance beside it.
+  if (void* h = dlopen("libcupti.so.13", RTLD_NOW | RTLD_NOLOAD)) {
+    *tried = "libcupti.so.13 (already loaded)";
+    return h;
+  }
   Dl_info info;
   if (cudart_symbol && dladdr(cudart_symbol, &info) && info.dli_fname) {
     std::string dir(info.dli_fname);
@@ -1565,6 +1574,7 @@ bool StartLocked(const std::string& explicit_path, const void* cudart_symbol,
   Sym(lib, "cuptiGetDeviceId", &a.get_device_id);
   Sym(lib, "cuptiGetGraphNodeId", &a.get_graph_node_id);
   Sym(lib, "cuptiGetStreamIdEx", &a.get_stream_id_ex);
+  Sym(lib, "cuptiActivityDisable", &a.activity_disable);
   bool ok = Sym(lib, "cuptiSubscribe", &a.subscribe) &&
             Sym(lib, "cuptiUnsubscribe", &a.unsubscribe) &&
             Sym(lib, "cuptiEnableCallback", &a.enable_callback) &&
@@ -1610,6 +1620,14 @@ bool StartLocked(const std::string& explicit_path, const void* cudart_symbol,
   }
   auto fail = [&](const char* call, CUptiResult res) {
     *reason = Failure(call, res);
+    // The kinds already enabled would go on producing records beside the fallback's timing.
+    if (a.activity_disable != nullptr) {
+      for (CUpti_ActivityKind k :
+           {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_KERNEL,
+            CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_MEMCPY2}) {
+        a.activity_disable(k);
+      }
+    }
     a.unsubscribe(g_subscriber);
     g_subscriber = nullptr;
     return false;
@@ -1623,7 +1641,16 @@ bool StartLocked(const std::string& explicit_path, const void* cudart_symbol,
   r = a.register_callbacks(BufferRequested, BufferCompleted);
   if (r != CUPTI_SUCCESS) return fail("cuptiActivityRegisterCallbacks", r);
   r = a.activity_enable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-  if (r != CUPTI_SUCCESS) r = a.activity_enable(CUPTI_ACTIVITY_KIND_KERNEL);
+  if (r != CUPTI_SUCCESS) {
+    // KERNEL records serialize every kernel on the GPU (cupti_activity.h): said, as it
+    // changes what the profile measures.
+    const CUptiResult concurrent = r;
+    r = a.activity_enable(CUPTI_ACTIVITY_KIND_KERNEL);
+    if (r == CUPTI_SUCCESS) {
+      how += ", KERNEL records: CONCURRENT_KERNEL refused (" + ResultName(concurrent) +
+             "), kernels run serialized";
+    }
+  }
   if (r != CUPTI_SUCCESS) return fail("cuptiActivityEnable(KERNEL)", r);
   r = a.activity_enable(CUPTI_ACTIVITY_KIND_MEMCPY);
   if (r != CUPTI_SUCCESS) return fail("cuptiActivityEnable(MEMCPY)", r);
