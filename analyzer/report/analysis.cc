@@ -3946,6 +3946,10 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
     jc["untimed"] = ca.untimed;
     const uint64_t timed = ca.count - std::min(ca.untimed, ca.count);
     double mean_ns = timed > 0 ? double(ca.span_ns()) / double(timed) : 0;
+    // An NCCL call's host time is only its kernel's enqueue: a row with device-timed calls
+    // takes their mean alone (a mix read 4x short), one without any has no bandwidth.
+    const bool nccl = k[0] == "nccl";
+    if (nccl && ca.dev_count > 0) mean_ns = double(ca.dev_span_ns) / double(ca.dev_count);
     jc["mean_us"] = timed > 0 ? Num(mean_ns / 1e3) : Json(nullptr);
     // bytes/ns == GB/s, of the calls' exact mean size (the integer `bytes` is truncated: a row
     // of mixed small sizes read busbw/algbw off the bus factor by 1.5%).
@@ -3954,8 +3958,8 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
     double algbw = mean_ns > 0 ? mean_bytes / mean_ns : 0;
     // Graph replays: size unknown. One-sided calls: transfer time unknown. Zero-byte calls
     // (barriers): no bandwidth.
-    const bool sized =
-        mean_ns > 0 && bytes > 0 && k[2] != kGraphSizeClass && !OneSided(LowerOp(k[1]));
+    const bool sized = mean_ns > 0 && bytes > 0 && k[2] != kGraphSizeClass &&
+                       !OneSided(LowerOp(k[1])) && (!nccl || ca.dev_count > 0);
     jc["algbw_gbps"] = sized ? NumSig(algbw) : Json(nullptr);
     const double bus_per_call =
         c.second.count > 0 ? c.second.bus_bytes / double(c.second.count) : 0;

@@ -475,7 +475,8 @@ std::string RenderMarkdown(const Json& s) {
     }
     md +=
         "\nEvery rank, every call. Time of a call: its kernel's device time when the kernel is "
-        "known (NCCL), else the host call (MPI; an NCCL call only enqueues). An NCCL kernel "
+        "known (NCCL), else the host call (MPI; an NCCL call only enqueues: an NCCL row's mean "
+        "and bandwidths are its kernel-timed calls', none without). An NCCL kernel "
         "starts when its rank arrives and ends after the last one did: its time, and the "
         "bandwidths, include the wait for late ranks (the waits below).\n\n";
     CapturedNote(c, &md);

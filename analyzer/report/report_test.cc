@@ -402,15 +402,17 @@ TEST_CASE("golden two-rank profile: summary.json, report.md, ops.csv") {
                           "ranks_whole": [1]})"));
   CHECK(s["kernels"].back()["bucket"] == "comm.allreduce");
   // Collectives: 4 calls of 1 MiB: 50, 40, 30 us on the host and one timed by its kernel, 60 us
-  // on the device (not its 20 us enqueue): 180 us, algbw = 1048576 B / 45000 ns.
+  // on the device (not its 20 us enqueue): 180 us; the mean and algbw of the device-timed call
+  // alone (an NCCL call's host time is only its enqueue): 1048576 B / 60000 ns.
   const Json& co = s["collectives"]["ops"][0];
   CHECK(co["count"] == 4);
   CHECK(co["size_class"] == "1MiB-4MiB");
   CHECK(co["time_ms"] == 0.18);
   CHECK(co["time_source"] == "mixed");
   CHECK(co["device_timed"] == 1);
-  CHECK(co["algbw_gbps"] == Approx(1048576.0 / 45000));
-  CHECK(co["busbw_gbps"] == Approx(1048576.0 / 45000));  // n = 2: factor 2(n-1)/n = 1
+  CHECK(co["mean_us"] == 60.0);
+  CHECK(co["algbw_gbps"] == Approx(1048576.0 / 60000));
+  CHECK(co["busbw_gbps"] == Approx(1048576.0 / 60000));  // n = 2: factor 2(n-1)/n = 1
   CHECK(s["collectives"]["per_rank"][1]["time_ms"] == 0.09);
   // Stragglers: rank 1 arrives 10 us after rank 0 both times (after the clock offset): at its
   // kernel's device start (8510 + 5000 us) for seq 0, at its host call for seq 1.
@@ -1189,14 +1191,23 @@ TEST_CASE("collectives: sizes and bus bandwidth follow nccl-tests' conventions")
   const std::string dir = TmpDir("busbw");
   {
     ProfileBuilder b(dir + "/rank0.pb");
-    b.WriteHeader(0, 4, "h0", GPU_TIMING_HOST);
-    uint64_t t = 0;
+    b.WriteHeader(0, 4, "h0", GPU_TIMING_CUPTI);
+    uint64_t t = 0, corr = 0;
+    std::vector<std::pair<uint64_t, uint64_t>> kernels;  // (start, corr) of the NCCL calls'
+    // 1 ms each: an MPI call on the host, an NCCL call by its kernel (its host time is only
+    // the enqueue).
     auto call = [&](CollLibrary lib, const char* op, uint64_t bytes, uint64_t recv_bytes) {
       Event e = MpiCall(b, op, bytes, 0, -1);
       e.set_dur(1000 * kUs);
       e.mutable_coll()->set_lib(lib);
       e.mutable_coll()->set_recv_bytes(recv_bytes);
-      b.Host(1, t += 2000 * kUs, 0, e);
+      t += 2000 * kUs;
+      if (lib == LIB_NCCL) {
+        e.set_dur(5 * kUs);
+        e.mutable_coll()->set_corr(++corr);
+        kernels.push_back({t + 10 * kUs, corr});
+      }
+      b.Host(1, t, 0, e);
     };
     const uint64_t MiB = 1 << 20;
     call(LIB_NCCL, "ReduceScatter", MiB, MiB);        // recvcount: 1 MiB per rank -> 4 MiB
@@ -1212,6 +1223,8 @@ TEST_CASE("collectives: sizes and bus bandwidth follow nccl-tests' conventions")
     call(LIB_MPI, "Gather", MiB, 0);            // a non-root's block -> the root's 4 MiB
     call(LIB_MPI, "Iscatter", MiB, MiB);        // as Scatter
     call(LIB_MPI, "Barrier", 0, 0);             // no bytes: no bandwidth
+    b.Flush();
+    for (const auto& [start, c] : kernels) b.Device(0, start, c, Kernel(1000 * kUs));
     b.Close(true);
   }
   auto s = BuildSummary({dir + "/rank0.pb"}, ReportOptions(), "");
@@ -1488,7 +1501,7 @@ TEST_CASE("collectives: a row mixing communicator sizes weighs each call's bus f
   const std::string dir = TmpDir("busbw_mixed");
   {
     ProfileBuilder b(dir + "/rank0.pb");
-    b.WriteHeader(0, 4, "h0", GPU_TIMING_HOST);
+    b.WriteHeader(0, 4, "h0", GPU_TIMING_CUPTI);
     Record comm;
     comm.mutable_comm()->set_id(2);
     comm.mutable_comm()->set_lib(LIB_NCCL);
@@ -1496,11 +1509,15 @@ TEST_CASE("collectives: a row mixing communicator sizes weighs each call's bus f
     comm.mutable_comm()->set_size(2);
     comm.mutable_comm()->set_rank(0);
     b.Write(comm);
-    uint64_t t = 0;
+    uint64_t t = 0, corr = 0;
     for (uint64_t comm_id : {2, 2, 2, 9}) {  // 9: no CommDef, the world's size
-      Event e = Coll(b, 1000 * kUs, comm_id, t / (2000 * kUs));
+      Event e = Coll(b, 5 * kUs, comm_id, t / (2000 * kUs));  // kernels of 1 ms, below
+      e.mutable_coll()->set_corr(++corr);
       b.Host(1, t += 2000 * kUs, 0, e);
     }
+    b.Flush();
+    for (uint64_t c = 1; c <= corr; ++c)
+      b.Device(0, c * 2000 * kUs + 10 * kUs, c, Kernel(1000 * kUs));
     b.Close(true);
   }
   auto s = BuildSummary({dir + "/rank0.pb"}, ReportOptions(), "");
@@ -3353,7 +3370,14 @@ TEST_CASE("NCCL calls under host timing are left out of the waits, with a warnin
   CHECK(sg["straggler"].is_null());
   CHECK(HasWarning(*s, "3 NCCL calls timed on the host only"));
   REQUIRE((*s)["collectives"]["ops"].size() == 1);
-  CHECK((*s)["collectives"]["ops"][0]["count"] == 6);  // still counted as calls
+  const Json& row = (*s)["collectives"]["ops"][0];
+  CHECK(row["count"] == 6);  // still counted as calls
+  // Their 5 us are enqueue times: no bandwidth from them (before: 0.8 GB/s, 100-250 GB/s for
+  // larger calls, on a link the kernels put at 1 GB/s).
+  CHECK(row["time_source"] == "host");
+  CHECK(row["mean_us"] == 5.0);
+  CHECK(row["algbw_gbps"].is_null());
+  CHECK(row["busbw_gbps"].is_null());
 }
 
 }  // namespace
