@@ -4178,9 +4178,11 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
         continue;
       }
       wait_ns[m.rank] += wait + held_ns;
-      caused_ns[last->rank] += wait - moved;
-      if (moved > 0) caused_ns[late_for.by] += moved;
-      if (held.by >= 0) caused_ns[held.by] += held_ns;
+      // Caused by another rank only: a GPU of a process that drives several waiting for
+      // another of them is in the per-GPU view (wait_caused_ms_by_gpu), not the rank's.
+      if (last->rank != m.rank) caused_ns[last->rank] += wait - moved;
+      if (moved > 0 && late_for.by != m.rank) caused_ns[late_for.by] += moved;
+      if (held.by >= 0 && held.by != m.rank) caused_ns[held.by] += held_ns;
       wait_ns_by_lib[call_lib[key]][m.rank] += wait + held_ns;
       if (m.device >= 0) gpu_wait_ns[{m.rank, m.device}] += wait;
       if (last->device >= 0) gpu_caused_ns[{last->rank, last->device}] += wait;
@@ -4192,9 +4194,9 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
     const int rank = g.first.first;
     const GroupWait& w = g.second;
     wait_ns[rank] += w.wait + w.held;
-    caused_ns[w.last] += w.wait - w.moved;
-    if (w.moved > 0 && w.moved_to >= 0) caused_ns[w.moved_to] += w.moved;
-    if (w.held > 0 && w.held_by >= 0) caused_ns[w.held_by] += w.held;
+    if (w.last != rank) caused_ns[w.last] += w.wait - w.moved;
+    if (w.moved > 0 && w.moved_to >= 0 && w.moved_to != rank) caused_ns[w.moved_to] += w.moved;
+    if (w.held > 0 && w.held_by >= 0 && w.held_by != rank) caused_ns[w.held_by] += w.held;
     wait_ns_by_lib[w.lib][rank] += w.wait + w.held;
   }
   Json per_rank = Json::array();

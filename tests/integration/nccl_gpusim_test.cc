@@ -396,8 +396,17 @@ void CheckInitAllGroup(const std::string& timing) {
   const std::string sum = ss.str();
   INFO(sum.substr(sum.find("\"stragglers\"")));
   CHECK(sum.find("\"most_frequent_last_arriver_gpu\": \"0:2\"") != std::string::npos);
-  // One process drives every GPU: no rank-level straggler (it would be rank 0, itself).
+  // One process drives every GPU: no rank-level straggler (it would be rank 0, itself), and no
+  // wait caused at rank level (its GPUs' waits for each other are the per-GPU view's).
   CHECK(sum.find("\"straggler\": null") != std::string::npos);
+  const nlohmann::json js = nlohmann::json::parse(sum);
+  const nlohmann::json& caused = js["collectives"]["stragglers"]["wait_caused_ms_by_rank"];
+  for (auto it = caused.begin(); it != caused.end(); ++it) CHECK(it.value().get<double>() == 0.0);
+  double gpu_caused = 0;
+  for (const auto& v : js["collectives"]["stragglers"]["wait_caused_ms_by_gpu"]) {
+    gpu_caused += v.get<double>();
+  }
+  CHECK(gpu_caused > 0);
   CHECK(sum.find("\"most_frequent_last_arriver\": null") != std::string::npos);
   for (int d = 0; d < 4; ++d) {
     CHECK(sum.find("\"0:" + std::to_string(d) + "\":") != std::string::npos);  // a wait per GPU
