@@ -98,9 +98,24 @@ std::atomic<uint64_t> g_kernel_records{0};
 std::atomic<uint64_t> g_last_record_tick{0}, g_launched_at_last_record{0};
 std::atomic<uint64_t> g_last_launch_tick{0};
 
+void EarlyExitFlush();  // below
+
+// The application's first kernel launch: the CUDA runtime is initialized and the program's
+// modules registered (nvcc's code registers their unregistration with atexit). An exit
+// handler registered now runs before those (handlers run in reverse order) and before the
+// runtime's teardown: the records of work still in CUPTI's buffers are taken while the
+// context and the modules are still there. The final (forced) flush comes at the agent's own
+// exit handler, after them, for what ran since.
+void RegisterEarlyExitFlush() {
+  static std::atomic<bool> done{false};
+  if (done.load(std::memory_order_relaxed) || done.exchange(true)) return;
+  atexit(EarlyExitFlush);
+}
+
 void CountKernelLaunch() {
   g_kernels_launched.fetch_add(1, std::memory_order_relaxed);
   g_last_launch_tick.store(Now(), std::memory_order_relaxed);
+  RegisterEarlyExitFlush();
 }
 // Records CUPTI delivered without times (start or end 0: the kernel was still running at a
 // forced flush, or CUPTI lacked device memory to time it), and buffers whose walk stopped at a
@@ -1457,6 +1472,13 @@ void WaitForInFlight(int budget_ms) {
     if (!pending()) break;
     usleep(200);
   }
+}
+
+void EarlyExitFlush() {
+  if (!CuptiActive() || g_api.flush_all == nullptr) return;
+  HookGuard guard;
+  WaitForInFlight(100);
+  FlushCupti(/*forced=*/false);
 }
 
 template <typename T>
