@@ -218,30 +218,11 @@ const CodeRange& OwnCode() {
 
 constexpr int kMaxStackFrames = 128;  // PROFAGENT_STACK_DEPTH's maximum
 constexpr int kOwnFramesMax = 4;      // frames of the agent above the application's call
+constexpr int kCallbackFramesMax = 48;  // CUPTI's and the runtime's frames above the call
 
-__attribute__((noinline)) void CaptureStack(uint64_t t) {
-  if (++t_stack_count < internal::g_stack_every) return;
-  t_stack_count = 0;
-  void* ips[kMaxStackFrames + kOwnFramesMax];
-  const int want = std::min<int>(int(internal::g_stack_depth), kMaxStackFrames) + kOwnFramesMax;
-  const int n = unw_backtrace(ips, want);
+bool InOwnCode(void* ip) {
   const CodeRange& own = OwnCode();
-  int skip = 0;
-  while (skip < n && skip < kOwnFramesMax && reinterpret_cast<uintptr_t>(ips[skip]) >= own.lo &&
-         reinterpret_cast<uintptr_t>(ips[skip]) < own.hi) {
-    ++skip;
-  }
-  const int kept = std::min<int>(n - skip, int(internal::g_stack_depth));
-  if (kept <= 0) return;
-  RawEvent s;
-  std::memset(&s, 0, sizeof(s));
-  s.t0 = s.t1 = t;
-  s.type = EvType::kStack;
-  EmitWithBytes(s, ips + skip, size_t(kept) * sizeof(void*));
-}
-
-inline void MaybeCaptureStack(uint64_t t) {
-  if (__builtin_expect(internal::g_stack_every != 0, 0)) CaptureStack(t);
+  return reinterpret_cast<uintptr_t>(ip) >= own.lo && reinterpret_cast<uintptr_t>(ip) < own.hi;
 }
 
 // True for a frame of CUPTI, the CUDA runtime or the driver (a shared library of theirs).
@@ -254,31 +235,38 @@ bool InCudaLibrary(void* ip) {
          std::strncmp(base, "libcuda.", 8) == 0;
 }
 
-// The stack of a launch recorded from a CUPTI callback (injection, a static cudart, driver
-// launches): as CaptureStack, without the frames of the agent, CUPTI, the runtime and the
-// driver above the application's call (a static cudart's are the application's own).
-__attribute__((noinline)) void CaptureStackInCallback(uint64_t t) {
-  if (internal::g_stack_every == 0 || ++t_stack_count < internal::g_stack_every) return;
+// Emits the calling thread's stack (1 in PROFAGENT_STACKS per thread), without its first
+// frames (up to `max_skip`) for which `skip` holds: those above the application's call.
+template <typename Skip>
+void TakeStack(uint64_t t, int max_skip, Skip skip) {
+  if (++t_stack_count < internal::g_stack_every) return;
   t_stack_count = 0;
-  constexpr int kCallbackFramesMax = 48;  // CUPTI's and the runtime's frames above the call
   void* ips[kMaxStackFrames + kCallbackFramesMax];
-  const int want =
-      std::min<int>(int(internal::g_stack_depth), kMaxStackFrames) + kCallbackFramesMax;
+  const int want = std::min<int>(int(internal::g_stack_depth), kMaxStackFrames) + max_skip;
   const int n = unw_backtrace(ips, want);
-  const CodeRange& own = OwnCode();
-  int skip = 0;
-  while (skip < n && skip < kCallbackFramesMax) {
-    const uintptr_t ip = reinterpret_cast<uintptr_t>(ips[skip]);
-    if (!(ip >= own.lo && ip < own.hi) && !InCudaLibrary(ips[skip])) break;
-    ++skip;
-  }
-  const int kept = std::min<int>(n - skip, int(internal::g_stack_depth));
+  int first = 0;
+  while (first < n && first < max_skip && skip(ips[first])) ++first;
+  const int kept = std::min<int>(n - first, int(internal::g_stack_depth));
   if (kept <= 0) return;
   RawEvent s;
   std::memset(&s, 0, sizeof(s));
   s.t0 = s.t1 = t;
   s.type = EvType::kStack;
-  EmitWithBytes(s, ips + skip, size_t(kept) * sizeof(void*));
+  EmitWithBytes(s, ips + first, size_t(kept) * sizeof(void*));
+}
+
+__attribute__((noinline)) void CaptureStack(uint64_t t) { TakeStack(t, kOwnFramesMax, InOwnCode); }
+
+inline void MaybeCaptureStack(uint64_t t) {
+  if (__builtin_expect(internal::g_stack_every != 0, 0)) CaptureStack(t);
+}
+
+// The stack of a launch recorded from a CUPTI callback (injection, a static cudart, driver
+// launches): as CaptureStack, without the frames of the agent, CUPTI, the runtime and the
+// driver above the application's call (a static cudart's are the application's own).
+__attribute__((noinline)) void CaptureStackInCallback(uint64_t t) {
+  if (internal::g_stack_every == 0) return;
+  TakeStack(t, kCallbackFramesMax, [](void* ip) { return InOwnCode(ip) || InCudaLibrary(ip); });
 }
 
 struct RegisterLaunchStack {
