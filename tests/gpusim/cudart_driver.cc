@@ -11,6 +11,8 @@
 //   cuMemcpyHtoD, cuMemcpyDtoH, cuMemcpyHtoDAsync, cuMemcpyDtoHAsync (the _v2 ABI), cuMemsetD32,
 //   cuMemsetD32Async, cuStreamSynchronize, cuCtxSynchronize: the runtime's 1D copies and sets
 //   (and syncs) under the driver call's correlation id (JAX/XLA-, CuPy- and numba-style code).
+//   cuGraphLaunch (and _ptsz): cudaGraphLaunch's work under the driver call's correlation id
+//   (cuda-python's driver bindings launch graphs so).
 //
 // Every lookup of one of these names succeeds, whatever CUDA version is requested (up to the
 // runtime's, as for every lookup); every other name fails as before (cudart_extra.cc). The
@@ -608,6 +610,20 @@ CUresult CUDAAPI SimStreamSynchronize(CUstream s) {
   gpusim::SynchronizeStream(stream);
   return call.Return(CUDA_SUCCESS);
 }
+CUresult CUDAAPI SimGraphLaunch(CUgraphExec exec, CUstream s) {
+  cuGraphLaunch_params params{exec, s};
+  DriverCall call(CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, "cuGraphLaunch", &params);
+  return call.Return(
+      ToCu(gpusim::GraphLaunchOn(call.corr(), reinterpret_cast<cudaGraphExec_t>(exec),
+                                 reinterpret_cast<cudaStream_t>(s), false)));
+}
+CUresult CUDAAPI SimGraphLaunchPtsz(CUgraphExec exec, CUstream s) {
+  cuGraphLaunch_ptsz_params params{exec, s};
+  DriverCall call(CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz, "cuGraphLaunch_ptsz", &params);
+  return call.Return(
+      ToCu(gpusim::GraphLaunchOn(call.corr(), reinterpret_cast<cudaGraphExec_t>(exec),
+                                 reinterpret_cast<cudaStream_t>(s), true)));
+}
 CUresult CUDAAPI SimCtxSynchronize() {
   DriverCall call(CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize, "cuCtxSynchronize", nullptr);
   gpusim::SynchronizeDevice(gpusim::CurrentDevice());
@@ -649,6 +665,7 @@ const DriverEntry kDriverEntries[] = {
     {"cuMemsetD32Async", Fn(&SimMemsetD32Async), nullptr},
     {"cuStreamSynchronize", Fn(&SimStreamSynchronize), nullptr},
     {"cuCtxSynchronize", Fn(&SimCtxSynchronize), nullptr},
+    {"cuGraphLaunch", Fn(&SimGraphLaunch), Fn(&SimGraphLaunchPtsz)},
 };
 
 }  // namespace

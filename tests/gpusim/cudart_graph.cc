@@ -512,6 +512,14 @@ cudaError_t GraphLaunchImpl(const ApiInfo& info, cudaGraphExec_t exec, cudaStrea
                             bool pt) {
   cudaGraphLaunch_v10000_params params{exec, stream};
   ApiCall api(info, &params);
+  return api.Return(gpusim::GraphLaunchOn(api.corr(), exec, stream, pt));
+}
+
+}  // namespace
+
+// cudaGraphLaunch's work (and cuGraphLaunch's, cudart_driver.cc), under `corr`.
+cudaError_t gpusim::GraphLaunchOn(uint32_t corr, cudaGraphExec_t exec, cudaStream_t stream,
+                                  bool pt) {
   Graph* g = AsGraph(exec);
   Stream* s = gpusim::ResolveStream(stream, pt);
   std::vector<ExecNode> launch;
@@ -519,8 +527,8 @@ cudaError_t GraphLaunchImpl(const ApiInfo& info, cudaGraphExec_t exec, cudaStrea
   uint64_t prev_seq = 0;
   {
     std::lock_guard<std::mutex> lock(gpusim::GraphMutex());
-    if (!gpusim::IsLiveGraphLocked(g, /*exec=*/true)) return api.Return(cudaErrorInvalidValue);
-    if (s == nullptr) return api.Return(cudaErrorInvalidResourceHandle);
+    if (!gpusim::IsLiveGraphLocked(g, /*exec=*/true)) return cudaErrorInvalidValue;
+    if (s == nullptr) return cudaErrorInvalidResourceHandle;
     launch = g->launch;
     prev_stream = g->last_stream;
     prev_seq = g->last_seq;
@@ -528,7 +536,7 @@ cudaError_t GraphLaunchImpl(const ApiInfo& info, cudaGraphExec_t exec, cudaStrea
   uint64_t now = gpusim::NowNs();
   uint64_t last_seq = 0;
   auto stamp = [&](Op* op, const ExecNode& x) {
-    op->rec.correlation_id = api.corr();
+    op->rec.correlation_id = corr;
     op->rec.graph_id = g->id;
     op->rec.graph_node_id = x.work.op.rec.graph_node_id;
     op->rec.queued_ns = now;
@@ -536,7 +544,7 @@ cudaError_t GraphLaunchImpl(const ApiInfo& info, cudaGraphExec_t exec, cudaStrea
   if (prev_stream != nullptr && prev_stream != s &&
       prev_stream->completed_seq.load(std::memory_order_acquire) < prev_seq) {
     Op* op = new Op();  // behind the previous launch of this executable graph
-    op->rec.correlation_id = api.corr();
+    op->rec.correlation_id = corr;
     op->waits.emplace_back(prev_stream, prev_seq);
     last_seq = gpusim::Enqueue(s, op);
   }
@@ -593,8 +601,10 @@ cudaError_t GraphLaunchImpl(const ApiInfo& info, cudaGraphExec_t exec, cudaStrea
     g->last_stream = s;
     g->last_seq = last_seq;
   }
-  return api.Return(cudaSuccess);
+  return cudaSuccess;
 }
+
+namespace {
 
 // Compares the executable graph's instantiated shape with `g`'s; fills `info` on a mismatch.
 cudaGraphExecUpdateResult CompareShapeLocked(const std::vector<NodeShape>& old_shape,

@@ -422,6 +422,9 @@ cudaError_t DriverCopy(uint32_t corr, void* dst, const void* src, size_t count, 
                        cudaStream_t stream, bool per_thread, bool sync);
 cudaError_t DriverSet(uint32_t corr, void* dst, unsigned value, unsigned element_size, size_t count,
                       cudaStream_t stream, bool per_thread, bool sync);
+// cudaGraphLaunch's work with `corr` (cuGraphLaunch's driver call's correlation id too).
+cudaError_t GraphLaunchOn(uint32_t corr, cudaGraphExec_t exec, cudaStream_t stream,
+                          bool per_thread);
 // cudaFreeAsync; `corr` is the correlation id of the call (on the free op it enqueues).
 cudaError_t FreeAsyncOn(void* p, cudaStream_t stream, bool per_thread, uint32_t corr);
 

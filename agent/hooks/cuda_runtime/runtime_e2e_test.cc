@@ -986,6 +986,43 @@ TEST_CASE("Driver-API copies, sets and syncs are calls with their device ops und
   CHECK(in_step == 6);
 }
 
+// A graph launched with the driver's cuGraphLaunch (cuda-python): under CUPTI a graph launch
+// of its own, whose kernels carry its correlation id and belong to its step (before, kernels
+// without a launch, outside every step); the runtime's cudaGraphLaunch once (its inner driver
+// launch not recorded twice).
+TEST_CASE("Driver-API graph launches are graph launches with their kernels under CUPTI") {
+  Scenario s("drv_graph", "PROFAGENT_GPU_TIMING=cupti", kPkg + "rt_driver_graph");
+  REQUIRE(s.run.code == 0);
+  CHECK(s.run.out == "errors=0\n");
+  REQUIRE(s.loaded);
+  if (CuptiUnavailable(s.prof)) return;
+  auto launches = s.prof.Kind(EV_GRAPH_LAUNCH);
+  REQUIRE(launches.size() == 4);
+  std::map<std::string, int> apis;
+  std::set<uint64_t> corrs;
+  for (auto* l : launches) {
+    apis[s.prof.Str(l->ev.api() != 0 ? l->ev.api() : l->ev.name())]++;
+    CHECK(l->ev.graph() != 0);
+    corrs.insert(l->corr);
+  }
+  CHECK(apis == std::map<std::string, int>{{"cuGraphLaunch", 3}, {"cudaGraphLaunch", 1}});
+  CHECK(corrs.size() == 4);
+  std::map<uint64_t, int> kernels_of;  // corr -> kernels
+  for (auto& d : s.prof.dev) {
+    if (d.op.kind() == DOP_KERNEL) kernels_of[d.corr]++;
+  }
+  for (uint64_t c : corrs) CHECK(kernels_of[c] == 2);
+  CHECK(kernels_of.size() == 4);
+  // Each driver launch within its step.
+  auto steps = s.prof.Kind(EV_STEP);
+  REQUIRE(steps.size() == 3);
+  int in_step = 0;
+  for (auto* l : launches) {
+    for (auto* st : steps) in_step += l->start >= st->start && l->end <= st->end;
+  }
+  CHECK(in_step == 3);
+}
+
 // Driver-API memory reached through cudaGetDriverEntryPoint (PyTorch's expandable segments):
 // under CUPTI, cuMemCreate/cuMemRelease are allocations of MemKind MEM_VMM keyed by their handle
 // on the device they were made on, cuMemAlloc/cuMemFree plain device ones; the report's peak

@@ -945,6 +945,11 @@ constexpr uint32_t kMemDevice = 0, kMemHost = 1, kMemManaged = 2, kMemAsync = 3,
 #define PROFAGENT_DRIVER_SYNCS(X) \
   X(cuStreamSynchronize) X(cuStreamSynchronize_ptsz) X(cuCtxSynchronize) X(cuEventSynchronize)
 
+bool IsDriverGraphLaunch(CUpti_CallbackId cbid) {
+  return cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch ||
+         cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz;
+}
+
 bool IsDriverCopyOrSync(CUpti_CallbackId cbid) {
 #define PROFAGENT_CASE(n) case CUPTI_DRIVER_TRACE_CBID_##n:
   switch (cbid) {
@@ -1222,10 +1227,34 @@ void RecordDriverLaunch(CUpti_CallbackId cbid, const CUpti_CallbackData* cb, uin
   EmitLaunch(e, shape);
 }
 
+// A graph launch through the driver API (cuda-python's bindings, a driver-API program): the
+// runtime's cudaGraphLaunch is recorded as that call, and the driver launch inside it not.
+void RecordDriverGraphLaunch(CUpti_CallbackId cbid, const CUpti_CallbackData* cb, uint64_t t0,
+                             uint64_t t1) {
+  RawEvent e = CallEvent(cb, t0, t1);
+  e.type = EvType::kGraphLaunch;
+  if (const auto* a = static_cast<const cuGraphLaunch_params*>(cb->functionParams)) {
+    e.launch.func = a->hGraph;  // (the CUgraphExec, named hGraph in cuda.h)
+    e.launch.stream = reinterpret_cast<uint64_t>(a->hStream);
+    // The per-thread default stream of the _ptsz form, as the runtime's _ptsz calls name it.
+    if (cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz && a->hStream == nullptr) {
+      e.launch.stream = kPerThreadStreamHandle;
+    }
+  }
+  e.launch.corr = cb->correlationId;
+  model::OnGraphLaunch(t0, t1, e.launch.stream);
+  FlagCaptured(&e);
+  MaybeLaunchStack(e);
+  EmitLaunch(e, LaunchShapeExtra{});
+}
+
 // The stream of a driver launch (0 = default stream or unknown): cuLaunchKernel(_ptsz) and
 // cuLaunchCooperativeKernel(_ptsz) share cuLaunchKernel's parameter prefix.
 uint64_t DriverLaunchStream(CUpti_CallbackId cbid, const void* p) {
   if (p == nullptr) return 0;
+  if (IsDriverGraphLaunch(cbid)) {  // (hGraphExec, hStream): cuGraphLaunch(_ptsz)_params
+    return reinterpret_cast<uint64_t>(static_cast<const cuGraphLaunch_params*>(p)->hStream);
+  }
   if (cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx ||
       cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz) {
     auto* a = static_cast<const cuLaunchKernelEx_params*>(p);
@@ -1398,6 +1427,21 @@ void CUPTIAPI ApiCallback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId c
       const uint64_t t1 = Now();
       HookGuard g;
       RecordDriverMemory(cbid, cb, ts.drv_t0, t1);
+    }
+    return;
+  }
+  if (IsDriverGraphLaunch(cbid)) {
+    // An application's driver graph launch (the runtime's cudaGraphLaunch makes one inside,
+    // recorded as that call). Its kernels come with its correlation id.
+    if (ts.rt_cb_depth != 0 || ts.in_runtime != 0 || HookGuard::Active()) return;
+    if (enter) {
+      ts.drv_t0 = Now();
+      ts.drv_recording = Recording();
+      Gate().Note(cb->correlationId, ts.drv_recording);
+    } else if (ts.drv_recording && Recording()) {
+      const uint64_t t1 = Now();
+      HookGuard g;
+      RecordDriverGraphLaunch(cbid, cb, ts.drv_t0, t1);
     }
     return;
   }
@@ -1829,6 +1873,11 @@ bool StartLocked(const std::string& explicit_path, const void* cudart_symbol,
     r = a.enable_callback(1, g_subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id);
     if (r != CUPTI_SUCCESS) return fail("cuptiEnableCallback(driver)", r);
   }
+  // Driver graph launches: optional, as the memory calls below.
+  a.enable_callback(1, g_subscriber, CUPTI_CB_DOMAIN_DRIVER_API,
+                    CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch);
+  a.enable_callback(1, g_subscriber, CUPTI_CB_DOMAIN_DRIVER_API,
+                    CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz);
   // Driver-API memory (RecordDriverMemory): a CUPTI that does not know a call loses it alone.
   static const CUpti_CallbackId kDriverMemory[] = {
       CUPTI_DRIVER_TRACE_CBID_cuMemCreate,
