@@ -10,7 +10,8 @@
 // streams that joined a capture by waiting on an event of a capturing stream (the fork/join
 // pattern of multi-stream capture) and any number of concurrent captures. Without the query
 // (e.g. inside CUPTI callbacks, where the agent makes no CUDA call), the streams whose capture
-// began are looked up in a table of kMaxCaptures entries (more are not flagged).
+// began, and those that joined one (NoteStreamWaitedEvent), are looked up in a table of
+// kMaxCaptures entries (more are not flagged).
 //
 // Hot path: Capturing() is one relaxed load while no capture is open. Thread-safe.
 #ifndef PROFAGENT_AGENT_CORE_CAPTURE_H_
@@ -45,6 +46,14 @@ inline bool Capturing(uint64_t stream, bool may_query = true) {
 // false when the runtime said the capture goes on, e.g. cudaErrorStreamCaptureWrongThread).
 void NoteCaptureBegin(uint64_t stream);
 void NoteCaptureEnd(uint64_t stream, bool ended = true);
+
+// Without the runtime query (CUPTI callbacks: injection, a static runtime), the fork/join of a
+// multi-stream capture as the table sees it: an event recorded on a capturing stream, then a
+// stream that waits on it joins that capture (until the capture ends). Up to kMaxCaptures
+// streams in all, and kMaxCaptureEvents events.
+constexpr int kMaxCaptureEvents = 256;
+void NoteEventRecorded(uint64_t event, uint64_t stream);
+void NoteStreamWaitedEvent(uint64_t stream, uint64_t event);
 
 // Marks the calling thread as inside a library call made on a capturing stream (an NCCL call):
 // every launch it makes meanwhile, on whatever stream (NCCL's own, or a side stream joined to

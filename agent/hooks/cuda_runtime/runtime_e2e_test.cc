@@ -705,6 +705,30 @@ TEST_CASE("CUDA_INJECTION64_PATH style: InitializeInjection alone records throug
   CHECK(p.Kind(EV_MEMSET).size() == 1);
 }
 
+// A multi-stream capture under injection (CUPTI callbacks only, no runtime query): the launch
+// on the stream that joined the capture is captured too (before, it was taken for a launch that
+// ran, and the report warned of launches without device activity); the same stream's launch
+// after the capture ended is not.
+TEST_CASE("CUDA_INJECTION64_PATH style: a stream that joined a capture is captured") {
+  std::string dir = MakeTempDir("inject_join");
+  RunResult r = Run(dir, "GPUSIM_TRUTH=" + dir + "/truth.json PROFAGENT_OUTPUT=" + dir + "/prof",
+                    kPkg + "rt_inject_join " + AgentPath());
+  REQUIRE(r.code == 0);
+  CHECK(r.out == "errors=0\n");
+  Profile p;
+  if (!LoadProfile(dir + "/prof", &p) || CuptiUnavailable(p)) return;
+  std::map<std::pair<std::string, bool>, int> launches;  // (kernel, captured) -> count
+  for (auto* l : p.Kind(EV_LAUNCH)) launches[{p.Str(l->ev.name()), l->ev.captured()}]++;
+  CHECK(launches ==
+        std::map<std::pair<std::string, bool>, int>{{{"join_side_kernel(int)", true}, 1},
+                                                    {{"join_main_kernel(int)", true}, 1},
+                                                    {{"join_side_kernel(int)", false}, 1}});
+  std::map<std::string, int> kernels;
+  for (auto& d : p.dev) kernels[p.Str(d.op.name())]++;
+  CHECK(kernels["join_side_kernel(int)"] == 4);  // 3 replays and the eager one
+  CHECK(kernels["join_main_kernel(int)"] == 3);
+}
+
 // PROFAGENT_STACKS under injection: the launches come through CUPTI callbacks, which take the
 // stack on the launching thread (before, no stack at all, and nothing said so). It starts at
 // the application's call: no frame of the agent, CUPTI or the runtime above it.

@@ -315,7 +315,43 @@ uint64_t Batch3DExtent(const cudaMemcpy3DBatchOp* ops, size_t count) {
 
 // Capture bookkeeping (capture.h) for a runtime that no interposer sees (static cudart): every
 // one of these calls' parameter structs starts with the stream.
+bool IsEventRecord(CUpti_CallbackId cbid) {
+  return cbid == CUPTI_RUNTIME_TRACE_CBID_cudaEventRecord_v3020 ||
+         cbid == CUPTI_RUNTIME_TRACE_CBID_cudaEventRecord_ptsz_v7000 ||
+         cbid == CUPTI_RUNTIME_TRACE_CBID_cudaEventRecordWithFlags_v11010 ||
+         cbid == CUPTI_RUNTIME_TRACE_CBID_cudaEventRecordWithFlags_ptsz_v11010;
+}
+bool IsPtszEventRecord(CUpti_CallbackId cbid) {
+  return cbid == CUPTI_RUNTIME_TRACE_CBID_cudaEventRecord_ptsz_v7000 ||
+         cbid == CUPTI_RUNTIME_TRACE_CBID_cudaEventRecordWithFlags_ptsz_v11010;
+}
+
+// The fork/join of a multi-stream capture, seen without the runtime query (capture.h): an
+// event recorded on a capturing stream, a stream that waits on it (cudaStreamWaitEvent's and
+// the two records' params begin with the same two handles, in their order).
+void NoteCaptureJoinFromCallback(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
+  if (cb->functionParams == nullptr || cb->functionReturnValue == nullptr ||
+      *static_cast<const cudaError_t*>(cb->functionReturnValue) != cudaSuccess) {
+    return;
+  }
+  if (IsEventRecord(cbid)) {
+    auto* a = static_cast<const cudaEventRecord_v3020_params*>(cb->functionParams);
+    uint64_t stream = reinterpret_cast<uint64_t>(a->stream);
+    if (stream == 0 && IsPtszEventRecord(cbid)) stream = kPerThreadStreamHandle;
+    NoteEventRecorded(reinterpret_cast<uint64_t>(a->event), stream);
+  } else if (cbid == CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_v3020 ||
+             cbid == CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_ptsz_v7000) {
+    auto* a = static_cast<const cudaStreamWaitEvent_v3020_params*>(cb->functionParams);
+    uint64_t stream = reinterpret_cast<uint64_t>(a->stream);
+    if (stream == 0 && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_ptsz_v7000) {
+      stream = kPerThreadStreamHandle;
+    }
+    NoteStreamWaitedEvent(stream, reinterpret_cast<uint64_t>(a->event));
+  }
+}
+
 void NoteCaptureFromCallback(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
+  NoteCaptureJoinFromCallback(cbid, cb);
   const bool begin = cbid == CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_v10000 ||
                      cbid == CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_ptsz_v10000 ||
                      cbid == kCbidBeginCaptureToGraph || cbid == kCbidBeginCaptureToGraphPtsz;
@@ -777,6 +813,20 @@ void RecordRuntimeFromCallback(CUpti_CallbackId cbid, const CUpti_CallbackData* 
       auto* a = static_cast<const cudaEventSynchronize_v3020_params*>(p);
       e.type = EvType::kSync;
       e.gen.b = a ? reinterpret_cast<uint64_t>(a->event) : 0;
+      break;
+    }
+    // An event record (as the interposer records it: the event, then the stream).
+    case CUPTI_RUNTIME_TRACE_CBID_cudaEventRecord_v3020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaEventRecord_ptsz_v7000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaEventRecordWithFlags_v11010:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaEventRecordWithFlags_ptsz_v11010: {
+      auto* a = static_cast<const cudaEventRecord_v3020_params*>(p);
+      e.type = EvType::kEvent;
+      if (a) {
+        e.gen.a = reinterpret_cast<uint64_t>(a->event);
+        e.gen.b = reinterpret_cast<uint64_t>(a->stream);
+        if (e.gen.b == 0 && IsPtszEventRecord(cbid)) e.gen.b = kPerThreadStreamHandle;
+      }
       break;
     }
     case CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_v3020:
@@ -1796,6 +1846,11 @@ bool StartLocked(const std::string& explicit_path, const void* cudart_symbol,
       CUPTI_RUNTIME_TRACE_CBID_cudaEventSynchronize_v3020,
       CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_v3020,
       CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_ptsz_v7000,
+      // Event records: the fork of a multi-stream capture (capture.h), and calls as recorded.
+      CUPTI_RUNTIME_TRACE_CBID_cudaEventRecord_v3020,
+      CUPTI_RUNTIME_TRACE_CBID_cudaEventRecord_ptsz_v7000,
+      CUPTI_RUNTIME_TRACE_CBID_cudaEventRecordWithFlags_v11010,
+      CUPTI_RUNTIME_TRACE_CBID_cudaEventRecordWithFlags_ptsz_v11010,
       CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_v10000,
       CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_ptsz_v10000,
       kCbidBeginCaptureToGraph,

@@ -1,0 +1,51 @@
+// A multi-stream capture (fork/join) seen by an agent injected as CUDA_INJECTION64_PATH makes it
+// (as rt_inject: argv[1] dlopened privately, InitializeInjection called), so only through CUPTI
+// callbacks: s0 begins a capture and records `fork`; s1 waits on it (joins the capture),
+// launches a kernel and records `join`; s0 waits on that and launches one too; the capture
+// ends; the graph runs 3 times. Then s1 launches one kernel of its own (not captured). Prints
+// "errors=N"; exit code 0 when every call succeeded.
+#include <cuda_runtime.h>
+#include <dlfcn.h>
+
+#include <cstdio>
+
+#include "agent/hooks/cuda_runtime/testdata/check.h"
+
+__global__ void join_side_kernel(int i) {}
+__global__ void join_main_kernel(int i) {}
+
+int main(int argc, char** argv) {
+  if (argc < 2) return 2;
+  void* h = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    printf("dlopen: %s\n", dlerror());
+    return 3;
+  }
+  auto init = reinterpret_cast<int (*)()>(dlsym(h, "InitializeInjection"));
+  if (!init || init() != 1) return 4;
+  cudaStream_t s0 = nullptr, s1 = nullptr;
+  cudaEvent_t fork = nullptr, join = nullptr;
+  CHECK(cudaStreamCreateWithFlags(&s0, cudaStreamNonBlocking));
+  CHECK(cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking));
+  CHECK(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming));
+  CHECK(cudaEventCreateWithFlags(&join, cudaEventDisableTiming));
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  CHECK(cudaStreamBeginCapture(s0, cudaStreamCaptureModeThreadLocal));
+  CHECK(cudaEventRecord(fork, s0));
+  CHECK(cudaStreamWaitEvent(s1, fork, 0));
+  join_side_kernel<<<2, 32, 0, s1>>>(1);
+  CHECK(cudaEventRecord(join, s1));
+  CHECK(cudaStreamWaitEvent(s0, join, 0));
+  join_main_kernel<<<2, 32, 0, s0>>>(2);
+  CHECK(cudaStreamEndCapture(s0, &graph));
+  CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  for (int i = 0; i < 3; ++i) CHECK(cudaGraphLaunch(exec, s0));
+  CHECK(cudaStreamSynchronize(s0));
+  join_side_kernel<<<2, 32, 0, s1>>>(3);  // s1 left the capture with it: runs now
+  CHECK(cudaStreamSynchronize(s1));
+  CHECK(cudaGraphExecDestroy(exec));
+  CHECK(cudaGraphDestroy(graph));
+  printf("errors=%d\n", errors);
+  return errors == 0 ? 0 : 1;
+}
