@@ -927,6 +927,55 @@ TEST_CASE("failed and captured calls start no flow") {
   CHECK(launches == 3);  // all three drawn
 }
 
+// JSON flows are written whole: a launch whose device op never came (untimed, or cut by a
+// kill) writes none (before, a dangling "s"); a device op whose record reached the file before
+// its launch's batch still gets its flow, "s" and "f".
+TEST_CASE("JSON flows: no start without its end, in either file order") {
+  const std::string dir = TmpDir();
+  {
+    ProfileWriter w(dir + "/rank0.pb");
+    REQUIRE(w.ok());
+    Record r;
+    r.mutable_header()->set_pid(50);
+    r.mutable_header()->set_hostname("h");
+    w.Write(r);
+    w.String(1, "cudaLaunchKernel");
+    w.String(10, "kernel_a");
+    w.Thread(0, 50, "main");
+    // The device op of correlation 2 first (its launch's batch comes later).
+    r.Clear();
+    DeviceBatch* d = r.mutable_device();
+    d->set_base_ns(5000);
+    DeviceOp* op = d->add_ops();
+    op->set_dur(100);
+    op->set_stream(3);
+    op->set_kind(DOP_KERNEL);
+    op->set_name(10);
+    op->set_dcorr(1);  // correlation 0 + 1 + 1 = 2
+    w.Write(r);
+    r.Clear();
+    EventBatch* b = r.mutable_batch();
+    b->set_base_ns(1000);
+    for (int i = 0; i < 2; ++i) {  // correlation 1: no device op ever; 2: the one above
+      Event* e = AddEvent(b, i == 0 ? 0 : 1000, 300, EV_LAUNCH, 10);
+      e->set_api(1);
+      e->set_stream(3);
+    }
+    w.Write(r);
+    w.Footer();
+  }
+  std::ostringstream out, err;
+  REQUIRE(RunPerfettoCommand(dir + "/rank0.pb", "", "json", out, err) == 0);
+  nlohmann::json j = nlohmann::json::parse(ReadAll(dir + "/rank0.json"));
+  std::map<uint64_t, std::string> phases;  // id -> phases in file order
+  for (const auto& ev : j["traceEvents"]) {
+    const std::string ph = ev.at("ph");
+    if (ph == "s" || ph == "t" || ph == "f") phases[ev.at("id").get<uint64_t>()] += ph;
+  }
+  REQUIRE(phases.size() == 1);
+  CHECK(phases.begin()->second == "sf");
+}
+
 // A copy of a rank file beside it is the same process: drawn once, with a warning.
 TEST_CASE("a copy of a rank file is drawn once") {
   const std::string dir = TmpDir();

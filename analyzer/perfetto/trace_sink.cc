@@ -564,11 +564,49 @@ TrackId ChromeJsonSink::CounterTrack(uint64_t, TrackId, std::string_view name,
   return AddTrack(TrackInfo{json_pid, 0, std::string(name)});
 }
 
-void ChromeJsonSink::FlowStart(const TrackInfo& t, uint64_t ts, uint64_t id) {
-  EventHead("s", t.pid, t.tid, ts);
+void ChromeJsonSink::WriteStart(const Held& at, uint64_t id) {
+  EventHead("s", at.pid, at.tid, at.ts);
   Raw(",\"id\":");
   Uint(id);
   Raw(",\"cat\":\"flow\",\"name\":\"launch\"}");
+}
+
+void ChromeJsonSink::FlowStart(const TrackInfo& t, uint64_t ts, uint64_t id) {
+  latest_ts_ = std::max(latest_ts_, ts);
+  const Held at{t.pid, t.tid, ts};
+  if (auto e = ends_.find(id); e != ends_.end()) {  // its end came first
+    WriteStart(at, id);
+    FlowEnd("f", e->second.pid, e->second.tid, e->second.ts, id);
+    ends_.erase(e);
+    return;
+  }
+  if (held_.count(id) != 0) {  // a graph's nodes came first
+    WriteStart(at, id);
+    return;
+  }
+  starts_[id] = at;
+  SweepUnmet(&starts_, &starts_sweep_at_);
+}
+
+void ChromeJsonSink::FlowArrive(const TrackInfo& t, uint64_t ts, uint64_t id) {
+  latest_ts_ = std::max(latest_ts_, ts);
+  if (auto s = starts_.find(id); s != starts_.end()) {
+    WriteStart(s->second, id);
+    FlowEnd("f", t.pid, t.tid, ts, id);
+    starts_.erase(s);
+    return;
+  }
+  ends_[id] = Held{t.pid, t.tid, ts};
+  SweepUnmet(&ends_, &ends_sweep_at_);
+}
+
+void ChromeJsonSink::SweepUnmet(std::unordered_map<uint64_t, Held>* m, size_t* sweep_at) {
+  if (m->size() < *sweep_at) return;
+  constexpr uint64_t kUnmetNs = 10000000000ull;
+  for (auto it = m->begin(); it != m->end();) {
+    it = it->second.ts + kUnmetNs < latest_ts_ ? m->erase(it) : std::next(it);
+  }
+  *sweep_at = std::max<size_t>(65536, 2 * m->size());
 }
 
 void ChromeJsonSink::Slice(TrackId track, uint64_t start, uint64_t end, Name name,
@@ -585,7 +623,7 @@ void ChromeJsonSink::Slice(TrackId track, uint64_t start, uint64_t end, Name nam
   if (flow_in != 0 && flow_in == flow_out) {
     HoldThrough(t, start, flow_in);
   } else if (flow_in != 0) {
-    FlowEnd("f", t.pid, t.tid, start, flow_in);
+    FlowArrive(t, start, flow_in);
   }
   MaybeFlush(kFlushBytes);
 }
@@ -604,7 +642,12 @@ void ChromeJsonSink::FlowEnd(const char* ph, int32_t pid, int32_t tid, uint64_t 
 void ChromeJsonSink::HoldThrough(const TrackInfo& t, uint64_t ts, uint64_t id) {
   latest_ts_ = std::max(latest_ts_, ts);
   auto ins = held_.try_emplace(id, Held{t.pid, t.tid, ts});
-  if (!ins.second) {  // viewers order a flow's events by time: the latest one is held
+  if (ins.second) {  // the first node: the launch's start is written now
+    if (auto s = starts_.find(id); s != starts_.end()) {
+      WriteStart(s->second, id);
+      starts_.erase(s);
+    }
+  } else {  // viewers order a flow's events by time: the latest one is held
     Held& h = ins.first->second;
     if (ts >= h.ts) {
       FlowEnd("t", h.pid, h.tid, h.ts, id);
@@ -668,6 +711,8 @@ bool ChromeJsonSink::Finish() {
             [](const auto& a, const auto& b) { return a.first < b.first; });
   for (const auto& [id, h] : last) FlowEnd("f", h.pid, h.tid, h.ts, id);
   held_.clear();
+  starts_.clear();  // never met: nothing written
+  ends_.clear();
   if (closes_) Raw("\n]}\n");
   return FinishOutput();
 }

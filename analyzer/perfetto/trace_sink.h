@@ -273,9 +273,19 @@ class ChromeJsonSink : public TraceSink {
   void Micros(uint64_t ns);       // ns as microseconds with 3 decimals
   void EventHead(const char* ph, int32_t pid, int32_t tid, uint64_t ts);
   void ArgsObject(const Arg* args, int nargs);
-  void FlowStart(const TrackInfo& t, uint64_t ts, uint64_t id);  // a "s" event from ts
+  struct Held {
+    int32_t pid;
+    int32_t tid;
+    uint64_t ts;
+  };
+  void FlowStart(const TrackInfo& t, uint64_t ts, uint64_t id);   // a flow leaves a slice
+  void FlowArrive(const TrackInfo& t, uint64_t ts, uint64_t id);  // and ends at one
+  void WriteStart(const Held& at, uint64_t id);                   // the "s" event
   void FlowEnd(const char* ph, int32_t pid, int32_t tid, uint64_t ts, uint64_t id);
   void HoldThrough(const TrackInfo& t, uint64_t ts, uint64_t id);
+  // Forgets the flow ends of `m` not met for 10 s of trace time (a flow that never ends: an
+  // untimed launch), when it holds many.
+  void SweepUnmet(std::unordered_map<uint64_t, Held>* m, size_t* sweep_at);
   void Separator();
   TrackId AddTrack(TrackInfo info);
 
@@ -284,14 +294,14 @@ class ChromeJsonSink : public TraceSink {
   bool closes_;
   // The latest node of each flow that goes through several slices (a graph launch's nodes),
   // written once the next one comes ("t") or at the end ("f"): each flow ends.
-  struct Held {
-    int32_t pid;
-    int32_t tid;
-    uint64_t ts;
-  };
   std::unordered_map<uint64_t, Held> held_;
   size_t sweep_at_ = 4096;
   uint64_t latest_ts_ = 0;
+  // A flow is written when both its ends are known (a launch's start, its device op's end, in
+  // either order), so that none dangles: a launch whose op never came (untimed, or cut by a
+  // kill) writes no flow.
+  std::unordered_map<uint64_t, Held> starts_, ends_;
+  size_t starts_sweep_at_ = 65536, ends_sweep_at_ = 65536;
 };
 
 }  // namespace perfetto_internal
