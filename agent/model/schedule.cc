@@ -30,7 +30,8 @@ ScheduleCursor::ScheduleCursor(const Schedule& s) : s_(s) {
 }
 
 uint32_t ScheduleCursor::OnStepBegin() {
-  if (always_ || !active_) return 0;
+  if (always_) return 0;
+  if (!active_) return overrun_open_ > 0 ? kOverrun | (offs_ & ~kOverrun) : 0;
   ++open_;
   return epoch_;
 }
@@ -55,8 +56,17 @@ void ScheduleCursor::ClosePhase() {
 
 bool ScheduleCursor::OnStepEnd(uint64_t t0, uint64_t t1, uint32_t began) {
   if (always_) return true;
-  const bool current = began != 0 && began != kBeganUnknown && began == epoch_ && active_;
-  if (began != 0 && began != kBeganUnknown && !current) {
+  const bool on = active();
+  const bool recorded = EndStep(t0, t1, began);
+  if (on && !active()) ++offs_;
+  return recorded;
+}
+
+bool ScheduleCursor::EndStep(uint64_t t0, uint64_t t1, uint32_t began) {
+  const bool known = began != 0 && began != kBeganUnknown;
+  const bool overrun = known && (began & kOverrun) != 0;
+  const bool current = known && !overrun && began == epoch_ && active_;
+  if (known && !overrun && !current) {
     // Began in an active phase that has closed since: recorded whole, unless given up.
     if (began <= given_up_) {
       ++partial_;
@@ -65,6 +75,10 @@ bool ScheduleCursor::OnStepEnd(uint64_t t0, uint64_t t1, uint32_t began) {
     if (overrun_open_ > 0) --overrun_open_;
     return true;
   }
+  // Begun while only a closed phase's late steps kept recording on: recorded when it stayed
+  // on to its end (counted in no active phase), else its work is in part.
+  const bool whole_overrun = overrun && active() && (offs_ & ~kOverrun) == (began & ~kOverrun);
+  // Any other step's end counts towards giving the closed phases' late steps up.
   if (overrun_open_ > 0 && ++overrun_ends_ > kMaxOverrun) {
     given_up_ = active_ ? epoch_ - 1 : epoch_;  // every closed phase's
     overrun_open_ = 0;
@@ -74,7 +88,8 @@ bool ScheduleCursor::OnStepEnd(uint64_t t0, uint64_t t1, uint32_t began) {
     if (--left_ == 0) ClosePhase();
     return true;
   }
-  if (done_) return false;
+  if (overrun && !whole_overrun) ++partial_;
+  if (done_) return whole_overrun;
   if (!active_) {
     if (--left_ == 0) {
       active_ = true;
@@ -83,8 +98,9 @@ bool ScheduleCursor::OnStepEnd(uint64_t t0, uint64_t t1, uint32_t began) {
       ++epoch_;
       open_ = 0;
     }
-    return false;
+    return whole_overrun;
   }
+  if (overrun) return whole_overrun;
   // Active, and the step began while recording was off (began == 0), or by its start tick.
   if (began == 0 || t0 < on_since_) {
     ++partial_;

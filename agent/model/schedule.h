@@ -69,8 +69,11 @@ class ScheduleCursor {
   // Recording is on: the active phase, or the steps begun in a closed one still run.
   bool active() const { return active_ || overrun_open_ > 0; }
   // A step begins; returns what OnStepEnd takes as `began`: the active phase it began in
-  // (1, 2, ...), or 0 when recording was off or the phase had closed.
+  // (1, 2, ...); kOverrun | n when the phase had closed but recording was still on for the steps
+  // begun in it (such a step, if recording stays on to its end, is recorded too: its work is
+  // in the file whole); 0 when recording was off.
   uint32_t OnStepBegin();
+  static constexpr uint32_t kOverrun = 0x80000000u;
   // A step [t0, t1] (ticks) ended; true when it is recorded. Recording resumes at t1 when this
   // step ends a wait/warm-up phase.
   bool OnStepEnd(uint64_t t0, uint64_t t1, uint32_t began = kBeganUnknown);
@@ -89,6 +92,8 @@ class ScheduleCursor {
   uint64_t overrun_open_ = 0;  // steps begun in closed phases (given-up ones excluded)
   uint32_t given_up_ = 0;      // steps begun in phases up to this one are no longer waited for
   uint64_t overrun_ends_ = 0;  // other steps ended while overrun_open_ > 0
+  uint32_t offs_ = 0;          // times recording went off (a step that saw none: whole)
+  bool EndStep(uint64_t t0, uint64_t t1, uint32_t began);
 };
 
 const char* PhaseName(Schedule::Phase p);

@@ -203,9 +203,30 @@ TEST_CASE("the cursor: a step begun in the active phase is recorded when it ends
   const uint32_t a4 = c.OnStepBegin();
   CHECK(c.OnStepEnd(400, 500 - 30, a4));  // the third: the phase closes (repeat=1: done)...
   CHECK(c.active());                      // ...but B still runs: recording stays on
-  CHECK(c.OnStepBegin() == 0);            // A5 begins after the close: not the phase's
-  CHECK(c.OnStepEnd(250, 480, b));        // B: recorded whole
+  // A5 begins after the close, while B keeps recording on: not the phase's.
+  const uint32_t a5 = c.OnStepBegin();
+  CHECK(a5 == ScheduleCursor::kOverrun);
+  CHECK(c.OnStepEnd(250, 480, b));  // B: recorded whole
   CHECK_FALSE(c.active());
+  CHECK(c.partial() == 0);
+  // A5 ends with recording off since B's end: its work is in part, counted.
+  CHECK_FALSE(c.OnStepEnd(470, 570, a5));
+  CHECK(c.partial() == 1);
+}
+
+// A step begun after the phase closed, while a late step keeps recording on, and ended before
+// that one: all its work was recorded, so it is recorded too (not counted in any phase; before,
+// its work was in the file without a step, charged to another thread's).
+TEST_CASE("the cursor: a step begun and ended while late steps keep recording on is recorded") {
+  ScheduleCursor c(Schedule(1, 0, 1, 0));
+  CHECK_FALSE(c.OnStepEnd(0, 10, c.OnStepBegin()));  // wait
+  const uint32_t late = c.OnStepBegin();
+  CHECK(c.OnStepEnd(10, 20, c.OnStepBegin()));  // the active step: the phase closes
+  const uint32_t mid = c.OnStepBegin();
+  CHECK((mid & ScheduleCursor::kOverrun) != 0);
+  CHECK(c.OnStepEnd(20, 30, mid));   // whole: recorded; a wait step all the same
+  CHECK(c.active());                 // the wait phase (1 step) is over: active again
+  CHECK(c.OnStepEnd(15, 35, late));  // the closed phase's late step
   CHECK(c.partial() == 0);
 }
 
