@@ -334,10 +334,12 @@ std::vector<double> BucketSamples(const OJson& s, const std::string& bucket) {
   auto st = s.find("stats");
   if (st == s.end() || !st->is_object()) return v;
   auto all = st->find("step_buckets_model_ms_samples");
-  if (all == st->end() || !all->is_object()) return v;
+  if (all == st->end() || !all->is_object() || all->empty()) return v;
   auto it = all->find(bucket);
-  if (it == all->end() || !it->is_array()) return v;
-  for (const auto& x : *it) v.push_back(x.is_number() ? x.get<double>() : 0.0);
+  // A bucket the summary does not list took no time in any step (LoadSummary checked the
+  // arrays share one length): zeros.
+  if (it == all->end()) return std::vector<double>(all->begin()->size(), 0.0);
+  for (const auto& x : *it) v.push_back(x.get<double>());
   return v;
 }
 
@@ -731,6 +733,37 @@ absl::Status CheckShape(const OJson& j) {
         return absl::InvalidArgumentError(
             "\"stats.step_latency_ms_samples\" holds something other than numbers");
       }
+    }
+  }
+  // Per-step model bucket samples: an object of arrays of numbers, all of one length (the
+  // steps, or the evenly spread 4096 of them).
+  auto buckets = stats->find("step_buckets_model_ms_samples");
+  if (buckets != stats->end()) {
+    const char* what = "\"stats.step_buckets_model_ms_samples\"";
+    if (!buckets->is_object())
+      return absl::InvalidArgumentError(absl::StrCat(what, " is not an object"));
+    size_t length = SIZE_MAX;
+    for (auto it = buckets->begin(); it != buckets->end(); ++it) {
+      if (!it->is_array()) {
+        return absl::InvalidArgumentError(absl::StrCat(what, ".", it.key(), " is not an array"));
+      }
+      for (const OJson& x : *it) {
+        if (!x.is_number()) {
+          return absl::InvalidArgumentError(
+              absl::StrCat(what, ".", it.key(), " holds something other than numbers"));
+        }
+      }
+      if (length != SIZE_MAX && it->size() != length) {
+        return absl::InvalidArgumentError(absl::StrCat(what, " has arrays of different lengths (",
+                                                       length, " and ", it->size(), " at ",
+                                                       it.key(), ")"));
+      }
+      length = it->size();
+    }
+    const size_t steps_n = samples != stats->end() ? samples->size() : 0;
+    if (length != SIZE_MAX && samples != stats->end() && length > steps_n) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, " has ", length, " samples per bucket for ", steps_n, " steps"));
     }
   }
   static const std::pair<const char*, bool> kSections[] = {

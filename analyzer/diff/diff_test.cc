@@ -566,6 +566,17 @@ TEST_CASE("model buckets are tested over their per-step samples") {
     CHECK(m->verdict == Verdict::kNoise);
   }
   CHECK(d.regressions == 0);
+  // A bucket only the new profile has (a kernel added): the base's steps spent 0 in it.
+  {
+    auto added = with_gemm(MakeSummary(1, 60, 1, steps), 0.1342, false);
+    added["buckets_model_avg_ms"]["norm"] = {{"ms", 0.05}, {"share", 0.1}};
+    added["stats"]["step_buckets_model_ms_samples"]["norm"] = std::vector<double>(60, 0.05);
+    DiffResult da = DiffSummaries(base, added, DiffOptions());
+    const MetricDiff* n = Find(da, "buckets_model_avg_ms.norm.ms");
+    REQUIRE(n != nullptr);
+    CHECK(n->tested);
+    CHECK(n->verdict == Verdict::kRegression);
+  }
   // Without the samples (an older summary): worse but untested, and the headline says so.
   base["stats"].erase("step_buckets_model_ms_samples");
   d = DiffSummaries(base, slow, DiffOptions());
@@ -718,6 +729,21 @@ TEST_CASE("bad input exits 2 with one line naming the file") {
        "holds something other than numbers"},
       {"{\"schema\": \"profagent.summary/1\", \"stats\": {\"steps\": 2}, \"kernels\": {}}",
        "\"kernels\" is not an array"},
+      // Per-step bucket samples: an object of arrays of numbers of one length, no longer than
+      // the step samples.
+      {"{\"schema\": \"profagent.summary/1\", \"stats\": {\"steps\": 2, "
+       "\"step_buckets_model_ms_samples\": [1, 2]}}",
+       "\"stats.step_buckets_model_ms_samples\" is not an object"},
+      {"{\"schema\": \"profagent.summary/1\", \"stats\": {\"steps\": 2, "
+       "\"step_buckets_model_ms_samples\": {\"norm\": [1, \"x\"]}}}",
+       "\"stats.step_buckets_model_ms_samples\".norm holds something other than numbers"},
+      {"{\"schema\": \"profagent.summary/1\", \"stats\": {\"steps\": 2, "
+       "\"step_buckets_model_ms_samples\": {\"norm\": [1, 2], \"lm_head\": [1]}}}",
+       "has arrays of different lengths (2 and 1 at lm_head)"},
+      {"{\"schema\": \"profagent.summary/1\", \"stats\": {\"steps\": 2, "
+       "\"step_latency_ms_samples\": [1, 2], "
+       "\"step_buckets_model_ms_samples\": {\"norm\": [1, 2, 3]}}}",
+       "has 3 samples per bucket for 2 steps"},
   };
   for (const auto& [text, message] : kBroken) {
     INFO(text);
