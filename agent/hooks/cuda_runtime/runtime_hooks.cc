@@ -246,7 +246,13 @@ void TakeStack(uint64_t t, int max_skip, Skip skip) {
   const int n = unw_backtrace(ips, want);
   int first = 0;
   while (first < n && first < max_skip && skip(ips[first])) ++first;
-  const int kept = std::min<int>(n - first, int(internal::g_stack_depth));
+  // The agent's own frames further down too (an NCCL call's launch passes through the agent's
+  // wrapper of ncclGroupEnd): the application's code only.
+  int end = first;
+  for (int i = first; i < n; ++i) {
+    if (!InOwnCode(ips[i])) ips[end++] = ips[i];
+  }
+  const int kept = std::min<int>(end - first, int(internal::g_stack_depth));
   if (kept <= 0) return;
   RawEvent s;
   std::memset(&s, 0, sizeof(s));

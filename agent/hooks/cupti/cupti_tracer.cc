@@ -1540,8 +1540,8 @@ void NoteRecordsStopped() {
                                 : 0;
   if (last_record != 0 && since_ns < 1000000000ull) return;
   AddNote("warning",
-          "CUPTI: the last " + std::to_string(after) + " of " + std::to_string(launched) +
-              " kernel launches got no device record (" +
+          "CUPTI: no device record for the last " + std::to_string(after) + " of the " +
+              std::to_string(launched) + " kernel launches its callbacks reported (" +
               (last_record != 0
                    ? "none in the last " + std::to_string(since_ns / 1000000) + " ms of launches"
                    : std::string("none at all")) +
