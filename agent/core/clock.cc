@@ -23,8 +23,17 @@ struct Calibration {
   uint64_t mult;
 };
 
-std::atomic<uint64_t> g_seq{0};  // seqlock over g_cal
+std::atomic<uint64_t> g_seq{0};  // seqlock over g_cal and g_segments
 Calibration g_cal{0, 0, 0};
+// The mappings g_cal replaced, each in force for the ticks from its tsc0 to the next one's (a
+// ring of the last kSegments): a tick converts the same whenever it is converted (a launch
+// written before a recalibration and its device op after it must keep their order to the ns).
+// Ticks older than the oldest kept use it. Recalibrations are a second apart (the first ones
+// sooner), so the ring covers about a minute: only events-mode work resolved later than that
+// converts with a later mapping.
+constexpr uint32_t kSegments = 64;
+Calibration g_segments[kSegments];
+uint32_t g_segment_count = 0;  // mappings replaced so far (the ring index is count % kSegments)
 std::once_flag g_once;
 uint64_t g_first_tsc = 0, g_first_mono = 0;
 
@@ -44,8 +53,26 @@ bool TscIsInvariant() {
 
 void Store(const Calibration& c) {
   g_seq.fetch_add(1, std::memory_order_acq_rel);
+  if (g_cal.mult != 0) g_segments[g_segment_count++ % kSegments] = g_cal;
   g_cal = c;
   g_seq.fetch_add(1, std::memory_order_acq_rel);
+}
+
+// The mapping in force for `ticks` older than the current one's anchor.
+Calibration SegmentFor(uint64_t ticks) {
+  for (;;) {
+    uint64_t s0 = g_seq.load(std::memory_order_acquire);
+    if (s0 & 1) continue;
+    const uint32_t n = g_segment_count;
+    const uint32_t kept = n < kSegments ? n : kSegments;
+    Calibration c = g_cal;
+    for (uint32_t i = 1; i <= kept; ++i) {  // newest first
+      c = g_segments[(n - i) % kSegments];
+      if (c.tsc0 <= ticks) break;
+    }
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (g_seq.load(std::memory_order_relaxed) == s0) return c;
+  }
 }
 
 Calibration Load() {
@@ -168,7 +195,9 @@ void RecalibrateClock() {
 uint64_t TicksToNs(uint64_t ticks) {
   if (!internal::g_use_tsc) return ticks;
   if (__builtin_expect(g_calibrated.load(std::memory_order_acquire) != 2, 0)) Calibrate();
-  return uint64_t(Convert(Load(), ticks));
+  const Calibration c = Load();
+  if (__builtin_expect(ticks >= c.tsc0, 1)) return uint64_t(Convert(c, ticks));
+  return uint64_t(Convert(SegmentFor(ticks), ticks));
 }
 
 namespace testing {
