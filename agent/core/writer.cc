@@ -4,6 +4,7 @@
 // Field numbers below must match proto/profagent.proto; //tests/core:wire_roundtrip_test checks
 // them through the generated parser.
 #include <dlfcn.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <semaphore.h>
@@ -715,6 +716,20 @@ uint32_t CollOpName(WriterState* w, uint16_t api) {
   return id;
 }
 
+// The module name of a frame: dladdr names the main program by argv[0] (a bare name found in
+// PATH, or relative to a directory the report may not run in): its absolute path instead.
+const char* ModuleName(const char* dladdr_name) {
+  if (program_invocation_name == nullptr || strcmp(dladdr_name, program_invocation_name) != 0) {
+    return dladdr_name;
+  }
+  static const std::string* exe = [] {
+    char buf[4096];
+    const ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+    return new std::string(n > 0 ? std::string(buf, size_t(n)) : std::string());
+  }();
+  return exe->empty() ? dladdr_name : exe->c_str();
+}
+
 uint32_t StackId(WriterState* w, const uint64_t* ips, size_t n) {
   std::vector<uint64_t> key(ips, ips + n);
   auto it = w->stack_ids.find(key);
@@ -728,7 +743,7 @@ uint32_t StackId(WriterState* w, const uint64_t* ips, size_t n) {
     memset(&info, 0, sizeof(info));
     f.Clear();
     if (dladdr(reinterpret_cast<void*>(ips[i]), &info) != 0 && info.dli_fname != nullptr) {
-      f.U64(1, InternString(info.dli_fname));
+      f.U64(1, InternString(ModuleName(info.dli_fname)));
       f.U64(2, ips[i] - reinterpret_cast<uint64_t>(info.dli_fbase));
       if (info.dli_sname != nullptr) f.U64(3, InternString(Demangle(info.dli_sname)));
     } else {

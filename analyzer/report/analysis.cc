@@ -3950,7 +3950,7 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
     // takes their mean alone (a mix read 4x short), one without any has no bandwidth.
     const bool nccl = k[0] == "nccl";
     if (nccl && ca.dev_count > 0) mean_ns = double(ca.dev_span_ns) / double(ca.dev_count);
-    jc["mean_us"] = timed > 0 ? Num(mean_ns / 1e3) : Json(nullptr);
+    jc["mean_us"] = timed > 0 && (!nccl || ca.dev_count > 0) ? Num(mean_ns / 1e3) : Json(nullptr);
     // bytes/ns == GB/s, of the calls' exact mean size (the integer `bytes` is truncated: a row
     // of mixed small sizes read busbw/algbw off the bus factor by 1.5%).
     const double mean_bytes =

@@ -3375,7 +3375,8 @@ TEST_CASE("NCCL calls under host timing are left out of the waits, with a warnin
   // Their 5 us are enqueue times: no bandwidth from them (before: 0.8 GB/s, 100-250 GB/s for
   // larger calls, on a link the kernels put at 1 GB/s).
   CHECK(row["time_source"] == "host");
-  CHECK(row["mean_us"] == 5.0);
+  CHECK(row["mean_us"].is_null());
+  CHECK(row["time_ms"] == 0.03);  // the calls' host time, as time_source says
   CHECK(row["algbw_gbps"].is_null());
   CHECK(row["busbw_gbps"].is_null());
 }

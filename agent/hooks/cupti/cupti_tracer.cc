@@ -1531,6 +1531,7 @@ void CUPTIAPI ApiCallback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId c
 // injected too), which serves one client. Said, or the report's only clue is launches without
 // device activity.
 void NoteRecordsStopped() {
+  if (!CuptiActive()) return;  // (a forked child: CUPTI is the parent's)
   const uint64_t launched = g_kernels_launched.load(), records = g_kernel_records.load();
   const uint64_t after = launched - std::min(launched, g_launched_at_last_record.load());
   const uint64_t last_launch = g_last_launch_tick.load(), last_record = g_last_record_tick.load();
@@ -1670,6 +1671,13 @@ void AfterForkChild() {
   // copy would stay locked forever, and its exit path takes it.
   internal::g_active.store(false, std::memory_order_relaxed);
   SetSignalFlush(nullptr, nullptr);  // no flusher thread here
+  // The parent's launches and records are not the child's (its exit would otherwise wait for
+  // them, and take their missing records for another CUPTI client's doing).
+  g_kernels_launched.store(0);
+  g_kernel_records.store(0);
+  g_last_record_tick.store(0);
+  g_launched_at_last_record.store(0);
+  g_last_launch_tick.store(0);
   new (&Mu()) std::mutex();
 }
 
