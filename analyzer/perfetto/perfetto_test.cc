@@ -875,6 +875,17 @@ TEST_CASE("untimed launches of a sampled profile are annotated instants with the
 
 // A launch that failed (cudaErrorInvalidConfiguration) and a launch and a copy captured into a
 // graph ran nothing: they are drawn, but start no flow that no device op would end.
+// A process 50 on host "h" with one thread "main" and string 1 = `string1`.
+void StartPid50(ProfileWriter* w, const char* string1) {
+  REQUIRE(w->ok());
+  Record r;
+  r.mutable_header()->set_pid(50);
+  r.mutable_header()->set_hostname("h");
+  w->Write(r);
+  w->String(1, string1);
+  w->Thread(0, 50, "main");
+}
+
 TEST_CASE("failed and captured calls start no flow") {
   const std::string dir = TmpDir();
   {
@@ -934,16 +945,10 @@ TEST_CASE("JSON flows: no start without its end, in either file order") {
   const std::string dir = TmpDir();
   {
     ProfileWriter w(dir + "/rank0.pb");
-    REQUIRE(w.ok());
-    Record r;
-    r.mutable_header()->set_pid(50);
-    r.mutable_header()->set_hostname("h");
-    w.Write(r);
-    w.String(1, "cudaLaunchKernel");
+    StartPid50(&w, "cudaLaunchKernel");
     w.String(10, "kernel_a");
-    w.Thread(0, 50, "main");
     // The device op of correlation 2 first (its launch's batch comes later).
-    r.Clear();
+    Record r;
     DeviceBatch* d = r.mutable_device();
     d->set_base_ns(5000);
     DeviceOp* op = d->add_ops();
@@ -1206,17 +1211,6 @@ TEST_CASE("a graph launch's flow passes through every node it ran, in time order
   CHECK(graph_flow ==
         std::map<double, std::string>{{1.0, "s"}, {2.0, "t"}, {2.3, "t"}, {2.6, "f"}});
   CHECK(std::next(phases.begin())->second == "sf");
-}
-
-// A process 50 on host "h" with one thread "main" and string 1 = `string1`.
-void StartPid50(ProfileWriter* w, const char* string1) {
-  REQUIRE(w->ok());
-  Record r;
-  r.mutable_header()->set_pid(50);
-  r.mutable_header()->set_hostname("h");
-  w->Write(r);
-  w->String(1, string1);
-  w->Thread(0, 50, "main");
 }
 
 // Runs of not-ready polls of events polled in turn overlap each other (runtime_hooks.cc): they

@@ -610,19 +610,16 @@ CUresult CUDAAPI SimStreamSynchronize(CUstream s) {
   gpusim::SynchronizeStream(stream);
   return call.Return(CUDA_SUCCESS);
 }
+// cuGraphLaunch and its _ptsz form (the same parameters).
+template <bool kPtsz>
 CUresult CUDAAPI SimGraphLaunch(CUgraphExec exec, CUstream s) {
   cuGraphLaunch_params params{exec, s};
-  DriverCall call(CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, "cuGraphLaunch", &params);
+  DriverCall call(
+      kPtsz ? CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz : CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch,
+      kPtsz ? "cuGraphLaunch_ptsz" : "cuGraphLaunch", &params);
   return call.Return(
       ToCu(gpusim::GraphLaunchOn(call.corr(), reinterpret_cast<cudaGraphExec_t>(exec),
-                                 reinterpret_cast<cudaStream_t>(s), false)));
-}
-CUresult CUDAAPI SimGraphLaunchPtsz(CUgraphExec exec, CUstream s) {
-  cuGraphLaunch_ptsz_params params{exec, s};
-  DriverCall call(CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz, "cuGraphLaunch_ptsz", &params);
-  return call.Return(
-      ToCu(gpusim::GraphLaunchOn(call.corr(), reinterpret_cast<cudaGraphExec_t>(exec),
-                                 reinterpret_cast<cudaStream_t>(s), true)));
+                                 reinterpret_cast<cudaStream_t>(s), kPtsz)));
 }
 CUresult CUDAAPI SimCtxSynchronize() {
   DriverCall call(CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize, "cuCtxSynchronize", nullptr);
@@ -665,7 +662,7 @@ const DriverEntry kDriverEntries[] = {
     {"cuMemsetD32Async", Fn(&SimMemsetD32Async), nullptr},
     {"cuStreamSynchronize", Fn(&SimStreamSynchronize), nullptr},
     {"cuCtxSynchronize", Fn(&SimCtxSynchronize), nullptr},
-    {"cuGraphLaunch", Fn(&SimGraphLaunch), Fn(&SimGraphLaunchPtsz)},
+    {"cuGraphLaunch", Fn(&SimGraphLaunch<false>), Fn(&SimGraphLaunch<true>)},
 };
 
 }  // namespace

@@ -3,23 +3,18 @@
 // and calls its InitializeInjection twice, as a driver would once; then runs kernels and copies.
 // The agent sees them only through CUPTI callbacks. Exit code 0 on success.
 #include <cuda_runtime.h>
-#include <dlfcn.h>
 
 #include <cstdio>
+
+#include "agent/hooks/cuda_runtime/testdata/inject.h"
 
 __global__ void injected_kernel(int i) {}
 
 int main(int argc, char** argv) {
   if (argc < 2) return 2;
-  void* h = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
-  if (!h) {
-    printf("dlopen: %s\n", dlerror());
-    return 3;
-  }
-  auto init = reinterpret_cast<int (*)()>(dlsym(h, "InitializeInjection"));
-  if (!init) return 4;
-  int a = init();
-  int b = init();
+  const int a = InjectAgent(argv[1]);  // twice, as two tools' loaders might
+  const int b = InjectAgent(argv[1]);
+  if (a < 0 || b < 0) return 3;
   float* d = nullptr;
   if (cudaMalloc(&d, 4096) != cudaSuccess) return 5;
   for (int i = 0; i < 6; ++i) injected_kernel<<<2, 64>>>(i);

@@ -5,24 +5,18 @@
 // ends; the graph runs 3 times. Then s1 launches one kernel of its own (not captured). Prints
 // "errors=N"; exit code 0 when every call succeeded.
 #include <cuda_runtime.h>
-#include <dlfcn.h>
 
 #include <cstdio>
 
 #include "agent/hooks/cuda_runtime/testdata/check.h"
+#include "agent/hooks/cuda_runtime/testdata/inject.h"
 
 __global__ void join_side_kernel(int i) {}
 __global__ void join_main_kernel(int i) {}
 
 int main(int argc, char** argv) {
   if (argc < 2) return 2;
-  void* h = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
-  if (!h) {
-    printf("dlopen: %s\n", dlerror());
-    return 3;
-  }
-  auto init = reinterpret_cast<int (*)()>(dlsym(h, "InitializeInjection"));
-  if (!init || init() != 1) return 4;
+  if (InjectAgent(argv[1]) != 1) return 3;
   cudaStream_t s0 = nullptr, s1 = nullptr;
   cudaEvent_t fork = nullptr, join = nullptr;
   CHECK(cudaStreamCreateWithFlags(&s0, cudaStreamNonBlocking));
