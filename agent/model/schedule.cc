@@ -70,6 +70,7 @@ bool ScheduleCursor::EndStep(uint64_t t0, uint64_t t1, uint32_t began) {
     // Began in an active phase that has closed since: recorded whole, unless given up.
     if (began <= given_up_) {
       ++partial_;
+      if (abandoned_ > 0) --abandoned_;
       return false;
     }
     if (overrun_open_ > 0) --overrun_open_;
@@ -81,6 +82,7 @@ bool ScheduleCursor::EndStep(uint64_t t0, uint64_t t1, uint32_t began) {
   // Any other step's end counts towards giving the closed phases' late steps up.
   if (overrun_open_ > 0 && ++overrun_ends_ > kMaxOverrun) {
     given_up_ = active_ ? epoch_ - 1 : epoch_;  // every closed phase's
+    abandoned_ += overrun_open_;
     overrun_open_ = 0;
   }
   if (current) {

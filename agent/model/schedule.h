@@ -78,6 +78,9 @@ class ScheduleCursor {
   // step ends a wait/warm-up phase.
   bool OnStepEnd(uint64_t t0, uint64_t t1, uint32_t began = kBeganUnknown);
   uint64_t partial() const { return partial_; }
+  // Steps begun in an active phase and given up (still open kMaxOverrun steps after it
+  // closed) that have not ended (yet): at exit, ranges never ended.
+  uint64_t abandoned() const { return abandoned_; }
 
  private:
   void ClosePhase();
@@ -93,6 +96,7 @@ class ScheduleCursor {
   uint32_t given_up_ = 0;      // steps begun in phases up to this one are no longer waited for
   uint64_t overrun_ends_ = 0;  // other steps ended while overrun_open_ > 0
   uint32_t offs_ = 0;          // times recording went off (a step that saw none: whole)
+  uint64_t abandoned_ = 0;     // given up, not ended
   bool EndStep(uint64_t t0, uint64_t t1, uint32_t began);
 };
 

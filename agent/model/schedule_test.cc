@@ -248,8 +248,10 @@ TEST_CASE("the cursor: a step left open after its phase closed is waited for 64 
   // turns false after the give-up only on a wait phase.
   CHECK(ends <= int(ScheduleCursor::kMaxOverrun) + 2);
   CHECK(ends >= int(ScheduleCursor::kMaxOverrun) - 1);
+  CHECK(c.abandoned() == 1);               // given up, still open (at exit: a warning)
   CHECK_FALSE(c.OnStepEnd(15, t, stuck));  // given up: partial, not recorded
   CHECK(c.partial() == 1);
+  CHECK(c.abandoned() == 0);
 }
 
 // Without waits (wait=0, warmup=0) recording never pauses; a step that spans two active
@@ -300,6 +302,34 @@ TEST_CASE("the model: a step begun while recording is emitted when it ends after
   Shutdown();
   for (const std::string& n : fake::Notes())
     CHECK(n.find("not recorded whole") == std::string::npos);
+}
+
+// A step range that never ends (its thread died inside it) is given up, and said at exit.
+TEST_CASE("the model: a step range never ended is given up and counted at exit") {
+  Config c;
+  c.schedule_set = true;
+  c.sched_wait = 1;
+  c.sched_active = 1;
+  fake::Reset(c);
+  ResetForTest(c);
+  const std::string m = "step tokens=1";
+  auto begin = [&] { return OnNvtxRangeStart(m.data(), m.size()); };
+  auto end = [&](uint64_t t0, uint64_t t1, uint64_t cookie) {
+    OnNvtxRangeEnd(t0, t1, m.data(), m.size(), cookie);
+  };
+  end(0, 10, begin());  // wait
+  begin();              // never ended
+  uint64_t t = 10;
+  for (int i = 0; i < 200; ++i, t += 10) end(t, t + 10, begin());
+  Shutdown();
+  std::string note;
+  for (const std::string& n : fake::Notes()) {
+    if (n.find("never ended") != std::string::npos) note = n;
+  }
+  std::string all;
+  for (const std::string& n : fake::Notes()) all += n + "\n";
+  INFO(all);
+  CHECK(note.find("1 step range(s) begun in an active phase") != std::string::npos);
 }
 
 TEST_CASE("the model: NVTX steps drive the schedule; step-rule boundaries are then ignored") {

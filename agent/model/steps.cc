@@ -256,14 +256,21 @@ size_t ThreadNvtxContext(char* out, size_t cap) {
 void Shutdown() {
   if (g_shutdown_done.exchange(true)) return;  // the core and the NVTX surface may both call it
   if (auto fn = g_flusher.load(std::memory_order_acquire)) fn();
-  uint64_t partial = 0;
+  uint64_t partial = 0, abandoned = 0;
   bool sched_active = true;
   {
     std::lock_guard<std::mutex> lock(g_sched_mu);
     if (g_cursor != nullptr) {
       partial = g_cursor->partial();
+      abandoned = g_cursor->abandoned();
       sched_active = g_cursor->active();
     }
+  }
+  if (abandoned != 0) {
+    AddNote("warning", std::to_string(abandoned) +
+                           " step range(s) begun in an active phase of PROFAGENT_SCHEDULE were "
+                           "still open 64 steps after it closed and never ended: recording "
+                           "stopped waiting for them; not recorded as steps, their work in part");
   }
   const State* st = g_state.load(std::memory_order_acquire);
   if (st != nullptr && st->schedule.is_set() && g_steps.load(std::memory_order_relaxed) == 0) {

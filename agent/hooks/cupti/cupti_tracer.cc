@@ -351,7 +351,6 @@ void NoteCaptureJoinFromCallback(CUpti_CallbackId cbid, const CUpti_CallbackData
 }
 
 void NoteCaptureFromCallback(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
-  NoteCaptureJoinFromCallback(cbid, cb);
   const bool begin = cbid == CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_v10000 ||
                      cbid == CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_ptsz_v10000 ||
                      cbid == kCbidBeginCaptureToGraph || cbid == kCbidBeginCaptureToGraphPtsz;
@@ -1437,6 +1436,13 @@ void CUPTIAPI ApiCallback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId c
         ts.rt_t0 = Now();
       }
     } else if (ts.rt_cb_depth > 0 && --ts.rt_cb_depth == 0) {
+      // Joins of a capture, interposed or not: the table is what the callbacks' own capture
+      // checks read (CountRuntimeLaunch, FlagCaptured), whatever the interposers ask the
+      // runtime (before, under LD_PRELOAD a kernel on a joined stream was counted as one to
+      // wait for at exit, which never came: 100 ms more at every exit, and a false warning).
+      // (An interposed call runs under the interposer's HookGuard; the agent's own threads'
+      // calls, under a HookGuard outside any interposed call, are left out.)
+      if (!HookGuard::Active() || ts.in_runtime != 0) NoteCaptureJoinFromCallback(cbid, cb);
       if (ts.rt_recording) CountRuntimeLaunch(cbid, cb);
       // Not through an interposer and not the agent's own call: record it here.
       if (ts.in_runtime == 0 && !HookGuard::Active()) NoteCaptureFromCallback(cbid, cb);
@@ -1566,6 +1572,12 @@ void WaitForInFlight(int budget_ms) {
     g_api.flush_all(0);
     if (!pending()) break;
     usleep(200);
+  }
+  if (pending()) {
+    const uint64_t launched = g_kernels_launched.load(), records = g_kernel_records.load();
+    Log(2, "CUPTI: %llu kernel record(s) still missing after waiting %d ms (%llu launched)",
+        static_cast<unsigned long long>(launched > records ? launched - records : 0), budget_ms,
+        static_cast<unsigned long long>(launched));
   }
 }
 
