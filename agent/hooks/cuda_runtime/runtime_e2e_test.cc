@@ -574,6 +574,19 @@ TEST_CASE("auto falls back from CUPTI to events when CUPTI has no driver") {
   CheckLaunchesMatchTruth(s, false, kWorkloadCaptured);
 }
 
+// CUPTI_ERROR_NOT_INITIALIZED is also a driver older than the libcupti found (CUPTI's guide):
+// the reason gives the versions at hand and the way to another libcupti.
+TEST_CASE("CUPTI not initialized: the reason names the versions and PROFAGENT_CUPTI_PATH") {
+  Scenario s("notinit", "GPUSIM_CUPTI_FAIL=15", kPkg + "rt_workload");
+  REQUIRE(s.run.code == 0);
+  REQUIRE(s.loaded);
+  CHECK(s.prof.timing == GPU_TIMING_EVENTS);
+  INFO(s.prof.reason);
+  CHECK(s.prof.reason.find("CUPTI_ERROR_NOT_INITIALIZED (no driver, or one older than this "
+                           "CUPTI, CUPTI API version ") != std::string::npos);
+  CHECK(s.prof.reason.find("PROFAGENT_CUPTI_PATH can name the libcupti") != std::string::npos);
+}
+
 TEST_CASE("NVIDIA's own libcupti without a driver: auto falls back to events and says why") {
   const char* home = getenv("CUDA_HOME");
   std::string nv = std::string(home ? home : "/usr/local/cuda") + "/lib64/libcupti.so.13";

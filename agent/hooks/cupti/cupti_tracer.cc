@@ -48,6 +48,7 @@ struct CuptiApi {
   decltype(&cuptiEnableCallback) enable_callback = nullptr;
   decltype(&cuptiActivityEnable) activity_enable = nullptr;
   decltype(&cuptiActivityDisable) activity_disable = nullptr;
+  decltype(&cuptiGetVersion) get_version = nullptr;
   decltype(&cuptiActivityRegisterCallbacks) register_callbacks = nullptr;
   decltype(&cuptiActivityRegisterTimestampCallback) register_timestamp = nullptr;
   decltype(&cuptiActivityGetNextRecord) next_record = nullptr;
@@ -141,7 +142,24 @@ std::string Failure(const char* call, CUptiResult r) {
   std::string s = std::string("CUPTI: ") + call + " returned " + ResultName(r);
   // CUPTI_ERROR_NOT_INITIALIZED: also a driver older than this libcupti (CUPTI's guide).
   if (r == CUPTI_ERROR_UNKNOWN) s += " (no driver?)";
-  if (r == CUPTI_ERROR_NOT_INITIALIZED) s += " (no driver, or one older than this CUPTI?)";
+  if (r == CUPTI_ERROR_NOT_INITIALIZED) {
+    // The versions that tell the two apart, from what is loaded (no CUDA call here: this may
+    // run inside the driver's InitializeInjection).
+    std::string versions;
+    uint32_t api = 0;
+    if (g_api.get_version != nullptr && g_api.get_version(&api) == CUPTI_SUCCESS) {
+      versions += ", CUPTI API version " + std::to_string(api);
+    }
+    using DriverVersion = CUresult (*)(int*);
+    int driver = 0;
+    if (auto get = reinterpret_cast<DriverVersion>(dlsym(RTLD_DEFAULT, "cuDriverGetVersion"));
+        get != nullptr && get(&driver) == CUDA_SUCCESS) {
+      versions += ", driver CUDA " + std::to_string(driver / 1000) + "." +
+                  std::to_string(driver % 1000 / 10);
+    }
+    s += " (no driver, or one older than this CUPTI" + versions +
+         "? PROFAGENT_CUPTI_PATH can name the libcupti of the driver's CUDA version)";
+  }
   if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) s += " (another tool holds CUPTI)";
   return s;
 }
@@ -1711,6 +1729,7 @@ bool StartLocked(const std::string& explicit_path, const void* cudart_symbol,
   Sym(lib, "cuptiGetGraphNodeId", &a.get_graph_node_id);
   Sym(lib, "cuptiGetStreamIdEx", &a.get_stream_id_ex);
   Sym(lib, "cuptiActivityDisable", &a.activity_disable);
+  Sym(lib, "cuptiGetVersion", &a.get_version);
   bool ok = Sym(lib, "cuptiSubscribe", &a.subscribe) &&
             Sym(lib, "cuptiUnsubscribe", &a.unsubscribe) &&
             Sym(lib, "cuptiEnableCallback", &a.enable_callback) &&
