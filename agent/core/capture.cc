@@ -3,9 +3,21 @@
 #include <mutex>
 #include <utility>
 
+#include "agent/core/event.h"
+
 namespace profagent {
 
 namespace {
+// The table's key of a stream: the per-thread default stream's handle (cudaStreamPerThread) is
+// each thread's own stream, so it is keyed with the thread (before, one thread capturing its
+// per-thread stream flagged every other thread's per-thread work captured).
+thread_local uint64_t t_key_tag __attribute__((tls_model("initial-exec")));
+uint64_t Key(uint64_t stream) {
+  if (stream != kPerThreadStreamHandle) return stream;
+  // This thread's: an odd address-sized number no stream handle (aligned) can be.
+  return reinterpret_cast<uint64_t>(&t_key_tag) + 1;
+}
+
 std::atomic<uint64_t> g_capture_streams[kMaxCaptures];  // 0 = free slot
 // The stream whose capture a slot's stream joined (0: its own capture began there). Written
 // under JoinMu() for joined slots; read with the slot.
@@ -65,12 +77,13 @@ bool CapturingSlow(uint64_t stream, bool may_query) {
       if (r >= 0) return r == 1;
     }
   }
-  return InTable(stream);
+  return InTable(Key(stream));
 }
 }  // namespace internal
 
 void NoteCaptureBegin(uint64_t stream) {
   if (stream == 0) return;
+  stream = Key(stream);
   internal::g_open_captures.fetch_add(1, std::memory_order_relaxed);
   if (InTable(stream)) return;
   for (auto& slot : g_capture_streams) {
@@ -81,6 +94,7 @@ void NoteCaptureBegin(uint64_t stream) {
 
 void NoteCaptureEnd(uint64_t stream, bool ended) {
   if (stream == 0 || !ended) return;
+  stream = Key(stream);
   for (int i = 0; i < kMaxCaptures; ++i) {
     if (g_capture_origin[i].load(std::memory_order_acquire) != 0) continue;  // a joined one
     uint64_t expected = stream;
@@ -98,7 +112,7 @@ void NoteCaptureEnd(uint64_t stream, bool ended) {
 
 void NoteEventRecorded(uint64_t event, uint64_t stream) {
   if (event == 0 || internal::g_open_captures.load(std::memory_order_relaxed) == 0) return;
-  const uint64_t origin = stream != 0 ? OriginOf(stream) : 0;
+  const uint64_t origin = stream != 0 ? OriginOf(Key(stream)) : 0;
   std::lock_guard<std::mutex> lock(JoinMu());
   std::pair<uint64_t, uint64_t>* free_slot = nullptr;
   for (auto& ev : g_capture_events) {
@@ -116,6 +130,7 @@ void NoteStreamWaitedEvent(uint64_t stream, uint64_t event) {
   if (stream == 0 || event == 0 || internal::g_open_captures.load(std::memory_order_relaxed) == 0) {
     return;
   }
+  stream = Key(stream);
   std::lock_guard<std::mutex> lock(JoinMu());
   uint64_t origin = 0;
   for (const auto& ev : g_capture_events) {

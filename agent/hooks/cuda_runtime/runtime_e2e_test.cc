@@ -767,6 +767,35 @@ TEST_CASE("LD_PRELOAD and CUPTI: kernels captured on a joined stream are not wai
   CHECK(s.run.err.find("another CUPTI client") == std::string::npos);
 }
 
+// A --default-stream per-thread program under injection (CUPTI callbacks only): stream 0 of a
+// _ptsz call is the thread's per-thread stream, as the interposer records it; the capture of
+// one thread's stream 0 flags its launch captured and not another thread's work on its own
+// stream 0 (before: the launch was on the legacy stream, taken for one that ran, and the other
+// thread's set was flagged captured).
+TEST_CASE("CUDA_INJECTION64_PATH style: per-thread default streams as the interposer has them") {
+  std::string dir = MakeTempDir("inject_ptsz");
+  RunResult r = Run(dir, "GPUSIM_TRUTH=" + dir + "/truth.json PROFAGENT_OUTPUT=" + dir + "/prof",
+                    kPkg + "rt_inject_ptsz " + AgentPath());
+  REQUIRE(r.code == 0);
+  CHECK(r.out == "errors=0\n");
+  Profile p;
+  if (!LoadProfile(dir + "/prof", &p) || CuptiUnavailable(p)) return;
+  auto launches = p.Kind(EV_LAUNCH);
+  REQUIRE(launches.size() == 1);
+  CHECK(launches[0]->ev.captured());
+  auto sets = p.Kind(EV_MEMSET);
+  REQUIRE(sets.size() == 1);
+  CHECK_FALSE(sets[0]->ev.captured());
+  size_t set_ops = 0, kernels = 0;
+  for (auto& d : p.dev) {
+    set_ops += d.op.kind() == DOP_MEMSET;
+    kernels += d.op.kind() == DOP_KERNEL;
+  }
+  CHECK(set_ops == 1);
+  CHECK(kernels == 2);
+  CHECK(p.Kind(EV_GRAPH_LAUNCH).size() == 2);
+}
+
 // PROFAGENT_STACKS under injection: the launches come through CUPTI callbacks, which take the
 // stack on the launching thread (before, no stack at all, and nothing said so). It starts at
 // the application's call: no frame of the agent, CUPTI or the runtime above it.

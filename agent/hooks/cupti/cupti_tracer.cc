@@ -682,12 +682,26 @@ RawEvent CallEvent(const CUpti_CallbackData* cb, uint64_t t0, uint64_t t1) {
 }
 
 // A runtime call that did not pass through an agent interposer: record it from its callback.
+// A _ptsz/_ptds call (what --default-stream per-thread builds call): its stream 0 is the
+// calling thread's per-thread default stream, as the interposers record it.
+bool PerThreadCall(const char* function_name) {
+  if (function_name == nullptr) return false;
+  const size_t n = std::strlen(function_name);
+  return n > 5 && (std::strcmp(function_name + n - 5, "_ptsz") == 0 ||
+                   std::strcmp(function_name + n - 5, "_ptds") == 0);
+}
+uint64_t StreamOf(const void* stream, bool per_thread) {
+  const uint64_t s = reinterpret_cast<uint64_t>(stream);
+  return s == 0 && per_thread ? kPerThreadStreamHandle : s;
+}
+
 void RecordRuntimeFromCallback(CUpti_CallbackId cbid, const CUpti_CallbackData* cb, uint64_t t0,
                                uint64_t t1) {
   RawEvent e = CallEvent(cb, t0, t1);
   const void* p = cb->functionParams;
   uint32_t corr = cb->correlationId;
   LaunchShapeExtra shape{};  // a launch's dimensions (EmitLaunch)
+  const bool per_thread = PerThreadCall(cb->functionName);
   switch (cbid) {
     case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000:
     case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000:
@@ -699,7 +713,8 @@ void RecordRuntimeFromCallback(CUpti_CallbackId cbid, const CUpti_CallbackData* 
     case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000: {
       auto* a = static_cast<const cudaLaunchKernel_v7000_params*>(p);
       if (a) {
-        shape = FillLaunch(&e, a->func, a->gridDim, a->blockDim, a->sharedMem, a->stream);
+        shape = FillLaunch(&e, a->func, a->gridDim, a->blockDim, a->sharedMem,
+                           reinterpret_cast<const void*>(StreamOf(a->stream, per_thread)));
       } else {
         e.type = EvType::kLaunch;
       }
@@ -712,7 +727,8 @@ void RecordRuntimeFromCallback(CUpti_CallbackId cbid, const CUpti_CallbackData* 
       auto* a = static_cast<const cudaLaunchKernelExC_v11060_params*>(p);
       if (a && a->config)
         shape = FillLaunch(&e, a->func, a->config->gridDim, a->config->blockDim,
-                           a->config->dynamicSmemBytes, a->config->stream);
+                           a->config->dynamicSmemBytes,
+                           reinterpret_cast<const void*>(StreamOf(a->config->stream, per_thread)));
       else e.type = EvType::kLaunch;
       if (cb->symbolName && a) NoteFunctionName(a->func, cb->symbolName);
       e.launch.corr = corr;
@@ -724,7 +740,7 @@ void RecordRuntimeFromCallback(CUpti_CallbackId cbid, const CUpti_CallbackData* 
       e.type = EvType::kGraphLaunch;
       if (a) {
         e.launch.func = a->graphExec;
-        e.launch.stream = reinterpret_cast<uint64_t>(a->stream);
+        e.launch.stream = StreamOf(a->stream, per_thread);
       }
       e.launch.corr = corr;
       model::OnGraphLaunch(t0, t1, e.launch.stream);
@@ -822,7 +838,7 @@ void RecordRuntimeFromCallback(CUpti_CallbackId cbid, const CUpti_CallbackData* 
     case CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_ptsz_v7000: {
       auto* a = static_cast<const cudaStreamSynchronize_v3020_params*>(p);
       e.type = EvType::kSync;
-      e.gen.a = a ? reinterpret_cast<uint64_t>(a->stream) : 0;
+      e.gen.a = a ? StreamOf(a->stream, per_thread) : 0;
       model::OnHostSync(t0, t1, e.gen.a);
       break;
     }
@@ -851,7 +867,7 @@ void RecordRuntimeFromCallback(CUpti_CallbackId cbid, const CUpti_CallbackData* 
       auto* a = static_cast<const cudaStreamWaitEvent_v3020_params*>(p);
       e.type = EvType::kSync;
       if (a) {
-        e.gen.a = reinterpret_cast<uint64_t>(a->stream);
+        e.gen.a = StreamOf(a->stream, per_thread);
         e.gen.b = reinterpret_cast<uint64_t>(a->event);
       }
       break;
@@ -1276,13 +1292,16 @@ void RecordDriverLaunch(CUpti_CallbackId cbid, const CUpti_CallbackData* cb, uin
     if (a->config)
       shape = FillLaunch(&e, f, dim3(a->config->gridDimX, a->config->gridDimY, a->config->gridDimZ),
                          dim3(a->config->blockDimX, a->config->blockDimY, a->config->blockDimZ),
-                         a->config->sharedMemBytes, a->config->hStream);
+                         a->config->sharedMemBytes,
+                         reinterpret_cast<const void*>(
+                             StreamOf(a->config->hStream, PerThreadCall(cb->functionName))));
   } else if (p) {  // cuLaunchKernel, _ptsz, cuLaunchCooperativeKernel(_ptsz): same prefix
     auto* a = static_cast<const cuLaunchKernel_params*>(p);
     f = a->f;
-    shape =
-        FillLaunch(&e, f, dim3(a->gridDimX, a->gridDimY, a->gridDimZ),
-                   dim3(a->blockDimX, a->blockDimY, a->blockDimZ), a->sharedMemBytes, a->hStream);
+    shape = FillLaunch(
+        &e, f, dim3(a->gridDimX, a->gridDimY, a->gridDimZ),
+        dim3(a->blockDimX, a->blockDimY, a->blockDimZ), a->sharedMemBytes,
+        reinterpret_cast<const void*>(StreamOf(a->hStream, PerThreadCall(cb->functionName))));
   }
   // No CUfunction in the parameters: the symbol name's address keys the kernel's name.
   if (f == nullptr) f = cb->symbolName;
@@ -1319,15 +1338,20 @@ void RecordDriverGraphLaunch(CUpti_CallbackId cbid, const CUpti_CallbackData* cb
 // cuLaunchCooperativeKernel(_ptsz) share cuLaunchKernel's parameter prefix.
 uint64_t DriverLaunchStream(CUpti_CallbackId cbid, const void* p) {
   if (p == nullptr) return 0;
+  // The _ptsz forms' stream 0 is the calling thread's per-thread default stream.
+  const bool pt = cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz ||
+                  cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz ||
+                  cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz ||
+                  cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz;
   if (IsDriverGraphLaunch(cbid)) {  // (hGraphExec, hStream): cuGraphLaunch(_ptsz)_params
-    return reinterpret_cast<uint64_t>(static_cast<const cuGraphLaunch_params*>(p)->hStream);
+    return StreamOf(static_cast<const cuGraphLaunch_params*>(p)->hStream, pt);
   }
   if (cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx ||
       cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz) {
     auto* a = static_cast<const cuLaunchKernelEx_params*>(p);
-    return a->config != nullptr ? reinterpret_cast<uint64_t>(a->config->hStream) : 0;
+    return a->config != nullptr ? StreamOf(a->config->hStream, pt) : 0;
   }
-  return reinterpret_cast<uint64_t>(static_cast<const cuLaunchKernel_params*>(p)->hStream);
+  return StreamOf(static_cast<const cuLaunchKernel_params*>(p)->hStream, pt);
 }
 
 // A kernel launch through the runtime that succeeded on a stream not being captured: one kernel

@@ -733,9 +733,12 @@ __attribute__((constructor)) void NvtxSurfaceLoad() {
 
 void InstallEnv() {
   if (!AgentEnabled()) return;
+  // The agent's own file, by a function of its own: InitializeInjectionNvtx2 is exported, and a
+  // reference to it binds to the first library that exports it (NVIDIA's libcupti does, and a
+  // framework may load it globally first): the agent then pointed NVTX at libcupti.
   Dl_info info;
-  if (dladdr(reinterpret_cast<void*>(&InitializeInjectionNvtx2), &info) == 0 ||
-      info.dli_fname == nullptr || info.dli_fname[0] == '\0') {
+  if (dladdr(reinterpret_cast<void*>(&InstallEnv), &info) == 0 || info.dli_fname == nullptr ||
+      info.dli_fname[0] == '\0') {
     return;
   }
   char self[PATH_MAX];
