@@ -345,6 +345,22 @@ TEST_CASE("a process with only an open range, stopped by SIGTERM, writes it") {
   CHECK(open_runs == 1);
 }
 
+// Another NVTX injection library loaded first, exporting InitializeInjectionNvtx2 as the agent
+// does: the agent still points NVTX_INJECTION64_PATH at itself (before, at the first library
+// that exported the symbol: its steps were lost).
+TEST_CASE(
+    "another library exporting InitializeInjectionNvtx2 loaded first: NVTX still reaches "
+    "the agent") {
+  const std::string dir = profagent::testing::MakeTempDir("nvtx_e2e_other_tool");
+  REQUIRE(!dir.empty());
+  RunDemo(dir, "LD_PRELOAD=" + Runfile("agent/hooks/nvtx/libfake_nvtx_tool.so") + ":" +
+                   Runfile("agent/hooks/nvtx/libprofagent_nvtx_test.so"));
+  const Parsed p = ParseFile(OnlyPbFile(dir));
+  int steps = 0;
+  for (const auto& ev : p.events) steps += ev.e.kind() == profagent::EV_STEP;
+  CHECK(steps == 5);
+}
+
 TEST_CASE("PROFAGENT_ENABLE=0: no injection, no file, same program output") {
   const std::string dir = profagent::testing::MakeTempDir("nvtx_e2e_off");
   REQUIRE(!dir.empty());
