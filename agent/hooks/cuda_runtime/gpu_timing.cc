@@ -76,6 +76,12 @@ void Decide(bool from_injection) {
     if (wanted == GpuTimingWanted::kEvents || wanted == GpuTimingWanted::kHost) {
       wanted = GpuTimingWanted::kCupti;
     }
+    // NCCL and MPI calls are seen by interposers only (their kernels are device ops all the
+    // same): said, or a report's "no collectives" beside NCCL kernels reads as none made.
+    AddNote("warning",
+            "injected through CUDA_INJECTION64_PATH without LD_PRELOAD: NCCL and MPI calls are "
+            "not recorded (no collectives, waits or stragglers; NCCL kernels are device ops); "
+            "preload the agent (LD_PRELOAD) to record them");
   }
   switch (wanted) {
     case GpuTimingWanted::kOff:

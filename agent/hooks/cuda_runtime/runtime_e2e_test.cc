@@ -706,6 +706,8 @@ TEST_CASE("CUDA_INJECTION64_PATH style: InitializeInjection alone records throug
                     kPkg + "rt_inject " + AgentPath());
   REQUIRE(r.code == 0);
   CHECK(r.out == "init=1,1 sync=0\n");
+  // No interposer: NCCL and MPI calls go unrecorded, and the agent says so.
+  CHECK(r.err.find("NCCL and MPI calls are not recorded") != std::string::npos);
   Profile p;
   if (!LoadProfile(dir + "/prof", &p)) {
     // Without CUPTI an injected-only agent sees nothing, so it writes no file.
