@@ -723,18 +723,27 @@ TEST_CASE("CUDA_INJECTION64_PATH style: InitializeInjection alone records throug
   CHECK(p.Kind(EV_MEMSET).size() == 1);
 }
 
+// Runs `program` (a testdata program taking the agent's path as its first argument, which it
+// injects as the driver would for CUDA_INJECTION64_PATH) with `env`; checks it exited 0 printing
+// `out`. False when no profile could be read or CUPTI is unavailable (nothing to check then).
+bool RunInjected(const char* tag, const std::string& program, const std::string& env,
+                 const std::string& out, Profile* p) {
+  std::string dir = MakeTempDir(tag);
+  RunResult r =
+      Run(dir, env + " GPUSIM_TRUTH=" + dir + "/truth.json PROFAGENT_OUTPUT=" + dir + "/prof",
+          kPkg + program + " " + AgentPath());
+  REQUIRE(r.code == 0);
+  CHECK(r.out == out);
+  return LoadProfile(dir + "/prof", p) && !CuptiUnavailable(*p);
+}
+
 // A multi-stream capture under injection (CUPTI callbacks only, no runtime query): the launch
 // on the stream that joined the capture is captured too (before, it was taken for a launch that
 // ran, and the report warned of launches without device activity); the same stream's launch
 // after the capture ended is not.
 TEST_CASE("CUDA_INJECTION64_PATH style: a stream that joined a capture is captured") {
-  std::string dir = MakeTempDir("inject_join");
-  RunResult r = Run(dir, "GPUSIM_TRUTH=" + dir + "/truth.json PROFAGENT_OUTPUT=" + dir + "/prof",
-                    kPkg + "rt_inject_join " + AgentPath());
-  REQUIRE(r.code == 0);
-  CHECK(r.out == "errors=0\n");
   Profile p;
-  if (!LoadProfile(dir + "/prof", &p) || CuptiUnavailable(p)) return;
+  if (!RunInjected("inject_join", "rt_inject_join", "", "errors=0\n", &p)) return;
   std::map<std::pair<std::string, bool>, int> launches;  // (kernel, captured) -> count
   for (auto* l : p.Kind(EV_LAUNCH)) launches[{p.Str(l->ev.name()), l->ev.captured()}]++;
   CHECK(launches ==
@@ -775,13 +784,8 @@ TEST_CASE("LD_PRELOAD and CUPTI: kernels captured on a joined stream are not wai
 // stream 0 (before: the launch was on the legacy stream, taken for one that ran, and the other
 // thread's set was flagged captured).
 TEST_CASE("CUDA_INJECTION64_PATH style: per-thread default streams as the interposer has them") {
-  std::string dir = MakeTempDir("inject_ptsz");
-  RunResult r = Run(dir, "GPUSIM_TRUTH=" + dir + "/truth.json PROFAGENT_OUTPUT=" + dir + "/prof",
-                    kPkg + "rt_inject_ptsz " + AgentPath());
-  REQUIRE(r.code == 0);
-  CHECK(r.out == "errors=0\n");
   Profile p;
-  if (!LoadProfile(dir + "/prof", &p) || CuptiUnavailable(p)) return;
+  if (!RunInjected("inject_ptsz", "rt_inject_ptsz", "", "errors=0\n", &p)) return;
   auto launches = p.Kind(EV_LAUNCH);
   REQUIRE(launches.size() == 1);
   CHECK(launches[0]->ev.captured());
@@ -802,15 +806,10 @@ TEST_CASE("CUDA_INJECTION64_PATH style: per-thread default streams as the interp
 // stack on the launching thread (before, no stack at all, and nothing said so). It starts at
 // the application's call: no frame of the agent, CUPTI or the runtime above it.
 TEST_CASE("CUDA_INJECTION64_PATH style: PROFAGENT_STACKS stacks on the callbacks' launches") {
-  std::string dir = MakeTempDir("inject_stacks");
-  RunResult r = Run(
-      dir,
-      "GPUSIM_TRUTH=" + dir + "/truth.json PROFAGENT_STACKS=1 PROFAGENT_OUTPUT=" + dir + "/prof",
-      kPkg + "rt_inject " + AgentPath());
-  REQUIRE(r.code == 0);
-  CHECK(r.out == "init=1,1 sync=0\n");
   Profile p;
-  if (!LoadProfile(dir + "/prof", &p) || CuptiUnavailable(p)) return;
+  if (!RunInjected("inject_stacks", "rt_inject", "PROFAGENT_STACKS=1", "init=1,1 sync=0\n", &p)) {
+    return;
+  }
   auto launches = p.Kind(EV_LAUNCH);
   REQUIRE(launches.size() == 6);
   for (auto* l : launches) CHECK(l->ev.stack() != 0);
