@@ -54,6 +54,26 @@ TEST_CASE("FromConfig reads PROFAGENT_SCHEDULE fields") {
   CHECK(Phases(Schedule::FromConfig(c), 6) == "wuAA..");
 }
 
+// Step ranges through the NVTX surface's model calls: a begin (its cookie) and an end.
+struct StepRanges {
+  std::string message;
+  uint64_t Begin() const { return OnNvtxRangeStart(message.data(), message.size()); }
+  void End(uint64_t t0, uint64_t t1, uint64_t cookie) const {
+    OnNvtxRangeEnd(t0, t1, message.data(), message.size(), cookie);
+  }
+};
+
+// The model reset with schedule wait=W, active=A, repeat=R.
+void ResetSchedule(uint32_t wait, uint32_t active, uint32_t repeat) {
+  Config c;
+  c.schedule_set = true;
+  c.sched_wait = wait;
+  c.sched_active = active;
+  c.sched_repeat = repeat;
+  fake::Reset(c);
+  ResetForTest(c);
+}
+
 void EndStepRange(uint64_t t0, uint64_t t1) {
   const std::string m = "step tokens=1";
   OnNvtxRangeEnd(t0, t1, m.data(), m.size());
@@ -275,25 +295,15 @@ TEST_CASE("the cursor: back-to-back active phases count each step once") {
 // The model sees a step's beginning (OnNvtxRangeStart) and its end: the helper's two-thread
 // program, through the NVTX surface's calls.
 TEST_CASE("the model: a step begun while recording is emitted when it ends after the phase") {
-  Config c;
-  c.schedule_set = true;
-  c.sched_wait = 1;
-  c.sched_active = 1;
-  c.sched_repeat = 1;
-  fake::Reset(c);
-  ResetForTest(c);
-  const std::string m = "step tokens=2";
-  auto begin = [&] { return OnNvtxRangeStart(m.data(), m.size()); };
-  auto end = [&](uint64_t t0, uint64_t t1, uint64_t cookie) {
-    OnNvtxRangeEnd(t0, t1, m.data(), m.size(), cookie);
-  };
-  end(0, 100, begin());  // wait step: recording resumes
+  ResetSchedule(1, 1, 1);
+  const StepRanges r{"step tokens=2"};
+  r.End(0, 100, r.Begin());  // wait step: recording resumes
   CHECK(Recording());
-  const uint64_t a = begin(), b = begin();
+  const uint64_t a = r.Begin(), b = r.Begin();
   CHECK(a != 0);
-  end(100, 200, a);  // the active step: the phase closes, B still runs
+  r.End(100, 200, a);  // the active step: the phase closes, B still runs
   CHECK(Recording());
-  end(150, 260, b);
+  r.End(150, 260, b);
   CHECK_FALSE(Recording());
   auto steps = fake::EventsOfType(EvType::kStep);
   REQUIRE(steps.size() == 2);
@@ -306,21 +316,12 @@ TEST_CASE("the model: a step begun while recording is emitted when it ends after
 
 // A step range that never ends (its thread died inside it) is given up, and said at exit.
 TEST_CASE("the model: a step range never ended is given up and counted at exit") {
-  Config c;
-  c.schedule_set = true;
-  c.sched_wait = 1;
-  c.sched_active = 1;
-  fake::Reset(c);
-  ResetForTest(c);
-  const std::string m = "step tokens=1";
-  auto begin = [&] { return OnNvtxRangeStart(m.data(), m.size()); };
-  auto end = [&](uint64_t t0, uint64_t t1, uint64_t cookie) {
-    OnNvtxRangeEnd(t0, t1, m.data(), m.size(), cookie);
-  };
-  end(0, 10, begin());  // wait
-  begin();              // never ended
+  ResetSchedule(1, 1, 0);
+  const StepRanges r{"step tokens=1"};
+  r.End(0, 10, r.Begin());  // wait
+  r.Begin();                // never ended
   uint64_t t = 10;
-  for (int i = 0; i < 200; ++i, t += 10) end(t, t + 10, begin());
+  for (int i = 0; i < 200; ++i, t += 10) r.End(t, t + 10, r.Begin());
   Shutdown();
   std::string note;
   for (const std::string& n : fake::Notes()) {

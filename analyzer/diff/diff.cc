@@ -343,11 +343,17 @@ std::vector<double> BucketSamples(const OJson& s, const std::string& bucket) {
   return v;
 }
 
-// The bucket of a top-level model bucket average (buckets_model_avg_ms.BUCKET.ms), else empty.
-std::string ModelBucketOf(const std::string& name) {
+// The per-step samples of both sides for a top-level model bucket average
+// (buckets_model_avg_ms.BUCKET.ms); empty vectors for any other metric.
+struct BucketPair {
+  std::vector<double> base, now;
+  bool testable() const { return base.size() >= 2 && now.size() >= 2; }
+};
+BucketPair ModelBucketSamples(const std::string& name, const OJson& base, const OJson& now) {
   static const std::string kPrefix = "buckets_model_avg_ms.";
-  if (name.rfind(kPrefix, 0) != 0 || !EndsWith(name, ".ms")) return "";
-  return name.substr(kPrefix.size(), name.size() - kPrefix.size() - 3);
+  if (name.rfind(kPrefix, 0) != 0 || !EndsWith(name, ".ms")) return {};
+  const std::string bucket = name.substr(kPrefix.size(), name.size() - kPrefix.size() - 3);
+  return {BucketSamples(base, bucket), BucketSamples(now, bucket)};
 }
 
 // Each step's KV length from stats.step_kv_samples (NaN where the KV bins do not take the
@@ -1166,12 +1172,11 @@ DiffResult DiffSummaries(const OJson& base, const OJson& now, const DiffOptions&
                             ") Welch p=", FmtP(p, options.alpha));
           }
         }
-      } else if (const std::string bucket = ModelBucketOf(name);
-                 !bucket.empty() && BucketSamples(base, bucket).size() >= 2 &&
-                 BucketSamples(now, bucket).size() >= 2) {
+      } else if (const BucketPair bp = ModelBucketSamples(name, base, now); bp.testable()) {
         // A model bucket's average per step: the same block bootstrap over each step's device
         // time in the bucket (a profile of one run has no run aggregates to test).
-        const std::vector<double> ba = BucketSamples(base, bucket), bb = BucketSamples(now, bucket);
+        const std::vector<double>& ba = bp.base;
+        const std::vector<double>& bb = bp.now;
         auto ci = BootstrapDiffInterval(ba, bb, Statistic::kMean, options.alpha,
                                         options.bootstrap_resamples, options.seed,
                                         BlockLength(ba.size()), BlockLength(bb.size()));

@@ -339,32 +339,58 @@ bool IsEventRecord(CUpti_CallbackId cbid) {
          cbid == CUPTI_RUNTIME_TRACE_CBID_cudaEventRecordWithFlags_v11010 ||
          cbid == CUPTI_RUNTIME_TRACE_CBID_cudaEventRecordWithFlags_ptsz_v11010;
 }
-bool IsPtszEventRecord(CUpti_CallbackId cbid) {
-  return cbid == CUPTI_RUNTIME_TRACE_CBID_cudaEventRecord_ptsz_v7000 ||
-         cbid == CUPTI_RUNTIME_TRACE_CBID_cudaEventRecordWithFlags_ptsz_v11010;
+// The _ptsz forms (what --default-stream per-thread builds call) of the runtime calls recorded
+// from callbacks with their stream as given (copies and sets: FillCopyFromCallback): stream 0
+// is the calling thread's per-thread default stream, as the interposers record it.
+bool PerThreadRuntimeCall(CUpti_CallbackId cbid) {
+  switch (cbid) {
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000:
+    case kCbidLaunchKernel13Ptsz:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_ptsz_v7000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_ptsz_v7000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaEventRecord_ptsz_v7000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaEventRecordWithFlags_ptsz_v11010:
+      return true;
+    default:
+      return false;
+  }
+}
+
+uint64_t StreamOf(const void* stream, bool per_thread) {
+  const uint64_t s = reinterpret_cast<uint64_t>(stream);
+  return s == 0 && per_thread ? kPerThreadStreamHandle : s;
+}
+
+// The same for the driver launches recorded from callbacks.
+bool PerThreadDriverLaunch(CUpti_CallbackId cbid) {
+  return cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz ||
+         cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz ||
+         cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz ||
+         cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz;
 }
 
 // The fork/join of a multi-stream capture, seen without the runtime query (capture.h): an
 // event recorded on a capturing stream, a stream that waits on it (cudaStreamWaitEvent's and
 // the two records' params begin with the same two handles, in their order).
 void NoteCaptureJoinFromCallback(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
-  if (cb->functionParams == nullptr || cb->functionReturnValue == nullptr ||
+  const bool wait = cbid == CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_v3020 ||
+                    cbid == CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_ptsz_v7000;
+  if ((!wait && !IsEventRecord(cbid)) || cb->functionParams == nullptr ||
+      cb->functionReturnValue == nullptr ||
       *static_cast<const cudaError_t*>(cb->functionReturnValue) != cudaSuccess) {
     return;
   }
-  if (IsEventRecord(cbid)) {
+  if (!wait) {
     auto* a = static_cast<const cudaEventRecord_v3020_params*>(cb->functionParams);
-    uint64_t stream = reinterpret_cast<uint64_t>(a->stream);
-    if (stream == 0 && IsPtszEventRecord(cbid)) stream = kPerThreadStreamHandle;
-    NoteEventRecorded(reinterpret_cast<uint64_t>(a->event), stream);
-  } else if (cbid == CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_v3020 ||
-             cbid == CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_ptsz_v7000) {
+    NoteEventRecorded(reinterpret_cast<uint64_t>(a->event),
+                      StreamOf(a->stream, PerThreadRuntimeCall(cbid)));
+  } else {
     auto* a = static_cast<const cudaStreamWaitEvent_v3020_params*>(cb->functionParams);
-    uint64_t stream = reinterpret_cast<uint64_t>(a->stream);
-    if (stream == 0 && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_ptsz_v7000) {
-      stream = kPerThreadStreamHandle;
-    }
-    NoteStreamWaitedEvent(stream, reinterpret_cast<uint64_t>(a->event));
+    NoteStreamWaitedEvent(StreamOf(a->stream, PerThreadRuntimeCall(cbid)),
+                          reinterpret_cast<uint64_t>(a->event));
   }
 }
 
@@ -682,18 +708,6 @@ RawEvent CallEvent(const CUpti_CallbackData* cb, uint64_t t0, uint64_t t1) {
 }
 
 // A runtime call that did not pass through an agent interposer: record it from its callback.
-// A _ptsz/_ptds call (what --default-stream per-thread builds call): its stream 0 is the
-// calling thread's per-thread default stream, as the interposers record it.
-bool PerThreadCall(const char* function_name) {
-  if (function_name == nullptr) return false;
-  const size_t n = std::strlen(function_name);
-  return n > 5 && (std::strcmp(function_name + n - 5, "_ptsz") == 0 ||
-                   std::strcmp(function_name + n - 5, "_ptds") == 0);
-}
-uint64_t StreamOf(const void* stream, bool per_thread) {
-  const uint64_t s = reinterpret_cast<uint64_t>(stream);
-  return s == 0 && per_thread ? kPerThreadStreamHandle : s;
-}
 
 void RecordRuntimeFromCallback(CUpti_CallbackId cbid, const CUpti_CallbackData* cb, uint64_t t0,
                                uint64_t t1) {
@@ -701,7 +715,7 @@ void RecordRuntimeFromCallback(CUpti_CallbackId cbid, const CUpti_CallbackData* 
   const void* p = cb->functionParams;
   uint32_t corr = cb->correlationId;
   LaunchShapeExtra shape{};  // a launch's dimensions (EmitLaunch)
-  const bool per_thread = PerThreadCall(cb->functionName);
+  const bool per_thread = PerThreadRuntimeCall(cbid);
   switch (cbid) {
     case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000:
     case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000:
@@ -857,8 +871,7 @@ void RecordRuntimeFromCallback(CUpti_CallbackId cbid, const CUpti_CallbackData* 
       e.type = EvType::kEvent;
       if (a) {
         e.gen.a = reinterpret_cast<uint64_t>(a->event);
-        e.gen.b = reinterpret_cast<uint64_t>(a->stream);
-        if (e.gen.b == 0 && IsPtszEventRecord(cbid)) e.gen.b = kPerThreadStreamHandle;
+        e.gen.b = StreamOf(a->stream, per_thread);
       }
       break;
     }
@@ -1290,18 +1303,18 @@ void RecordDriverLaunch(CUpti_CallbackId cbid, const CUpti_CallbackData* cb, uin
     auto* a = static_cast<const cuLaunchKernelEx_params*>(p);
     f = a->f;
     if (a->config)
-      shape = FillLaunch(&e, f, dim3(a->config->gridDimX, a->config->gridDimY, a->config->gridDimZ),
-                         dim3(a->config->blockDimX, a->config->blockDimY, a->config->blockDimZ),
-                         a->config->sharedMemBytes,
-                         reinterpret_cast<const void*>(
-                             StreamOf(a->config->hStream, PerThreadCall(cb->functionName))));
+      shape = FillLaunch(
+          &e, f, dim3(a->config->gridDimX, a->config->gridDimY, a->config->gridDimZ),
+          dim3(a->config->blockDimX, a->config->blockDimY, a->config->blockDimZ),
+          a->config->sharedMemBytes,
+          reinterpret_cast<const void*>(StreamOf(a->config->hStream, PerThreadDriverLaunch(cbid))));
   } else if (p) {  // cuLaunchKernel, _ptsz, cuLaunchCooperativeKernel(_ptsz): same prefix
     auto* a = static_cast<const cuLaunchKernel_params*>(p);
     f = a->f;
     shape = FillLaunch(
         &e, f, dim3(a->gridDimX, a->gridDimY, a->gridDimZ),
         dim3(a->blockDimX, a->blockDimY, a->blockDimZ), a->sharedMemBytes,
-        reinterpret_cast<const void*>(StreamOf(a->hStream, PerThreadCall(cb->functionName))));
+        reinterpret_cast<const void*>(StreamOf(a->hStream, PerThreadDriverLaunch(cbid))));
   }
   // No CUfunction in the parameters: the symbol name's address keys the kernel's name.
   if (f == nullptr) f = cb->symbolName;
@@ -1321,11 +1334,7 @@ void RecordDriverGraphLaunch(CUpti_CallbackId cbid, const CUpti_CallbackData* cb
   e.type = EvType::kGraphLaunch;
   if (const auto* a = static_cast<const cuGraphLaunch_params*>(cb->functionParams)) {
     e.launch.func = a->hGraph;  // (the CUgraphExec, named hGraph in cuda.h)
-    e.launch.stream = reinterpret_cast<uint64_t>(a->hStream);
-    // The per-thread default stream of the _ptsz form, as the runtime's _ptsz calls name it.
-    if (cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz && a->hStream == nullptr) {
-      e.launch.stream = kPerThreadStreamHandle;
-    }
+    e.launch.stream = StreamOf(a->hStream, PerThreadDriverLaunch(cbid));
   }
   e.launch.corr = cb->correlationId;
   model::OnGraphLaunch(t0, t1, e.launch.stream);
@@ -1338,11 +1347,7 @@ void RecordDriverGraphLaunch(CUpti_CallbackId cbid, const CUpti_CallbackData* cb
 // cuLaunchCooperativeKernel(_ptsz) share cuLaunchKernel's parameter prefix.
 uint64_t DriverLaunchStream(CUpti_CallbackId cbid, const void* p) {
   if (p == nullptr) return 0;
-  // The _ptsz forms' stream 0 is the calling thread's per-thread default stream.
-  const bool pt = cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz ||
-                  cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz ||
-                  cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz ||
-                  cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz;
+  const bool pt = PerThreadDriverLaunch(cbid);
   if (IsDriverGraphLaunch(cbid)) {  // (hGraphExec, hStream): cuGraphLaunch(_ptsz)_params
     return StreamOf(static_cast<const cuGraphLaunch_params*>(p)->hStream, pt);
   }
@@ -1605,10 +1610,14 @@ void NoteRecordsStopped() {
 // unrecorded once recording stopped, and waiting for the records to catch up with all of them
 // spent the whole budget at every stop signal (100 ms, where a supervisor's grace before SIGKILL
 // can be 5 ms). A recorded call still returning (counted on its way out) is waited for.
-void WaitForInFlight(int budget_ms) {
+void WaitForInFlight(int budget_ms, bool launched_so_far = false) {
   const uint64_t deadline = MonotonicNs() + uint64_t(budget_ms) * 1000000ull;
-  auto pending = [] {
-    return g_kernel_records.load() < g_kernels_launched.load(std::memory_order_relaxed);
+  // `launched_so_far`: the kernels launched by now only (recording is still on: threads that
+  // go on serving would keep the target moving for the whole budget).
+  const uint64_t target = launched_so_far ? g_kernels_launched.load() : UINT64_MAX;
+  auto pending = [target] {
+    return g_kernel_records.load() <
+           std::min(target, g_kernels_launched.load(std::memory_order_relaxed));
   };
   while (pending() && MonotonicNs() < deadline) {
     g_api.flush_all(0);
@@ -1626,7 +1635,7 @@ void WaitForInFlight(int budget_ms) {
 void EarlyExitFlush() {
   if (!CuptiActive() || g_api.flush_all == nullptr) return;
   HookGuard guard;
-  WaitForInFlight(100);
+  WaitForInFlight(100, /*launched_so_far=*/true);
   FlushCupti(/*forced=*/false);
 }
 
