@@ -307,6 +307,14 @@ int DecimalDigits(uint64_t v) {
 // backwards (staging them in a local buffer and copying it stalled on store forwarding), eight
 // per 64-bit division, the rest in 32-bit arithmetic.
 char* PutU64(char* p, uint64_t v) {
+  if (v < 100) {  // most fields of a row (grid and block dims, stream, device) are this small
+    if (v < 10) {
+      *p = char('0' + v);
+      return p + 1;
+    }
+    memcpy(p, kDigitPairs + v * 2, 2);
+    return p + 2;
+  }
   char* const end = p + DecimalDigits(v);
   char* q = end;
   while (v >= 100000000) {
@@ -958,7 +966,9 @@ class FileAnalysis : public ViewVisitor {
   // decoding draft step inside its verify step): a time after the latest-starting step's end
   // belongs to the step enclosing that one, if it still runs.
   int StepOf(uint64_t t) const;
-  int StepOfNear(uint64_t t);
+  // StepOf(t) for times that come nearly in order: `*hint` (the step found last time, then the
+  // next one) is tried before a binary search.
+  int StepOfNear(uint64_t t, size_t* hint);
   // The step of `thread` whose window holds `t` when steps come from several threads (e.g. one
   // per GPU worker, overlapping in time) and `thread` marked some; else StepOf(t).
   int StepOfThread(uint64_t t, uint32_t thread) const;
@@ -1017,7 +1027,7 @@ class FileAnalysis : public ViewVisitor {
   absl::flat_hash_map<std::string, uint32_t> frame_label_;
   std::unordered_map<uint64_t, CommInfo> comms_;  // by CommDef id
   std::unordered_map<uint32_t, std::vector<std::string>> stacks_;
-  size_t step_hint_ = 0;
+  size_t step_hint_ = 0, launch_step_hint_ = 0;  // StepOfNear's, for device ops and launches
   // Pass 2 looks up kernels_ per device op: a small direct-mapped cache of (key, entry) in front.
   struct KernelSlot {
     uint64_t key = 0;
@@ -1686,15 +1696,13 @@ void FileAnalysis::Finish1() {
   ranges_.Finish();
 }
 
-// StepOf for pass 2's device ops, which come nearly in time order: the step found last time and
-// the next one are tried before a binary search.
-int FileAnalysis::StepOfNear(uint64_t t) {
+int FileAnalysis::StepOfNear(uint64_t t, size_t* hint) {
   const size_t n = steps_.size();
   // True when steps_[i] is the last step starting at or before t (what StepOf looks at).
   auto last_before = [&](size_t i) {
     return i < n && steps_[i].start <= t && (i + 1 == n || steps_[i + 1].start > t);
   };
-  size_t i = step_hint_;
+  size_t i = *hint;
   if (!last_before(i)) {
     if (last_before(i + 1)) {
       ++i;
@@ -1705,7 +1713,7 @@ int FileAnalysis::StepOfNear(uint64_t t) {
       i = size_t(it - steps_.begin()) - 1;
     }
   }
-  step_hint_ = i;
+  *hint = i;
   return Holding(int(i), t, step_parent_);
 }
 
@@ -2350,7 +2358,9 @@ PendingLaunch FileAnalysis::LaunchOf(const EventView& e) {
   l.path =
       in != nullptr && csv_.is_open() ? PathOf(cached_sweep_, cached_sweep_->stack.size() - 1) : -1;
   l.nvtx_model = in != nullptr ? in->model : int16_t(-1);
-  l.step = csv_.is_open() || !steps_by_thread_.empty() ? StepOfThread(e.start_ns, e.thread) : -1;
+  l.step = !steps_by_thread_.empty() ? StepOfThread(e.start_ns, e.thread)
+           : csv_.is_open()          ? StepOfNear(e.start_ns, &launch_step_hint_)
+                                     : -1;
   return l;
 }
 
@@ -2492,8 +2502,8 @@ void FileAnalysis::Emit(const PendingOp& op, const PendingLaunch* l) {
 
   // Steps and GPU busy time (union of op intervals). With steps from several threads, an op
   // belongs to a step of the thread that launched it.
-  int s = steps_by_thread_.empty() || l == nullptr ? StepOfNear(op.start)
-                                                    : StepOfThread(op.start, l->thread);
+  int s = steps_by_thread_.empty() || l == nullptr ? StepOfNear(op.start, &step_hint_)
+                                                   : StepOfThread(op.start, l->thread);
   // An op that starts in no step window belongs to the step that launched it (async
   // scheduling: the step's range ended before the GPU reached its work).
   if (s < 0 && l != nullptr) {
