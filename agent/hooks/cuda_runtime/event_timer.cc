@@ -1,5 +1,6 @@
 #include "agent/hooks/cuda_runtime/event_timer.h"
 
+#include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
 #include <sys/syscall.h>
@@ -64,7 +65,8 @@ struct DevicePool {
   uint32_t start_epoch[kPairs];  // the reference epoch when the slot's start was recorded
   uint64_t start_pre[kPairs];    // raw ticks (clock.h) just before the start was recorded
   MpmcQueue<int32_t, kPairs> free_slots;
-  std::atomic<int> chunks{0};         // chunks of kChunk pairs made
+  std::atomic<int> pairs{0};  // pairs made: slots [0, pairs) of start/stop
+  std::mutex grow_mu;         // held while pairs are made (GrowBatch)
   std::atomic<bool> grow_failed{false};
   cudaStream_t ref_stream = nullptr;  // private, idle: where references are recorded
   cudaEvent_t ref = nullptr;          // epoch 0, recorded when the pool was made
@@ -176,42 +178,79 @@ cudaError_t CreatePool(int device, DevicePool* p, const char** what) {
   p->epoch.store(0, std::memory_order_release);
   p->free_slots.Init();
   for (int i = 0; i < kChunk; ++i) p->free_slots.Push(device * kPairs + i);
-  p->chunks.store(1, std::memory_order_release);
+  p->pairs.store(kChunk, std::memory_order_release);
   p->grow_failed.store(false);
   return cudaSuccess;
 }
 
-// Poller thread: adds a chunk of pairs to a ready pool running low (fewer than a quarter of a
-// chunk free), so that a host far ahead of its device (thousands of operations in flight) is
-// still timed. The poller's own CUDA calls: its thread's device and errors are the agent's.
-void GrowPools() {
+// A pool running low: fewer than 3/4 of a chunk of pairs free, and room to make more.
+bool PoolLow(const DevicePool& p) {
+  return p.free_slots.ApproxSize() < size_t(kChunk * 3 / 4) &&
+         p.pairs.load(std::memory_order_relaxed) < kPairs;
+}
+
+// Poller thread: adds up to a chunk of pairs to a ready pool running low, so that a host far
+// ahead of its device (thousands of operations in flight) is still timed. Pairs are handed out
+// in batches as they are made (a burst of launches need not wait for the whole chunk). The
+// poller's own CUDA calls: its thread's device and errors are the agent's.
+constexpr int kBatch = 64;
+
+// Makes kBatch more pairs of pool `d` (the calling thread's current device), under p.grow_mu,
+// and hands them out. False when the pool is full or an event could not be made (the error is
+// left to the caller; the pool grows no more: a partial batch stays unused).
+bool GrowBatch(DevicePool& p, int d) {
   auto create = r_create.get();
+  if (create == nullptr || p.grow_failed.load()) return false;
+  const int first = p.pairs.load(std::memory_order_relaxed);
+  if (first + kBatch > kPairs) return false;
+  int made = 0;
+  for (; made < kBatch; ++made) {
+    if (create(&p.start[first + made], cudaEventDefault) != cudaSuccess) break;
+    if (create(&p.stop[first + made], cudaEventDefault) != cudaSuccess) break;
+  }
+  if (made < kBatch) {
+    p.grow_failed.store(true);
+    return false;
+  }
+  p.pairs.store(first + kBatch, std::memory_order_release);
+  for (int i = 0; i < kBatch; ++i) p.free_slots.Push(d * kPairs + first + i);
+  return true;
+}
+
+void GrowPools() {
   auto set_device = r_set_device.get();
-  if (create == nullptr || set_device == nullptr) return;
+  if (set_device == nullptr) return;
   for (int d = 0; d < kMaxDevices; ++d) {
     DevicePool& p = g_pools[d];
-    if (p.state.load(std::memory_order_acquire) != 2 || p.grow_failed.load()) continue;
-    const int n = p.chunks.load(std::memory_order_acquire);
-    if (n >= kMaxChunks || p.free_slots.ApproxSize() >= size_t(kChunk / 4)) continue;
+    if (p.state.load(std::memory_order_acquire) != 2 || p.grow_failed.load() || !PoolLow(p)) {
+      continue;
+    }
     if (set_device(d) != cudaSuccess) {
       ClearOwnError();
       p.grow_failed.store(true);
       continue;
     }
-    const int first = n * kChunk;
-    int made = 0;
-    for (; made < kChunk; ++made) {
-      if (create(&p.start[first + made], cudaEventDefault) != cudaSuccess) break;
-      if (create(&p.stop[first + made], cudaEventDefault) != cudaSuccess) break;
+    std::lock_guard<std::mutex> lock(p.grow_mu);
+    for (int batch = 0; batch < kChunk / kBatch && PoolLow(p); ++batch) {
+      if (!GrowBatch(p, d)) {
+        ClearOwnError();
+        break;
+      }
     }
-    if (made < kChunk) {
-      ClearOwnError();
-      p.grow_failed.store(true);  // a partial chunk stays unused
-      continue;
-    }
-    p.chunks.store(n + 1, std::memory_order_release);
-    for (int i = 0; i < kChunk; ++i) p.free_slots.Push(d * kPairs + first + i);
   }
+}
+
+// The poller sleeps on g_wake (a futex word) between passes; a launching thread that finds its
+// pool low wakes it at once to grow the pool, rather than leave a burst of launches to run the
+// pool dry in the poller's sleep.
+std::atomic<int> g_wake{0};
+void WakePoller() {
+  if (g_wake.load(std::memory_order_relaxed) != 0 || g_wake.exchange(1) != 0) return;
+  syscall(SYS_futex, reinterpret_cast<int*>(&g_wake), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
+}
+void SleepUnlessWoken(unsigned us) {
+  struct timespec ts = {0, long(us) * 1000};
+  syscall(SYS_futex, reinterpret_cast<int*>(&g_wake), FUTEX_WAIT_PRIVATE, 0, &ts, nullptr, 0);
 }
 
 // Poller thread, under PollMu: a fresh reference on every ready pool whose newest is older than
@@ -397,9 +436,42 @@ void EmitResolved(const Resolved& r, std::unordered_map<const void*, uint32_t>* 
   Emit(e);
 }
 
+// Streams found not ready in one PollOnce pass. A stream runs its work in order, so once one
+// of its stop events is not ready, its later ones (further back in the in-flight list: pushed
+// after it) are not either and are not queried. A few streams held behind a long kernel or a
+// blocking host function then cost a query each per pass, not one per queued op, and do not hide
+// the completed ops of other streams queued after theirs. (Launches onto one stream from two
+// threads may reach the list out of order: the later one, if not ready, holds the earlier for a
+// pass or until it completes; never longer.)
+class BlockedStreams {
+ public:
+  static uint64_t Key(const DeviceOpInfo& info) {  // per-thread streams have per-thread keys
+    return (uint64_t(info.device) << 32) | info.stream;
+  }
+  bool Has(uint64_t key) {
+    if (n_ > 0 && keys_[last_] == key) return true;
+    for (int i = 0; i < n_; ++i) {
+      if (keys_[i] == key) {
+        last_ = i;
+        return true;
+      }
+    }
+    return false;
+  }
+  void Add(uint64_t key) {  // past kMax streams, the others' ops are queried one by one
+    if (n_ < kMax) keys_[n_++] = key;
+  }
+
+ private:
+  static constexpr int kMax = 32;
+  uint64_t keys_[kMax];
+  int n_ = 0, last_ = 0;
+};
+
 // Resolves what is complete; returns how many pairs are still in flight. At most `max_queries`
-// pairs are queried (the oldest first); the others are kept as they are. Never calibrates the
-// clock (it may run on an application thread).
+// pairs are queried (the oldest first), and none after `max_not_ready` of them were not ready;
+// the others are kept as they are. Never calibrates the clock (it may run on an application
+// thread).
 size_t PollOnce(std::vector<Pending>* inflight, std::unordered_map<const void*, uint32_t>* names,
                 size_t max_queries = SIZE_MAX, size_t max_not_ready = SIZE_MAX) {
   if (g_unconverted == nullptr) g_unconverted = new std::vector<Resolved>();
@@ -412,18 +484,22 @@ size_t PollOnce(std::vector<Pending>* inflight, std::unordered_map<const void*, 
   while (g_pending.Pop(&p)) inflight->push_back(p);
   auto query = r_query.get();
   auto elapsed = r_elapsed.get();
-  size_t kept = 0, not_ready = 0;
+  size_t kept = 0, queries = 0, not_ready = 0;
+  BlockedStreams blocked;
   for (size_t i = 0; i < inflight->size(); ++i) {
     Pending& q = (*inflight)[i];
-    if (i >= max_queries || not_ready >= max_not_ready) {
+    const uint64_t key = BlockedStreams::Key(q.info);
+    if (queries >= max_queries || not_ready >= max_not_ready || blocked.Has(key)) {
       (*inflight)[kept++] = q;
       continue;
     }
     DevicePool& pool = g_pools[q.ticket / kPairs];
     int slot = q.ticket % kPairs;
+    ++queries;
     cudaError_t st = query(pool.stop[slot]);
     if (st == cudaErrorNotReady) {
       ++not_ready;
+      blocked.Add(key);
       (*inflight)[kept++] = q;
       continue;
     }
@@ -510,8 +586,9 @@ void PollerLoop() {
       g_signal_done.store(asked, std::memory_order_release);
       continue;
     }
+    g_wake.store(0, std::memory_order_relaxed);
     GrowPools();
-    usleep(left ? 200 : 1000);
+    SleepUnlessWoken(left ? 200 : 1000);
   }
 }
 
@@ -534,13 +611,17 @@ void ForkChild() {
   if (g_stream_last != nullptr) g_stream_last->clear();
   if (g_unconverted != nullptr) g_unconverted->clear();
   g_pending.Init();
-  for (DevicePool& p : g_pools) p.state.store(0, std::memory_order_relaxed);
+  for (DevicePool& p : g_pools) {
+    p.state.store(0, std::memory_order_relaxed);
+    new (&p.grow_mu) std::mutex();
+  }
   g_untimed_pool.store(0);
   g_untimed_error.store(0);
   g_untimed_queue.store(0);
   g_untimed_setup.store(0);
   g_untimed_reset.store(0);
   g_inflight.store(0);
+  g_wake.store(0);
   g_stop.store(false);
   g_need_poller.store(true);
 }
@@ -668,9 +749,10 @@ namespace {
 // few hundred operations really in flight. When another thread holds the lock (it is resolving
 // pairs already), waits up to 2 ms for a pair to come back, never for the lock: a holder
 // preempted on a busy core would hold the launch. Rate-limited (after one that freed nothing,
-// none for 20 us on the thread) and bounded (the 2048 oldest pairs, and
-// no more after 64 not ready), so a host truly far ahead of its device pays little; the
-// thread's error state and capture mode are left as they were.
+// none for 20 us on the thread) and bounded (2048 queries, none after 64 streams found not
+// ready: PollOnce skips the rest of a stream once one of its ops is not ready), so a host truly
+// far ahead of its device pays little; the thread's error state and capture mode are left as
+// they were.
 bool HarvestOnLaunchThread(DevicePool& p, int32_t* ticket) {
   static thread_local uint64_t last_ns __attribute__((tls_model("initial-exec"))) = 0;
   const uint64_t now = MonotonicNs();
@@ -680,15 +762,36 @@ bool HarvestOnLaunchThread(DevicePool& p, int32_t* ticket) {
   // Event queries are legal during another thread's global-mode capture only in relaxed mode.
   const bool exchanged = exchange != nullptr && exchange(&mode) == cudaSuccess;
   static auto& names = *new std::unordered_map<const void*, uint32_t>();  // under PollMu
-  bool got = false;
+  bool got = false, polled = false;
   for (;;) {
-    std::unique_lock<std::mutex> lock(PollMu(), std::try_to_lock);
-    if (lock.owns_lock()) {
-      // (Ops complete about in launch order: past 64 not ready, the rest mostly are not.)
-      PollOnce(g_inflight_list, &names, 2048, 64);
-      lock.unlock();
-      got = p.free_slots.Pop(ticket);
-      break;
+    if (!polled) {
+      std::unique_lock<std::mutex> lock(PollMu(), std::try_to_lock);
+      if (lock.owns_lock()) {
+        PollOnce(g_inflight_list, &names, 2048, 64);
+        polled = true;
+        lock.unlock();
+        if ((got = p.free_slots.Pop(ticket))) break;
+      }
+    }
+    // Nothing had completed, and the poller (woken when the pool ran low) has not grown it yet:
+    // on a machine whose cores the application keeps busy it can wait a scheduling slice or
+    // more, while a burst of launches drains the pool. Grow a batch here, on the pool's own
+    // device, rather than leave the next launches untimed; if the poller is growing it now,
+    // wait for its pairs.
+    if (!PoolLow(p) || p.grow_failed.load()) {
+      if (polled) break;  // full grown (or cannot grow): what is out stays out
+    } else {
+      std::unique_lock<std::mutex> grow(p.grow_mu, std::try_to_lock);
+      if (grow.owns_lock()) {
+        int current = -1;
+        auto get_device = r_get_device.get();
+        if (get_device != nullptr && get_device(&current) == cudaSuccess &&
+            unsigned(current) < unsigned(kMaxDevices) && &g_pools[current] == &p) {
+          GrowBatch(p, current);
+        }
+        got = p.free_slots.Pop(ticket);
+        if (got || polled) break;
+      }
     }
     sched_yield();
     if ((got = p.free_slots.Pop(ticket)) || MonotonicNs() - now > 2000000) break;
@@ -715,7 +818,9 @@ int32_t BeginOn(int device, cudaStream_t stream) {
     return -1;
   }
   int32_t ticket;
-  if (!p.free_slots.Pop(&ticket) && !HarvestOnLaunchThread(p, &ticket)) {
+  const bool popped = p.free_slots.Pop(&ticket);
+  if (PoolLow(p)) WakePoller();
+  if (!popped && !HarvestOnLaunchThread(p, &ticket)) {
     g_untimed_pool.fetch_add(1, std::memory_order_relaxed);
     return -1;
   }
@@ -770,7 +875,7 @@ void EventTimerBeforeReset(int device) {
   auto sync = r_dev_sync.get();
   if (sync != nullptr && sync() != cudaSuccess && !t_app_error) ClearOwnError();
   static auto& names = *new std::unordered_map<const void*, uint32_t>();
-  const size_t pairs = size_t(p.chunks.load()) * kChunk;
+  const size_t pairs = size_t(p.pairs.load());
   for (int i = 0; i < 2000 && p.free_slots.ApproxSize() < pairs; ++i) {
     {
       std::lock_guard<std::mutex> lock(PollMu());
@@ -784,7 +889,7 @@ void EventTimerAfterReset(int device) {
   if (unsigned(device) >= unsigned(kMaxDevices)) return;
   DevicePool& p = g_pools[device];
   if (p.state.load() != kResetting) return;
-  p.chunks.store(0);
+  p.pairs.store(0);
   p.free_slots.Init();
   p.state.store(0, std::memory_order_release);  // made again on next use
   g_stream_devices.TakeEach(  // the reset destroyed the device's streams

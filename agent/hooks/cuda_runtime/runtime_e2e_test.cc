@@ -2417,6 +2417,14 @@ TEST_CASE("CUPTI, a device busy across the periodic flushes: every kernel timed"
   CHECK(s.run.err.find("came without times") == std::string::npos);
 }
 
+// CUDA events, a stream held by a host function with 1500 kernels queued behind it while another
+// thread's 500 kernels run on their own stream: every kernel timed (before, up to 477 of the
+// other stream's went untimed: the launching thread's harvest stopped at the held stream's ops
+// at the head of the in-flight list, and the pool grew too late for the burst).
+TEST_CASE("CUDA events, one stream held with 1500 queued, another running: all timed") {
+  CheckEventsAllTimed("gated", kPkg + "rt_gated", "held=1 errors=0\n", 2000);
+}
+
 // The poller starved of CPU (SCHED_IDLE beside a spinning thread on the process's one core,
 // while 6000 kernels run in rounds of 300): the launching thread resolves completed event pairs
 // itself when a device's pairs are all out, so nearly every kernel is timed, the rest counted
