@@ -4061,7 +4061,7 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
     double held = 0;
     int held_by = -1;
   };
-  std::map<std::pair<int, int64_t>, GroupWait> group_waits;
+  std::map<std::pair<int, int64_t>, GroupWait> group_waits;  // by (rank, wait call's start)
   // A call is complete when every member of its communicator (both ends of a point-to-point
   // transfer) is in the selected files: with rank files missing, deselected (--ranks) or not
   // recorded (PROFAGENT_RANKS), the last arrival among those present is not the call's, and
@@ -4200,14 +4200,50 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
     ++last_count[last->rank];
     if (last->device >= 0) ++gpu_last_count[{last->rank, last->device}];
   }
-  for (const auto& g : group_waits) {
-    const int rank = g.first.first;
-    const GroupWait& w = g.second;
-    wait_ns[rank] += w.wait + w.held;
-    if (w.last != rank) caused_ns[w.last] += w.wait - w.moved;
-    if (w.moved > 0 && w.moved_to >= 0 && w.moved_to != rank) caused_ns[w.moved_to] += w.moved;
-    if (w.held > 0 && w.held_by >= 0 && w.held_by != rank) caused_ns[w.held_by] += w.held;
-    wait_ns_by_lib[w.lib][rank] += w.wait + w.held;
+  // Wait calls of one rank whose waits overlap (requests tested one by one, MPI_Test on each
+  // in a loop, each request's wait starting at its own first test) are one wait: their union
+  // counts, not their sum. The longest says who was waited for; the union's excess over it is
+  // charged as it is.
+  {
+    auto it = group_waits.begin();
+    while (it != group_waits.end()) {
+      const int rank = it->first.first;
+      const GroupWait* top = nullptr;
+      int64_t cluster_end = INT64_MIN;
+      double covered = 0;  // the union's length so far, ns
+      auto flush = [&]() {
+        if (top == nullptr) return;
+        const GroupWait& w = *top;
+        const double extra = std::max(0.0, covered - (w.wait + w.held));
+        wait_ns[rank] += w.wait + w.held + extra;
+        if (w.last != rank) caused_ns[w.last] += w.wait - w.moved + extra;
+        if (w.moved > 0 && w.moved_to >= 0 && w.moved_to != rank) {
+          caused_ns[w.moved_to] += w.moved;
+        }
+        if (w.held > 0 && w.held_by >= 0 && w.held_by != rank) caused_ns[w.held_by] += w.held;
+        wait_ns_by_lib[w.lib][rank] += w.wait + w.held + extra;
+        top = nullptr;
+        covered = 0;
+      };
+      for (; it != group_waits.end() && it->first.first == rank; ++it) {
+        const int64_t at = it->first.second;
+        const GroupWait& w = it->second;
+        const int64_t end = SaturatedAdd(at, int64_t(w.wait + w.held));
+        if (top != nullptr && at < cluster_end) {  // overlaps the cluster (sorted by start)
+          if (end > cluster_end) {
+            covered += double(end - cluster_end);
+            cluster_end = end;
+          }
+          if (w.wait + w.held > top->wait + top->held) top = &w;
+          continue;
+        }
+        flush();
+        top = &w;
+        cluster_end = end;
+        covered = double(end - at);
+      }
+      flush();
+    }
   }
   Json per_rank = Json::array();
   for (auto* f : sel) {

@@ -1772,6 +1772,45 @@ TEST_CASE(
   CHECK(by2 == 0.0);  // its lateness is rank 1's doing
 }
 
+// Two requests completed by MPI_Test on each in turn (round-23 sweep, osu nb-test): rank 0
+// posts an MPI_Iallreduce and an MPI_Ibcast, tests the first 1 us later and the second 2 us
+// later (each request's wait starts at its own first test), and both complete when rank 1
+// arrives, 20 us after the posting. Rank 0 waited 20 us per iteration, once: its two waits
+// overlap (before, they were summed, 39 us, as if it had waited twice as long as it was there).
+TEST_CASE("stragglers: overlapping waits of requests tested one by one count once") {
+  const std::string dir = TmpDir("test_loop");
+  constexpr int kIters = 5;
+  for (int rank = 0; rank < 2; ++rank) {
+    ProfileBuilder b(dir + "/rank" + std::to_string(rank) + ".pb");
+    b.WriteHeader(rank, 2, "h", GPU_TIMING_HOST);
+    WriteTwoRankComm(&b, rank, LIB_MPI, "world");
+    for (int k = 0; k < kIters; ++k) {
+      const uint64_t t = (1000 + 100 * uint64_t(k)) * kUs;
+      const char* ops[2] = {"Iallreduce", "Ibcast"};
+      for (int i = 0; i < 2; ++i) {
+        Event e = MpiCall(b, ops[i], 64, uint64_t(2 * k + i), -1);
+        e.mutable_coll()->set_nonblocking(true);
+        if (rank == 0) {
+          e.mutable_coll()->set_wait_ns(t + uint64_t(1 + i) * kUs);
+        } else {
+          e.mutable_coll()->set_wait_ns(t + 21 * kUs);
+        }
+        e.mutable_coll()->set_complete_ns(t + 22 * kUs);
+        b.Host(1, rank == 0 ? t : t + 20 * kUs, 0, e);
+      }
+    }
+    b.Close(true);
+  }
+  auto s = BuildSummary({dir + "/rank0.pb", dir + "/rank1.pb"}, ReportOptions(), "");
+  REQUIRE(s.ok());
+  const Json& sg = (*s)["collectives"]["stragglers"];
+  INFO(sg.dump());
+  CHECK(sg["calls_matched"] == 2 * kIters);
+  CHECK(sg["wait_ms_by_rank"]["0"].get<double>() == Approx(0.020 * kIters));
+  CHECK(sg["wait_caused_ms_by_rank"]["1"].get<double>() == Approx(0.020 * kIters));
+  CHECK(sg["straggler"] == 1);
+}
+
 TEST_CASE("stragglers: point-to-point calls are matched per ordered pair of ranks") {
   const std::string dir = TmpDir("p2p");
   auto mpi = [](ProfileBuilder& b, const char* op, uint64_t seq, int peer) {
