@@ -175,6 +175,14 @@ Direction DirectionOf(const std::string& path) {
   return Direction::kInfo;
 }
 
+// Metrics --fail-untested leaves untested: a spread (`std`: how steady, not how fast), and the
+// host side's symptoms of the work's speed (API call times, idle gaps between device work),
+// whose single calls and gaps move by tens of percent from run to run of the same program.
+bool HostSymptomOrSpread(const std::string& path) {
+  return LastSegment(path) == "std" || EndsWith(path, ".std") || path.rfind("host.api", 0) == 0 ||
+         path.rfind("host.idle_gaps", 0) == 0;
+}
+
 // A stable key for an array entry: its name, or what identifies it in SUMMARY_FORMAT.md.
 std::string EntryKey(const OJson& e, size_t index) {
   auto str = [&](const char* k) -> std::string {
@@ -1199,9 +1207,13 @@ DiffResult DiffSummaries(const OJson& base, const OJson& now, const DiffOptions&
       }
       if (m.tested) {
         m.verdict = m.significant ? Verdict::kRegression : Verdict::kNoise;
+      } else if (options.fail_untested && !HostSymptomOrSpread(name)) {
+        m.verdict = Verdict::kRegression;
+        m.test = "untested (--fail-untested)";
+        ++r.untested_failed;
       } else {
-        m.verdict = options.fail_untested ? Verdict::kRegression : Verdict::kUntested;
-        m.test = options.fail_untested ? "untested (--fail-untested)" : "no samples";
+        m.verdict = Verdict::kUntested;
+        m.test = "no samples";
       }
     }
     if (m.verdict == Verdict::kRegression) ++r.regressions;
@@ -1252,11 +1264,16 @@ std::string Headline(const DiffResult& r) {
                         " worse beyond the threshold but untested: no samples; "
                         "--fail-untested fails on them)");
   }
-  const int metrics = r.regressions - int(r.failures.size());
+  const int metrics = r.regressions - int(r.failures.size()) - r.untested_failed;
   std::string text = absl::StrJoin(r.failures, "; ");
   if (metrics > 0) {
     absl::StrAppend(&text, text.empty() ? "" : "; ", metrics, " metric", metrics == 1 ? "" : "s",
                     " significantly worse");
+  }
+  if (r.untested_failed > 0) {
+    absl::StrAppend(&text, text.empty() ? "" : "; ", r.untested_failed, " metric",
+                    r.untested_failed == 1 ? "" : "s",
+                    " worse beyond the threshold, untested (--fail-untested)");
   }
   return "REGRESSION: " + text;
 }

@@ -97,6 +97,7 @@ struct DiffResult {
   int regressions = 0;              // metrics significantly worse, and the failures below
   std::vector<std::string> failures;  // regressions that are no metric (GPU timing differs, ...)
   int untested_worse = 0;
+  int untested_failed = 0;          // of `regressions`: untested, failed by --fail-untested
   std::vector<std::string> notes;   // e.g. "no step samples: step metrics untested"
 };
 

@@ -272,10 +272,10 @@ TEST_CASE("straggler waits and skew are informational") {
     if (m.name.rfind("collectives.stragglers.", 0) == 0) CHECK(m.verdict == Verdict::kInfo);
   }
   // A metric gated off by a huge threshold stays off when its base is 0 (no relative change).
-  a["host"]["idle_gaps"] = {{"total_ms", 0.0}};
-  b["host"]["idle_gaps"] = {{"total_ms", 2.0}};
+  a["host"]["sync_ms"] = 0.0;
+  b["host"]["sync_ms"] = 2.0;
   CHECK(DiffSummaries(a, b, o).regressions == 1);
-  o.metric_thresholds = {{"host.idle_gaps.total_ms", 1e9}};
+  o.metric_thresholds = {{"host.sync_ms", 1e9}};
   CHECK(DiffSummaries(a, b, o).regressions == 0);
 }
 
@@ -374,6 +374,42 @@ TEST_CASE("same-distribution noisy pair beyond 5 % in mean is not a regression")
   DiffOptions strict;
   strict.fail_untested = true;
   REQUIRE(Diff("diff_noisy_base.json", "diff_noisy_new.json", false, strict).code == 1);
+}
+
+// Two runs of one program (round-23 sweep): a single cudaMemset call 49 -> 155 us, an idle gap
+// percentile and a run-to-run spread doubling are what host noise does; --fail-untested fails on
+// untested kernel rows, not on those (before, it failed every A/A pair), and its headline tells
+// untested failures from tested ones.
+TEST_CASE("--fail-untested: host API times, idle gaps and spreads stay untested") {
+  auto base = LoadSummary(kData + "diff_base.json");
+  REQUIRE(base.ok());
+  nlohmann::ordered_json b = *base, now = *base;
+  b["host"]["api"] = {{{"name", "cudaMemset"}, {"count", 1}, {"mean_us", 49.0}}};
+  now["host"]["api"] = {{{"name", "cudaMemset"}, {"count", 1}, {"mean_us", 155.0}}};
+  b["host"]["idle_gaps"] = {{"gap_us", {{"p90", 10.0}}}};
+  now["host"]["idle_gaps"] = {{"gap_us", {{"p90", 30.0}}}};
+  b["runs_aggregate"] = {{"metrics", {{"step_latency_ms.p50", {{"mean", 1.0}, {"std", 0.001}}}}}};
+  now["runs_aggregate"] = {{"metrics", {{"step_latency_ms.p50", {{"mean", 1.0}, {"std", 0.003}}}}}};
+  DiffOptions o;
+  o.fail_untested = true;
+  DiffResult d = DiffSummaries(b, now, o);
+  int seen = 0;
+  for (const MetricDiff& m : d.metrics) {
+    if (m.name == "host.api[cudaMemset].mean_us" || m.name == "host.idle_gaps.gap_us.p90" ||
+        m.name == "runs_aggregate.metrics.step_latency_ms.p50.std") {
+      INFO(m.name);
+      CHECK(m.verdict == Verdict::kUntested);
+      ++seen;
+    }
+  }
+  CHECK(seen == 3);
+  CHECK(d.regressions == 0);
+  CHECK(d.untested_worse == 3);
+  // A kernel row worse beyond the threshold, untested: fails, and the headline says how.
+  Run r = Diff("diff_noisy_base.json", "diff_noisy_new.json", false, o);
+  CHECK(r.code == 1);
+  CHECK(r.out.find("untested (--fail-untested)") != std::string::npos);
+  CHECK(r.out.find("significantly worse") == std::string::npos);
 }
 
 TEST_CASE("an improvement exits 0") {
