@@ -984,6 +984,10 @@ class FileAnalysis : public ViewVisitor {
   int pass_ = 1;
   std::vector<std::string> strings_;
   std::vector<int8_t> frame_kind_;   // per string id: -1 unknown, 0 none, 1 step, 2 run
+  // NVTX messages that match both the step and the run pattern (taken as steps): a few, and
+  // how many.
+  std::vector<std::string> both_patterns_;
+  size_t both_patterns_count_ = 0;
   std::vector<int16_t> kernel_bucket_;  // per string id: -2 unknown
   std::vector<int16_t> api_bucket_;     // per string id: -2 unknown
   std::vector<StepRec> agent_steps_, nvtx_steps_;
@@ -1392,7 +1396,10 @@ int8_t FileAnalysis::FrameKind(uint32_t name) {
   int8_t& fk = frame_kind_[name];
   if (fk < 0) {
     const std::string& msg = Str(name);
-    fk = SearchPrefix(msg, *step_re_) ? 1 : SearchPrefix(msg, *run_re_) ? 2 : 0;
+    const bool step = SearchPrefix(msg, *step_re_), run = SearchPrefix(msg, *run_re_);
+    fk = step ? 1 : run ? 2 : 0;
+    if (step && run && both_patterns_.size() < 3) both_patterns_.push_back(msg.substr(0, 64));
+    if (step && run) ++both_patterns_count_;
   }
   return fk;
 }
@@ -1601,6 +1608,26 @@ void FileAnalysis::Finish1() {
   std::sort(runs_.begin(), runs_.end(), by_start);
   for (size_t i = 0; i < runs_.size(); ++i) {
     if (int(i) < opt.warmup_runs) runs_[i].warmup = true;
+  }
+  // A run inside a warm-up run of its thread (`run warmup=1` around the warm-up's own `run`
+  // ranges) is warm-up too: steps count toward their innermost run. Sorted by start, a run is
+  // inside one when an earlier warm-up run of its thread ends at or after its end.
+  if (std::any_of(runs_.begin(), runs_.end(), [](const RunRec& r) { return r.warmup; })) {
+    absl::flat_hash_map<uint32_t, uint64_t> warm_until;
+    for (RunRec& r : runs_) {
+      auto it = warm_until.find(r.thread);
+      if (it != warm_until.end() && r.end <= it->second) r.warmup = true;
+      if (r.warmup) {
+        uint64_t& until = warm_until[r.thread];
+        until = std::max(until, r.end);
+      }
+    }
+  }
+  if (both_patterns_count_ > 0 && !steps_.empty()) {
+    warnings_.push_back(absl::StrCat(
+        path_, ": ", both_patterns_count_,
+        " NVTX message(s) match both the step and the run pattern, taken as steps (e.g. `",
+        absl::StrJoin(both_patterns_, "`, `"), "`)"));
   }
   // A step's run: the innermost run whose window holds the step's start (else its end, below),
   // marked by the step's own thread if that thread marked runs (threads that serve requests
@@ -3311,6 +3338,7 @@ absl::StatusOr<std::vector<int>> ParseRankList(const std::string& s) {
   // 0-2000000000 must not allocate gigabytes).
   constexpr int64_t kMaxRankSpan = 100000;
   std::vector<int> out;
+  if (s == "all") return out;  // (the default: every rank)
   for (absl::string_view part : absl::StrSplit(s, ',')) {
     std::vector<std::string> ab = absl::StrSplit(part, '-');
     int a, b;
@@ -3657,6 +3685,11 @@ absl::StatusOr<Json> BuildSummary(const std::vector<std::string>& files,
           "'s (the most steps), not the others'; report each apart (--ranks N, N its position "
           "in meta.ranks) for theirs"));
     }
+  }
+  if (options.patterns_explicit && !ref->steps_.empty() && ref->runs_.empty()) {
+    warnings.push_back(
+        absl::StrCat("no runs found (no NVTX range matches the run pattern `", options.run_pattern,
+                     "`): every step is measured, none excluded as a warm-up run's"));
   }
   if (ref->steps_.empty()) {
     warnings.push_back(

@@ -148,7 +148,7 @@ void BucketTable(std::string* md, const Json& t) {
   }
   md->append("| bucket | ms/step | share |\n|---|---:|---:|\n");
   for (auto it = t.begin(); it != t.end(); ++it) {
-    absl::StrAppend(md, "| ", it.key(), " | ", F(it.value()["ms"]), " | ",
+    absl::StrAppend(md, "| ", Cell(it.key()), " | ", F(it.value()["ms"]), " | ",
                     Pct(it.value()["share"]), " |\n");
   }
   md->append("\n");
@@ -362,7 +362,7 @@ std::string RenderMarkdown(const Json& s) {
     }
     for (const char* key : {"buckets_model_avg_ms", "buckets_engine_avg_ms"}) {
       for (auto it = ra[key].begin(); it != ra[key].end(); ++it) {
-        absl::StrAppend(&md, "| ", key[8] == 'm' ? "model " : "engine ", it.key(), " ms | ",
+        absl::StrAppend(&md, "| ", key[8] == 'm' ? "model " : "engine ", Cell(it.key()), " ms | ",
                         PlusMinus(it.value()), " |\n");
       }
     }
@@ -429,8 +429,8 @@ std::string RenderMarkdown(const Json& s) {
     size_t n = 0;
     for (const Json& k : s["kernels"]) {
       if (++n > kKernelRows) break;
-      absl::StrAppend(&md, "| ", Cell(shown[n - 1]), " | ", k["bucket"].get<std::string>(), " | ",
-                      F(k["count"]), " | ", F(k["total_ms"]), " | ", F(k["mean_us"]), " | ",
+      absl::StrAppend(&md, "| ", Cell(shown[n - 1]), " | ", Cell(k["bucket"].get<std::string>()),
+                      " | ", F(k["count"]), " | ", F(k["total_ms"]), " | ", F(k["mean_us"]), " | ",
                       F(k["p50_us"]), " | ", F(k["p99_us"]), " | ", Pct(k["share"]), " |\n");
     }
     if (s["kernels"].size() > kKernelRows) {

@@ -445,6 +445,54 @@ TEST_CASE("golden two-rank profile: summary.json, report.md, ops.csv") {
   CheckGolden(Normalize(csv, dir), "report_golden_ops.csv");
 }
 
+// A warm-up run that wraps run ranges of its own (round-23 sweep, options hand3): its steps are
+// warm-up, though each counts toward its innermost run (before, the outer run showed "warm-up,
+// 0 steps" and its 5 ms steps were measured). A --run-pattern that matches nothing says so
+// (before, the warm-up run's steps were measured without a word), and so does a message both
+// patterns match.
+TEST_CASE("runs inside a warm-up run are warm-up; a run pattern matching nothing is said") {
+  const std::string dir = TmpDir("nested_warm");
+  {
+    ProfileBuilder b(dir + "/rank0.pb");
+    b.WriteHeader(0, 1, "h0", GPU_TIMING_HOST);
+    const uint32_t step = b.Str("step tokens=1"), inner = b.Str("run label=inner");
+    b.Host(1, 0, 0, ProfileBuilder::Nvtx(b.Str("run label=outer warmup=1"), 100 * kUs, 0));
+    b.Host(1, 0, 0, ProfileBuilder::Nvtx(inner, 40 * kUs, 1));
+    b.Host(1, 0, 0, ProfileBuilder::Nvtx(step, 30 * kUs, 2));
+    b.Host(1, 50 * kUs, 0, ProfileBuilder::Nvtx(inner, 40 * kUs, 1));
+    b.Host(1, 50 * kUs, 0, ProfileBuilder::Nvtx(step, 30 * kUs, 2));
+    b.Host(1, 200 * kUs, 0, ProfileBuilder::Nvtx(b.Str("run label=measured"), 100 * kUs, 0));
+    b.Host(1, 200 * kUs, 0, ProfileBuilder::Nvtx(step, 10 * kUs, 1));
+    b.Host(1, 250 * kUs, 0, ProfileBuilder::Nvtx(b.Str("step run tokens=1"), 10 * kUs, 1));
+    b.Close(true);
+  }
+  ReportOptions opt;
+  auto s = BuildSummary({dir + "/rank0.pb"}, opt, "");
+  REQUIRE(s.ok());
+  CHECK((*s)["stats"]["steps"] == 2);  // the measured run's two steps
+  CHECK((*s)["stats"]["step_latency_ms"]["mean"] == 0.01);
+  auto warned = [&](const std::string& text) {
+    for (const auto& w : (*s)["meta"]["warnings"]) {
+      if (w.get<std::string>().find(text) != std::string::npos) return true;
+    }
+    return false;
+  };
+  CHECK(!warned("no runs found"));
+  opt.step_pattern = "^step\\b";
+  opt.run_pattern = "^Run\\b";
+  opt.patterns_explicit = true;
+  s = BuildSummary({dir + "/rank0.pb"}, opt, "");
+  REQUIRE(s.ok());
+  CHECK((*s)["stats"]["steps"] == 4);
+  CHECK(warned("no runs found (no NVTX range matches the run pattern `^Run\\b`)"));
+  opt.run_pattern = "run\\b";  // also "step run tokens=1"
+  s = BuildSummary({dir + "/rank0.pb"}, opt, "");
+  REQUIRE(s.ok());
+  CHECK(
+      warned("1 NVTX message(s) match both the step and the run pattern, taken as steps (e.g. "
+             "`step run tokens=1`)"));
+}
+
 TEST_CASE("steps re-derived from NVTX ranges with the report's own patterns") {
   const std::string dir = TmpDir("nvtx");
   {
@@ -972,6 +1020,14 @@ TEST_CASE("the kernel table covers the measured steps; start-up and warm-up coun
   CHECK((*s)["kernels_scope"] ==
         Json::parse(R"({"scope": "measured steps", "outside_ops": 3, "outside_ms": 0.15,
                           "ranks_whole": [1]})"));
+  {  // A bucket named with `|` (a rules file's) stays in its table cell (round-23 sweep).
+    Json m = *s;
+    m["buckets_model_avg_ms"]["a|b"] = {{"ms", 1.0}, {"share", 0.5}};
+    m["kernels"][0]["bucket"] = "a|b";
+    const std::string md = RenderMarkdown(m);
+    CHECK(md.find("| a\\|b | 1.000 | 50.0% |") != std::string::npos);
+    CHECK(md.find("a|b") == std::string::npos);
+  }
   const std::string md = RenderMarkdown(*s);
   CHECK(md.find("Left out: 3 ops, 0.150 ms of device time outside them (start-up, warm-up). "
                 "Rank 1 marked no measured step: counted whole, start-up and warm-up "
@@ -3240,6 +3296,9 @@ TEST_CASE("CLI: exit code 2 and one stderr line on bad input; stats counts") {
     CHECK(stat((out + "/summary.json").c_str(), &st) != 0);
   }
   CHECK(ParseRankList("0,2-3")->size() == 3);
+  // "all", as --help names the default: every rank (an empty list).
+  REQUIRE(ParseRankList("all").ok());
+  CHECK(ParseRankList("all")->empty());
   CHECK(ParseRankList("0-99999")->size() == 100000);
   CHECK(!ParseRankList("0-99999,100000-100001").ok());  // over 100000 ranks in all
 }
