@@ -465,7 +465,7 @@ StepFields ParseStepFields(const std::string& msg, const std::string& kv_reduce)
     } else if (k == "label") {
       f.label = std::string(v);
     } else if (k == "warmup") {
-      f.warmup = v == "1" || v == "true";
+      f.warmup = v == "1";  // as the agent's parse (step_parser.cc): `warmup=1` only
     }
   }
   return f;

@@ -464,12 +464,15 @@ TEST_CASE("runs inside a warm-up run are warm-up; a run pattern matching nothing
     b.Host(1, 200 * kUs, 0, ProfileBuilder::Nvtx(b.Str("run label=measured"), 100 * kUs, 0));
     b.Host(1, 200 * kUs, 0, ProfileBuilder::Nvtx(step, 10 * kUs, 1));
     b.Host(1, 250 * kUs, 0, ProfileBuilder::Nvtx(b.Str("step run tokens=1"), 10 * kUs, 1));
+    // Not a warm-up step: `warmup=1` only, as the agent parses it (before, re-derived steps
+    // took `true` too, and the same profile's measured set changed with --step-pattern).
+    b.Host(1, 270 * kUs, 0, ProfileBuilder::Nvtx(b.Str("step warmup=true"), 10 * kUs, 1));
     b.Close(true);
   }
   ReportOptions opt;
   auto s = BuildSummary({dir + "/rank0.pb"}, opt, "");
   REQUIRE(s.ok());
-  CHECK((*s)["stats"]["steps"] == 2);  // the measured run's two steps
+  CHECK((*s)["stats"]["steps"] == 3);  // the measured run's three steps
   CHECK((*s)["stats"]["step_latency_ms"]["mean"] == 0.01);
   auto warned = [&](const std::string& text) {
     for (const auto& w : (*s)["meta"]["warnings"]) {
@@ -483,7 +486,7 @@ TEST_CASE("runs inside a warm-up run are warm-up; a run pattern matching nothing
   opt.patterns_explicit = true;
   s = BuildSummary({dir + "/rank0.pb"}, opt, "");
   REQUIRE(s.ok());
-  CHECK((*s)["stats"]["steps"] == 4);
+  CHECK((*s)["stats"]["steps"] == 5);  // re-derived: `warmup=true` is no warm-up either
   CHECK(warned("no runs found (no NVTX range matches the run pattern `^Run\\b`)"));
   opt.run_pattern = "run\\b";  // also "step run tokens=1"
   s = BuildSummary({dir + "/rank0.pb"}, opt, "");
