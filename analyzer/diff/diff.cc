@@ -179,7 +179,7 @@ Direction DirectionOf(const std::string& path) {
 // host side's symptoms of the work's speed (API call times, idle gaps between device work),
 // whose single calls and gaps move by tens of percent from run to run of the same program.
 bool HostSymptomOrSpread(const std::string& path) {
-  return LastSegment(path) == "std" || EndsWith(path, ".std") || path.rfind("host.api", 0) == 0 ||
+  return LastSegment(path) == "std" || path.rfind("host.api", 0) == 0 ||
          path.rfind("host.idle_gaps", 0) == 0;
 }
 

@@ -1398,8 +1398,7 @@ int8_t FileAnalysis::FrameKind(uint32_t name) {
     const std::string& msg = Str(name);
     const bool step = SearchPrefix(msg, *step_re_), run = SearchPrefix(msg, *run_re_);
     fk = step ? 1 : run ? 2 : 0;
-    if (step && run && both_patterns_.size() < 3) both_patterns_.push_back(msg.substr(0, 64));
-    if (step && run) ++both_patterns_count_;
+    if (step && run && both_patterns_count_++ < 3) both_patterns_.push_back(msg.substr(0, 64));
   }
   return fk;
 }

@@ -189,10 +189,6 @@ bool PoolLow(const DevicePool& p) {
          p.pairs.load(std::memory_order_relaxed) < kPairs;
 }
 
-// Poller thread: adds up to a chunk of pairs to a ready pool running low, so that a host far
-// ahead of its device (thousands of operations in flight) is still timed. Pairs are handed out
-// in batches as they are made (a burst of launches need not wait for the whole chunk). The
-// poller's own CUDA calls: its thread's device and errors are the agent's.
 constexpr int kBatch = 64;
 
 // Makes kBatch more pairs of pool `d` (the calling thread's current device), under p.grow_mu,
@@ -217,6 +213,10 @@ bool GrowBatch(DevicePool& p, int d) {
   return true;
 }
 
+// Poller thread: adds up to a chunk of pairs to a ready pool running low, so that a host far
+// ahead of its device (thousands of operations in flight) is still timed. Pairs are handed out
+// in batches as they are made (a burst of launches need not wait for the whole chunk). The
+// poller's own CUDA calls: its thread's device and errors are the agent's.
 void GrowPools() {
   auto set_device = r_set_device.get();
   if (set_device == nullptr) return;
